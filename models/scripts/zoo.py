@@ -1,0 +1,392 @@
+"""Model definitions for the neuronc model zoo.
+
+Every builder returns a `Fixture`: an eval-ready nn.Module with random weights drawn from a fixed
+seed, example inputs drawn from a second fixed seed, and optional `dynamic_shapes` for
+torch.export. Nothing is downloaded: transformers/torchvision models are built from configs in
+code. Runs unchanged on torch 2.6 (Debian 13) and torch 2.14 (Debian unstable).
+"""
+
+import dataclasses
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import torch
+from torch import nn
+
+
+@dataclasses.dataclass
+class Fixture:
+    model: nn.Module
+    args: Tuple[Any, ...]
+    description: str
+    exercises: List[str]
+    dynamic_shapes: Any = None
+    dynamic_dims: Optional[Dict[str, Any]] = None  # human-readable summary for meta.json
+    config: Optional[Dict[str, Any]] = None
+    model_seed: int = 0
+    input_seed: int = 0
+
+
+@dataclasses.dataclass
+class Entry:
+    name: str
+    build: Callable[[], Fixture]
+    requires: Tuple[str, ...] = ()  # python modules besides torch
+    key: bool = False  # also exported with torch 2.6
+    full: bool = False  # part of the full-size on-demand zoo, not committed
+
+
+def _gen(seed: int) -> torch.Generator:
+    g = torch.Generator()
+    g.manual_seed(seed)
+    return g
+
+
+def _randn(seed: int, *shape) -> torch.Tensor:
+    return torch.randn(*shape, generator=_gen(seed), dtype=torch.float32)
+
+
+def _randint(seed: int, high: int, *shape) -> torch.Tensor:
+    return torch.randint(0, high, shape, generator=_gen(seed), dtype=torch.int64)
+
+
+# --------------------------------------------------------------------------- small fixtures
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 32)
+        self.fc3 = nn.Linear(32, 8)
+
+    def forward(self, x):
+        x = torch.relu(self.fc1(x))
+        x = nn.functional.gelu(self.fc2(x))
+        return self.fc3(x)
+
+
+def build_mlp() -> Fixture:
+    torch.manual_seed(1001)
+    m = MLP().eval()
+    return Fixture(m, (_randn(2001, 4, 16),),
+                   "3-layer MLP 16-32-32-8 with ReLU and GELU, batch 4",
+                   ["linear (2-D input)", "relu", "gelu"], model_seed=1001, input_seed=2001)
+
+
+class SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.pool1 = nn.MaxPool2d(2)
+        self.conv2 = nn.Conv2d(8, 16, 3, stride=1, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(16)
+        self.pool2 = nn.AvgPool2d(2)
+        self.gap = nn.AdaptiveAvgPool2d((2, 2))
+        self.fc = nn.Linear(16 * 2 * 2, 10)
+
+    def forward(self, x):
+        x = self.pool1(torch.relu(self.bn1(self.conv1(x))))
+        x = self.pool2(torch.relu(self.bn2(self.conv2(x))))
+        x = self.gap(x)
+        return self.fc(torch.flatten(x, 1))
+
+
+def build_cnn() -> Fixture:
+    torch.manual_seed(1002)
+    m = SmallCNN()
+    # Non-trivial running statistics so eval-mode batch norm is not an identity.
+    g = _gen(1102)
+    for bn in (m.bn1, m.bn2):
+        bn.running_mean.copy_(torch.randn(bn.num_features, generator=g) * 0.1)
+        bn.running_var.copy_(torch.rand(bn.num_features, generator=g) + 0.5)
+        bn.weight.data.copy_(torch.rand(bn.num_features, generator=g) + 0.5)
+        bn.bias.data.copy_(torch.randn(bn.num_features, generator=g) * 0.1)
+    m.eval()
+    return Fixture(m, (_randn(2002, 2, 3, 32, 32),),
+                   "conv3x3(+bias) -> BN(eval) -> relu -> maxpool2 -> conv3x3(no bias) -> BN(eval)"
+                   " -> relu -> avgpool2 -> adaptive avgpool(2x2) -> flatten -> linear; NCHW 2x3x32x32",
+                   ["conv2d with/without bias", "batch_norm eval (BN folding)", "relu", "max_pool2d",
+                    "avg_pool2d", "adaptive_avg_pool2d to 2x2", "flatten", "linear"],
+                   model_seed=1002, input_seed=2002)
+
+
+def build_transformer_encoder() -> Fixture:
+    torch.manual_seed(1003)
+    m = nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, dropout=0.1,
+                                   activation="gelu", batch_first=True).eval()
+    return Fixture(m, (_randn(2003, 2, 10, 64),),
+                   "nn.TransformerEncoderLayer d_model 64, 4 heads, ffn 128, GELU, post-norm,"
+                   " batch_first, eval (dropout 0.1 present but inactive); input 2x10x64",
+                   ["multi-head self-attention (nn.MultiheadAttention -> SDPA)", "layer_norm",
+                    "dropout in eval", "gelu", "residual add", "linear on 3-D input"],
+                   config={"d_model": 64, "nhead": 4, "dim_feedforward": 128, "activation": "gelu",
+                           "norm_first": False, "batch_first": True},
+                   model_seed=1003, input_seed=2003)
+
+
+class BertWrap(nn.Module):
+    """Positional inputs and a tuple output, so export and jit.trace see the same signature."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.bert = model
+
+    def forward(self, input_ids, attention_mask):
+        out = self.bert(input_ids=input_ids, attention_mask=attention_mask, return_dict=True)
+        return out.last_hidden_state, out.pooler_output
+
+
+class CausalLMWrap(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.lm = model
+
+    def forward(self, input_ids):
+        return self.lm(input_ids=input_ids, use_cache=False, return_dict=True).logits
+
+
+def _set_attn(cfg, impl):
+    # transformers >= 4.36 reads `_attn_implementation`; set both spellings.
+    try:
+        cfg._attn_implementation = impl
+    except Exception:
+        pass
+    return cfg
+
+
+def build_bert() -> Fixture:
+    from transformers import BertConfig, BertModel
+    cfg = dict(vocab_size=128, hidden_size=128, num_hidden_layers=2, num_attention_heads=4,
+               intermediate_size=256, max_position_embeddings=32, type_vocab_size=2,
+               hidden_act="gelu", use_cache=False)
+    config = _set_attn(BertConfig(**cfg), "sdpa")
+    torch.manual_seed(1004)
+    m = BertWrap(BertModel(config)).eval()
+    ids = _randint(2004, 128, 2, 10)
+    mask = torch.ones(2, 10, dtype=torch.int64)
+    mask[1, 6:] = 0  # second sequence is padded
+    cfg["attn_implementation"] = "sdpa"
+    return Fixture(m, (ids, mask),
+                   "transformers BertModel, 2 layers, hidden 128, 4 heads, ffn 256, vocab 128;"
+                   " input_ids + attention_mask (int64, batch 2, seq 10, row 1 padded from 6 on)",
+                   ["embedding (word/position/token-type)", "layer_norm", "padding mask"
+                    " (int64 mask -> float additive mask)", "scaled_dot_product_attention",
+                    "gelu", "pooler (select [CLS], linear, tanh)", "int64 inputs"],
+                   config=cfg, model_seed=1004, input_seed=2004)
+
+
+def build_gpt2() -> Fixture:
+    from transformers import GPT2Config, GPT2LMHeadModel
+    cfg = dict(vocab_size=256, n_positions=32, n_embd=64, n_layer=2, n_head=4, n_inner=128,
+               activation_function="gelu_new", use_cache=False, tie_word_embeddings=True,
+               bos_token_id=255, eos_token_id=255)
+    config = _set_attn(GPT2Config(**cfg), "eager")
+    torch.manual_seed(1005)
+    m = CausalLMWrap(GPT2LMHeadModel(config)).eval()
+    cfg["attn_implementation"] = "eager"
+    return Fixture(m, (_randint(2005, 256, 2, 8),),
+                   "transformers GPT2LMHeadModel, 2 layers, n_embd 64, 4 heads, ffn 128, vocab 256,"
+                   " tied lm_head, eager (explicit matmul/softmax) attention; input_ids 2x8 -> logits",
+                   ["Conv1D (addmm with [in,out] weight)", "explicit causal-masked attention"
+                    " (matmul, softmax, where/masked_fill)", "gelu_new (tanh approximation)",
+                    "pre-norm layer_norm", "tied embedding / lm_head weight"],
+                   config=cfg, model_seed=1005, input_seed=2005)
+
+
+def build_llama() -> Fixture:
+    from transformers import LlamaConfig, LlamaForCausalLM
+    cfg = dict(vocab_size=128, hidden_size=256, intermediate_size=128, num_hidden_layers=2,
+               num_attention_heads=8, num_key_value_heads=2, head_dim=16, max_position_embeddings=64,
+               rms_norm_eps=1e-5, rope_theta=10000.0, hidden_act="silu", use_cache=False,
+               tie_word_embeddings=True, attention_bias=False, mlp_bias=False)
+    config = _set_attn(LlamaConfig(**cfg), "sdpa")
+    torch.manual_seed(1006)
+    m = CausalLMWrap(LlamaForCausalLM(config)).eval()
+    cfg["attn_implementation"] = "sdpa"
+    return Fixture(m, (_randint(2006, 128, 1, 8),),
+                   "transformers LlamaForCausalLM, 2 layers, hidden 256, 8 query heads / 2 KV heads"
+                   " (GQA 4:1), head_dim 16 (explicit, so q/o project 256<->128: keeps the file small), SwiGLU"
+                   " ffn 128, RMSNorm, RoPE (theta 1e4),"
+                   " vocab 128, tied lm_head; input_ids 1x8 -> logits",
+                   ["RMSNorm (pow/mean/rsqrt/mul)", "rotary embedding (rotate_half: slice/neg/cat)",
+                    "grouped-query attention (repeat_kv expand/reshape)", "causal SDPA",
+                    "SwiGLU (silu * mul)", "linear without bias", "tied embedding / lm_head"],
+                   config=cfg, model_seed=1006, input_seed=2006)
+
+
+def build_vit() -> Fixture:
+    from torchvision.models.vision_transformer import VisionTransformer
+    cfg = dict(image_size=64, patch_size=16, num_layers=2, num_heads=4, hidden_dim=64,
+               mlp_dim=128, num_classes=10)
+    torch.manual_seed(1007)
+    m = VisionTransformer(**cfg).eval()
+    return Fixture(m, (_randn(2007, 1, 3, 64, 64),),
+                   "torchvision VisionTransformer, image 64, patch 16 (16 patches + class token),"
+                   " 2 layers, hidden 64, 4 heads, mlp 128, 10 classes; input 1x3x64x64",
+                   ["patchify conv (stride 16)", "reshape/permute to tokens", "class token cat",
+                    "learned position embedding add", "nn.MultiheadAttention -> SDPA",
+                    "pre-norm layer_norm", "gelu", "select class token"],
+                   config=cfg, model_seed=1007, input_seed=2007)
+
+
+class DynamicBatch(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(32, 48)
+        self.norm = nn.LayerNorm(48)
+        self.fc2 = nn.Linear(48, 10)
+
+    def forward(self, x):
+        b = x.shape[0]
+        h = x.reshape(b, -1)  # (B, 4, 8) -> (B, 32) with a symbolic B
+        h = torch.relu(self.norm(self.fc1(h)))
+        return torch.softmax(self.fc2(h), dim=-1)
+
+
+def build_dynamic_batch() -> Fixture:
+    torch.manual_seed(1008)
+    m = DynamicBatch().eval()
+    batch = torch.export.Dim("batch", min=1, max=64)
+    return Fixture(m, (_randn(2008, 3, 4, 8),),
+                   "reshape(B,-1) -> linear -> layer_norm -> relu -> linear -> softmax with a symbolic"
+                   " batch dimension (torch.export.Dim('batch', min=1, max=64)); example batch 3",
+                   ["symbolic dims and range_constraints", "sym_size / reshape with a symbol",
+                    "layer_norm", "softmax"],
+                   dynamic_shapes={"x": {0: batch}}, dynamic_dims={"x": {"0": "batch [1, 64]"}},
+                   model_seed=1008, input_seed=2008)
+
+
+class Buffers(nn.Module):
+    """In-place updates of persistent buffers, a train-mode BatchNorm and a non-persistent buffer."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.bn = nn.BatchNorm1d(8)
+        self.register_buffer("calls", torch.zeros((), dtype=torch.int64))
+        self.register_buffer("running_sum", torch.zeros(8))
+        self.register_buffer("scale", torch.linspace(0.5, 1.5, 8), persistent=False)
+
+    def forward(self, x):
+        self.calls.add_(1)
+        self.running_sum.add_(x.sum(0))
+        h = self.bn(self.fc(x))  # train mode: batch stats; running_mean/var/num_batches_tracked updated
+        return h * self.scale + self.running_sum
+
+
+def build_buffers() -> Fixture:
+    torch.manual_seed(1009)
+    m = Buffers().train()
+    return Fixture(m, (_randn(2009, 4, 8),),
+                   "linear -> BatchNorm1d in TRAIN mode (updates running_mean/var/num_batches_tracked)"
+                   " plus explicit in-place buffer updates (calls.add_(1), running_sum.add_(x.sum(0)))"
+                   " and a non-persistent buffer 'scale'. Outputs are for one call starting from the"
+                   " initial buffers; the updated buffers are graph outputs of kind BUFFER_MUTATION and"
+                   " their values are in intermediates.npz under the node named in meta.json",
+                   ["buffer inputs", "buffer_mutation outputs", "add_ on buffers (training IR)",
+                    "_native_batch_norm_legit_functional (core IR)", "int64 scalar buffer",
+                    "non-persistent buffer (constants, not state_dict)"],
+                   model_seed=1009, input_seed=2009)
+
+
+class Fallback(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(32, 32)
+        self.fc2 = nn.Linear(17, 8)
+
+    def forward(self, x):
+        h = torch.relu(self.fc1(x))
+        spec = torch.fft.rfft(h, dim=-1).abs()  # 32 -> 17 complex bins -> magnitude
+        return self.fc2(spec)
+
+
+def build_fallback() -> Fixture:
+    torch.manual_seed(1010)
+    m = Fallback().eval()
+    return Fixture(m, (_randn(2010, 4, 32),),
+                   "linear -> relu -> torch.fft.rfft -> abs -> linear: an op the device does not"
+                   " implement sits between two device partitions (host fallback)",
+                   ["fft_rfft (training IR) / _fft_r2c (core IR)", "complex64 intermediate",
+                    "abs of complex", "device | host | device partitioning"],
+                   model_seed=1010, input_seed=2010)
+
+
+SMALL: List[Entry] = [
+    Entry("mlp", build_mlp, key=True),
+    Entry("cnn", build_cnn, key=True),
+    Entry("transformer_encoder", build_transformer_encoder, key=True),
+    Entry("bert", build_bert, requires=("transformers",)),
+    Entry("gpt2", build_gpt2, requires=("transformers",)),
+    Entry("llama", build_llama, requires=("transformers",)),
+    Entry("vit", build_vit, requires=("torchvision",)),
+    Entry("dynamic_batch", build_dynamic_batch, key=True),
+    Entry("buffers", build_buffers, key=True),
+    Entry("fallback", build_fallback, key=True),
+]
+
+
+# --------------------------------------------------------------------------- full-size zoo
+
+
+def _tv(name: str, seed: int, image: int = 224) -> Callable[[], Fixture]:
+    def build() -> Fixture:
+        import torchvision
+        torch.manual_seed(seed)
+        m = getattr(torchvision.models, name)(weights=None).eval()
+        return Fixture(m, (_randn(seed + 1000, 1, 3, image, image),),
+                       f"torchvision {name}, random weights, input 1x3x{image}x{image}",
+                       ["full-size vision model"], model_seed=seed, input_seed=seed + 1000)
+    return build
+
+
+def build_bert_base() -> Fixture:
+    from transformers import BertConfig, BertModel
+    config = _set_attn(BertConfig(use_cache=False), "sdpa")
+    torch.manual_seed(3101)
+    m = BertWrap(BertModel(config)).eval()
+    ids = _randint(4101, config.vocab_size, 1, 128)
+    return Fixture(m, (ids, torch.ones(1, 128, dtype=torch.int64)),
+                   "bert-base-uncased architecture (12 layers, hidden 768), random weights, seq 128",
+                   ["full-size encoder"], config=config.to_dict(), model_seed=3101, input_seed=4101)
+
+
+def build_gpt2_124m() -> Fixture:
+    from transformers import GPT2Config, GPT2LMHeadModel
+    config = _set_attn(GPT2Config(use_cache=False), "sdpa")
+    torch.manual_seed(3102)
+    m = CausalLMWrap(GPT2LMHeadModel(config)).eval()
+    return Fixture(m, (_randint(4102, config.vocab_size, 1, 128),),
+                   "gpt2 (124M) architecture, random weights, seq 128", ["full-size decoder"],
+                   config=config.to_dict(), model_seed=3102, input_seed=4102)
+
+
+def build_llama_1b_2l() -> Fixture:
+    from transformers import LlamaConfig, LlamaForCausalLM
+    # Llama-3.2-1B widths with 2 layers.
+    config = _set_attn(LlamaConfig(vocab_size=128256, hidden_size=2048, intermediate_size=8192,
+                                   num_hidden_layers=2, num_attention_heads=32, num_key_value_heads=8,
+                                   max_position_embeddings=2048, rms_norm_eps=1e-5,
+                                   rope_theta=500000.0, use_cache=False, tie_word_embeddings=True),
+                       "sdpa")
+    torch.manual_seed(3103)
+    m = CausalLMWrap(LlamaForCausalLM(config)).eval()
+    return Fixture(m, (_randint(4103, config.vocab_size, 1, 128),),
+                   "Llama architecture at 1B width (hidden 2048, 32/8 heads, ffn 8192, vocab 128256),"
+                   " 2 layers, random weights, seq 128", ["full-size decoder, GQA"],
+                   config=config.to_dict(), model_seed=3103, input_seed=4103)
+
+
+FULL: List[Entry] = [
+    Entry("resnet18", _tv("resnet18", 3001), requires=("torchvision",), full=True),
+    Entry("resnet50", _tv("resnet50", 3002), requires=("torchvision",), full=True),
+    Entry("mobilenet_v2", _tv("mobilenet_v2", 3003), requires=("torchvision",), full=True),
+    Entry("mobilenet_v3_small", _tv("mobilenet_v3_small", 3004), requires=("torchvision",), full=True),
+    Entry("efficientnet_b0", _tv("efficientnet_b0", 3005), requires=("torchvision",), full=True),
+    Entry("convnext_tiny", _tv("convnext_tiny", 3006), requires=("torchvision",), full=True),
+    Entry("vit_b_16", _tv("vit_b_16", 3007), requires=("torchvision",), full=True),
+    Entry("bert_base", build_bert_base, requires=("transformers",), full=True),
+    Entry("gpt2_124m", build_gpt2_124m, requires=("transformers",), full=True),
+    Entry("llama_1b_2layers", build_llama_1b_2l, requires=("transformers",), full=True),
+]
