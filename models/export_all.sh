@@ -104,6 +104,15 @@ mount_proc() {
   fi
 }
 
+# same_content OLD NEW: true when NEW differs from OLD only in bytes PyTorch does not reproduce.
+same_content() {
+  if command -v python3 >/dev/null; then
+    python3 "$HERE/scripts/same_content.py" "$1" "$2"
+  else
+    cmp -s "$1" "$2"
+  fi
+}
+
 # run_export DIR SET DEST_SUBDIR: copy scripts in, export, copy results to models/<name>/DEST_SUBDIR.
 run_export() {
   local dir="$1" set="$2" dest_sub="$3" dest_root="$4"
@@ -126,9 +135,21 @@ run_export() {
     n="$(basename "$src")"
     local dest="$dest_root/$n${dest_sub:+/$dest_sub}"
     mkdir -p "$dest"
-    find "$dest" -maxdepth 1 -type f -delete   # keep subfolders such as torch2.6/
-    cp "$src"/* "$dest"/
-    log "  -> ${dest#"$HERE"/} ($(du -sh "$dest" | cut -f1))"
+    # Replace the folder's files (not its subfolders such as torch2.6/), but keep a committed file
+    # whose content is unchanged apart from bytes PyTorch does not reproduce (see README).
+    local f d keep=0 wrote=0
+    for f in "$dest"/*; do
+      [[ -f "$f" && ! -e "$src/$(basename "$f")" ]] && rm -f "$f"
+    done
+    for f in "$src"/*; do
+      d="$dest/$(basename "$f")"
+      if [[ -f "$d" ]] && same_content "$d" "$f"; then
+        keep=$((keep + 1))
+      else
+        cp "$f" "$d"; wrote=$((wrote + 1))
+      fi
+    done
+    log "  -> ${dest#"$HERE"/}: $wrote written, $keep unchanged"
   done
   return $rc
 }

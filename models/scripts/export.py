@@ -177,6 +177,16 @@ class Capture(torch.fx.Interpreter):
         return result
 
 
+def nested_graph_nodes(gm):
+    """Nodes inside higher-order-op subgraphs (e.g. wrap_with_set_grad_enabled): their values are
+    not captured one by one, only the HOP's outputs (through its getitem nodes)."""
+    nested = {}
+    for name, mod in gm.named_modules():
+        if name and isinstance(mod, torch.fx.GraphModule):
+            nested[name] = [n.name for n in mod.graph.nodes if n.op == "call_function"]
+    return nested
+
+
 def signature_entries(ep):
     inputs = [{"kind": s.kind.name, "name": s.arg.name if hasattr(s.arg, "name") else str(s.arg),
                "target": s.target,
@@ -273,6 +283,7 @@ def export_one(entry, out_dir, with_intermediates=True, log=print):
             "bytes": int(nbytes),
             "dtypes": dict(collections.Counter(str(a.dtype) for a in arrays.values())),
             "non_tensor_nodes_skipped": cap.skipped,
+            "nested_graphs_not_captured": nested_graph_nodes(ep.graph_module),
             "note": "one entry per call_function node of model.pt2's graph whose value is a tensor,"
                     " keyed by node name (= the name of its output in the serialized graph);"
                     " tuple-valued nodes are covered by their getitem nodes",
