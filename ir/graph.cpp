@@ -1,0 +1,352 @@
+// Graph, Node and Value: construction, use lists, naming.
+#include "ir/graph.h"
+
+#include <algorithm>
+
+#include "ir/op_registry.h"
+
+namespace neuronc::ir {
+
+// --- Value ---------------------------------------------------------------------------------
+
+void Value::replace_all_uses_with(Value* other) {
+  if (other == this) return;
+  const std::vector<Use> uses = uses_;
+  for (const Use& u : uses) u.node->set_input(u.operand, other);
+  if (graph_) {
+    for (size_t i = 0; i < graph_->outputs_.size(); ++i) {
+      if (graph_->outputs_[i].value == this) graph_->outputs_[i].value = other;
+    }
+  }
+}
+
+// --- Node ----------------------------------------------------------------------------------
+
+void Node::set_input(size_t i, Value* v) {
+  Value* old = inputs_.at(i);
+  if (old) {
+    auto& uses = old->uses_;
+    auto it = std::find(uses.begin(), uses.end(), Use{this, i});
+    if (it != uses.end()) uses.erase(it);
+  }
+  inputs_[i] = v;
+  if (v) v->uses_.push_back(Use{this, i});
+}
+
+const Attribute* Node::attr(std::string_view name) const {
+  for (const NamedAttr& a : attrs_) {
+    if (a.name == name) return &a.value;
+  }
+  if (info_) {
+    const int idx = info_->arg_index(name);
+    if (idx >= 0 && info_->args[static_cast<size_t>(idx)].default_value)
+      return &*info_->args[static_cast<size_t>(idx)].default_value;
+  }
+  return nullptr;
+}
+
+void Node::set_attr(std::string_view name, Attribute value) {
+  for (NamedAttr& a : attrs_) {
+    if (a.name == name) {
+      a.value = std::move(value);
+      return;
+    }
+  }
+  attrs_.push_back(NamedAttr{std::string(name), std::move(value)});
+}
+
+namespace {
+
+[[noreturn]] void attr_error(const Node& n, std::string_view name, const char* expected,
+                             const Attribute* found) {
+  throw Error(n.describe() + ": attribute '" + std::string(name) + "': expected " + expected +
+              ", found " + (found ? attr_kind_name(attr_kind(*found)) : "nothing"));
+}
+
+}  // namespace
+
+int64_t Node::attr_int(std::string_view name) const {
+  const Attribute* a = attr(name);
+  if (a) {
+    if (auto* v = std::get_if<int64_t>(a)) return *v;
+    if (auto* d = std::get_if<Dim>(a); d && d->is_constant()) return d->value();
+    if (auto* b = std::get_if<bool>(a)) return *b ? 1 : 0;
+  }
+  attr_error(*this, name, "an int", a);
+}
+
+double Node::attr_float(std::string_view name) const {
+  const Attribute* a = attr(name);
+  if (a) {
+    if (auto* v = std::get_if<double>(a)) return *v;
+    if (auto* i = std::get_if<int64_t>(a)) return static_cast<double>(*i);
+    if (auto* b = std::get_if<bool>(a)) return *b ? 1.0 : 0.0;
+  }
+  attr_error(*this, name, "a float", a);
+}
+
+bool Node::attr_bool(std::string_view name) const {
+  const Attribute* a = attr(name);
+  if (a) {
+    if (auto* v = std::get_if<bool>(a)) return *v;
+    if (auto* i = std::get_if<int64_t>(a)) return *i != 0;
+  }
+  attr_error(*this, name, "a bool", a);
+}
+
+std::vector<int64_t> Node::attr_ints(std::string_view name) const {
+  const Attribute* a = attr(name);
+  if (a) {
+    if (auto* v = std::get_if<std::vector<int64_t>>(a)) return *v;
+    if (auto* i = std::get_if<int64_t>(a)) return {*i};
+    if (auto* s = std::get_if<SymIntList>(a)) {
+      std::vector<int64_t> out;
+      for (const Dim& d : s->dims) {
+        if (!d.is_constant()) attr_error(*this, name, "constant ints", a);
+        out.push_back(d.value());
+      }
+      return out;
+    }
+  }
+  attr_error(*this, name, "an int list", a);
+}
+
+const std::string& Node::attr_string(std::string_view name) const {
+  const Attribute* a = attr(name);
+  if (a) {
+    if (auto* v = std::get_if<std::string>(a)) return *v;
+  }
+  attr_error(*this, name, "a string", a);
+}
+
+bool Node::attr_is_none(std::string_view name) const {
+  const Attribute* a = attr(name);
+  return a == nullptr || std::holds_alternative<NoneAttr>(*a);
+}
+
+std::string Node::describe() const {
+  std::string s = "node '" + name_ + "' (" + op_ + ")";
+  const std::string where = loc_.to_string();
+  if (!where.empty()) s += " at " + where;
+  return s;
+}
+
+const char* input_role_name(InputRole r) {
+  switch (r) {
+    case InputRole::user_input: return "input";
+    case InputRole::parameter: return "param";
+    case InputRole::buffer: return "buffer";
+    case InputRole::constant: return "const";
+  }
+  return "?";
+}
+
+const char* output_role_name(OutputRole r) {
+  switch (r) {
+    case OutputRole::user_output: return "user_output";
+    case OutputRole::buffer_mutation: return "buffer_mutation";
+    case OutputRole::user_input_mutation: return "user_input_mutation";
+  }
+  return "?";
+}
+
+// --- Graph ---------------------------------------------------------------------------------
+
+SymbolId Graph::add_symbol(std::string name, int64_t min, int64_t max) {
+  if (find_symbol(name)) throw Error("symbol '" + name + "' is defined twice");
+  if (min > max) {
+    throw Error("symbol '" + name + "': range [" + std::to_string(min) + ", " +
+                std::to_string(max) + "] is empty");
+  }
+  symbols_.push_back(Symbol{std::move(name), min, max});
+  return static_cast<SymbolId>(symbols_.size() - 1);
+}
+
+std::optional<SymbolId> Graph::find_symbol(std::string_view name) const {
+  for (size_t i = 0; i < symbols_.size(); ++i) {
+    if (symbols_[i].name == name) return static_cast<SymbolId>(i);
+  }
+  return std::nullopt;
+}
+
+std::string Graph::dim_to_string(const Dim& d) const {
+  if (d.is_constant()) return std::to_string(d.value());
+  const std::string name = d.symbol < static_cast<SymbolId>(symbols_.size())
+                               ? symbols_[static_cast<size_t>(d.symbol)].name
+                               : "?" + std::to_string(d.symbol);
+  if (d.coeff == 1) return name;
+  return std::to_string(d.coeff) + "*" + name;
+}
+
+std::string Graph::shape_to_string(const Shape& s) const {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ", ";
+    out += dim_to_string(s[i]);
+  }
+  return out + "]";
+}
+
+std::string Graph::type_to_string(const TensorType& t) const {
+  return std::string(dtype_name(t.dtype)) + shape_to_string(t.shape);
+}
+
+std::string Graph::unique_name(std::string_view base) {
+  std::string b = base.empty() ? std::string("v") : std::string(base);
+  if (!values_by_name_.count(b) && !node_names_.count(b)) return b;
+  size_t& n = name_counters_[b];
+  for (;;) {
+    std::string candidate = b + "_" + std::to_string(++n);
+    if (!values_by_name_.count(candidate) && !node_names_.count(candidate)) return candidate;
+  }
+}
+
+Value* Graph::new_value(std::string name, TensorType type) {
+  if (name.empty() || values_by_name_.count(name)) name = unique_name(name);
+  auto v = std::make_unique<Value>();
+  v->name_ = std::move(name);
+  v->type_ = std::move(type);
+  v->graph_ = this;
+  Value* raw = v.get();
+  values_by_name_[raw->name_] = raw;
+  values_.push_back(std::move(v));
+  return raw;
+}
+
+Value* Graph::add_input(std::string name, TensorType type, InputRole role, std::string target,
+                        bool persistent) {
+  Value* v = new_value(std::move(name), std::move(type));
+  inputs_.push_back(GraphInput{v, role, std::move(target), persistent});
+  return v;
+}
+
+Node* Graph::append(std::string op, std::vector<Value*> inputs, std::vector<NamedAttr> attrs,
+                    std::optional<std::vector<TensorType>> output_types,
+                    std::vector<std::string> output_names,
+                    std::string node_name) {
+  return create_node(nodes_.size(), std::move(op), std::move(inputs), std::move(attrs),
+                     std::move(output_types), std::move(output_names), std::move(node_name));
+}
+
+Node* Graph::insert_before(const Node* pos, std::string op, std::vector<Value*> inputs,
+                           std::vector<NamedAttr> attrs,
+                    std::optional<std::vector<TensorType>> output_types,
+                           std::vector<std::string> output_names, std::string node_name) {
+  return create_node(position(pos), std::move(op), std::move(inputs), std::move(attrs),
+                     std::move(output_types), std::move(output_names), std::move(node_name));
+}
+
+Node* Graph::create_node(size_t pos, std::string op, std::vector<Value*> inputs,
+                         std::vector<NamedAttr> attrs,
+                    std::optional<std::vector<TensorType>> output_types,
+                         std::vector<std::string> output_names, std::string node_name) {
+  const OpInfo* info = OpRegistry::global().find(op);
+  if (!output_types) {
+    if (!info) {
+      throw Error("cannot infer the result types of unknown operator '" + op +
+                  "': pass them explicitly");
+    }
+    std::vector<const TensorType*> in_types;
+    in_types.reserve(inputs.size());
+    for (Value* v : inputs) in_types.push_back(v ? &v->type() : nullptr);
+    output_types = infer_types(*this, *info, in_types, attrs);
+  }
+  std::vector<TensorType>& types = *output_types;
+  auto n = std::make_unique<Node>();
+  n->op_ = std::move(op);
+  n->info_ = info;
+  n->graph_ = this;
+  n->attrs_ = std::move(attrs);
+  if (node_name.empty()) {
+    node_name = !output_names.empty() && !output_names[0].empty() ? output_names[0] : "n";
+  }
+  if (node_names_.count(node_name)) node_name = unique_name(node_name);
+  n->name_ = node_name;
+  node_names_[n->name_] = 1;
+  Node* raw = n.get();
+  raw->inputs_.resize(inputs.size(), nullptr);
+  for (size_t i = 0; i < inputs.size(); ++i) raw->set_input(i, inputs[i]);
+  for (size_t i = 0; i < types.size(); ++i) {
+    std::string vname = i < output_names.size() ? output_names[i] : "";
+    if (vname.empty()) vname = types.size() == 1 ? raw->name_ : raw->name_ + "_" + std::to_string(i);
+    Value* v = new_value(std::move(vname), std::move(types[i]));
+    v->producer_ = raw;
+    v->output_index_ = i;
+    raw->outputs_.push_back(v);
+  }
+  nodes_.insert(nodes_.begin() + static_cast<std::ptrdiff_t>(pos), std::move(n));
+  return raw;
+}
+
+void Graph::add_output(Value* v, OutputRole role, std::string target) {
+  if (!v) throw Error("graph output is null");
+  outputs_.push_back(GraphOutput{v, role, std::move(target)});
+}
+
+void Graph::set_output_value(size_t i, Value* v) { outputs_.at(i).value = v; }
+
+void Graph::erase(Node* n) {
+  for (Value* out : n->outputs_) {
+    if (out->has_uses() || is_graph_output(out)) {
+      throw Error("cannot erase " + n->describe() + ": its result '" + out->name() +
+                  "' is still used");
+    }
+  }
+  for (size_t i = 0; i < n->inputs_.size(); ++i) n->set_input(i, nullptr);
+  for (Value* out : n->outputs_) {
+    values_by_name_.erase(out->name_);
+    out->producer_ = nullptr;
+  }
+  node_names_.erase(n->name_);
+  const size_t pos = position(n);
+  std::vector<Value*> dead = n->outputs_;
+  nodes_.erase(nodes_.begin() + static_cast<std::ptrdiff_t>(pos));
+  values_.erase(std::remove_if(values_.begin(), values_.end(),
+                               [&](const std::unique_ptr<Value>& v) {
+                                 return std::find(dead.begin(), dead.end(), v.get()) != dead.end();
+                               }),
+                values_.end());
+}
+
+size_t Graph::erase_unused_constant_inputs() {
+  size_t removed = 0;
+  for (size_t i = inputs_.size(); i-- > 0;) {
+    const GraphInput& in = inputs_[i];
+    if (in.role == InputRole::user_input || in.value->has_uses() || is_graph_output(in.value))
+      continue;
+    Value* v = in.value;
+    values_by_name_.erase(v->name_);
+    inputs_.erase(inputs_.begin() + static_cast<std::ptrdiff_t>(i));
+    values_.erase(std::remove_if(values_.begin(), values_.end(),
+                                 [&](const std::unique_ptr<Value>& p) { return p.get() == v; }),
+                  values_.end());
+    ++removed;
+  }
+  return removed;
+}
+
+Value* Graph::find_value(std::string_view name) const {
+  auto it = values_by_name_.find(std::string(name));
+  return it == values_by_name_.end() ? nullptr : it->second;
+}
+
+const Node* Graph::find_node(std::string_view name) const {
+  for (const auto& n : nodes_) {
+    if (n->name() == name) return n.get();
+  }
+  return nullptr;
+}
+
+bool Graph::is_graph_output(const Value* v) const {
+  return std::any_of(outputs_.begin(), outputs_.end(),
+                     [&](const GraphOutput& o) { return o.value == v; });
+}
+
+size_t Graph::position(const Node* n) const {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].get() == n) return i;
+  }
+  throw Error("node is not in this graph");
+}
+
+}  // namespace neuronc::ir

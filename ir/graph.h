@@ -1,0 +1,217 @@
+// The IR: a Graph owns Nodes in topological order and the SSA Values they define. A node is an
+// ATen operator application ("aten.linear.default") with tensor operands and named attributes.
+// Thread-safety: a Graph is not synchronised; one thread mutates it at a time. Distinct graphs
+// are independent.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/attribute.h"
+#include "ir/source_location.h"
+#include "ir/tensor_type.h"
+
+namespace neuronc::ir {
+
+class Graph;
+class Node;
+struct OpInfo;
+
+// Errors from IR construction and shape inference. The compiler side uses exceptions
+// internally; the CLI turns them into one line plus the node's source location.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Bytes of a constant tensor that live outside the IR (normally in the mmap'd input file).
+// `owner` keeps that memory alive; the IR never copies the bytes.
+struct ConstantPayload {
+  const std::byte* data = nullptr;
+  size_t nbytes = 0;                 // bytes available from `data` (the storage)
+  int64_t storage_offset = 0;        // in elements
+  std::vector<int64_t> strides;      // in elements; empty means contiguous
+  std::shared_ptr<const void> owner; // keeps `data` valid
+};
+
+struct Use {
+  Node* node = nullptr;
+  size_t operand = 0;  // index into node->inputs()
+  friend bool operator==(const Use&, const Use&) = default;
+};
+
+class Value {
+ public:
+  const std::string& name() const { return name_; }
+  const TensorType& type() const { return type_; }
+  void set_type(TensorType t) { type_ = std::move(t); }
+  DType dtype() const { return type_.dtype; }
+  const Shape& shape() const { return type_.shape; }
+
+  // The node that defines this value, or null for a graph input.
+  Node* producer() const { return producer_; }
+  size_t output_index() const { return output_index_; }
+  const std::vector<Use>& uses() const { return uses_; }
+  bool has_uses() const { return !uses_.empty(); }
+
+  const ConstantPayload* payload() const { return payload_ ? &*payload_ : nullptr; }
+  void set_payload(ConstantPayload p) { payload_ = std::move(p); }
+
+  // Redirects every use of this value (and graph outputs naming it) to `other`.
+  void replace_all_uses_with(Value* other);
+
+ private:
+  friend class Graph;
+  friend class Node;
+  std::string name_;
+  TensorType type_;
+  Node* producer_ = nullptr;
+  size_t output_index_ = 0;
+  std::vector<Use> uses_;
+  std::optional<ConstantPayload> payload_;
+  Graph* graph_ = nullptr;
+};
+
+class Node {
+ public:
+  // Full ATen name with overload, e.g. "aten.linear.default".
+  const std::string& op() const { return op_; }
+  // Registry entry; null when the operator is not registered (imported as unknown).
+  const OpInfo* info() const { return info_; }
+  const std::string& name() const { return name_; }
+
+  // Tensor operands in schema order; a Tensor[] argument contributes all its elements; an
+  // absent optional tensor is a null entry.
+  const std::vector<Value*>& inputs() const { return inputs_; }
+  Value* input(size_t i) const { return inputs_.at(i); }
+  void set_input(size_t i, Value* v);
+  const std::vector<Value*>& outputs() const { return outputs_; }
+  Value* output(size_t i = 0) const { return outputs_.at(i); }
+
+  const std::vector<NamedAttr>& attrs() const { return attrs_; }
+  // The attribute as written, or the schema default, or null when neither exists.
+  const Attribute* attr(std::string_view name) const;
+  void set_attr(std::string_view name, Attribute value);
+  // Typed accessors: throw ir::Error naming the node when absent or of another kind.
+  int64_t attr_int(std::string_view name) const;
+  double attr_float(std::string_view name) const;  // accepts an int attribute too
+  bool attr_bool(std::string_view name) const;
+  std::vector<int64_t> attr_ints(std::string_view name) const;  // accepts a single int too
+  const std::string& attr_string(std::string_view name) const;
+  bool attr_is_none(std::string_view name) const;  // absent-with-None-default counts as none
+
+  const SourceLocation& location() const { return loc_; }
+  void set_location(SourceLocation loc) { loc_ = std::move(loc); }
+  Graph* graph() const { return graph_; }
+
+  // "node 'addmm' (aten.addmm.default) at model.py:12" — prefix for error messages.
+  std::string describe() const;
+
+ private:
+  friend class Graph;
+  std::string op_;
+  const OpInfo* info_ = nullptr;
+  std::string name_;
+  std::vector<Value*> inputs_;
+  std::vector<Value*> outputs_;
+  std::vector<NamedAttr> attrs_;
+  SourceLocation loc_;
+  Graph* graph_ = nullptr;
+};
+
+// What a graph input is, from torch.export's graph signature.
+enum class InputRole : uint8_t { user_input, parameter, buffer, constant };
+// What a graph output is.
+enum class OutputRole : uint8_t { user_output, buffer_mutation, user_input_mutation };
+const char* input_role_name(InputRole r);
+const char* output_role_name(OutputRole r);
+
+struct GraphInput {
+  Value* value = nullptr;
+  InputRole role = InputRole::user_input;
+  std::string target;       // parameter/buffer/constant FQN ("encoder.fc1.weight"); "" for users
+  bool persistent = true;   // buffers only
+};
+
+struct GraphOutput {
+  Value* value = nullptr;
+  OutputRole role = OutputRole::user_output;
+  std::string target;  // mutated buffer FQN or user input name
+};
+
+class Graph {
+ public:
+  Graph() = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  // --- symbols ---------------------------------------------------------------------------
+  SymbolId add_symbol(std::string name, int64_t min, int64_t max);
+  const Symbol& symbol(SymbolId id) const { return symbols_.at(static_cast<size_t>(id)); }
+  Symbol& symbol(SymbolId id) { return symbols_.at(static_cast<size_t>(id)); }
+  const std::vector<Symbol>& symbols() const { return symbols_; }
+  std::optional<SymbolId> find_symbol(std::string_view name) const;
+  std::string dim_to_string(const Dim& d) const;
+  std::string shape_to_string(const Shape& s) const;  // "[s0, 3]"
+  std::string type_to_string(const TensorType& t) const;  // "f32[s0, 3]"
+
+  // --- construction ----------------------------------------------------------------------
+  // Names must be unique in the graph; an empty or taken name gets a fresh one.
+  Value* add_input(std::string name, TensorType type, InputRole role = InputRole::user_input,
+                   std::string target = "", bool persistent = true);
+  // Appends a node. `op` is looked up in the OpRegistry (null info when unknown). Without
+  // `output_types` (nullopt, or `{}`) the registry's shape rule computes them (and must exist);
+  // an explicit empty vector means a node with no results.
+  Node* append(std::string op, std::vector<Value*> inputs, std::vector<NamedAttr> attrs = {},
+               std::optional<std::vector<TensorType>> output_types = std::nullopt,
+               std::vector<std::string> output_names = {}, std::string node_name = "");
+  // Same, inserted immediately before `pos`.
+  Node* insert_before(const Node* pos, std::string op, std::vector<Value*> inputs,
+                      std::vector<NamedAttr> attrs = {},
+                      std::optional<std::vector<TensorType>> output_types = std::nullopt,
+                      std::vector<std::string> output_names = {}, std::string node_name = "");
+  void add_output(Value* v, OutputRole role = OutputRole::user_output, std::string target = "");
+  void set_output_value(size_t i, Value* v);
+
+  // Removes a node whose outputs have no uses; throws otherwise.
+  void erase(Node* n);
+  // Removes graph inputs of role parameter/buffer/constant that have no uses and are not outputs.
+  size_t erase_unused_constant_inputs();
+
+  // --- access ----------------------------------------------------------------------------
+  const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
+  const std::vector<GraphInput>& inputs() const { return inputs_; }
+  const std::vector<GraphOutput>& outputs() const { return outputs_; }
+  std::vector<GraphInput>& mutable_inputs() { return inputs_; }
+  Value* find_value(std::string_view name) const;
+  const Node* find_node(std::string_view name) const;
+  bool is_graph_output(const Value* v) const;
+  std::string unique_name(std::string_view base);
+  // Index of the node in topological order (linear scan).
+  size_t position(const Node* n) const;
+
+ private:
+  friend class Value;
+  Node* create_node(size_t pos, std::string op, std::vector<Value*> inputs,
+                    std::vector<NamedAttr> attrs,
+                    std::optional<std::vector<TensorType>> output_types,
+                    std::vector<std::string> output_names, std::string node_name);
+  Value* new_value(std::string name, TensorType type);
+
+  std::vector<Symbol> symbols_;
+  std::vector<std::unique_ptr<Value>> values_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<GraphInput> inputs_;
+  std::vector<GraphOutput> outputs_;
+  std::unordered_map<std::string, Value*> values_by_name_;
+  std::unordered_map<std::string, size_t> name_counters_;
+  std::unordered_map<std::string, int> node_names_;
+};
+
+}  // namespace neuronc::ir

@@ -1,0 +1,61 @@
+// Symbolic shape arithmetic: element counts and exact division for reshape inference.
+#include "ir/shape.h"
+
+#include <algorithm>
+
+namespace neuronc::ir {
+namespace {
+
+bool mul_overflows(int64_t a, int64_t b, int64_t* out) { return __builtin_mul_overflow(a, b, out); }
+
+}  // namespace
+
+Monomial Monomial::of(const Dim& d) {
+  Monomial m;
+  m.coeff = d.coeff;
+  if (d.is_symbolic()) m.symbols.push_back(d.symbol);
+  return m;
+}
+
+Monomial& Monomial::operator*=(const Dim& d) { return *this *= Monomial::of(d); }
+
+Monomial& Monomial::operator*=(const Monomial& m) {
+  int64_t c = 0;
+  if (mul_overflows(coeff, m.coeff, &c)) c = INT64_MAX;  // saturate; numel() checks
+  coeff = c;
+  symbols.insert(symbols.end(), m.symbols.begin(), m.symbols.end());
+  std::sort(symbols.begin(), symbols.end());
+  return *this;
+}
+
+std::optional<Dim> Monomial::divide_to_dim(const Monomial& other) const {
+  if (other.coeff == 0 || coeff % other.coeff != 0) return std::nullopt;
+  std::vector<SymbolId> rest = symbols;
+  for (SymbolId s : other.symbols) {
+    auto it = std::find(rest.begin(), rest.end(), s);
+    if (it == rest.end()) return std::nullopt;
+    rest.erase(it);
+  }
+  const int64_t c = coeff / other.coeff;
+  if (rest.empty()) return Dim::constant(c);
+  if (rest.size() == 1) return Dim::sym(rest[0], c);
+  return std::nullopt;
+}
+
+std::optional<Monomial> numel(const Shape& shape) {
+  Monomial m;
+  for (const Dim& d : shape) {
+    int64_t c = 0;
+    if (mul_overflows(m.coeff, d.coeff, &c)) return std::nullopt;
+    m.coeff = c;
+    if (d.is_symbolic()) m.symbols.push_back(d.symbol);
+  }
+  std::sort(m.symbols.begin(), m.symbols.end());
+  return m;
+}
+
+bool is_static(const Shape& shape) {
+  return std::all_of(shape.begin(), shape.end(), [](const Dim& d) { return d.is_constant(); });
+}
+
+}  // namespace neuronc::ir
