@@ -258,7 +258,13 @@ Node* Graph::create_node(size_t pos, std::string op, std::vector<Value*> inputs,
   n->graph_ = this;
   n->attrs_ = std::move(attrs);
   if (node_name.empty()) {
-    node_name = !output_names.empty() && !output_names[0].empty() ? output_names[0] : "n";
+    if (!output_names.empty() && !output_names[0].empty()) {
+      node_name = output_names[0];
+    } else {
+      // "aten.relu.default" -> "relu", as torch.export names nodes.
+      const size_t b = n->op_.find('.'), e = n->op_.rfind('.');
+      node_name = b != std::string::npos && e > b ? n->op_.substr(b + 1, e - b - 1) : n->op_;
+    }
   }
   if (node_names_.count(node_name)) node_name = unique_name(node_name);
   n->name_ = node_name;

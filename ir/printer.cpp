@@ -133,7 +133,12 @@ std::string print(const Graph& g, const PrintOptions& opts) {
       }
       os << "}";
     }
-    const bool default_name = !n.outputs().empty() ? n.name() == n.outputs()[0]->name() : false;
+    // Zero-result nodes are named after their operator unless renamed.
+    const std::string& op = n.op();
+    const size_t b = op.find('.'), e = op.rfind('.');
+    const std::string base = b != std::string::npos && e > b ? op.substr(b + 1, e - b - 1) : op;
+    const bool default_name =
+        !n.outputs().empty() ? n.name() == n.outputs()[0]->name() : n.name() == base;
     if (!default_name) os << " name(" << quote(n.name()) << ")";
     if (opts.locations && !n.location().empty()) {
       const SourceLocation& l = n.location();
