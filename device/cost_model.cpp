@@ -1,0 +1,315 @@
+// Per-instruction cost formulas (TRAINIUM.md §4.1, ISA226) and DMA / collective costs
+// (§5.3, §8.4).
+#include "device/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace neuronc::device {
+namespace {
+
+bool is16(DType t) {
+  return t == DType::bf16 || t == DType::f16;
+}
+
+// Elements that are contiguous from the innermost level outward.
+uint64_t contiguous_run(const MemRef& m) {
+  uint64_t run = 1;
+  for (int l = m.num_levels - 1; l >= 0; --l) {
+    const AccessLevel& lv = m.levels[l];
+    if (lv.count == 1) continue;
+    if (static_cast<uint64_t>(lv.stride) != run) break;
+    run *= lv.count;
+  }
+  return run;
+}
+
+bool innermost_contiguous(const MemRef& m) {
+  for (int l = m.num_levels - 1; l >= 0; --l) {
+    if (m.levels[l].count == 1) continue;
+    return m.levels[l].stride == 1;
+  }
+  return true;
+}
+
+// ARCH2: innermost stride > 16 bytes halves the interface bandwidth.
+bool strided(const MemRef& m) {
+  for (int l = m.num_levels - 1; l >= 0; --l) {
+    if (m.levels[l].count == 1) continue;
+    return static_cast<uint64_t>(std::abs(m.levels[l].stride)) * dtype_size(m.dtype) > 16;
+  }
+  return false;
+}
+
+bool any_strided(const Operands& o) {
+  for (const auto& m : o.reads)
+    if (m.memory != MemoryKind::hbm && m.free_size() > 1 && strided(m)) return true;
+  for (const auto& m : o.writes)
+    if (m.memory != MemoryKind::hbm && m.free_size() > 1 && strided(m)) return true;
+  return false;
+}
+
+}  // namespace
+
+int DmaWork::engines_used() const {
+  int n = 0;
+  for (uint32_t d : descriptors) n += d > 0;
+  return n;
+}
+
+uint64_t instruction_free_size(const Operation& op) {
+  return std::visit(
+      [](const auto& x) -> uint64_t {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, MatMul>) {
+          return x.moving.free_size();
+        } else if constexpr (std::is_same_v<T, Memset> || std::is_same_v<T, Iota>) {
+          return x.dst.free_size();
+        } else if constexpr (std::is_same_v<T, TensorTensor>) {
+          return std::max(x.in0.free_size(), x.in1.free_size());
+        } else if constexpr (std::is_same_v<T, Select>) {
+          return x.on_true.free_size();
+        } else if constexpr (std::is_same_v<T, Nop>) {
+          return 0;
+        } else {
+          return x.src.free_size();
+        }
+      },
+      op);
+}
+
+double CostModel::clock_ghz(Engine e) const {
+  switch (e) {
+    case Engine::tensor:
+      return t_.tensor_clock_ghz;
+    case Engine::vector:
+      return t_.vector_clock_ghz;
+    case Engine::scalar:
+      return t_.scalar_clock_ghz;
+    case Engine::gpsimd:
+      return t_.gpsimd_clock_ghz;
+    case Engine::sync:
+      return t_.sync_clock_ghz;
+  }
+  return 1.0;
+}
+
+InstructionCost CostModel::cost(Engine e, const Operation& op) const {
+  const double min_ii = t_.min_ii_cycles;
+  const double n = static_cast<double>(instruction_free_size(op));
+  const Operands o = operands(op);
+  const double stride_factor = any_strided(o) ? 2.0 : 1.0;  // ARCH2 (§5.2), on the N-term
+  const double ns = n * stride_factor;
+  InstructionCost c;
+  double latency_cycles = t_.engine_completion_latency_cycles;  // assumption (§5.2)
+
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, MatMul>) {
+          // ISA226: max(min(64, N_stat), N_mov); x4 for fp32 inputs (ARCH2).
+          const double n_stat = static_cast<double>(x.stationary.free_size());
+          const double n_mov = static_cast<double>(x.moving.free_size());
+          double cyc = std::max(std::min<double>(t_.matmul_min_stationary_cycles, n_stat), n_mov);
+          if (x.stationary.dtype == DType::f32 || x.moving.dtype == DType::f32)
+            cyc *= t_.matmul_fp32_factor;
+          c.ii_cycles = cyc;
+          c.tensor_flops = 2.0 * x.moving.partition_count * n_stat * n_mov;
+          latency_cycles = t_.tensor_completion_latency_cycles;
+        } else if constexpr (std::is_same_v<T, Transpose>) {
+          const double p = x.src.partition_count;
+          if (e == Engine::tensor) {
+            // ISA226: max(P, min(64, F)); fp32 at the matmul fp32 rate, halved by v3+ transpose
+            // mode (ARCH3).
+            double cyc = std::max(p, std::min(64.0, n));
+            if (x.src.dtype == DType::f32)
+              cyc *= t_.core_generation >= 3 ? t_.matmul_fp32_factor / 2 : t_.matmul_fp32_factor;
+            c.ii_cycles = cyc;
+            c.tensor_flops = 2.0 * p * n * p;
+            latency_cycles = t_.tensor_completion_latency_cycles;
+          } else {
+            c.ii_cycles = std::max(min_ii, ns);  // ISA226 VectorE transpose
+          }
+        } else if constexpr (std::is_same_v<T, Activation>) {
+          // ISA226: max(MIN_II, N); activation_reduce adds MIN_II.
+          c.ii_cycles = std::max(min_ii, ns) + (x.accumulate_dst ? min_ii : 0.0);
+        } else if constexpr (std::is_same_v<T, TensorTensor>) {
+          const bool split =
+              (x.in0.memory == MemoryKind::psum) != (x.in1.memory == MemoryKind::psum);
+          const bool all16 = is16(x.in0.dtype) && is16(x.in1.dtype) && is16(x.dst.dtype);
+          const bool all_sbuf = x.in0.memory == MemoryKind::sbuf &&
+                                x.in1.memory == MemoryKind::sbuf &&
+                                x.dst.memory == MemoryKind::sbuf;
+          const bool fast_op =
+              x.op == AluOp::add || x.op == AluOp::subtract || x.op == AluOp::multiply;
+          const bool contiguous = innermost_contiguous(x.in0) && innermost_contiguous(x.in1) &&
+                                  innermost_contiguous(x.dst);
+          double nterm = (split || (all16 && all_sbuf && contiguous && fast_op)) ? ns : 2 * ns;
+          // ARCH3 perf mode: 2x with both inputs in SBUF and all operands 16-bit (v3+).
+          if (e == Engine::vector && t_.vector_perf_mode_factor > 1 && all16 && all_sbuf)
+            nterm /= 2;
+          c.ii_cycles = std::max(min_ii, nterm);
+          if (e == Engine::gpsimd) c.ii_cycles += t_.gpsimd_start_cycles;  // assumption
+        } else if constexpr (std::is_same_v<T, TensorScalar> || std::is_same_v<T, TensorCopy>) {
+          double nterm = ns;
+          const bool io16 = is16(x.src.dtype) && is16(x.dst.dtype);
+          if (e == Engine::vector && t_.vector_perf_mode_factor > 1 && io16) {
+            // ARCH3 (§5.4): 4x all-SBUF contiguous, else 2x.
+            const bool all_sbuf =
+                x.src.memory == MemoryKind::sbuf && x.dst.memory == MemoryKind::sbuf;
+            const bool contiguous = innermost_contiguous(x.src) && innermost_contiguous(x.dst);
+            nterm /= (all_sbuf && contiguous) ? t_.vector_perf_mode_factor : 2;
+          }
+          if (e == Engine::scalar && t_.scalar_perf_mode_factor > 1 && io16)
+            nterm /= t_.scalar_perf_mode_factor;  // ARCH4
+          c.ii_cycles = std::max(min_ii, nterm);  // ISA226
+        } else if constexpr (std::is_same_v<T, TensorReduce>) {
+          // ISA226: N/2 for bf16 in and out with add or max, else N.
+          const bool half = x.src.dtype == DType::bf16 && x.dst.dtype == DType::bf16 &&
+                            (x.op == ReduceOp::sum || x.op == ReduceOp::max);
+          c.ii_cycles = half ? ns / 2 : ns;
+        } else if constexpr (std::is_same_v<T, Memset>) {
+          const bool half = x.value == 0.0 && is16(x.dst.dtype);  // ISA226
+          c.ii_cycles = std::max(min_ii, half ? ns / 2 : ns);
+        } else if constexpr (std::is_same_v<T, Iota> || std::is_same_v<T, AffineSelect>) {
+          c.ii_cycles = t_.gpsimd_start_cycles + ns;  // ISA226: 150 + N
+        } else if constexpr (std::is_same_v<T, CopyPredicated>) {
+          const bool split =
+              (x.src.memory == MemoryKind::psum) != (x.predicate.memory == MemoryKind::psum);
+          c.ii_cycles = std::max(min_ii, split ? ns : 2 * ns);  // ISA226
+        } else if constexpr (std::is_same_v<T, Select>) {
+          c.ii_cycles = std::max(min_ii, ns);  // ISA226 select_reduce
+        } else if constexpr (std::is_same_v<T, LocalGather>) {
+          // ISA226: 150 + (idx * e) / C, C = ((28 + t e) / (t e)) / min(4 / bytes, e), t = 4.
+          const double ee = x.elements_per_index;
+          const double tt = 4.0;
+          const double bytes = dtype_size(x.src.dtype);
+          const double cc = ((28.0 + tt * ee) / (tt * ee)) / std::min(4.0 / bytes, ee);
+          c.ii_cycles = t_.gpsimd_start_cycles + (x.num_valid_indices * ee) / cc;
+        } else if constexpr (std::is_same_v<T, DmaCopy> || std::is_same_v<T, Collective>) {
+          c.ii_cycles = t_.dma_issue_cycles;  // assumption: trigger cost on the issuing engine
+          latency_cycles = 0;
+        } else if constexpr (std::is_same_v<T, Nop>) {
+          c.ii_cycles = 1;  // assumption
+          latency_cycles = 0;
+        }
+      },
+      op);
+  c.ii_ns = cycles_to_ns(e, c.ii_cycles);
+  c.latency_ns = cycles_to_ns(e, latency_cycles);
+  return c;
+}
+
+double CostModel::dependent_issue_ns(Engine e, double prev_ii_cycles) const {
+  switch (e) {
+    case Engine::scalar:
+      return cycles_to_ns(e, std::max<double>(prev_ii_cycles, t_.scalar_dependency_cycles));
+    case Engine::vector:
+    case Engine::gpsimd:
+      return cycles_to_ns(e, prev_ii_cycles + t_.vector_dependency_extra_cycles);
+    default:
+      return cycles_to_ns(e, prev_ii_cycles);
+  }
+}
+
+double CostModel::semaphore_latency_ns(Engine waiting) const {
+  return cycles_to_ns(waiting, t_.semaphore_latency_cycles);
+}
+
+DmaWork CostModel::dma_work(const DmaCopy& d) const {
+  DmaWork w;
+  const uint32_t ssz = dtype_size(d.src.dtype);
+  const uint32_t dsz = dtype_size(d.dst.dtype);
+  const uint64_t elems = d.src.free_size();
+  const uint64_t run =
+      std::max<uint64_t>(1, std::min(contiguous_run(d.src), contiguous_run(d.dst)));
+  const uint64_t runs_per_row = (elems + run - 1) / run;
+  const uint64_t row_bytes = elems * std::max(ssz, dsz);
+  const uint64_t desc_bytes = run * std::max(ssz, dsz);
+  const int rows = d.src.partition_count;
+  const int engines = t_.dma_engines_per_core;
+  const bool both_hbm = d.src.memory == MemoryKind::hbm && d.dst.memory == MemoryKind::hbm;
+  uint64_t desc_index = 0;
+  for (int r = 0; r < rows; ++r) {
+    for (uint64_t k = 0; k < runs_per_row; ++k, ++desc_index) {
+      // DMA: a tile is split 8 partitions per engine; HBM<->HBM round-robin (assumption).
+      const int eng = both_hbm ? static_cast<int>(desc_index % engines)
+                               : (r / t_.dma_partitions_per_engine) % engines;
+      const uint64_t b = (k + 1 == runs_per_row) ? row_bytes - k * desc_bytes : desc_bytes;
+      w.bytes[eng] += b;
+      w.descriptors[eng] += 1;
+    }
+  }
+  w.total_bytes = row_bytes * rows;
+  const uint64_t src_bytes = elems * ssz * rows;
+  const uint64_t dst_bytes = elems * dsz * rows;
+  if (d.src.memory == MemoryKind::hbm) w.hbm_read_bytes = src_bytes;
+  if (d.dst.memory == MemoryKind::hbm) w.hbm_write_bytes = dst_bytes;
+  if (d.src.memory == MemoryKind::sbuf) w.sbuf_read_bytes = src_bytes;
+  if (d.dst.memory == MemoryKind::sbuf) w.sbuf_write_bytes = dst_bytes;
+  w.cast = d.src.dtype != d.dst.dtype;
+  return w;
+}
+
+double CostModel::dma_engine_ns(uint64_t bytes, uint32_t descriptors, double bytes_per_ns) const {
+  if (descriptors == 0) return 0;
+  return descriptors * t_.dma_descriptor_ns + static_cast<double>(bytes) / bytes_per_ns +
+         t_.dma_semaphore_write_ns;
+}
+
+double CostModel::collective_ns(const Collective& c, int cores) const {
+  if (cores <= 1) return t_.collective_hop_latency_ns;
+  const double n = cores;
+  const double hop = t_.collective_hop_latency_ns + t_.collective_step_overhead_ns;
+  const double beta = t_.collective_link_gbps;  // GB/s == B/ns
+  const double src_bytes =
+      static_cast<double>(c.src.free_size()) * c.src.partition_count * dtype_size(c.src.dtype);
+  switch (c.kind) {
+    case CollectiveKind::all_reduce: {
+      const double chunk = src_bytes / n;
+      return 2 * (n - 1) * hop + 2 * (n - 1) * chunk / beta;  // §8.4 ring all-reduce
+    }
+    case CollectiveKind::all_gather:
+      return (n - 1) * hop + (n - 1) * src_bytes / beta;  // §8.4, C = per-rank bytes
+    case CollectiveKind::reduce_scatter:
+      return (n - 1) * hop + (n - 1) * (src_bytes / n) / beta;
+  }
+  return 0;
+}
+
+std::vector<Assumption> CostModel::assumptions() const {
+  return {
+      {"semaphore_latency_cycles", static_cast<double>(t_.semaphore_latency_cycles), "cycles",
+       "cross-engine semaphore latency is not public; 64 cycles of the waiting engine "
+       "(TRAINIUM.md §1)"},
+      {"tensor_completion_latency_cycles", static_cast<double>(t_.tensor_completion_latency_cycles),
+       "cycles", "PE array fill + drain 2 x 128 (§5.2); only exposed on dependency chains"},
+      {"engine_completion_latency_cycles", static_cast<double>(t_.engine_completion_latency_cycles),
+       "cycles", "Vector/Scalar/GpSimd pipeline depth taken as MIN_II (§5.2)"},
+      {"scalar_dependency_cycles", static_cast<double>(t_.scalar_dependency_cycles), "cycles",
+       "ScalarE read-after-write on its own previous output: PERF chain II 264 / 266 cycles"},
+      {"vector_dependency_extra_cycles", static_cast<double>(t_.vector_dependency_extra_cycles),
+       "cycles", "VectorE/GpSimdE static overhead when reading the previous output (ARCH2, PERF)"},
+      {"dma_descriptor_ns", t_.dma_descriptor_ns, "ns",
+       "per-descriptor DMA cost, not public; fitted to the DMA and matmul anchors "
+       "(docs/DEVICE_MODEL.md)"},
+      {"dma_trigger_latency_ns", t_.dma_trigger_latency_ns, "ns",
+       "trigger-to-first-byte latency (DMABW ~1.3 us); fitted (docs/DEVICE_MODEL.md)"},
+      {"dma_engine_bytes_per_ns", t_.dma_engine_bytes_per_ns, "B/ns",
+       "achievable per-engine DMA rate (DMABW), §2.3 default"},
+      {"dma_issue_cycles", static_cast<double>(t_.dma_issue_cycles), "cycles",
+       "cost of a DMA trigger on the issuing engine, taken as MIN_II"},
+      {"dma_partitions_per_engine", static_cast<double>(t_.dma_partitions_per_engine), "partitions",
+       "a tile is split 8 partitions per DMA engine (DMA, 128 / 16)"},
+      {"hbm_gbps_per_core", t_.hbm_gbps_per_core, "GB/s",
+       "one HBM pool per chip shared by its cores (§1); lower published figure (§2.3)"},
+      {"collective_hop_latency_ns", t_.collective_hop_latency_ns, "ns",
+       "ring per-hop latency 1-2 us (CC); midpoint"},
+      {"collective_link_gbps", t_.collective_link_gbps, "GB/s",
+       "on-chip collectives move data at the core's 16-engine DMA rate"},
+      {"psum_accumulation_order", 0, "", "fp32 accumulation in increasing K (§7)"},
+      {"f8e4m3_format", 240, "max", "NKI float8_e4m3 follows ml_dtypes float8_e4m3 (§7)"},
+  };
+}
+
+}  // namespace neuronc::device

@@ -1,0 +1,81 @@
+// The one place that says what an instruction costs (TRAINIUM.md §4.1, §5). The timing model
+// and codegen both query it, so the compiler and the simulator never disagree. Costs are the
+// published average initiation intervals (II) in cycles of the executing engine, plus the
+// completion-latency and dependency assumptions of §5.2. Immutable after construction; safe to
+// share between threads.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "device/isa.h"
+#include "device/target.h"
+
+namespace neuronc::device {
+
+struct InstructionCost {
+  double ii_cycles = 0;  // engine cycles until the engine may issue the next instruction
+  double ii_ns = 0;
+  double latency_ns = 0;    // from the end of the II until the result is visible (assumption)
+  double tensor_flops = 0;  // 2*K*M*N for TensorE instructions (HFU numerator)
+};
+
+// Work one DMA transfer puts on each of the core's DMA engines (§5.3).
+struct DmaWork {
+  std::array<uint64_t, 16> bytes{};
+  std::array<uint32_t, 16> descriptors{};
+  uint64_t total_bytes = 0;  // bytes moved (max of source and destination element bytes)
+  uint64_t hbm_read_bytes = 0;
+  uint64_t hbm_write_bytes = 0;
+  uint64_t sbuf_read_bytes = 0;
+  uint64_t sbuf_write_bytes = 0;
+  bool cast = false;
+  int engines_used() const;
+};
+
+// A model choice that no public source fixes, reported with every run (TRAINIUM.md §1).
+struct Assumption {
+  std::string name;
+  double value = 0;
+  std::string unit;
+  std::string why;
+};
+
+class CostModel {
+ public:
+  explicit CostModel(const Target& target) : t_(target) {}  // copies the parameters
+
+  const Target& target() const { return t_; }
+  double clock_ghz(Engine e) const;
+  double cycles_to_ns(Engine e, double cycles) const { return cycles / clock_ghz(e); }
+
+  // Cost of `op` on engine `e` as a back-to-back instruction.
+  InstructionCost cost(Engine e, const Operation& op) const;
+
+  // Minimum start-to-start distance when an instruction reads what the previous instruction
+  // on the same engine wrote (§5.2): ScalarE max(II, L_dep), VectorE/GpSimdE II + ~100 cycles.
+  double dependent_issue_ns(Engine e, double prev_ii_cycles) const;
+
+  // Latency from a semaphore increment to the waiting engine seeing it (assumption).
+  double semaphore_latency_ns(Engine waiting) const;
+
+  // DMA: the split of a transfer into descriptors per engine, and an engine's busy time for
+  // `bytes` in `descriptors` at `bytes_per_ns`.
+  DmaWork dma_work(const DmaCopy& dma) const;
+  double dma_engine_ns(uint64_t bytes, uint32_t descriptors, double bytes_per_ns) const;
+
+  // Collective latency for `cores` ranks on a ring (§8.4), from trigger to completion.
+  double collective_ns(const Collective& c, int cores) const;
+
+  // Every assumption parameter in effect, with its value and why it was chosen.
+  std::vector<Assumption> assumptions() const;
+
+ private:
+  Target t_;
+};
+
+// Free elements per partition an instruction processes (its "N").
+uint64_t instruction_free_size(const Operation& op);
+
+}  // namespace neuronc::device

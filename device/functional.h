@@ -1,0 +1,42 @@
+// Functional semantics of each instruction on real bytes (internal to the simulator). Inputs
+// have passed verify_instruction, so shapes and bounds are trusted here. Run-time rules that
+// depend on state (PSUM accumulation groups, local_gather indices) are checked here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "device/isa.h"
+#include "device/numerics.h"
+#include "device/status.h"
+#include "device/target.h"
+
+namespace neuronc::device {
+
+// On-chip memories of one NeuronCore. Not thread-safe.
+struct CoreMemory {
+  std::vector<std::byte> sbuf;  // partitions x sbuf_partition_bytes
+  std::vector<std::byte> psum;  // partitions x psum_partition_bytes
+  // Per 4-byte PSUM word: 1 when the last write came from a matmul (an open accumulation
+  // group may continue), 0 otherwise (TRAINIUM.md §3.4).
+  std::vector<uint8_t> psum_from_matmul;
+};
+
+struct ExecContext {
+  const Target* target = nullptr;
+  std::byte* hbm = nullptr;
+  uint64_t hbm_size = 0;
+  CoreMemory* core = nullptr;
+  Rounding rounding = Rounding::nearest_even;
+  uint64_t seed = 0;      // stochastic rounding: mixed with `sequence` and the partition
+  uint64_t sequence = 0;  // unique per executed instruction
+  bool parallel = true;   // allow oneTBB inside large instructions
+};
+
+Status execute(const ExecContext& ctx, Engine engine, const Operation& op);
+
+// Collective across cores: `srcs[c]`/`dsts[c]` are core c's operands (all in HBM).
+Status execute_collective(const ExecContext& ctx, const std::vector<Collective>& per_core);
+
+}  // namespace neuronc::device

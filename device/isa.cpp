@@ -1,0 +1,233 @@
+// Names, sizes and operand lists of the device ISA (isa.h).
+#include "device/isa.h"
+
+namespace neuronc::device {
+
+uint32_t dtype_size(DType t) {
+  switch (t) {
+    case DType::f32:
+    case DType::i32:
+    case DType::u32:
+    case DType::tf32:
+      return 4;
+    case DType::bf16:
+    case DType::f16:
+    case DType::i16:
+    case DType::u16:
+      return 2;
+    case DType::f8e4m3:
+    case DType::f8e5m2:
+    case DType::i8:
+    case DType::u8:
+      return 1;
+  }
+  return 1;
+}
+
+bool dtype_is_float(DType t) {
+  switch (t) {
+    case DType::f32:
+    case DType::bf16:
+    case DType::f16:
+    case DType::f8e4m3:
+    case DType::f8e5m2:
+    case DType::tf32:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::f32:
+      return "f32";
+    case DType::bf16:
+      return "bf16";
+    case DType::f16:
+      return "f16";
+    case DType::f8e4m3:
+      return "f8e4m3";
+    case DType::f8e5m2:
+      return "f8e5m2";
+    case DType::i32:
+      return "i32";
+    case DType::i16:
+      return "i16";
+    case DType::i8:
+      return "i8";
+    case DType::u32:
+      return "u32";
+    case DType::u16:
+      return "u16";
+    case DType::u8:
+      return "u8";
+    case DType::tf32:
+      return "tf32";
+  }
+  return "?";
+}
+
+std::string_view memory_name(MemoryKind m) {
+  switch (m) {
+    case MemoryKind::hbm:
+      return "hbm";
+    case MemoryKind::sbuf:
+      return "sbuf";
+    case MemoryKind::psum:
+      return "psum";
+  }
+  return "?";
+}
+
+std::string_view engine_name(Engine e) {
+  switch (e) {
+    case Engine::tensor:
+      return "tensor";
+    case Engine::vector:
+      return "vector";
+    case Engine::scalar:
+      return "scalar";
+    case Engine::gpsimd:
+      return "gpsimd";
+    case Engine::sync:
+      return "sync";
+  }
+  return "?";
+}
+
+std::string_view alu_op_name(AluOp op) {
+  static constexpr std::string_view kNames[] = {
+      "bypass",      "add",        "subtract",    "multiply",    "divide",      "max",
+      "min",         "pow",        "mod",         "is_equal",    "not_equal",   "is_gt",
+      "is_ge",       "is_lt",      "is_le",       "logical_and", "logical_or",  "logical_xor",
+      "bitwise_and", "bitwise_or", "bitwise_xor", "shift_left",  "shift_right", "abs_max"};
+  auto i = static_cast<size_t>(op);
+  return i < std::size(kNames) ? kNames[i] : "?";
+}
+
+bool alu_op_is_bitwise(AluOp op) {
+  return op == AluOp::bitwise_and || op == AluOp::bitwise_or || op == AluOp::bitwise_xor ||
+         op == AluOp::shift_left || op == AluOp::shift_right;
+}
+
+std::string_view activation_name(ActivationFunction f) {
+  static constexpr std::string_view kNames[] = {
+      "identity", "relu",  "gelu_erf",   "gelu_tanh", "silu", "sigmoid", "tanh", "exp", "log",
+      "sqrt",     "rsqrt", "reciprocal", "square",    "abs",  "sign",    "sin",  "cos", "erf"};
+  auto i = static_cast<size_t>(f);
+  return i < std::size(kNames) ? kNames[i] : "?";
+}
+
+std::string_view opcode_name(Opcode op) {
+  static constexpr std::string_view kNames[] = {
+      "matmul",        "transpose",     "activation",      "tensor_tensor",
+      "tensor_scalar", "tensor_reduce", "tensor_copy",     "memset",
+      "iota",          "affine_select", "copy_predicated", "select",
+      "local_gather",  "dma_copy",      "collective",      "nop"};
+  auto i = static_cast<size_t>(op);
+  return i < std::size(kNames) ? kNames[i] : "?";
+}
+
+std::string_view collective_name(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::all_reduce:
+      return "all_reduce";
+    case CollectiveKind::all_gather:
+      return "all_gather";
+    case CollectiveKind::reduce_scatter:
+      return "reduce_scatter";
+  }
+  return "?";
+}
+
+uint64_t MemRef::free_size() const {
+  uint64_t n = 1;
+  for (int i = 0; i < num_levels && i < 4; ++i) n *= levels[i].count;
+  return n;
+}
+
+namespace {
+MemRef contiguous(MemoryKind kind, uint16_t start, uint16_t parts, uint64_t offset, DType dtype,
+                  uint32_t free_elems) {
+  MemRef r;
+  r.memory = kind;
+  r.dtype = dtype;
+  r.partition_start = start;
+  r.partition_count = parts;
+  r.offset = offset;
+  r.num_levels = 1;
+  r.levels[0] = {1, free_elems};
+  return r;
+}
+}  // namespace
+
+MemRef sbuf(uint16_t partition_start, uint16_t partitions, uint64_t offset, DType dtype,
+            uint32_t free_elems) {
+  return contiguous(MemoryKind::sbuf, partition_start, partitions, offset, dtype, free_elems);
+}
+
+MemRef psum(uint16_t partition_start, uint16_t partitions, uint64_t offset, DType dtype,
+            uint32_t free_elems) {
+  return contiguous(MemoryKind::psum, partition_start, partitions, offset, dtype, free_elems);
+}
+
+MemRef hbm(uint64_t offset, DType dtype, uint16_t rows, uint32_t cols, int64_t row_stride) {
+  MemRef r = contiguous(MemoryKind::hbm, 0, rows, offset, dtype, cols);
+  r.partition_stride = row_stride;
+  return r;
+}
+
+namespace {
+void add_scalar(std::vector<MemRef>& reads, const ScalarOperand& s) {
+  if (const auto* m = std::get_if<MemRef>(&s)) reads.push_back(*m);
+}
+}  // namespace
+
+Operands operands(const Operation& op) {
+  Operands o;
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, MatMul>) {
+          o.reads = {x.stationary, x.moving};
+          if (x.accumulate) o.reads.push_back(x.dst);
+          o.writes = {x.dst};
+        } else if constexpr (std::is_same_v<T, Transpose> || std::is_same_v<T, TensorCopy> ||
+                             std::is_same_v<T, TensorReduce> || std::is_same_v<T, DmaCopy> ||
+                             std::is_same_v<T, AffineSelect> || std::is_same_v<T, Collective>) {
+          o.reads = {x.src};
+          o.writes = {x.dst};
+        } else if constexpr (std::is_same_v<T, Activation>) {
+          o.reads = {x.src};
+          add_scalar(o.reads, x.scale);
+          add_scalar(o.reads, x.bias);
+          o.writes = {x.dst};
+          if (x.accumulate_dst) o.writes.push_back(*x.accumulate_dst);
+        } else if constexpr (std::is_same_v<T, TensorTensor>) {
+          o.reads = {x.in0, x.in1};
+          o.writes = {x.dst};
+        } else if constexpr (std::is_same_v<T, TensorScalar>) {
+          o.reads = {x.src};
+          add_scalar(o.reads, x.operand0);
+          if (x.op1 != AluOp::bypass) add_scalar(o.reads, x.operand1);
+          o.writes = {x.dst};
+        } else if constexpr (std::is_same_v<T, Memset> || std::is_same_v<T, Iota>) {
+          o.writes = {x.dst};
+        } else if constexpr (std::is_same_v<T, CopyPredicated>) {
+          o.reads = {x.src, x.predicate, x.dst};
+          o.writes = {x.dst};
+        } else if constexpr (std::is_same_v<T, Select>) {
+          o.reads = {x.predicate, x.on_true};
+          add_scalar(o.reads, x.on_false);
+          o.writes = {x.dst};
+        } else if constexpr (std::is_same_v<T, LocalGather>) {
+          o.reads = {x.src, x.index};
+          o.writes = {x.dst};
+        }
+      },
+      op);
+  return o;
+}
+
+}  // namespace neuronc::device

@@ -1,0 +1,611 @@
+// Event loop of the device model (simulator.h), following TRAINIUM.md §5.1: each engine is an
+// in-order stream; an instruction issues when its semaphore waits hold (plus the semaphore
+// latency), its engine is free (previous II elapsed) and, for a read-after-write on the same
+// engine, the dependency distance has passed. Its functional effect and semaphore increments
+// apply at completion = issue + II + completion latency. DMA triggers hand a transfer to the
+// DMA engines after the trigger latency; the transfer's descriptors run FIFO per engine.
+//
+// The race checker keeps a vector clock per thread (engine stream, DMA queue, collective unit)
+// and joins clocks through semaphores; two accesses to overlapping bytes, one a write, whose
+// clocks are unordered are a race.
+#include "device/simulator.h"
+
+#include <algorithm>
+#include <cstring>
+#include <queue>
+#include <string>
+
+#include "device/functional.h"
+#include "device/verifier.h"
+
+namespace neuronc::device {
+
+struct Simulator::Memories {
+  std::vector<CoreMemory> cores;
+};
+
+namespace {
+
+using std::to_string;
+
+constexpr int kDmaQueues = 16;
+constexpr int kThreadsPerCore = kNumEngines + kDmaQueues + 1;  // engines, DMA queues, CC unit
+
+using Clock = std::vector<uint32_t>;
+
+void join(Clock& a, const Clock& b) {
+  for (size_t i = 0; i < a.size(); ++i) a[i] = std::max(a[i], b[i]);
+}
+
+// A rectangle of bytes in one memory space: partitions [p0, p1) x bytes [b0, b1).
+struct Rect {
+  MemoryKind memory;
+  uint16_t core;
+  uint16_t p0, p1;
+  int64_t b0, b1;
+};
+
+Rect rect_of(const MemRef& m, int core) {
+  const ByteRange r = footprint(m);
+  if (m.memory == MemoryKind::hbm) return {m.memory, 0, 0, 1, r.begin, r.end};
+  return {m.memory,          static_cast<uint16_t>(core),
+          m.partition_start, static_cast<uint16_t>(m.partition_start + m.partition_count),
+          r.begin,           r.end};
+}
+
+bool overlaps(const Rect& a, const Rect& b) {
+  return a.memory == b.memory && a.core == b.core && a.p0 < b.p1 && b.p0 < a.p1 && a.b0 < b.b1 &&
+         b.b0 < a.b1;
+}
+
+std::string describe(const Rect& r) {
+  std::string s = std::string(memory_name(r.memory));
+  if (r.memory != MemoryKind::hbm)
+    s += " partitions [" + to_string(r.p0) + ", " + to_string(r.p1) + ")";
+  return s + " bytes [" + to_string(r.b0) + ", " + to_string(r.b1) + ")";
+}
+
+struct Who {
+  uint16_t core;
+  Engine engine;
+  uint32_t index;
+  Opcode opcode;
+  std::string str() const {
+    return "core " + to_string(core) + " " + std::string(engine_name(engine)) + "[" +
+           to_string(index) + "] (" + std::string(opcode_name(opcode)) + ")";
+  }
+};
+
+struct AccessRecord {
+  Rect rect;
+  bool write;
+  uint32_t thread;
+  uint32_t clock;
+  Who who;
+};
+
+enum class EventKind : uint8_t { ready, complete, dma_done, collective_done };
+
+struct Event {
+  double t;
+  uint64_t seq;
+  EventKind kind;
+  uint16_t core;
+  uint8_t engine;
+  uint32_t id;  // instruction index (ready) or pending id
+  bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+};
+
+struct Pending {
+  bool live = false;
+  uint16_t core = 0;
+  Engine engine = Engine::sync;
+  uint32_t index = 0;
+  uint32_t thread = 0;
+  Clock snapshot;
+};
+
+struct EngineRun {
+  size_t pc = 0;
+  double next_issue = 0;
+  double last_start = -1;
+  double last_ii_cycles = 0;
+  double last_finish = 0;
+  std::vector<Rect> last_writes;
+};
+
+struct Semaphore {
+  uint32_t value = 0;
+  std::vector<std::pair<double, uint32_t>> history;  // (time, value after increment)
+  Clock clock;
+  std::vector<uint8_t> waiters;  // engines parked on this semaphore
+};
+
+struct CoreRun {
+  std::array<EngineRun, kNumEngines> engines;
+  std::vector<Semaphore> sems;
+  std::array<double, 16> dma_free{};
+  std::array<double, kDmaQueues> queue_done{};
+  std::vector<std::pair<double, double>> dma_busy;
+  CoreStats stats;
+  uint32_t collectives_issued = 0;
+};
+
+struct CollectiveGroup {
+  std::vector<int> arrived;  // per core: -1 or pending id
+  double last_arrival = 0;
+  int count = 0;
+};
+
+// First time the semaphore reached `value` (history is increasing).
+double reach_time(const Semaphore& s, uint32_t value) {
+  auto it = std::lower_bound(s.history.begin(), s.history.end(), value,
+                             [](const auto& h, uint32_t v) { return h.second < v; });
+  return it == s.history.end() ? 0.0 : it->first;
+}
+
+double merged_length(std::vector<std::pair<double, double>>& iv) {
+  std::sort(iv.begin(), iv.end());
+  double total = 0, cur_s = 0, cur_e = -1;
+  for (const auto& [s, e] : iv) {
+    if (s > cur_e) {
+      if (cur_e > cur_s) total += cur_e - cur_s;
+      cur_s = s;
+      cur_e = e;
+    } else {
+      cur_e = std::max(cur_e, e);
+    }
+  }
+  if (cur_e > cur_s) total += cur_e - cur_s;
+  return total;
+}
+
+class Run {
+ public:
+  Run(const Target& t, const SimulatorOptions& o, const CostModel& cm, const Program& p,
+      std::span<std::byte> hbm, std::vector<CoreMemory>& mem)
+      : t_(t), opt_(o), cost_(cm), prog_(p), hbm_(hbm), mem_(mem) {}
+
+  Result<RunReport> go();
+
+ private:
+  const Instruction& inst(int core, Engine e, uint32_t i) const {
+    return prog_.cores[core].streams[static_cast<int>(e)][i];
+  }
+  void push(double t, EventKind k, int core, int engine, uint32_t id) {
+    events_.push({t, seq_++, k, static_cast<uint16_t>(core), static_cast<uint8_t>(engine), id});
+  }
+  uint32_t thread_of(int core, int local) const { return core * kThreadsPerCore + local; }
+  uint32_t new_pending(int core, Engine e, uint32_t index, uint32_t thread, const Clock& snap);
+
+  Status on_ready(double now, int core, Engine e);
+  Status on_complete(double now, uint32_t pid, bool dma);
+  Status on_collective(double now, uint32_t group);
+  Status check_races(const Pending& p, const Operands& ops, const Clock& snap, uint32_t clock);
+  void signal(double now, int core, const std::vector<SemaphoreSignal>& sigs, const Clock& snap);
+  void prune();
+  ExecContext context(int core) {
+    ExecContext c;
+    c.target = &t_;
+    c.hbm = hbm_.data();
+    c.hbm_size = hbm_.size();
+    c.core = &mem_[core];
+    c.rounding = opt_.rounding;
+    c.seed = opt_.stochastic_seed;
+    c.sequence = exec_seq_++;
+    c.parallel = opt_.parallel;
+    return c;
+  }
+
+  const Target& t_;
+  const SimulatorOptions& opt_;
+  const CostModel& cost_;
+  const Program& prog_;
+  std::span<std::byte> hbm_;
+  std::vector<CoreMemory>& mem_;
+
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  uint64_t seq_ = 0;
+  uint64_t exec_seq_ = 0;
+  std::vector<CoreRun> cores_;
+  std::vector<Clock> clocks_;  // per thread
+  std::vector<Pending> pending_;
+  std::vector<uint32_t> free_pending_;
+  std::vector<CollectiveGroup> groups_;
+  std::vector<AccessRecord> records_;
+  size_t prune_at_ = 4096;
+  double end_time_ = 0;
+  RunReport report_;
+};
+
+uint32_t Run::new_pending(int core, Engine e, uint32_t index, uint32_t thread, const Clock& snap) {
+  uint32_t id;
+  if (!free_pending_.empty()) {
+    id = free_pending_.back();
+    free_pending_.pop_back();
+  } else {
+    id = static_cast<uint32_t>(pending_.size());
+    pending_.emplace_back();
+  }
+  Pending& p = pending_[id];
+  p.live = true;
+  p.core = static_cast<uint16_t>(core);
+  p.engine = e;
+  p.index = index;
+  p.thread = thread;
+  if (opt_.check_races) p.snapshot = snap;
+  return id;
+}
+
+Status Run::on_ready(double now, int core, Engine e) {
+  CoreRun& cr = cores_[core];
+  EngineRun& er = cr.engines[static_cast<int>(e)];
+  const auto& stream = prog_.cores[core].streams[static_cast<int>(e)];
+  if (er.pc >= stream.size()) return Status::ok();
+  const Instruction& in = stream[er.pc];
+  double t = std::max(now, er.next_issue);
+  for (const SemaphoreWait& w : in.waits) {
+    Semaphore& s = cr.sems[w.semaphore];
+    if (s.value < w.value) {
+      if (std::find(s.waiters.begin(), s.waiters.end(), static_cast<uint8_t>(e)) == s.waiters.end())
+        s.waiters.push_back(static_cast<uint8_t>(e));
+      return Status::ok();  // parked until a signal wakes us
+    }
+    t = std::max(t, reach_time(s, w.value) + cost_.semaphore_latency_ns(e));
+  }
+  const Operands ops = operands(in.op);
+  if (er.last_start >= 0 && !er.last_writes.empty()) {
+    bool dep = false;
+    for (const MemRef& r : ops.reads) {
+      const Rect rr = rect_of(r, core);
+      for (const Rect& w : er.last_writes) dep = dep || overlaps(rr, w);
+    }
+    if (dep) t = std::max(t, er.last_start + cost_.dependent_issue_ns(e, er.last_ii_cycles));
+  }
+  if (t > now) {
+    push(t, EventKind::ready, core, static_cast<int>(e), 0);
+    return Status::ok();
+  }
+
+  // Issue at `now`.
+  const uint32_t index = static_cast<uint32_t>(er.pc);
+  const InstructionCost c = cost_.cost(e, in.op);
+  const uint32_t thread = thread_of(core, static_cast<int>(e));
+  Clock snap;
+  if (opt_.check_races) {
+    Clock& clk = clocks_[thread];
+    for (const SemaphoreWait& w : in.waits) join(clk, cr.sems[w.semaphore].clock);
+    ++clk[thread];
+    snap = clk;
+  }
+  EngineStats& es = cr.stats.engines[static_cast<int>(e)];
+  es.busy_ns += c.ii_ns;
+  es.instructions += 1;
+  cr.stats.tensor_flops += c.tensor_flops;
+  er.next_issue = now + c.ii_ns;
+  er.last_start = now;
+  er.last_ii_cycles = c.ii_cycles;
+  er.last_writes.clear();
+  for (const MemRef& w : ops.writes) er.last_writes.push_back(rect_of(w, core));
+  ++report_.instructions;
+  if (opt_.trace)
+    report_.trace.push_back({static_cast<uint16_t>(core), std::string(engine_name(e)), now,
+                             now + c.ii_ns, in.opcode(), e, index, in.debug_id, 0});
+
+  if (const auto* dma = std::get_if<DmaCopy>(&in.op)) {
+    const uint32_t qthread = thread_of(core, kNumEngines + dma->queue);
+    Clock qsnap;
+    if (opt_.check_races) {
+      Clock& q = clocks_[qthread];
+      join(q, snap);
+      ++q[qthread];
+      qsnap = q;
+    }
+    const double t0 = now + c.ii_ns + t_.dma_trigger_latency_ns;
+    const DmaWork w = cost_.dma_work(*dma);
+    double rate = std::min(t_.dma_engine_bytes_per_ns, t_.dma_engine_peak_bytes_per_ns);
+    if (w.cast) rate *= t_.dma_cast_factor;
+    const bool uses_hbm = w.hbm_read_bytes + w.hbm_write_bytes > 0;
+    if (uses_hbm) {
+      // One HBM pool per chip (§1): this core's share divided among its active engines.
+      int active = 0;
+      for (int i = 0; i < t_.dma_engines_per_core; ++i)
+        active += (cr.dma_free[i] > t0 || w.descriptors[i] > 0);
+      const double pool =
+          t_.hbm_gbps_per_chip /
+          std::max<double>(1.0, std::min<double>(prog_.cores.size(), t_.cores_per_chip));
+      rate = std::min(rate, pool / std::max(1, active));
+    }
+    double first = t0, finish = t0;
+    bool any = false;
+    for (int i = 0; i < t_.dma_engines_per_core; ++i) {
+      if (w.descriptors[i] == 0) continue;
+      const double s = std::max(t0, cr.dma_free[i]);
+      const double d = cost_.dma_engine_ns(w.bytes[i], w.descriptors[i], rate);
+      cr.dma_free[i] = s + d;
+      cr.dma_busy.emplace_back(s, s + d);
+      first = any ? std::min(first, s) : s;
+      finish = std::max(finish, s + d);
+      any = true;
+    }
+    finish = std::max(finish, cr.queue_done[dma->queue]);  // in order within a queue
+    cr.queue_done[dma->queue] = finish;
+    cr.stats.dma_transfers += 1;
+    cr.stats.dma_bytes += w.total_bytes;
+    report_.hbm_read_bytes += w.hbm_read_bytes;
+    report_.hbm_write_bytes += w.hbm_write_bytes;
+    report_.sb_read_bytes += w.sbuf_read_bytes;
+    report_.sb_write_bytes += w.sbuf_write_bytes;
+    if (opt_.trace)
+      report_.trace.push_back({static_cast<uint16_t>(core), "dma.q" + to_string(dma->queue), first,
+                               finish, Opcode::dma_copy, e, index, in.debug_id, w.total_bytes});
+    const uint32_t pid = new_pending(core, e, index, qthread, qsnap);
+    push(finish, EventKind::dma_done, core, static_cast<int>(e), pid);
+  } else if (std::holds_alternative<Collective>(in.op)) {
+    const uint32_t cthread = thread_of(core, kNumEngines + kDmaQueues);
+    Clock csnap;
+    if (opt_.check_races) {
+      Clock& q = clocks_[cthread];
+      join(q, snap);
+      csnap = q;
+    }
+    const uint32_t g = cr.collectives_issued++;
+    if (groups_.size() <= g) {
+      groups_.resize(g + 1);
+      groups_[g].arrived.assign(prog_.cores.size(), -1);
+    }
+    CollectiveGroup& grp = groups_[g];
+    grp.arrived[core] = static_cast<int>(new_pending(core, e, index, cthread, csnap));
+    grp.last_arrival = std::max(grp.last_arrival, now + c.ii_ns);
+    if (++grp.count == static_cast<int>(prog_.cores.size())) {
+      const double done =
+          grp.last_arrival +
+          cost_.collective_ns(std::get<Collective>(in.op), static_cast<int>(prog_.cores.size()));
+      if (opt_.trace)
+        report_.trace.push_back({static_cast<uint16_t>(core), "collective", grp.last_arrival, done,
+                                 Opcode::collective, e, index, in.debug_id, 0});
+      push(done, EventKind::collective_done, core, 0, g);
+    }
+  } else {
+    const double finish = std::max(now + c.ii_ns + c.latency_ns, er.last_finish);
+    er.last_finish = finish;
+    const uint32_t pid = new_pending(core, e, index, thread, snap);
+    push(finish, EventKind::complete, core, static_cast<int>(e), pid);
+  }
+  ++er.pc;
+  push(er.next_issue, EventKind::ready, core, static_cast<int>(e), 0);
+  return Status::ok();
+}
+
+Status Run::check_races(const Pending& p, const Operands& ops, const Clock& snap, uint32_t clock) {
+  const Who who{p.core, p.engine, p.index, inst(p.core, p.engine, p.index).opcode()};
+  auto one = [&](const MemRef& m, bool write) -> Status {
+    const Rect r = rect_of(m, p.core);
+    for (const AccessRecord& a : records_) {
+      if (!(write || a.write) || a.thread == p.thread || !overlaps(r, a.rect)) continue;
+      if (snap[a.thread] >= a.clock) continue;  // ordered: a happens-before this access
+      return failed_precondition("race: " + who.str() + (write ? " writes " : " reads ") +
+                                 describe(r) + " while " + a.who.str() +
+                                 (a.write ? " writes " : " reads ") + describe(a.rect) +
+                                 "; no semaphore orders them");
+    }
+    records_.push_back({r, write, p.thread, clock, who});
+    return Status::ok();
+  };
+  for (const MemRef& m : ops.reads) NEURONC_DEVICE_RETURN_IF_ERROR(one(m, false));
+  for (const MemRef& m : ops.writes) NEURONC_DEVICE_RETURN_IF_ERROR(one(m, true));
+  if (records_.size() > prune_at_) prune();
+  return Status::ok();
+}
+
+// Drops records every future access is already ordered after.
+void Run::prune() {
+  const size_t n = clocks_.size();
+  Clock low(n, UINT32_MAX);
+  for (size_t c = 0; c < prog_.cores.size(); ++c)
+    for (int e = 0; e < kNumEngines; ++e) {
+      if (cores_[c].engines[e].pc >= prog_.cores[c].streams[e].size()) continue;
+      const Clock& k = clocks_[thread_of(static_cast<int>(c), e)];
+      for (size_t i = 0; i < n; ++i) low[i] = std::min(low[i], k[i]);
+    }
+  for (const Pending& p : pending_)
+    if (p.live)
+      for (size_t i = 0; i < n; ++i) low[i] = std::min(low[i], p.snapshot[i]);
+  std::erase_if(records_, [&](const AccessRecord& a) { return a.clock <= low[a.thread]; });
+  prune_at_ = std::max<size_t>(4096, 2 * records_.size());
+}
+
+void Run::signal(double now, int core, const std::vector<SemaphoreSignal>& sigs,
+                 const Clock& snap) {
+  for (const SemaphoreSignal& s : sigs) {
+    const int target = s.core == kThisCore ? core : s.core;
+    Semaphore& sem = cores_[target].sems[s.semaphore];
+    sem.value += s.increment;
+    sem.history.emplace_back(now, sem.value);
+    if (opt_.check_races) join(sem.clock, snap);
+    for (uint8_t e : sem.waiters) push(now, EventKind::ready, target, e, 0);
+    sem.waiters.clear();
+  }
+}
+
+Status Run::on_complete(double now, uint32_t pid, bool dma) {
+  Pending p = pending_[pid];
+  pending_[pid].live = false;
+  free_pending_.push_back(pid);
+  const Instruction& in = inst(p.core, p.engine, p.index);
+  const Who who{p.core, p.engine, p.index, in.opcode()};
+  if (opt_.functional) {
+    Status st = execute(context(p.core), p.engine, in.op);
+    if (!st.is_ok()) return st.with_context(who.str());
+  }
+  if (opt_.check_races) {
+    NEURONC_DEVICE_RETURN_IF_ERROR(
+        check_races(p, operands(in.op), p.snapshot, p.snapshot[p.thread]));
+  }
+  (void)dma;
+  signal(now, p.core, in.signals, p.snapshot);
+  end_time_ = std::max(end_time_, now);
+  return Status::ok();
+}
+
+Status Run::on_collective(double now, uint32_t g) {
+  CollectiveGroup& grp = groups_[g];
+  std::vector<Collective> ops;
+  Clock joined;
+  if (opt_.check_races) {
+    joined.assign(clocks_.size(), 0);
+    for (int pid : grp.arrived) join(joined, pending_[pid].snapshot);
+  }
+  for (size_t c = 0; c < grp.arrived.size(); ++c) {
+    const Pending& p = pending_[grp.arrived[c]];
+    ops.push_back(std::get<Collective>(inst(p.core, p.engine, p.index).op));
+  }
+  if (opt_.functional) {
+    const Collective& a = ops[0];
+    for (const Collective& b : ops)
+      if (b.kind != a.kind || b.op != a.op)
+        return failed_precondition("collective " + to_string(g) + " differs between cores: " +
+                                   std::string(collective_name(a.kind)) + " vs " +
+                                   std::string(collective_name(b.kind)));
+    Status st = execute_collective(context(0), ops);
+    if (!st.is_ok()) return st.with_context("collective " + to_string(g));
+  }
+  for (size_t c = 0; c < grp.arrived.size(); ++c) {
+    const uint32_t pid = static_cast<uint32_t>(grp.arrived[c]);
+    Pending p = pending_[pid];
+    pending_[pid].live = false;
+    free_pending_.push_back(pid);
+    Clock snap;
+    if (opt_.check_races) {
+      Clock& q = clocks_[p.thread];
+      join(q, joined);
+      ++q[p.thread];
+      snap = q;
+      p.snapshot = snap;
+      NEURONC_DEVICE_RETURN_IF_ERROR(
+          check_races(p, operands(inst(p.core, p.engine, p.index).op), snap, snap[p.thread]));
+    }
+    signal(now, p.core, inst(p.core, p.engine, p.index).signals, snap);
+  }
+  end_time_ = std::max(end_time_, now);
+  return Status::ok();
+}
+
+Result<RunReport> Run::go() {
+  const size_t ncores = prog_.cores.size();
+  cores_.resize(ncores);
+  for (auto& c : cores_) {
+    c.sems.resize(prog_.num_semaphores);
+    if (opt_.check_races)
+      for (auto& s : c.sems) s.clock.assign(ncores * kThreadsPerCore, 0);
+  }
+  if (opt_.check_races)
+    clocks_.assign(ncores * kThreadsPerCore, Clock(ncores * kThreadsPerCore, 0));
+  for (size_t c = 0; c < ncores; ++c)
+    for (int e = 0; e < kNumEngines; ++e)
+      if (!prog_.cores[c].streams[e].empty()) push(0.0, EventKind::ready, int(c), e, 0);
+
+  while (!events_.empty()) {
+    const Event ev = events_.top();
+    events_.pop();
+    Status st;
+    switch (ev.kind) {
+      case EventKind::ready:
+        st = on_ready(ev.t, ev.core, static_cast<Engine>(ev.engine));
+        break;
+      case EventKind::complete:
+        st = on_complete(ev.t, ev.id, false);
+        break;
+      case EventKind::dma_done:
+        st = on_complete(ev.t, ev.id, true);
+        break;
+      case EventKind::collective_done:
+        st = on_collective(ev.t, ev.id);
+        break;
+    }
+    if (!st.is_ok()) return st;
+  }
+
+  // Anything left is blocked forever.
+  for (size_t c = 0; c < ncores; ++c)
+    for (int e = 0; e < kNumEngines; ++e) {
+      const auto& stream = prog_.cores[c].streams[e];
+      const size_t pc = cores_[c].engines[e].pc;
+      if (pc >= stream.size()) continue;
+      std::string why;
+      for (const SemaphoreWait& w : stream[pc].waits)
+        if (cores_[c].sems[w.semaphore].value < w.value)
+          why = "waits for semaphore " + to_string(w.semaphore) + " >= " + to_string(w.value) +
+                " but it stays at " + to_string(cores_[c].sems[w.semaphore].value);
+      if (why.empty()) why = "waits for a collective that not every core reaches";
+      return failed_precondition(
+          "deadlock: " + Who{uint16_t(c), Engine(e), uint32_t(pc), stream[pc].opcode()}.str() +
+          " " + why);
+    }
+
+  RunReport& r = report_;
+  r.target = t_.name;
+  r.total_time_ns = end_time_;
+  const double total = std::max(end_time_, 1e-9);
+  double flops = 0;
+  uint64_t transfers = 0, dma_bytes = 0;
+  for (auto& c : cores_) {
+    for (auto& e : c.stats.engines) e.active_percent = 100.0 * e.busy_ns / total;
+    c.stats.dma_active_ns = merged_length(c.dma_busy);
+    c.stats.dma_active_percent = 100.0 * c.stats.dma_active_ns / total;
+    flops += c.stats.tensor_flops;
+    transfers += c.stats.dma_transfers;
+    dma_bytes += c.stats.dma_bytes;
+    r.cores.push_back(c.stats);
+  }
+  const double peak = t_.tensor_peak_flops_per_ns() * total * ncores;
+  r.hfu_percent = 100.0 * flops / peak;
+  r.mfu_percent = opt_.model_flops > 0 ? 100.0 * opt_.model_flops / peak : 0.0;
+  const double hbm = static_cast<double>(r.hbm_read_bytes + r.hbm_write_bytes);
+  r.mbu_percent = 100.0 * hbm / (t_.hbm_gbps_per_core * ncores * total);
+  r.mm_arithmetic_intensity = hbm > 0 ? flops / hbm : 0.0;
+  r.average_dma_bytes = transfers ? static_cast<double>(dma_bytes) / transfers : 0.0;
+  r.assumptions = cost_.assumptions();
+  if (opt_.trace)
+    std::stable_sort(r.trace.begin(), r.trace.end(), [](const TraceEvent& a, const TraceEvent& b) {
+      return a.start_ns < b.start_ns;
+    });
+  return std::move(r);
+}
+
+}  // namespace
+
+Simulator::Simulator(const Target& target, SimulatorOptions options)
+    : target_(target), options_(options), cost_(target_), memories_(std::make_unique<Memories>()) {}
+
+Simulator::~Simulator() = default;
+
+void Simulator::reset(int cores) {
+  memories_->cores.assign(cores, {});
+  const std::byte fill = options_.poison ? std::byte{0xff} : std::byte{0};
+  for (auto& m : memories_->cores) {
+    m.sbuf.assign(size_t(target_.partitions) * target_.sbuf_partition_bytes, fill);
+    m.psum.assign(size_t(target_.partitions) * target_.psum_partition_bytes, fill);
+    m.psum_from_matmul.assign(size_t(target_.partitions) * target_.psum_partition_bytes / 4, 0);
+  }
+}
+
+std::span<std::byte> Simulator::sbuf(int core) {
+  return memories_->cores.at(core).sbuf;
+}
+std::span<std::byte> Simulator::psum(int core) {
+  return memories_->cores.at(core).psum;
+}
+
+Result<RunReport> Simulator::run(const Program& program, std::span<std::byte> hbm) {
+  NEURONC_DEVICE_RETURN_IF_ERROR(verify_program(target_, program));
+  if (options_.functional && hbm.size() < program.hbm_size)
+    return invalid_argument("hbm arena holds " + to_string(hbm.size()) +
+                            " bytes but the program needs " + to_string(program.hbm_size));
+  if (options_.functional && memories_->cores.size() != program.cores.size())
+    reset(static_cast<int>(program.cores.size()));
+  Run run(target_, options_, cost_, program, hbm, memories_->cores);
+  return run.go();
+}
+
+}  // namespace neuronc::device

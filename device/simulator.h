@@ -1,0 +1,115 @@
+// The NeuronCore model: runs a device::Program on real data with the hardware's numerics
+// (functional half) inside an event-driven timing model (timing half), and optionally checks
+// for data races between engines. One Simulator owns the on-chip memories (SBUF, PSUM) of the
+// cores it runs; HBM is an arena the caller owns and binds per run.
+//
+// Thread-safety: a Simulator is not thread-safe; use one per thread. Runs are deterministic:
+// the same program, HBM contents and options give the same bytes and the same report,
+// whatever the number of oneTBB workers.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "device/cost_model.h"
+#include "device/isa.h"
+#include "device/numerics.h"
+#include "device/status.h"
+#include "device/target.h"
+
+namespace neuronc::device {
+
+struct SimulatorOptions {
+  bool functional = true;    // compute data; false = timing only (no memory is touched)
+  bool check_races = false;  // race checker (tests turn it on)
+  bool trace = false;        // record one TraceEvent per instruction and DMA transfer
+  bool poison = false;       // fill SBUF/PSUM with NaN bytes (0xff) on reset (SIM debug mode)
+  bool parallel = true;      // oneTBB inside large instructions
+  Rounding rounding = Rounding::nearest_even;  // stores to narrow types
+  uint64_t stochastic_seed = 0;
+  double model_flops = 0;  // FLOPs of the source graph, for MFU (0: MFU not reported)
+};
+
+// One row of the timeline. `unit` is an engine name ("tensor", ...) or "dma.q<N>" or
+// "collective"; times are in ns from the start of the run.
+struct TraceEvent {
+  uint16_t core = 0;
+  std::string unit;
+  double start_ns = 0;
+  double end_ns = 0;
+  Opcode opcode = Opcode::nop;
+  Engine engine = Engine::sync;  // stream holding the instruction
+  uint32_t instruction_index = 0;
+  uint32_t debug_id = kNoDebugId;
+  uint64_t bytes = 0;  // DMA transfers
+};
+
+struct EngineStats {
+  double busy_ns = 0;         // sum of initiation intervals (union of [start, start + II))
+  double active_percent = 0;  // busy / total_time (neuron-profile `<engine>_active_time_percent`)
+  uint64_t instructions = 0;
+};
+
+struct CoreStats {
+  std::array<EngineStats, kNumEngines> engines;
+  double dma_active_ns = 0;  // union of intervals in which any DMA engine moves data
+  double dma_active_percent = 0;
+  uint64_t dma_transfers = 0;
+  uint64_t dma_bytes = 0;
+  double tensor_flops = 0;
+};
+
+struct RunReport {
+  std::string_view target;
+  double total_time_ns = 0;  // first issue to last completion
+  std::vector<CoreStats> cores;
+  uint64_t hbm_read_bytes = 0;
+  uint64_t hbm_write_bytes = 0;
+  uint64_t sb_read_bytes = 0;   // DMA reads from SBUF
+  uint64_t sb_write_bytes = 0;  // DMA writes into SBUF
+  double average_dma_bytes = 0;
+  double hfu_percent = 0;  // TensorE FLOPs / (peak x total time x cores)
+  double mfu_percent = 0;  // options.model_flops / (peak x total time x cores); 0 if unknown
+  double mbu_percent = 0;  // HBM bytes / (HBM share of the cores x total time)
+  double mm_arithmetic_intensity = 0;  // TensorE FLOPs / HBM bytes
+  uint64_t instructions = 0;
+  std::vector<Assumption> assumptions;
+  std::vector<TraceEvent> trace;
+};
+
+class Simulator {
+ public:
+  explicit Simulator(const Target& target, SimulatorOptions options = {});
+  ~Simulator();
+  Simulator(const Simulator&) = delete;
+  Simulator& operator=(const Simulator&) = delete;
+
+  const Target& target() const { return target_; }
+  const CostModel& cost_model() const { return cost_; }
+  SimulatorOptions& options() { return options_; }
+
+  // (Re)allocates SBUF/PSUM for `cores` cores, zero-filled (or poisoned). run() calls it when
+  // the core count changes; memory otherwise persists between runs.
+  void reset(int cores);
+
+  // Verifies `program` against the target, then executes it. `hbm` must hold at least
+  // program.hbm_size bytes (it may be empty when options.functional is false).
+  Result<RunReport> run(const Program& program, std::span<std::byte> hbm);
+
+  // On-chip memory of core `core` (partition p starts at p * partition bytes). Valid after
+  // reset()/run().
+  std::span<std::byte> sbuf(int core);
+  std::span<std::byte> psum(int core);
+
+ private:
+  struct Memories;
+  Target target_;
+  SimulatorOptions options_;
+  CostModel cost_;
+  std::unique_ptr<Memories> memories_;
+};
+
+}  // namespace neuronc::device

@@ -1,0 +1,162 @@
+// The three target parameter sets; see target.h and TRAINIUM.md §2 for sources.
+#include "device/target.h"
+
+namespace neuronc::device {
+namespace {
+
+constexpr uint64_t kGiB = 1024ull * 1024 * 1024;
+
+Target common() {
+  Target t{};
+  t.pe_rows = 128;                      // ARCH2-4
+  t.pe_cols = 128;                      // ARCH2-4
+  t.matmul_max_moving = 512;            // ARCH2, TILE
+  t.matmul_min_stationary_cycles = 64;  // ISA226
+  t.matmul_fp32_factor = 4;             // ARCH2, ISA226
+  t.has_fp8_double_row = false;
+  t.lanes = 128;  // ARCH2
+  t.vector_perf_mode_factor = 1;
+  t.scalar_perf_mode_factor = 1;
+  t.min_ii_cycles = 64;                    // ISA226 MIN_II
+  t.gpsimd_start_cycles = 150;             // ISA226 GPSIMD_START
+  t.gpsimd_cores = 8;                      // ARCH2
+  t.scalar_dependency_cycles = 265;        // PERF: 264 (v2) / 266 (v3) cycles, §5.2
+  t.vector_dependency_extra_cycles = 100;  // ARCH2, PERF
+  t.dynamic_copy_min_cycles = 600;         // ISA226
+  t.partitions = 128;                      // ARCH2
+  t.sbuf_partition_pitch = 256 * 1024;     // assumption (DRV maps a power-of-two window)
+  t.psum_partition_bytes = 16 * 1024;      // ARCH2
+  t.psum_bank_bytes = 2048;                // ARCH2, TILE
+  t.psum_banks = 8;                        // ARCH2
+  t.matmul_may_span_banks = false;
+  t.psum_bf16_accumulate = false;
+  t.max_free_elems_sbuf = 64 * 1024;  // ARCH2
+  t.max_free_elems_psum = 4 * 1024;   // ARCH2
+  t.access_pattern_levels = 4;        // ARCH2
+  t.exclusive_vector_gpsimd_sbuf = false;
+  t.exclusive_vector_scalar_psum = false;
+  t.dma_engines_per_core = 16;               // DMA, DRV
+  t.dma_queues_per_engine = 16;              // DMA, DRV
+  t.dma_partitions_per_engine = 8;           // DMA: 128 partitions / 16 engines
+  t.dma_descriptor_ns = 20.0;                // assumption: §5.3 default, see DEVICE_MODEL.md
+  t.dma_trigger_latency_ns = 1300.0;         // assumption: DMABW ~1.3 us, see DEVICE_MODEL.md
+  t.dma_semaphore_write_ns = 0.0;            // assumption: folded into the descriptor cost
+  t.dma_cast_factor = 1.0;                   // assumption: casts at full rate
+  t.dma_issue_cycles = 64;                   // assumption: one MIN_II on the issuing engine
+  t.dma_semaphore_increment = 16;            // DMA: one 4-byte write from each of 16 engines
+  t.semaphores_per_core = 256;               // DRV
+  t.semaphore_latency_cycles = 64;           // assumption (TRAINIUM.md §1)
+  t.tensor_completion_latency_cycles = 256;  // assumption: 2 x 128 fill + drain (§5.2)
+  t.engine_completion_latency_cycles = 64;   // assumption: MIN_II (§5.2)
+  t.collective_hop_latency_ns = 1500.0;      // CC: 1-2 us per hop
+  t.collective_step_overhead_ns = 0.0;       // assumption (§8.4 o = 0)
+  return t;
+}
+
+Target make_trn1() {
+  Target t = common();
+  t.kind = TargetKind::trn1;
+  t.name = "trn1";
+  t.core_version = "NeuronCore-v2";
+  t.core_generation = 2;
+  t.tensor_clock_ghz = 2.8;               // ARCH2
+  t.vector_clock_ghz = 1.12;              // ARCH2
+  t.scalar_clock_ghz = 1.4;               // ARCH2
+  t.gpsimd_clock_ghz = 1.4;               // ARCH2
+  t.sync_clock_ghz = 1.4;                 // assumption: ScalarE clock
+  t.sbuf_partition_bytes = 192 * 1024;    // ARCH2: 24 MiB / 128
+  t.exclusive_vector_gpsimd_sbuf = true;  // ARCH2
+  t.exclusive_vector_scalar_psum = true;  // ARCH2
+  t.cores_per_chip = 2;                   // ARCH2
+  t.hbm_bytes_per_core = 16 * kGiB;       // CHIP: 32 GiB / 2
+  t.hbm_gbps_per_chip = 820.0;            // ARCH2, §2.3 default
+  t.hbm_gbps_per_core = 410.0;            // derived
+  t.dma_engine_bytes_per_ns = 17.0;       // DMABW
+  t.dma_engine_peak_bytes_per_ns = 27.2;  // DMA
+  t.collective_link_gbps = 16 * 17.0;     // assumption: 16 DMA engines x achievable rate
+  return t;
+}
+
+Target make_trn2() {
+  Target t = common();
+  t.kind = TargetKind::trn2;
+  t.name = "trn2";
+  t.core_version = "NeuronCore-v3";
+  t.core_generation = 3;
+  t.tensor_clock_ghz = 2.4;               // ARCH3
+  t.vector_clock_ghz = 0.96;              // ARCH3
+  t.scalar_clock_ghz = 1.2;               // ARCH3
+  t.gpsimd_clock_ghz = 1.2;               // ARCH3
+  t.sync_clock_ghz = 1.2;                 // assumption: ScalarE clock
+  t.has_fp8_double_row = true;            // ARCH3
+  t.vector_perf_mode_factor = 4;          // ARCH3 (§5.4)
+  t.sbuf_partition_bytes = 224 * 1024;    // ARCH3: 28 MiB / 128
+  t.cores_per_chip = 8;                   // ARCH3
+  t.hbm_bytes_per_core = 12 * kGiB;       // CHIP: 96 GiB / 8
+  t.hbm_gbps_per_chip = 2900.0;           // CHIP, §2.3 default
+  t.hbm_gbps_per_core = 362.5;            // derived
+  t.dma_engine_bytes_per_ns = 23.0;       // DMABW
+  t.dma_engine_peak_bytes_per_ns = 27.2;  // DMA
+  t.collective_link_gbps = 16 * 23.0;     // assumption
+  return t;
+}
+
+Target make_trn3() {
+  Target t = common();
+  t.kind = TargetKind::trn3;
+  t.name = "trn3";
+  t.core_version = "NeuronCore-v4";
+  t.core_generation = 4;
+  t.tensor_clock_ghz = 2.4;               // ARCH4
+  t.vector_clock_ghz = 1.2;               // ARCH4
+  t.scalar_clock_ghz = 1.2;               // ARCH4
+  t.gpsimd_clock_ghz = 1.2;               // ARCH4
+  t.sync_clock_ghz = 1.2;                 // assumption: ScalarE clock
+  t.has_fp8_double_row = true;            // assumption (§2.3): v3 rate kept on v4
+  t.vector_perf_mode_factor = 4;          // ARCH3 modes kept on v4: assumption
+  t.scalar_perf_mode_factor = 2;          // ARCH4
+  t.matmul_max_moving = 4096;             // §3.4 derived: 16 KiB / 4 B across 8 banks
+  t.matmul_may_span_banks = true;         // ARCH4
+  t.psum_bf16_accumulate = true;          // ARCH4
+  t.sbuf_partition_bytes = 256 * 1024;    // ARCH4: 32 MiB / 128
+  t.cores_per_chip = 8;                   // ARCH4
+  t.hbm_bytes_per_core = 18 * kGiB;       // CHIP: 144 GiB / 8
+  t.hbm_gbps_per_chip = 4700.0;           // ARCH4, §2.3 default
+  t.hbm_gbps_per_core = 587.5;            // derived
+  t.dma_engine_bytes_per_ns = 33.0;       // DMABW
+  t.dma_engine_peak_bytes_per_ns = 38.4;  // DMA
+  t.semaphores_per_core = 256;            // assumption: not public for v4
+  t.collective_link_gbps = 16 * 33.0;     // assumption
+  return t;
+}
+
+}  // namespace
+
+const Target& target(TargetKind kind) {
+  static const Target kTrn1 = make_trn1();
+  static const Target kTrn2 = make_trn2();
+  static const Target kTrn3 = make_trn3();
+  switch (kind) {
+    case TargetKind::trn1:
+      return kTrn1;
+    case TargetKind::trn2:
+      return kTrn2;
+    case TargetKind::trn3:
+      return kTrn3;
+  }
+  return kTrn1;
+}
+
+Result<TargetKind> parse_target(std::string_view name) {
+  if (name == "trn1" || name == "inf2") return TargetKind::trn1;
+  if (name == "trn2") return TargetKind::trn2;
+  if (name == "trn3") return TargetKind::trn3;
+  return invalid_argument("unknown target '" + std::string(name) +
+                          "': expected one of trn1, trn2, trn3 (inf2 is an alias of trn1)");
+}
+
+std::string_view target_name(TargetKind kind) {
+  return target(kind).name;
+}
+
+}  // namespace neuronc::device

@@ -1,0 +1,108 @@
+// Parameter sets of the three NeuronCore generations the device model supports: trn1
+// (NeuronCore-v2, also inf2), trn2 (v3) and trn3 (v4). Every number is from TRAINIUM.md §2
+// (the source key is in the comment) or marked `assumption`. Targets are immutable globals:
+// safe to read from any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "device/status.h"
+
+namespace neuronc::device {
+
+enum class TargetKind : uint8_t { trn1, trn2, trn3 };
+
+struct Target {
+  TargetKind kind;
+  std::string_view name;          // "trn1", "trn2", "trn3"
+  std::string_view core_version;  // "NeuronCore-v2", ...
+  int core_generation;            // 2, 3, 4
+
+  // --- Clocks (GHz) ---------------------------------------------------------------------
+  double tensor_clock_ghz;  // ARCH2-4: 2.8 / 2.4 / 2.4
+  double vector_clock_ghz;  // ARCH2-4: 1.12 / 0.96 / 1.2
+  double scalar_clock_ghz;  // ARCH2-4: 1.4 / 1.2 / 1.2
+  double gpsimd_clock_ghz;  // ARCH2-4: 1.4 / 1.2 / 1.2
+  double sync_clock_ghz;    // assumption: SyncE runs at the ScalarE clock
+
+  // --- TensorE --------------------------------------------------------------------------
+  int pe_rows;                       // ARCH2-4: 128 (contraction, partitions)
+  int pe_cols;                       // ARCH2-4: 128 (stationary free size)
+  int matmul_max_moving;             // ARCH2/TILE: 512 fp32 per PSUM bank (v4: 4096, §3.4)
+  int matmul_min_stationary_cycles;  // ISA226: max(min(64, N_stat), N_mov)
+  int matmul_fp32_factor;            // ARCH2, ISA226: fp32 inputs 4x
+  bool has_fp8_double_row;           // ARCH3 (v3); v4 at the v3 rate: assumption (§2.3)
+
+  // --- VectorE / ScalarE / GpSimdE ------------------------------------------------------
+  int lanes;                           // ARCH2: 128 lanes (one per partition)
+  int vector_perf_mode_factor;         // ARCH3 §5.4: 4x bf16/fp16 SBUF contiguous on v3+; 1 on v2
+  int scalar_perf_mode_factor;         // ARCH4 §5.4: 2x bf16/fp16 on v4; 1 before
+  int min_ii_cycles;                   // ISA226: MIN_II ~ 64
+  int gpsimd_start_cycles;             // ISA226: GPSIMD_START ~ 150
+  int gpsimd_cores;                    // ARCH2: 8 cores, 16 partitions each
+  int scalar_dependency_cycles;        // PERF: dependent 1-element chain II 264 (v2) / 266 (v3)
+  int vector_dependency_extra_cycles;  // ARCH2, PERF: +~100 cycles static overhead
+  int dynamic_copy_min_cycles;         // ISA226: tensor_copy_dynamic_* max(600, N)
+
+  // --- SBUF / PSUM ----------------------------------------------------------------------
+  int partitions;                     // ARCH2: 128
+  uint32_t sbuf_partition_bytes;      // ARCH2-4: 192 / 224 / 256 KiB
+  uint32_t sbuf_partition_pitch;      // assumption: power-of-two address pitch (DRV hint)
+  uint32_t psum_partition_bytes;      // ARCH2: 16 KiB
+  uint32_t psum_bank_bytes;           // ARCH2: 2 KiB (512 fp32), 8 banks
+  int psum_banks;                     // ARCH2: 8
+  bool matmul_may_span_banks;         // ARCH4: v4 matmul may span all 8 banks
+  bool psum_bf16_accumulate;          // ARCH4: v4 bf16 PSUM destination
+  uint32_t max_free_elems_sbuf;       // ARCH2: 64K elements per instruction in SBUF
+  uint32_t max_free_elems_psum;       // ARCH2: 4K elements per instruction in PSUM
+  int access_pattern_levels;          // ARCH2: 4 free-dimension levels
+  bool exclusive_vector_gpsimd_sbuf;  // ARCH2: v2 VectorE/GpSimdE cannot share SBUF
+  bool exclusive_vector_scalar_psum;  // ARCH2: v2 VectorE/ScalarE cannot share PSUM
+
+  // --- HBM ------------------------------------------------------------------------------
+  int cores_per_chip;           // ARCH2-4: 2 / 8 / 8
+  uint64_t hbm_bytes_per_core;  // CHIP derived: 16 / 12 / 18 GiB
+  double hbm_gbps_per_chip;     // §2.3 default: 820 GB/s, 2.9 TB/s, 4.7 TB/s
+  double hbm_gbps_per_core;     // derived: chip / cores: 410 / 362.5 / 587.5
+
+  // --- DMA ------------------------------------------------------------------------------
+  int dma_engines_per_core;             // DMA, DRV: 16
+  int dma_queues_per_engine;            // DMA, DRV: 16
+  int dma_partitions_per_engine;        // DMA: a tile is split 8 partitions per engine (128/16)
+  double dma_engine_bytes_per_ns;       // DMABW achievable: 17 / 23 / 33 B/ns
+  double dma_engine_peak_bytes_per_ns;  // DMA theoretical cap: 27.2 / 27.2 / 38.4 GB/s
+  double dma_descriptor_ns;             // assumption: per-descriptor cost fitted to §6.1 anchors
+  double dma_trigger_latency_ns;        // assumption (DMABW ~1.3 us semaphore-to-start), fitted
+  double dma_semaphore_write_ns;        // assumption: final 4-byte semaphore write per engine
+  double dma_cast_factor;               // assumption: a casting DMA moves data at this fraction
+  int dma_issue_cycles;                 // assumption: issuing engine cycles per dma trigger
+  int dma_semaphore_increment;          // DMA: a transfer signals +16 (one write per engine)
+
+  // --- Semaphores and pipeline latencies --------------------------------------------------
+  int semaphores_per_core;               // DRV: 256 (v4 not public: assumption 256)
+  int semaphore_latency_cycles;          // assumption: 64 cycles of the waiting engine
+  int tensor_completion_latency_cycles;  // assumption: 2 x 128 (array fill + drain)
+  int engine_completion_latency_cycles;  // assumption: MIN_II for Vector/Scalar/GpSimd
+
+  // --- Collectives (§8.4) ---------------------------------------------------------------
+  double collective_hop_latency_ns;    // CC: 1-2 us per hop; default 1.5 us
+  double collective_step_overhead_ns;  // assumption: o = 0
+  double collective_link_gbps;         // assumption: on-chip collectives run at the core's DMA rate
+
+  // --- Derived helpers ---------------------------------------------------------------------
+  // Dense BF16 TensorE peak in FLOP/ns: rows x cols x 2 x clock (§2.3 rule).
+  double tensor_peak_flops_per_ns() const { return 2.0 * pe_rows * pe_cols * tensor_clock_ghz; }
+  uint32_t psum_bank_elems_f32() const { return psum_bank_bytes / 4; }
+};
+
+const Target& target(TargetKind kind);
+
+// "trn1" | "trn2" | "trn3" (also accepts "inf2" as an alias of trn1). Unknown names give an
+// error listing the valid ones.
+Result<TargetKind> parse_target(std::string_view name);
+
+std::string_view target_name(TargetKind kind);
+
+}  // namespace neuronc::device

@@ -1,0 +1,479 @@
+// Static program verification (verifier.h). Each check names what was expected and what was
+// found, with the numbers.
+#include "device/verifier.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+namespace neuronc::device {
+namespace {
+
+using std::to_string;
+
+std::string ref_name(const MemRef& m) {
+  return std::string(memory_name(m.memory)) + " " + std::string(dtype_name(m.dtype)) + " [" +
+         to_string(m.partition_start) + ":" + to_string(m.partition_start + m.partition_count) +
+         "] @" + to_string(m.offset);
+}
+
+Status check_alignment(const MemRef& m, const char* what) {
+  // ARCH2 (§3.2): 65-128 partitions start at 0; 33-64 at 0 or 64; 1-32 at 0/32/64/96.
+  const int n = m.partition_count;
+  const int s = m.partition_start;
+  if (n > 64 && s != 0)
+    return invalid_argument(std::string(what) + ": partition start " + to_string(s) +
+                            " is not allowed for " + to_string(n) + " partitions: expected 0");
+  if (n > 32 && n <= 64 && s != 0 && s != 64)
+    return invalid_argument(std::string(what) + ": partition start " + to_string(s) +
+                            " is not allowed for " + to_string(n) +
+                            " partitions: expected 0 or 64");
+  if (n <= 32 && s % 32 != 0)
+    return invalid_argument(std::string(what) + ": partition start " + to_string(s) +
+                            " is not allowed for " + to_string(n) +
+                            " partitions: expected 0, 32, 64 or 96");
+  return Status::ok();
+}
+
+bool is_int(DType t) {
+  return !dtype_is_float(t);
+}
+
+Status same_shape(const MemRef& a, const MemRef& b, const char* an, const char* bn) {
+  if (a.partition_count != b.partition_count)
+    return invalid_argument(std::string(an) + " has " + to_string(a.partition_count) +
+                            " partitions but " + bn + " has " + to_string(b.partition_count));
+  if (a.free_size() != b.free_size())
+    return invalid_argument(std::string(an) + " has " + to_string(a.free_size()) +
+                            " elements per partition but " + bn + " has " +
+                            to_string(b.free_size()));
+  return Status::ok();
+}
+
+Status scalar_operand(const ScalarOperand& s, const MemRef& data, const char* what) {
+  if (const auto* m = std::get_if<MemRef>(&s)) {
+    if (m->partition_count != data.partition_count)
+      return invalid_argument(std::string(what) + " vector has " + to_string(m->partition_count) +
+                              " partitions, expected " + to_string(data.partition_count));
+    if (m->free_size() != 1)
+      return invalid_argument(std::string(what) + " vector has " + to_string(m->free_size()) +
+                              " elements per partition, expected 1");
+  }
+  return Status::ok();
+}
+
+bool engine_runs(Engine e, Opcode op) {
+  switch (op) {
+    case Opcode::matmul:
+      return e == Engine::tensor;
+    case Opcode::transpose:
+      return e == Engine::tensor || e == Engine::vector;
+    case Opcode::activation:
+      return e == Engine::scalar;
+    case Opcode::tensor_tensor:
+      return e == Engine::vector || e == Engine::gpsimd;
+    case Opcode::tensor_scalar:
+    case Opcode::tensor_copy:
+    case Opcode::memset:
+      return e == Engine::vector || e == Engine::scalar || e == Engine::gpsimd;
+    case Opcode::tensor_reduce:
+      return e == Engine::vector || e == Engine::gpsimd;
+    case Opcode::iota:
+    case Opcode::affine_select:
+    case Opcode::local_gather:
+      return e == Engine::gpsimd;
+    case Opcode::copy_predicated:
+    case Opcode::select:
+      return e == Engine::vector;
+    case Opcode::dma_copy:
+    case Opcode::collective:
+      return e != Engine::tensor;
+    case Opcode::nop:
+      return true;
+  }
+  return false;
+}
+
+// §3.5: which engine may touch which memory.
+Status check_access(const Target& t, Engine e, Opcode op, const MemRef& m, bool write) {
+  const bool dma = op == Opcode::dma_copy || op == Opcode::collective;
+  const std::string who = dma ? "dma" : std::string(engine_name(e)) + " engine";
+  if (dma) {
+    if (m.memory == MemoryKind::psum)
+      return invalid_argument(who + " cannot " + (write ? "write" : "read") +
+                              " psum: expected hbm or sbuf");
+    if (op == Opcode::collective && m.memory != MemoryKind::hbm)
+      return invalid_argument("collective operands must be in hbm, found " +
+                              std::string(memory_name(m.memory)));
+    return Status::ok();
+  }
+  if (m.memory == MemoryKind::hbm)
+    return invalid_argument(who +
+                            " cannot access hbm: expected sbuf or psum (hbm is reached "
+                            "through dma_copy)");
+  switch (e) {
+    case Engine::tensor:
+      if (write && m.memory != MemoryKind::psum)
+        return invalid_argument("tensor engine writes only psum, found " +
+                                std::string(memory_name(m.memory)));
+      if (!write && m.memory != MemoryKind::sbuf)
+        return invalid_argument("tensor engine reads only sbuf, found " +
+                                std::string(memory_name(m.memory)));
+      break;
+    case Engine::gpsimd:
+      if (m.memory == MemoryKind::psum)
+        return invalid_argument("gpsimd engine cannot access psum: expected sbuf");
+      break;
+    default:
+      break;
+  }
+  (void)t;
+  return Status::ok();
+}
+
+}  // namespace
+
+ByteRange footprint(const MemRef& m) {
+  const int64_t size = dtype_size(m.dtype);
+  int64_t lo = 0, hi = 0;
+  for (int l = 0; l < m.num_levels && l < 4; ++l) {
+    const int64_t span =
+        static_cast<int64_t>(m.levels[l].stride) * (static_cast<int64_t>(m.levels[l].count) - 1);
+    if (span < 0)
+      lo += span;
+    else
+      hi += span;
+  }
+  if (m.memory == MemoryKind::hbm && m.partition_count > 1) {
+    const int64_t span = m.partition_stride * (static_cast<int64_t>(m.partition_count) - 1);
+    if (span < 0)
+      lo += span;
+    else
+      hi += span;
+  }
+  ByteRange r;
+  r.begin = static_cast<int64_t>(m.offset) + lo * size;
+  r.end = static_cast<int64_t>(m.offset) + (hi + 1) * size;
+  return r;
+}
+
+Status verify_memref(const Target& t, const MemRef& m, bool compute_operand, uint64_t hbm_size) {
+  const std::string name = ref_name(m);
+  if (static_cast<int>(m.dtype) >= kNumDTypes)
+    return invalid_argument(name + ": unknown dtype " + to_string(static_cast<int>(m.dtype)));
+  if (m.num_levels < 1 || m.num_levels > t.access_pattern_levels)
+    return invalid_argument(name + ": " + to_string(m.num_levels) +
+                            " access-pattern levels, expected 1 to " +
+                            to_string(t.access_pattern_levels));
+  for (int l = 0; l < m.num_levels; ++l) {
+    const AccessLevel& lv = m.levels[l];
+    if (lv.count == 0)
+      return invalid_argument(name + ": access-pattern level " + to_string(l) + " has count 0");
+    if (m.memory != MemoryKind::hbm) {
+      // ARCH2 (§3.3): size is uint16, stride int16, in elements.
+      if (lv.count > 65535)
+        return invalid_argument(name + ": access-pattern level " + to_string(l) + " count " +
+                                to_string(lv.count) + " exceeds 65535");
+      if (lv.stride < -32768 || lv.stride > 32767)
+        return invalid_argument(name + ": access-pattern level " + to_string(l) + " stride " +
+                                to_string(lv.stride) + " is outside the int16 range");
+    }
+  }
+  if (m.partition_count == 0) return invalid_argument(name + ": partition count is 0");
+  if (m.memory == MemoryKind::hbm) {
+    const ByteRange r = footprint(m);
+    if (r.begin < 0 || static_cast<uint64_t>(r.end) > hbm_size)
+      return out_of_range(name + ": hbm bytes [" + to_string(r.begin) + ", " + to_string(r.end) +
+                          ") are outside the arena of " + to_string(hbm_size) + " bytes");
+    return Status::ok();
+  }
+  if (m.partition_stride != 0)
+    return invalid_argument(name + ": partition stride " + to_string(m.partition_stride) +
+                            " is only allowed for hbm (sbuf/psum partitions have no stride)");
+  if (m.partition_start + m.partition_count > t.partitions)
+    return out_of_range(name + ": partitions [" + to_string(m.partition_start) + ", " +
+                        to_string(m.partition_start + m.partition_count) + ") exceed the " +
+                        to_string(t.partitions) + " partitions");
+  const uint64_t cap =
+      m.memory == MemoryKind::sbuf ? t.sbuf_partition_bytes : t.psum_partition_bytes;
+  const ByteRange r = footprint(m);
+  if (r.begin < 0 || static_cast<uint64_t>(r.end) > cap)
+    return out_of_range(name + ": bytes [" + to_string(r.begin) + ", " + to_string(r.end) +
+                        ") are outside the " + to_string(cap) + "-byte " +
+                        std::string(memory_name(m.memory)) + " partition");
+  if (compute_operand) {
+    NEURONC_DEVICE_RETURN_IF_ERROR(check_alignment(m, name.c_str()));
+    const uint64_t limit =
+        m.memory == MemoryKind::sbuf ? t.max_free_elems_sbuf : t.max_free_elems_psum;
+    if (m.free_size() > limit)
+      return invalid_argument(name + ": " + to_string(m.free_size()) +
+                              " elements per partition exceed the " + to_string(limit) +
+                              "-element limit of one instruction in " +
+                              std::string(memory_name(m.memory)));
+  }
+  return Status::ok();
+}
+
+Status verify_instruction(const Target& t, const Program& prog, int core, Engine e,
+                          const Instruction& inst) {
+  const Opcode op = inst.opcode();
+  if (!engine_runs(e, op))
+    return invalid_argument(std::string(engine_name(e)) + " engine cannot execute " +
+                            std::string(opcode_name(op)));
+  for (const auto& w : inst.waits)
+    if (w.semaphore >= prog.num_semaphores)
+      return out_of_range("wait on semaphore " + to_string(w.semaphore) + " but the program has " +
+                          to_string(prog.num_semaphores));
+  for (const auto& s : inst.signals) {
+    if (s.semaphore >= prog.num_semaphores)
+      return out_of_range("signal of semaphore " + to_string(s.semaphore) +
+                          " but the program has " + to_string(prog.num_semaphores));
+    if (s.core != kThisCore && s.core >= prog.cores.size())
+      return out_of_range("signal to core " + to_string(s.core) + " but the program has " +
+                          to_string(prog.cores.size()) + " cores");
+  }
+  const bool dma = op == Opcode::dma_copy || op == Opcode::collective;
+  const Operands o = operands(inst.op);
+  for (const auto& m : o.reads) {
+    NEURONC_DEVICE_RETURN_IF_ERROR(verify_memref(t, m, !dma, prog.hbm_size));
+    NEURONC_DEVICE_RETURN_IF_ERROR(check_access(t, e, op, m, false));
+  }
+  for (const auto& m : o.writes) {
+    NEURONC_DEVICE_RETURN_IF_ERROR(verify_memref(t, m, !dma, prog.hbm_size));
+    NEURONC_DEVICE_RETURN_IF_ERROR(check_access(t, e, op, m, true));
+  }
+  (void)core;
+
+  return std::visit(
+      [&](const auto& x) -> Status {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, MatMul>) {
+          const int k = x.stationary.partition_count;
+          if (x.moving.partition_count != k)
+            return invalid_argument("matmul contraction mismatch: stationary has " + to_string(k) +
+                                    " partitions, moving has " +
+                                    to_string(x.moving.partition_count));
+          if (k > t.pe_rows)
+            return invalid_argument("matmul contraction " + to_string(k) + " exceeds " +
+                                    to_string(t.pe_rows) + " partitions");
+          const uint64_t mm = x.stationary.free_size(), nn = x.moving.free_size();
+          if (mm > static_cast<uint64_t>(t.pe_cols))
+            return invalid_argument("matmul stationary free size " + to_string(mm) + " exceeds " +
+                                    to_string(t.pe_cols));
+          if (nn > static_cast<uint64_t>(t.matmul_max_moving))
+            return invalid_argument("matmul moving free size " + to_string(nn) + " exceeds " +
+                                    to_string(t.matmul_max_moving));
+          if (x.dst.partition_count != mm || x.dst.free_size() != nn)
+            return invalid_argument("matmul dst is [" + to_string(x.dst.partition_count) + ", " +
+                                    to_string(x.dst.free_size()) + "], expected [" + to_string(mm) +
+                                    ", " + to_string(nn) + "]");
+          if (!dtype_is_float(x.stationary.dtype) || !dtype_is_float(x.moving.dtype))
+            return invalid_argument("matmul inputs must be float types, found " +
+                                    std::string(dtype_name(x.stationary.dtype)) + " and " +
+                                    std::string(dtype_name(x.moving.dtype)));
+          const bool s32 = x.stationary.dtype == DType::f32 || x.stationary.dtype == DType::tf32;
+          const bool m32 = x.moving.dtype == DType::f32 || x.moving.dtype == DType::tf32;
+          if (s32 != m32)
+            return invalid_argument("matmul with one fp32/tf32 operand needs both: found " +
+                                    std::string(dtype_name(x.stationary.dtype)) + " and " +
+                                    std::string(dtype_name(x.moving.dtype)));
+          if (x.dst.dtype != DType::f32 && !(t.psum_bf16_accumulate && x.dst.dtype == DType::bf16))
+            return invalid_argument("matmul dst dtype " + std::string(dtype_name(x.dst.dtype)) +
+                                    (t.psum_bf16_accumulate
+                                         ? " is not allowed: expected f32 or bf16"
+                                         : " is not allowed: expected f32"));
+          if (x.dst.num_levels != 1 || x.dst.levels[0].stride != 1)
+            return invalid_argument("matmul dst must be contiguous in psum");
+          const uint64_t bytes = nn * dtype_size(x.dst.dtype);
+          if (!t.matmul_may_span_banks) {
+            const uint64_t in_bank = x.dst.offset % t.psum_bank_bytes;
+            if (in_bank + bytes > t.psum_bank_bytes)
+              return invalid_argument("matmul output crosses a psum bank: bank offset " +
+                                      to_string(in_bank) + " + " + to_string(bytes) +
+                                      " bytes exceeds " + to_string(t.psum_bank_bytes));
+          }
+          return Status::ok();
+        } else if constexpr (std::is_same_v<T, Transpose>) {
+          const uint64_t p = x.src.partition_count, f = x.src.free_size();
+          if (x.dst.partition_count != f || x.dst.free_size() != p)
+            return invalid_argument("transpose of [" + to_string(p) + ", " + to_string(f) +
+                                    "] needs dst [" + to_string(f) + ", " + to_string(p) +
+                                    "], found [" + to_string(x.dst.partition_count) + ", " +
+                                    to_string(x.dst.free_size()) + "]");
+          if (e == Engine::tensor && (p > 128 || f > 128))
+            return invalid_argument("tensor transpose input [" + to_string(p) + ", " +
+                                    to_string(f) + "] exceeds [128, 128]");
+          if (e == Engine::vector && (p > 32 || f > 32))
+            return invalid_argument("vector transpose input [" + to_string(p) + ", " +
+                                    to_string(f) + "] exceeds [32, 32]");
+          return Status::ok();
+        } else if constexpr (std::is_same_v<T, Activation>) {
+          NEURONC_DEVICE_RETURN_IF_ERROR(same_shape(x.src, x.dst, "src", "dst"));
+          NEURONC_DEVICE_RETURN_IF_ERROR(scalar_operand(x.scale, x.src, "scale"));
+          NEURONC_DEVICE_RETURN_IF_ERROR(scalar_operand(x.bias, x.src, "bias"));
+          if (x.accumulate_dst) {
+            if (x.accumulate_dst->partition_count != x.src.partition_count ||
+                x.accumulate_dst->free_size() != 1)
+              return invalid_argument("activation accumulate_dst must be [" +
+                                      to_string(x.src.partition_count) + ", 1]");
+          }
+          if (static_cast<int>(x.function) > static_cast<int>(ActivationFunction::erf))
+            return invalid_argument("unknown activation function " +
+                                    to_string(static_cast<int>(x.function)));
+          return Status::ok();
+        } else if constexpr (std::is_same_v<T, TensorTensor>) {
+          NEURONC_DEVICE_RETURN_IF_ERROR(same_shape(x.in0, x.dst, "in0", "dst"));
+          NEURONC_DEVICE_RETURN_IF_ERROR(same_shape(x.in1, x.dst, "in1", "dst"));
+          if (x.in0.memory == MemoryKind::psum && x.in1.memory == MemoryKind::psum)
+            return invalid_argument("tensor_tensor inputs are both in psum: expected at most one");
+          if (alu_op_is_bitwise(x.op) &&
+              (!is_int(x.in0.dtype) || !is_int(x.in1.dtype) || !is_int(x.dst.dtype)))
+            return invalid_argument("bitwise " + std::string(alu_op_name(x.op)) +
+                                    " needs integer operands");
+          if (x.op == AluOp::bypass)
+            return invalid_argument("tensor_tensor op bypass is not an operation");
+          return Status::ok();
+        } else if constexpr (std::is_same_v<T, TensorScalar>) {
+          NEURONC_DEVICE_RETURN_IF_ERROR(same_shape(x.src, x.dst, "src", "dst"));
+          NEURONC_DEVICE_RETURN_IF_ERROR(scalar_operand(x.operand0, x.src, "operand0"));
+          NEURONC_DEVICE_RETURN_IF_ERROR(scalar_operand(x.operand1, x.src, "operand1"));
+          const bool b0 = alu_op_is_bitwise(x.op0);
+          const bool b1 = x.op1 != AluOp::bypass && alu_op_is_bitwise(x.op1);
+          if (x.op1 != AluOp::bypass && b0 != b1)
+            return invalid_argument("tensor_scalar ops must both be arithmetic or both bitwise");
+          if (b0 && (e != Engine::vector || !is_int(x.src.dtype) || !is_int(x.dst.dtype)))
+            return invalid_argument(
+                "bitwise tensor_scalar runs only on the vector engine with "
+                "integer operands");
+          if (e == Engine::scalar && t.core_generation == 3) {
+            // ISA226: Trn2 ScalarE accepts only (mult, add), (mult), (add).
+            const bool ok =
+                (x.op0 == AluOp::multiply && (x.op1 == AluOp::add || x.op1 == AluOp::bypass)) ||
+                (x.op0 == AluOp::add && x.op1 == AluOp::bypass);
+            if (!ok)
+              return invalid_argument(
+                  "trn2 scalar engine tensor_scalar accepts (multiply, add), "
+                  "(multiply) or (add), found (" +
+                  std::string(alu_op_name(x.op0)) + ", " + std::string(alu_op_name(x.op1)) + ")");
+          }
+          return Status::ok();
+        } else if constexpr (std::is_same_v<T, TensorReduce>) {
+          if (x.num_axes < 1 || x.num_axes > x.src.num_levels)
+            return invalid_argument("tensor_reduce over " + to_string(x.num_axes) + " axes of a " +
+                                    to_string(x.src.num_levels) + "-level operand");
+          uint64_t outer = 1;
+          for (int l = 0; l < x.src.num_levels - x.num_axes; ++l) outer *= x.src.levels[l].count;
+          if (x.dst.partition_count != x.src.partition_count || x.dst.free_size() != outer)
+            return invalid_argument("tensor_reduce dst is [" + to_string(x.dst.partition_count) +
+                                    ", " + to_string(x.dst.free_size()) + "], expected [" +
+                                    to_string(x.src.partition_count) + ", " + to_string(outer) +
+                                    "]");
+          return Status::ok();
+        } else if constexpr (std::is_same_v<T, TensorCopy>) {
+          return same_shape(x.src, x.dst, "src", "dst");
+        } else if constexpr (std::is_same_v<T, AffineSelect>) {
+          return same_shape(x.src, x.dst, "src", "dst");
+        } else if constexpr (std::is_same_v<T, CopyPredicated>) {
+          NEURONC_DEVICE_RETURN_IF_ERROR(same_shape(x.src, x.dst, "src", "dst"));
+          NEURONC_DEVICE_RETURN_IF_ERROR(same_shape(x.predicate, x.dst, "predicate", "dst"));
+          if (x.src.dtype != x.dst.dtype)
+            return invalid_argument("copy_predicated src and dst dtypes differ: " +
+                                    std::string(dtype_name(x.src.dtype)) + " and " +
+                                    std::string(dtype_name(x.dst.dtype)));
+          if (x.predicate.dtype != DType::u8 && x.predicate.dtype != DType::u16 &&
+              x.predicate.dtype != DType::u32)
+            return invalid_argument("predicate dtype " +
+                                    std::string(dtype_name(x.predicate.dtype)) +
+                                    " is not allowed: expected u8, u16 or u32");
+          if (x.src.memory == MemoryKind::psum && x.predicate.memory == MemoryKind::psum)
+            return invalid_argument("copy_predicated src and predicate are both in psum");
+          return Status::ok();
+        } else if constexpr (std::is_same_v<T, Select>) {
+          NEURONC_DEVICE_RETURN_IF_ERROR(same_shape(x.on_true, x.dst, "on_true", "dst"));
+          NEURONC_DEVICE_RETURN_IF_ERROR(same_shape(x.predicate, x.dst, "predicate", "dst"));
+          return scalar_operand(x.on_false, x.dst, "on_false");
+        } else if constexpr (std::is_same_v<T, LocalGather>) {
+          const uint32_t ee = x.elements_per_index;
+          if (ee != 1 && ee != 2 && ee != 4 && ee != 8 && ee != 16 && ee != 32)
+            return invalid_argument("local_gather elements per index " + to_string(ee) +
+                                    " is not one of 1, 2, 4, 8, 16, 32");
+          if (x.src.partition_count % 16 != 0 || x.src.partition_start % 16 != 0)
+            return invalid_argument(
+                "local_gather src partitions [" + to_string(x.src.partition_start) + ", +" +
+                to_string(x.src.partition_count) + ") must be whole 16-partition groups");
+          if (x.dst.partition_count != x.src.partition_count ||
+              x.index.partition_count != x.src.partition_count)
+            return invalid_argument("local_gather operands must span the same partitions");
+          if (x.num_valid_indices > 4096)
+            return invalid_argument("local_gather has " + to_string(x.num_valid_indices) +
+                                    " indices per core, expected at most 4096");
+          if (x.index.dtype != DType::u16)
+            return invalid_argument("local_gather index dtype " +
+                                    std::string(dtype_name(x.index.dtype)) + ", expected u16");
+          if (x.src.dtype != x.dst.dtype)
+            return invalid_argument("local_gather does not cast: src and dst dtypes differ");
+          if (x.num_valid_indices > 16 * x.index.free_size())
+            return invalid_argument("local_gather uses " + to_string(x.num_valid_indices) +
+                                    " indices but the index tile holds " +
+                                    to_string(16 * x.index.free_size()));
+          if (uint64_t{x.num_valid_indices} * ee > 16 * x.dst.free_size())
+            return invalid_argument(
+                "local_gather writes " + to_string(uint64_t{x.num_valid_indices} * ee) +
+                " elements per group but dst holds " + to_string(16 * x.dst.free_size()));
+          if (x.src.free_size() % ee != 0)
+            return invalid_argument("local_gather src free size " + to_string(x.src.free_size()) +
+                                    " is not a multiple of " + to_string(ee));
+          return Status::ok();
+        } else if constexpr (std::is_same_v<T, DmaCopy>) {
+          const uint64_t ns = x.src.free_size() * x.src.partition_count;
+          const uint64_t nd = x.dst.free_size() * x.dst.partition_count;
+          if (ns != nd)
+            return invalid_argument("dma_copy moves " + to_string(ns) + " source elements into " +
+                                    to_string(nd) + " destination elements");
+          if (x.queue >= t.dma_queues_per_engine)
+            return out_of_range("dma queue " + to_string(x.queue) + " but engines have " +
+                                to_string(t.dma_queues_per_engine) + " queues");
+          return Status::ok();
+        } else if constexpr (std::is_same_v<T, Collective>) {
+          const uint64_t n = prog.cores.size();
+          const uint64_t ns = x.src.free_size() * x.src.partition_count;
+          const uint64_t nd = x.dst.free_size() * x.dst.partition_count;
+          const uint64_t want = x.kind == CollectiveKind::all_reduce   ? ns
+                                : x.kind == CollectiveKind::all_gather ? ns * n
+                                                                       : ns / n;
+          if (nd != want || (x.kind == CollectiveKind::reduce_scatter && ns % n != 0))
+            return invalid_argument(std::string(collective_name(x.kind)) + " over " + to_string(n) +
+                                    " cores with " + to_string(ns) + " source elements needs " +
+                                    to_string(want) + " destination elements, found " +
+                                    to_string(nd));
+          return Status::ok();
+        } else {
+          return Status::ok();
+        }
+      },
+      inst.op);
+}
+
+Status verify_program(const Target& t, const Program& prog) {
+  if (prog.cores.empty()) return invalid_argument("program has no cores");
+  if (prog.num_semaphores > static_cast<uint32_t>(t.semaphores_per_core))
+    return invalid_argument("program uses " + to_string(prog.num_semaphores) +
+                            " semaphores per core but " + std::string(t.name) + " has " +
+                            to_string(t.semaphores_per_core));
+  for (size_t c = 0; c < prog.cores.size(); ++c) {
+    for (int e = 0; e < kNumEngines; ++e) {
+      const auto& stream = prog.cores[c].streams[e];
+      for (size_t i = 0; i < stream.size(); ++i) {
+        Status s =
+            verify_instruction(t, prog, static_cast<int>(c), static_cast<Engine>(e), stream[i]);
+        if (!s.is_ok())
+          return s.with_context(
+              "core " + to_string(c) + " " + std::string(engine_name(static_cast<Engine>(e))) +
+              "[" + to_string(i) + "] (" + std::string(opcode_name(stream[i].opcode())) + ")");
+      }
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace neuronc::device
