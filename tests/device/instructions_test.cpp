@@ -1,0 +1,354 @@
+// Each instruction against plain reference code on the functional model.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "device/simulator.h"
+#include "tests/device/device_test_util.h"
+
+namespace neuronc::device {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace neuronc::device::device_test;
+
+class Instructions : public ::testing::Test {
+ protected:
+  Instructions() : sim_(target(TargetKind::trn1)) { sim_.reset(1); }
+  RunReport run(const Program& p) {
+    auto r = sim_.run(p, hbm_);
+    EXPECT_TRUE(r.is_ok()) << r.status().message();
+    return r.is_ok() ? r.value() : RunReport{};
+  }
+  Simulator sim_;
+  std::vector<std::byte> hbm_ = std::vector<std::byte>(1 << 20);
+};
+
+// Reference: fp32 fused multiply-add in increasing K (TRAINIUM.md §7 assumption).
+std::vector<float> ref_matmul(const std::vector<float>& s, const std::vector<float>& m, int K,
+                              int M, int N) {
+  std::vector<float> d(size_t(M) * N);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      float acc = 0;
+      for (int k = 0; k < K; ++k) acc = std::fma(s[k * M + i], m[k * N + j], acc);
+      d[i * N + j] = acc;
+    }
+  return d;
+}
+
+TEST_F(Instructions, MatmulBf16MatchesReferenceAndAccumulates) {
+  const int K = 128, M = 128, N = 512;
+  const MemRef st = sbuf(0, K, 0, DType::bf16, M);
+  const MemRef mv = sbuf(0, K, 4096, DType::bf16, N);
+  const MemRef mv2 = sbuf(0, K, 8192, DType::bf16, N);
+  const MemRef dst = psum(0, M, 0, DType::f32, N);
+  auto s = random_values(K * M, DType::bf16, 1);
+  auto m = random_values(K * N, DType::bf16, 2);
+  auto m2 = random_values(K * N, DType::bf16, 3);
+  write(sim_, 0, st, s);
+  write(sim_, 0, mv, m);
+  write(sim_, 0, mv2, m2);
+  Program p = program();
+  p.cores[0].stream(Engine::tensor).push_back(inst(MatMul{dst, st, mv, false}));
+  p.cores[0].stream(Engine::tensor).push_back(inst(MatMul{dst, st, mv2, true}));
+  run(p);
+  const auto a = ref_matmul(s, m, K, M, N);
+  const auto b = ref_matmul(s, m2, K, M, N);
+  const auto got = read(sim_, 0, dst);
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], a[i] + b[i]) << i;
+}
+
+TEST_F(Instructions, MatmulSmallEdgeShapes) {
+  const int K = 7, M = 13, N = 37;
+  const MemRef st = sbuf(0, K, 0, DType::f32, M);
+  const MemRef mv = sbuf(0, K, 1024, DType::f32, N);
+  const MemRef dst = psum(0, M, 2048, DType::f32, N);
+  auto s = random_values(K * M, DType::f32, 4);
+  auto m = random_values(K * N, DType::f32, 5);
+  write(sim_, 0, st, s);
+  write(sim_, 0, mv, m);
+  run(single(Engine::tensor, MatMul{dst, st, mv, false}));
+  EXPECT_EQ(read(sim_, 0, dst), ref_matmul(s, m, K, M, N));
+}
+
+TEST_F(Instructions, MatmulAccumulateWithoutGroupIsAnError) {
+  const MemRef st = sbuf(0, 4, 0, DType::bf16, 4);
+  const MemRef dst = psum(0, 4, 0, DType::f32, 4);
+  Program p = program();
+  p.cores[0].stream(Engine::vector).push_back(inst(Memset{dst, 1.0}, {}, {{0, 1}}));
+  p.cores[0].stream(Engine::tensor).push_back(inst(MatMul{dst, st, st, true}, {{0, 1}}));
+  auto r = sim_.run(p, hbm_);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("core 0 tensor[0] (matmul)"));
+  EXPECT_THAT(r.status().message(), HasSubstr("psum partition 0 byte 0"));
+  EXPECT_THAT(r.status().message(), HasSubstr("accumulate=false"));
+}
+
+TEST_F(Instructions, TensorTransposeSpreadsInfOnV2AndIsExactOnV3) {
+  const MemRef src = sbuf(0, 4, 0, DType::f32, 3);
+  const MemRef dst = psum(0, 3, 0, DType::f32, 4);
+  std::vector<float> v = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  write(sim_, 0, src, v);
+  run(single(Engine::tensor, Transpose{dst, src}));
+  auto got = read(sim_, 0, dst);
+  EXPECT_EQ(got, (std::vector<float>{1, 4, 7, 10, 2, 5, 8, 11, 3, 6, 9, 12}));
+  v[0] = INFINITY;  // src[0][0]
+  write(sim_, 0, src, v);
+  run(single(Engine::tensor, Transpose{dst, src}));
+  got = read(sim_, 0, dst);
+  EXPECT_TRUE(std::isinf(got[0]));
+  EXPECT_TRUE(std::isnan(got[1]));  // inf * 0 reaches the other outputs of that column
+  Simulator v3(target(TargetKind::trn2));
+  v3.reset(1);
+  write(v3, 0, src, v);
+  ASSERT_TRUE(v3.run(single(Engine::tensor, Transpose{dst, src}), hbm_).is_ok());
+  got = read(v3, 0, dst);
+  EXPECT_TRUE(std::isinf(got[0]));
+  EXPECT_EQ(got[1], 4.0f);
+}
+
+TEST_F(Instructions, ActivationFunctionsWithScaleBiasAndAccumulate) {
+  const MemRef src = sbuf(0, 2, 0, DType::f32, 5);
+  const MemRef dst = sbuf(0, 2, 64, DType::f32, 5);
+  const MemRef bias = sbuf(0, 2, 128, DType::f32, 1);
+  const MemRef acc = sbuf(0, 2, 192, DType::f32, 1);
+  const std::vector<float> x = {-2, -0.5f, 0, 0.5f, 2, -1, 0.25f, 1, 1.5f, 3};
+  write(sim_, 0, src, x);
+  write(sim_, 0, bias, {0.5f, -0.25f});
+  struct Case {
+    ActivationFunction f;
+    float (*ref)(float);
+  };
+  const Case cases[] = {
+      {ActivationFunction::relu, [](float v) { return v > 0 ? v : 0.0f; }},
+      {ActivationFunction::exp, [](float v) { return std::exp(v); }},
+      {ActivationFunction::tanh, [](float v) { return std::tanh(v); }},
+      {ActivationFunction::sigmoid, [](float v) { return 1.0f / (1.0f + std::exp(-v)); }},
+      {ActivationFunction::silu, [](float v) { return v / (1.0f + std::exp(-v)); }},
+      {ActivationFunction::gelu_erf,
+       [](float v) { return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f)); }},
+      {ActivationFunction::square, [](float v) { return v * v; }},
+      {ActivationFunction::abs, [](float v) { return std::fabs(v); }},
+      {ActivationFunction::sign, [](float v) { return v > 0 ? 1.0f : (v < 0 ? -1.0f : 0.0f); }},
+      {ActivationFunction::sin, [](float v) { return std::sin(v); }},
+      {ActivationFunction::erf, [](float v) { return std::erf(v); }},
+  };
+  for (const Case& c : cases) {
+    Activation a;
+    a.dst = dst;
+    a.src = src;
+    a.function = c.f;
+    a.scale = 2.0f;
+    a.bias = bias;
+    a.accumulate_dst = acc;
+    run(single(Engine::scalar, a));
+    const auto got = read(sim_, 0, dst);
+    const auto sums = read(sim_, 0, acc);
+    for (int p = 0; p < 2; ++p) {
+      float sum = 0;
+      for (int i = 0; i < 5; ++i) {
+        const float want = c.ref(x[p * 5 + i] * 2.0f + (p ? -0.25f : 0.5f));
+        EXPECT_FLOAT_EQ(got[p * 5 + i], want) << activation_name(c.f);
+        sum += want;
+      }
+      EXPECT_FLOAT_EQ(sums[p], sum) << activation_name(c.f);
+    }
+  }
+}
+
+TEST_F(Instructions, TensorTensorOpsAndRoundingToBf16) {
+  const MemRef a = sbuf(0, 1, 0, DType::f32, 4);
+  const MemRef b = sbuf(0, 1, 64, DType::f32, 4);
+  const MemRef d = sbuf(0, 1, 128, DType::bf16, 4);
+  write(sim_, 0, a, {1.0f, -3.0f, 2.0f, 1.0f});
+  write(sim_, 0, b, {std::ldexp(1.0f, -8), 2.0f, 2.0f, 3.0f});
+  run(single(Engine::vector, TensorTensor{d, a, b, AluOp::add}));
+  EXPECT_EQ(read(sim_, 0, d), (std::vector<float>{1.0f, -1.0f, 4.0f, 4.0f}));  // 1+2^-8 ties to 1
+  run(single(Engine::vector, TensorTensor{d, a, b, AluOp::max}));
+  EXPECT_EQ(read(sim_, 0, d), (std::vector<float>{1.0f, 2.0f, 2.0f, 3.0f}));
+  run(single(Engine::vector, TensorTensor{d, a, b, AluOp::is_ge}));
+  EXPECT_EQ(read(sim_, 0, d), (std::vector<float>{1, 0, 1, 0}));
+  run(single(Engine::gpsimd, TensorTensor{d, a, b, AluOp::pow}));
+  EXPECT_EQ(read(sim_, 0, d), (std::vector<float>{1.0f, 9.0f, 4.0f, 1.0f}));
+}
+
+TEST_F(Instructions, BitwiseOnIntegersUsesRawBits) {
+  const MemRef a = sbuf(0, 1, 0, DType::i32, 2);
+  const MemRef b = sbuf(0, 1, 64, DType::i32, 2);
+  const MemRef d = sbuf(0, 1, 128, DType::i32, 2);
+  auto mem = sim_.sbuf(0);
+  const int32_t av[2] = {0x7fffffff, 0x12345678}, bv[2] = {0x0000ffff, 0x0f0f0f0f};
+  std::memcpy(mem.data(), av, 8);
+  std::memcpy(mem.data() + 64, bv, 8);
+  run(single(Engine::vector, TensorTensor{d, a, b, AluOp::bitwise_and}));
+  int32_t out[2];
+  std::memcpy(out, mem.data() + 128, 8);
+  EXPECT_EQ(out[0], 0x0000ffff);
+  EXPECT_EQ(out[1], 0x12345678 & 0x0f0f0f0f);
+}
+
+TEST_F(Instructions, TensorScalarTwoOpsWithReverseAndVectorOperand) {
+  const MemRef s = sbuf(0, 2, 0, DType::f32, 3);
+  const MemRef d = sbuf(0, 2, 64, DType::f32, 3);
+  const MemRef v = sbuf(0, 2, 128, DType::f32, 1);
+  write(sim_, 0, s, {1, 2, 4, 1, 2, 4});
+  write(sim_, 0, v, {10, 20});
+  TensorScalar ts;
+  ts.dst = d;
+  ts.src = s;
+  ts.op0 = AluOp::divide;
+  ts.operand0 = 8.0f;
+  ts.reverse0 = true;  // 8 / x
+  ts.op1 = AluOp::subtract;
+  ts.operand1 = v;
+  ts.reverse1 = true;  // v - t
+  run(single(Engine::vector, ts));
+  EXPECT_EQ(read(sim_, 0, d), (std::vector<float>{2, 6, 8, 12, 16, 18}));
+}
+
+TEST_F(Instructions, TensorReduceOverInnerAxes) {
+  MemRef s = sbuf(0, 2, 0, DType::f32, 6);
+  s.num_levels = 2;
+  s.levels[0] = {3, 2};  // [2, 3]
+  s.levels[1] = {1, 3};
+  const MemRef d = sbuf(0, 2, 64, DType::f32, 2);
+  write(sim_, 0, sbuf(0, 2, 0, DType::f32, 6), {1, 2, 3, 4, 5, 6, -1, -2, -3, -4, -5, -6});
+  run(single(Engine::vector, TensorReduce{d, s, ReduceOp::sum, 1, false}));
+  EXPECT_EQ(read(sim_, 0, d), (std::vector<float>{6, 15, -6, -15}));
+  run(single(Engine::vector, TensorReduce{d, s, ReduceOp::max, 1, true}));
+  EXPECT_EQ(read(sim_, 0, d), (std::vector<float>{-3, -6, 1, 4}));
+  const MemRef d1 = sbuf(0, 2, 128, DType::f32, 1);
+  run(single(Engine::vector, TensorReduce{d1, s, ReduceOp::min, 2, false}));
+  EXPECT_EQ(read(sim_, 0, d1), (std::vector<float>{1, -6}));
+}
+
+TEST_F(Instructions, TensorCopyCastsAndStridedAccessPatterns) {
+  MemRef src = sbuf(0, 1, 0, DType::f32, 4);
+  src.levels[0] = {2, 4};  // every other element
+  const MemRef dst = sbuf(0, 1, 64, DType::f16, 4);
+  write(sim_, 0, sbuf(0, 1, 0, DType::f32, 8), {1, 0, 65520.0f, 0, 0.1f, 0, -2, 0});
+  run(single(Engine::vector, TensorCopy{dst, src}));
+  const auto got = read(sim_, 0, dst);
+  EXPECT_EQ(got[0], 1.0f);
+  EXPECT_TRUE(std::isinf(got[1]));
+  EXPECT_EQ(got[2], f16_to_f32(f32_to_f16(0.1f)));
+  EXPECT_EQ(got[3], -2.0f);
+}
+
+TEST_F(Instructions, MemsetIotaAndAffineSelect) {
+  const MemRef d = sbuf(0, 3, 0, DType::i32, 4);
+  run(single(Engine::vector, Memset{d, -7}));
+  EXPECT_EQ(read(sim_, 0, d), std::vector<float>(12, -7.0f));
+  Iota io;
+  io.dst = d;
+  io.offset = 5;
+  io.channel_multiplier = 100;
+  io.pattern = {2, 0, 0, 0};
+  run(single(Engine::gpsimd, io));
+  EXPECT_EQ(read(sim_, 0, d),
+            (std::vector<float>{5, 7, 9, 11, 105, 107, 109, 111, 205, 207, 209, 211}));
+  // Causal mask: keep x[p][i] where p - i >= 0.
+  const MemRef x = sbuf(0, 3, 64, DType::f32, 3);
+  const MemRef y = sbuf(0, 3, 128, DType::f32, 3);
+  write(sim_, 0, x, std::vector<float>(9, 1.0f));
+  AffineSelect as;
+  as.dst = y;
+  as.src = x;
+  as.channel_multiplier = 1;
+  as.pattern = {-1, 0, 0, 0};
+  as.compare = CompareOp::ge;
+  as.on_false = -1e9f;
+  run(single(Engine::gpsimd, as));
+  EXPECT_EQ(read(sim_, 0, y), (std::vector<float>{1, -1e9f, -1e9f, 1, 1, -1e9f, 1, 1, 1}));
+}
+
+TEST_F(Instructions, CopyPredicatedAndSelect) {
+  const MemRef src = sbuf(0, 1, 0, DType::f32, 4);
+  const MemRef dst = sbuf(0, 1, 64, DType::f32, 4);
+  const MemRef pred = sbuf(0, 1, 128, DType::u8, 4);
+  write(sim_, 0, src, {1, 2, 3, 4});
+  write(sim_, 0, dst, {9, 9, 9, 9});
+  write(sim_, 0, pred, {1, 0, 0, 1});
+  run(single(Engine::vector, CopyPredicated{dst, src, pred, false}));
+  EXPECT_EQ(read(sim_, 0, dst), (std::vector<float>{1, 9, 9, 4}));
+  run(single(Engine::vector, Select{dst, pred, src, -5.0f}));
+  EXPECT_EQ(read(sim_, 0, dst), (std::vector<float>{1, -5, -5, 4}));
+}
+
+TEST_F(Instructions, LocalGatherWithinA16PartitionGroup) {
+  const MemRef src = sbuf(0, 16, 0, DType::f32, 2);  // group holds 32 elements
+  const MemRef idx = sbuf(0, 16, 64, DType::u16, 1);
+  const MemRef dst = sbuf(0, 16, 128, DType::f32, 2);
+  std::vector<float> s(32);
+  for (int i = 0; i < 32; ++i) s[i] = static_cast<float>(i);
+  write(sim_, 0, src, s);
+  std::vector<float> ix(16);
+  for (int i = 0; i < 16; ++i) ix[i] = static_cast<float>(15 - i);  // chunk j = 15 - j
+  write(sim_, 0, idx, ix);
+  run(single(Engine::gpsimd, LocalGather{dst, src, idx, 2, 16}));
+  const auto got = read(sim_, 0, dst);
+  EXPECT_EQ(got[0], 30.0f);
+  EXPECT_EQ(got[1], 31.0f);
+  EXPECT_EQ(got[31], 1.0f);
+  ix[3] = 16;  // chunk 16 of a 16-chunk group
+  write(sim_, 0, idx, ix);
+  auto r = sim_.run(single(Engine::gpsimd, LocalGather{dst, src, idx, 2, 16}), hbm_);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("local_gather index 16 (position 3"));
+}
+
+TEST_F(Instructions, DmaRoundTripWithCast) {
+  std::vector<float> in(8 * 32);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i) + 0.3f;
+  std::memcpy(hbm_.data(), in.data(), in.size() * 4);
+  const MemRef h_in = hbm(0, DType::f32, 8, 32, 32);
+  const MemRef s = sbuf(0, 8, 0, DType::bf16, 32);
+  const MemRef h_out = hbm(4096, DType::f32, 8, 32, 32);
+  Program p = program();
+  p.cores[0].stream(Engine::sync).push_back(inst(DmaCopy{s, h_in, 0}, {}, {{0, 16}}));
+  p.cores[0].stream(Engine::sync).push_back(inst(DmaCopy{h_out, s, 1}, {{0, 16}}));
+  run(p);
+  std::vector<float> out(in.size());
+  std::memcpy(out.data(), hbm_.data() + 4096, out.size() * 4);
+  for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(out[i], bf16_to_f32(f32_to_bf16(in[i])));
+}
+
+TEST_F(Instructions, AllReduceAndAllGatherAcrossTwoCores) {
+  Simulator sim(target(TargetKind::trn2));
+  std::vector<std::byte> mem(4096);
+  const float a[4] = {1, 2, 3, 4}, b[4] = {10, 20, 30, 40};
+  std::memcpy(mem.data(), a, 16);
+  std::memcpy(mem.data() + 16, b, 16);
+  Program p = program(2, 4096);
+  p.cores[0]
+      .stream(Engine::sync)
+      .push_back(inst(Collective{CollectiveKind::all_reduce, ReduceOp::sum,
+                                 hbm(64, DType::f32, 1, 4, 4), hbm(0, DType::f32, 1, 4, 4)}));
+  p.cores[1]
+      .stream(Engine::sync)
+      .push_back(inst(Collective{CollectiveKind::all_reduce, ReduceOp::sum,
+                                 hbm(128, DType::f32, 1, 4, 4), hbm(16, DType::f32, 1, 4, 4)}));
+  p.cores[0]
+      .stream(Engine::sync)
+      .push_back(inst(Collective{CollectiveKind::all_gather, ReduceOp::sum,
+                                 hbm(256, DType::f32, 1, 8, 8), hbm(0, DType::f32, 1, 4, 4)}));
+  p.cores[1]
+      .stream(Engine::sync)
+      .push_back(inst(Collective{CollectiveKind::all_gather, ReduceOp::sum,
+                                 hbm(512, DType::f32, 1, 8, 8), hbm(16, DType::f32, 1, 4, 4)}));
+  auto r = sim.run(p, mem);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  float out[4], g[8];
+  std::memcpy(out, mem.data() + 128, 16);
+  EXPECT_EQ(out[0], 11.0f);
+  EXPECT_EQ(out[3], 44.0f);
+  std::memcpy(g, mem.data() + 256, 32);
+  EXPECT_EQ(g[0], 1.0f);
+  EXPECT_EQ(g[4], 10.0f);
+  EXPECT_GT(r->total_time_ns, 2 * target(TargetKind::trn2).collective_hop_latency_ns);
+}
+
+}  // namespace
+}  // namespace neuronc::device

@@ -1,0 +1,184 @@
+// Timing of small hand-built programs whose expected times follow from the published cost
+// formulas (TRAINIUM.md §4.1, §5) and the target's assumption parameters.
+#include <gtest/gtest.h>
+
+#include "device/cost_model.h"
+#include "device/simulator.h"
+#include "tests/device/device_test_util.h"
+
+namespace neuronc::device {
+namespace {
+
+using namespace neuronc::device::device_test;
+
+RunReport timed(TargetKind k, const Program& p) {
+  SimulatorOptions o;
+  o.functional = false;
+  Simulator sim(target(k), o);
+  auto r = sim.run(p, {});
+  EXPECT_TRUE(r.is_ok()) << r.status().message();
+  return r.is_ok() ? r.value() : RunReport{};
+}
+
+MatMul mm(int k, int m, int n, DType dt = DType::bf16) {
+  return MatMul{psum(0, m, 0, DType::f32, n), sbuf(0, k, 0, dt, m), sbuf(0, k, 1024, dt, n), false};
+}
+
+TEST(Timing, MatmulIsMaxOfStationaryAndMoving) {
+  const Target& t = target(TargetKind::trn1);
+  const double lat = t.tensor_completion_latency_cycles;
+  Program p = program();
+  p.cores[0].stream(Engine::tensor).push_back(inst(mm(128, 128, 512)));
+  auto r = timed(TargetKind::trn1, p);
+  EXPECT_NEAR(r.total_time_ns, (512 + lat) / 2.8, 1e-6);
+  // Two back-to-back: the second issues after one II (512 cycles).
+  p.cores[0].stream(Engine::tensor).push_back(inst(mm(128, 128, 512)));
+  r = timed(TargetKind::trn1, p);
+  EXPECT_NEAR(r.total_time_ns, (1024 + lat) / 2.8, 1e-6);
+  EXPECT_NEAR(r.cores[0].engines[0].busy_ns, 1024 / 2.8, 1e-6);
+  // A steady stream of full tiles runs at peak: HFU -> 100 % as the stream grows.
+  Program q = program();
+  for (int i = 0; i < 200; ++i)
+    q.cores[0].stream(Engine::tensor).push_back(inst(mm(128, 128, 512)));
+  EXPECT_GT(timed(TargetKind::trn1, q).hfu_percent, 99.0);
+}
+
+TEST(Timing, MatmulSmallMovingAndFp32) {
+  const CostModel cm(target(TargetKind::trn1));
+  EXPECT_EQ(cm.cost(Engine::tensor, mm(128, 128, 32)).ii_cycles, 64);  // §5.5: 50 % of peak
+  EXPECT_EQ(cm.cost(Engine::tensor, mm(128, 1, 128)).ii_cycles, 128);  // vector stationary
+  EXPECT_EQ(cm.cost(Engine::tensor, mm(128, 128, 1)).ii_cycles, 64);   // vector moving
+  EXPECT_EQ(cm.cost(Engine::tensor, mm(128, 128, 512, DType::f32)).ii_cycles, 2048);
+  EXPECT_EQ(cm.cost(Engine::tensor, mm(128, 32, 16)).ii_cycles, 32);
+}
+
+TEST(Timing, VectorAndScalarFormulas) {
+  const CostModel v2(target(TargetKind::trn1));
+  const CostModel v3(target(TargetKind::trn2));
+  const MemRef a = sbuf(0, 128, 0, DType::bf16, 1024);
+  const MemRef b = sbuf(0, 128, 4096, DType::bf16, 1024);
+  const MemRef f = sbuf(0, 128, 8192, DType::f32, 1024);
+  const MemRef pf = psum(0, 128, 0, DType::f32, 1024);
+  // tensor_tensor: all-bf16 SBUF contiguous add -> N; fp32 -> 2N; one PSUM input -> N.
+  EXPECT_EQ(v2.cost(Engine::vector, TensorTensor{a, a, b, AluOp::add}).ii_cycles, 1024);
+  EXPECT_EQ(v2.cost(Engine::vector, TensorTensor{f, f, f, AluOp::add}).ii_cycles, 2048);
+  EXPECT_EQ(v2.cost(Engine::vector, TensorTensor{f, pf, f, AluOp::max}).ii_cycles, 1024);
+  // v3 perf mode halves the all-16-bit SBUF case.
+  EXPECT_EQ(v3.cost(Engine::vector, TensorTensor{a, a, b, AluOp::add}).ii_cycles, 512);
+  // tensor_copy bf16 SBUF contiguous: 4x on v3; MIN_II floor for tiny tiles.
+  EXPECT_EQ(v3.cost(Engine::vector, TensorCopy{b, a}).ii_cycles, 256);
+  EXPECT_EQ(v2.cost(Engine::vector, TensorCopy{b, a}).ii_cycles, 1024);
+  EXPECT_EQ(v2.cost(Engine::vector,
+                    TensorCopy{sbuf(0, 1, 0, DType::f32, 8), sbuf(0, 1, 64, DType::f32, 8)})
+                .ii_cycles,
+            64);
+  // Strided innermost access (> 16 bytes) doubles the N-term.
+  MemRef s = sbuf(0, 128, 0, DType::f32, 512);
+  s.levels[0] = {8, 512};
+  EXPECT_EQ(v2.cost(Engine::vector, TensorCopy{sbuf(0, 128, 8192, DType::f32, 512), s}).ii_cycles,
+            1024);
+  // Activation and activation with accumulate (+ MIN_II).
+  Activation act;
+  act.src = act.dst = f;
+  EXPECT_EQ(v2.cost(Engine::scalar, act).ii_cycles, 1024);
+  act.accumulate_dst = sbuf(0, 128, 0, DType::f32, 1);
+  EXPECT_EQ(v2.cost(Engine::scalar, act).ii_cycles, 1024 + 64);
+  // tensor_reduce bf16 add: N/2; iota: 150 + N.
+  MemRef r = sbuf(0, 128, 0, DType::bf16, 1);
+  EXPECT_EQ(v2.cost(Engine::vector, TensorReduce{r, a, ReduceOp::sum, 1, false}).ii_cycles, 512);
+  Iota io;
+  io.dst = sbuf(0, 128, 0, DType::i32, 100);
+  EXPECT_EQ(v2.cost(Engine::gpsimd, io).ii_cycles, 250);
+  EXPECT_EQ(v2.cost(Engine::vector, Memset{a, 0.0}).ii_cycles, 512);
+  EXPECT_EQ(v2.cost(Engine::vector, Memset{a, 1.0}).ii_cycles, 1024);
+}
+
+TEST(Timing, DependentScalarChainMatchesPublishedII) {
+  // PERF: 1-element dependent tensor_scalar(multiply, add) chain: 264 cycles = 189 ns on v2.
+  const Target& t = target(TargetKind::trn1);
+  Program p = program();
+  const MemRef x = sbuf(0, 1, 0, DType::f32, 1);
+  TensorScalar ts;
+  ts.dst = ts.src = x;
+  ts.op0 = AluOp::multiply;
+  ts.operand0 = 1.0f;
+  ts.op1 = AluOp::add;
+  ts.operand1 = 1.0f;
+  constexpr int kSteps = 10;
+  for (int i = 0; i < kSteps; ++i) p.cores[0].stream(Engine::scalar).push_back(inst(ts));
+  auto r = timed(TargetKind::trn1, p);
+  const double expected = ((kSteps - 1) * t.scalar_dependency_cycles + t.min_ii_cycles +
+                           t.engine_completion_latency_cycles) /
+                          1.4;
+  EXPECT_NEAR(r.total_time_ns, expected, 1e-6);
+  // Independent instructions issue every MIN_II instead.
+  Program q = program();
+  for (int i = 0; i < kSteps; ++i) {
+    TensorScalar u = ts;
+    u.dst = u.src = sbuf(0, 1, 4 * i, DType::f32, 1);
+    q.cores[0].stream(Engine::scalar).push_back(inst(u));
+  }
+  EXPECT_NEAR(timed(TargetKind::trn1, q).total_time_ns,
+              (kSteps * t.min_ii_cycles + t.engine_completion_latency_cycles) / 1.4, 1e-6);
+}
+
+TEST(Timing, SemaphoreLatencyBetweenEngines) {
+  const Target& t = target(TargetKind::trn1);
+  const MemRef a = sbuf(0, 128, 0, DType::f32, 128);
+  Program p = program();
+  p.cores[0].stream(Engine::vector).push_back(inst(TensorCopy{a, a}, {}, {{0, 1}}));
+  p.cores[0]
+      .stream(Engine::scalar)
+      .push_back(inst(TensorCopy{sbuf(0, 128, 1024, DType::f32, 128), a}, {{0, 1}}));
+  auto r = timed(TargetKind::trn1, p);
+  const double producer_done = (128 + t.engine_completion_latency_cycles) / 1.12;
+  const double consumer_start = producer_done + t.semaphore_latency_cycles / 1.4;
+  EXPECT_NEAR(r.total_time_ns, consumer_start + (128 + t.engine_completion_latency_cycles) / 1.4,
+              1e-6);
+}
+
+TEST(Timing, DmaSplitsEightPartitionsPerEngine) {
+  const Target& t = target(TargetKind::trn2);
+  const CostModel cm(t);
+  // DMA anchor shape: [4, 4096] bf16 = 32 KiB in 4 partitions -> one engine, 4 descriptors.
+  const DmaCopy small{sbuf(0, 4, 0, DType::bf16, 4096), hbm(0, DType::bf16, 4, 4096, 4096), 0};
+  DmaWork w = cm.dma_work(small);
+  EXPECT_EQ(w.engines_used(), 1);
+  EXPECT_EQ(w.descriptors[0], 4u);
+  EXPECT_EQ(w.bytes[0], 32768u);
+  // [128, 128] bf16: all 16 engines, each 8 rows x 256 B = 2 KiB.
+  const DmaCopy full{sbuf(0, 128, 0, DType::bf16, 128), hbm(0, DType::bf16, 128, 128, 128), 0};
+  w = cm.dma_work(full);
+  EXPECT_EQ(w.engines_used(), 16);
+  for (int e = 0; e < 16; ++e) EXPECT_EQ(w.bytes[e], 2048u);
+  // End to end: trigger (issue + latency) then 4 descriptors on one engine.
+  Program p = program(1, 1 << 20);
+  p.cores[0].stream(Engine::sync).push_back(inst(small, {}, {{0, 16}}));
+  auto r = timed(TargetKind::trn2, p);
+  const double data = 4 * t.dma_descriptor_ns + 32768 / t.dma_engine_bytes_per_ns;
+  EXPECT_NEAR(r.total_time_ns, t.dma_issue_cycles / 1.2 + t.dma_trigger_latency_ns + data, 1e-6);
+  EXPECT_NEAR(r.cores[0].dma_active_ns, data, 1e-6);
+  EXPECT_EQ(r.hbm_read_bytes, 32768u);
+}
+
+TEST(Timing, ReportsAssumptionsAndDeadlocks) {
+  Program p = program();
+  p.cores[0]
+      .stream(Engine::vector)
+      .push_back(inst(Memset{sbuf(0, 1, 0, DType::f32, 1), 0}, {{3, 1}}));
+  SimulatorOptions o;
+  o.functional = false;
+  Simulator sim(target(TargetKind::trn1), o);
+  auto r = sim.run(p, {});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().message(),
+            "deadlock: core 0 vector[0] (memset) waits for semaphore 3 >= 1 but it stays at 0");
+  auto ok =
+      timed(TargetKind::trn1, single(Engine::vector, Memset{sbuf(0, 1, 0, DType::f32, 1), 0}));
+  bool found = false;
+  for (const auto& a : ok.assumptions) found = found || a.name == "semaphore_latency_cycles";
+  EXPECT_TRUE(found);
+}
+
+}  // namespace
+}  // namespace neuronc::device

@@ -1,0 +1,136 @@
+// Every memory rule of TRAINIUM.md §3 is enforced with a message that names the instruction,
+// what was expected and what was found.
+#include "device/verifier.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/device/device_test_util.h"
+
+namespace neuronc::device {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace neuronc::device::device_test;
+
+std::string error_of(const Program& p, TargetKind k = TargetKind::trn1) {
+  Status s = verify_program(target(k), p);
+  return s.is_ok() ? "ok" : s.message();
+}
+
+TEST(Verifier, PartitionStartAlignment) {
+  const MemRef a = sbuf(40, 48, 0, DType::f32, 8);
+  const MemRef d = sbuf(0, 48, 64, DType::f32, 8);
+  EXPECT_THAT(error_of(single(Engine::vector, TensorCopy{d, a})),
+              HasSubstr("partition start 40 is not allowed for 48 partitions: expected 0 or 64"));
+  EXPECT_THAT(error_of(single(Engine::vector, TensorCopy{d, a})),
+              HasSubstr("core 0 vector[0] (tensor_copy)"));
+  EXPECT_THAT(error_of(single(Engine::vector, TensorCopy{sbuf(16, 16, 0, DType::f32, 8),
+                                                         sbuf(0, 16, 64, DType::f32, 8)})),
+              HasSubstr("expected 0, 32, 64 or 96"));
+  EXPECT_THAT(error_of(single(Engine::vector, TensorCopy{sbuf(64, 64, 0, DType::f32, 8),
+                                                         sbuf(0, 64, 64, DType::f32, 8)})),
+              "ok");
+  EXPECT_THAT(error_of(single(Engine::vector, TensorCopy{sbuf(32, 65, 0, DType::f32, 8),
+                                                         sbuf(0, 65, 64, DType::f32, 8)})),
+              HasSubstr("for 65 partitions: expected 0"));
+  // DMA is not a compute instruction: any start is fine.
+  EXPECT_EQ(error_of(single(Engine::sync,
+                            DmaCopy{sbuf(3, 5, 0, DType::f32, 8), hbm(0, DType::f32, 5, 8, 8), 0})),
+            "ok");
+}
+
+TEST(Verifier, AccessPatternLimits) {
+  MemRef a = sbuf(0, 1, 0, DType::f32, 2);
+  a.levels[0] = {40000, 2};
+  EXPECT_THAT(error_of(single(Engine::vector, TensorCopy{sbuf(0, 1, 0, DType::f32, 2), a})),
+              HasSubstr("stride 40000 is outside the int16 range"));
+  MemRef b = sbuf(0, 1, 0, DType::f32, 1);
+  b.num_levels = 5;
+  EXPECT_THAT(error_of(single(Engine::vector, Memset{b, 0})),
+              HasSubstr("5 access-pattern levels, expected 1 to 4"));
+  EXPECT_THAT(error_of(single(Engine::vector, Memset{psum(0, 1, 0, DType::bf16, 4097), 0})),
+              HasSubstr("4097 elements per partition exceed the 4096-element limit"));
+  MemRef big = sbuf(0, 1, 0, DType::bf16, 1);
+  big.num_levels = 2;
+  big.levels[0] = {1024, 65};
+  big.levels[1] = {1, 1024};
+  EXPECT_THAT(error_of(single(Engine::vector, Memset{big, 0})),
+              HasSubstr("66560 elements per partition exceed the 65536-element limit"));
+}
+
+TEST(Verifier, OutOfBounds) {
+  EXPECT_THAT(error_of(single(Engine::vector, Memset{sbuf(0, 1, 196600, DType::f32, 4), 0})),
+              HasSubstr("bytes [196600, 196616) are outside the 196608-byte sbuf partition"));
+  EXPECT_THAT(error_of(single(Engine::vector, Memset{sbuf(120, 16, 0, DType::f32, 4), 0})),
+              HasSubstr("partitions [120, 136) exceed the 128 partitions"));
+  EXPECT_THAT(error_of(single(
+                  Engine::sync,
+                  DmaCopy{sbuf(0, 4, 0, DType::f32, 8), hbm(1000, DType::f32, 4, 8, 8), 0}, 1024)),
+              HasSubstr("hbm bytes [1000, 1128) are outside the arena of 1024 bytes"));
+  MemRef neg = sbuf(0, 1, 4, DType::f32, 4);
+  neg.levels[0] = {-2, 4};
+  EXPECT_THAT(error_of(single(Engine::vector, Memset{neg, 0})), HasSubstr("bytes [-20, 8)"));
+}
+
+TEST(Verifier, PsumBanksAndMatmulShapes) {
+  const MemRef st = sbuf(0, 128, 0, DType::bf16, 128);
+  const MemRef mv = sbuf(0, 128, 256, DType::bf16, 512);
+  EXPECT_EQ(error_of(single(Engine::tensor, MatMul{psum(0, 128, 0, DType::f32, 512), st, mv})),
+            "ok");
+  EXPECT_THAT(error_of(single(Engine::tensor, MatMul{psum(0, 128, 1024, DType::f32, 512), st, mv})),
+              HasSubstr("crosses a psum bank: bank offset 1024 + 2048 bytes exceeds 2048"));
+  // v4 may span banks.
+  EXPECT_EQ(error_of(single(Engine::tensor, MatMul{psum(0, 128, 1024, DType::f32, 512), st, mv}),
+                     TargetKind::trn3),
+            "ok");
+  EXPECT_THAT(error_of(single(Engine::tensor, MatMul{psum(0, 128, 0, DType::f32, 512), st,
+                                                     sbuf(0, 64, 256, DType::bf16, 512)})),
+              HasSubstr("stationary has 128 partitions, moving has 64"));
+  EXPECT_THAT(error_of(single(Engine::tensor, MatMul{psum(0, 128, 0, DType::f32, 600), st,
+                                                     sbuf(0, 128, 256, DType::bf16, 600)})),
+              HasSubstr("moving free size 600 exceeds 512"));
+  EXPECT_THAT(error_of(single(Engine::tensor, MatMul{psum(0, 128, 0, DType::bf16, 512), st, mv})),
+              HasSubstr("dst dtype bf16 is not allowed: expected f32"));
+  EXPECT_THAT(error_of(single(Engine::tensor, MatMul{psum(0, 128, 0, DType::f32, 512), st,
+                                                     sbuf(0, 128, 256, DType::f32, 512)})),
+              HasSubstr("one fp32/tf32 operand needs both"));
+}
+
+TEST(Verifier, WhichEngineTouchesWhichMemory) {
+  const MemRef s = sbuf(0, 4, 0, DType::f32, 4);
+  const MemRef p = psum(0, 4, 0, DType::f32, 4);
+  EXPECT_THAT(error_of(single(Engine::gpsimd, TensorCopy{s, p})),
+              HasSubstr("gpsimd engine cannot access psum: expected sbuf"));
+  EXPECT_THAT(error_of(single(Engine::tensor, MatMul{s, s, s})),
+              HasSubstr("tensor engine writes only psum, found sbuf"));
+  EXPECT_THAT(error_of(single(Engine::tensor, MatMul{p, p, s})),
+              HasSubstr("tensor engine reads only sbuf, found psum"));
+  EXPECT_THAT(error_of(single(Engine::sync, DmaCopy{hbm(0, DType::f32, 4, 4, 4), p, 0})),
+              HasSubstr("dma cannot read psum: expected hbm or sbuf"));
+  EXPECT_THAT(error_of(single(Engine::vector, TensorCopy{s, hbm(0, DType::f32, 4, 4, 4)})),
+              HasSubstr("vector engine cannot access hbm"));
+  EXPECT_THAT(error_of(single(Engine::vector, TensorTensor{s, p, p, AluOp::add})),
+              HasSubstr("both in psum"));
+  EXPECT_THAT(error_of(single(Engine::scalar, TensorTensor{s, s, s, AluOp::add})),
+              HasSubstr("scalar engine cannot execute tensor_tensor"));
+  EXPECT_EQ(error_of(single(Engine::scalar, TensorCopy{s, p})), "ok");
+}
+
+TEST(Verifier, SemaphoresAndShapes) {
+  Program p = single(Engine::vector, Memset{sbuf(0, 1, 0, DType::f32, 1), 0});
+  p.cores[0].stream(Engine::vector)[0].waits.push_back({9, 1});
+  EXPECT_THAT(error_of(p), HasSubstr("wait on semaphore 9 but the program has 8"));
+  EXPECT_THAT(error_of(single(Engine::vector, TensorCopy{sbuf(0, 2, 0, DType::f32, 4),
+                                                         sbuf(0, 2, 64, DType::f32, 5)})),
+              HasSubstr("src has 5 elements per partition but dst has 4"));
+  TensorScalar ts;
+  ts.dst = ts.src = sbuf(0, 1, 0, DType::f32, 4);
+  ts.op0 = AluOp::max;
+  EXPECT_THAT(error_of(single(Engine::scalar, ts), TargetKind::trn2),
+              HasSubstr("trn2 scalar engine tensor_scalar accepts"));
+  EXPECT_EQ(error_of(single(Engine::vector, ts), TargetKind::trn2), "ok");
+}
+
+}  // namespace
+}  // namespace neuronc::device
