@@ -1,0 +1,76 @@
+// load_program: map the file, identify the container, dispatch to its reader, record the hash.
+#include "frontend/load.h"
+
+#include <sys/mman.h>
+
+#include "frontend/container.h"
+#include "frontend/pt2_reader.h"
+#include "frontend/sha256.h"
+#include "frontend/torchscript_reader.h"
+
+namespace neuronc::frontend {
+namespace {
+
+// Hashes the file in chunks and drops each chunk's pages from this process afterwards, so
+// hashing a multi-GB model does not leave it all resident (weights are paged in again only
+// when codegen reads them).
+std::string hash_file(const MappedFile& f) {
+  constexpr size_t kChunk = size_t{32} << 20;
+  Sha256 h;
+  auto bytes = f.bytes();
+  for (size_t off = 0; off < bytes.size(); off += kChunk) {
+    size_t n = std::min(kChunk, bytes.size() - off);
+    h.update(bytes.subspan(off, n));
+    if (n == kChunk) {
+      // Page-aligned because off is a multiple of 32 MiB from a page-aligned mapping.
+      ::madvise(const_cast<std::byte*>(bytes.data() + off), n, MADV_DONTNEED);
+    }
+  }
+  auto d = h.finish();
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (uint8_t b : d) {
+    out.push_back(kHex[b >> 4]);
+    out.push_back(kHex[b & 15]);
+  }
+  return out;
+}
+
+}  // namespace
+
+LoadedProgram load_program(const std::string& path) {
+  return load_program(MappedFile::open(path));
+}
+
+LoadedProgram load_program(std::shared_ptr<MappedFile> file) {
+  const std::string name = file->path();
+  ZipArchive zip;
+  ContainerInfo info = identify_container(file->bytes(), name, &zip);
+  LoadedProgram p;
+  switch (info.kind) {
+    case ContainerKind::pt2_archive:
+      p = read_pt2_archive(file, zip, info.root);
+      break;
+    case ContainerKind::legacy_export_zip:
+      p = read_legacy_export_zip(file, zip);
+      break;
+    case ContainerKind::torchscript:
+      p = read_torchscript(file);
+      break;
+    case ContainerKind::torch_save:
+      throw Error(name + ": is a torch.save checkpoint (" + info.root +
+                  "/data.pkl without constants.pkl), which holds weights but no program. Export "
+                  "the model with torch.export.export(model, example_inputs) and "
+                  "torch.export.save(ep, 'model.pt2')");
+    case ContainerKind::lite_interpreter:
+      throw Error(name + ": is a PyTorch Mobile lite-interpreter archive (" + info.root +
+                  "/bytecode.pkl), which is not supported; export the model with "
+                  "torch.export.save to a .pt2 file");
+    case ContainerKind::unknown:
+      throw Error(name + ": unrecognised container");
+  }
+  p.sha256 = hash_file(*p.file);
+  return p;
+}
+
+}  // namespace neuronc::frontend

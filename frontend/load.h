@@ -1,0 +1,48 @@
+// The frontend's entry point: any supported PyTorch program file into an ir::Graph whose
+// weights point into the memory-mapped file.
+//
+//   auto prog = neuronc::frontend::load_program("model.pt2");
+//   prog.graph->nodes().size();  prog.container;  prog.sample_inputs;
+//
+// Thread-safety: load_program is re-entrant; the returned LoadedProgram is owned by the caller.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "frontend/error.h"
+#include "frontend/mapped_file.h"
+#include "ir/dtype.h"
+#include "ir/graph.h"
+
+namespace neuronc::frontend {
+
+// One example input saved with the program (torch.export's sample/example inputs), contiguous.
+struct SampleInput {
+  std::string name;  // the graph's user input it feeds
+  ir::DType dtype = ir::DType::f32;
+  std::vector<int64_t> shape;
+  std::vector<std::byte> bytes;  // row-major, little-endian; small, so copied
+};
+
+struct LoadedProgram {
+  std::unique_ptr<ir::Graph> graph;
+  std::string container;      // container_kind_name(): "pt2_archive", "legacy_export_zip", ...
+  std::string torch_version;  // as the file says ("2.14.1+debian"; "<=2.4" when absent)
+  int schema_major = 0;
+  int schema_minor = 0;
+  std::string sha256;  // of the whole input file, lower-case hex
+  std::vector<SampleInput> sample_inputs;
+  std::shared_ptr<MappedFile> file;  // keeps the weight payloads valid
+};
+
+// Loads `path`, deciding the format from its contents. Throws frontend::Error with a message
+// that names the file, the entry and the field.
+LoadedProgram load_program(const std::string& path);
+
+// Same, for a file already mapped (tests, fuzzers). `file->path()` names it in messages.
+LoadedProgram load_program(std::shared_ptr<MappedFile> file);
+
+}  // namespace neuronc::frontend

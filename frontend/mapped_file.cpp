@@ -1,0 +1,66 @@
+// mmap-based file mapping (POSIX). Empty files get a null mapping of size 0.
+#include "frontend/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "frontend/error.h"
+
+namespace neuronc::frontend {
+
+std::shared_ptr<MappedFile> MappedFile::open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int e = errno;
+    ::close(fd);
+    throw Error(path + ": cannot stat: " + std::strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(path + ": not a regular file");
+  }
+  std::shared_ptr<MappedFile> f(new MappedFile());
+  f->path_ = path;
+  f->size_ = static_cast<size_t>(st.st_size);
+  if (f->size_ > 0) {
+    void* p = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      int e = errno;
+      ::close(fd);
+      throw Error(path + ": cannot mmap " + std::to_string(f->size_) +
+                  " bytes: " + std::strerror(e));
+    }
+    f->data_ = static_cast<const std::byte*>(p);
+    f->mapped_ = true;
+  }
+  ::close(fd);
+  return f;
+}
+
+std::shared_ptr<MappedFile> MappedFile::from_bytes(std::span<const std::byte> bytes,
+                                                   std::string name) {
+  std::shared_ptr<MappedFile> f(new MappedFile());
+  f->path_ = std::move(name);
+  f->size_ = bytes.size();
+  if (!bytes.empty()) {
+    f->heap_ = std::make_unique<std::byte[]>(bytes.size());
+    std::memcpy(f->heap_.get(), bytes.data(), bytes.size());
+    f->data_ = f->heap_.get();
+  }
+  return f;
+}
+
+MappedFile::~MappedFile() {
+  if (mapped_ && data_ != nullptr) {
+    ::munmap(const_cast<std::byte*>(data_), size_);
+  }
+}
+
+}  // namespace neuronc::frontend

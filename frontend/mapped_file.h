@@ -1,0 +1,38 @@
+// A read-only memory mapping of a whole file. Weight payloads in the IR point into it, so it is
+// always held by a shared_ptr that the payloads share (ir::ConstantPayload::owner).
+// Thread-safety: immutable after open(); any number of threads may read it.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace neuronc::frontend {
+
+class MappedFile {
+ public:
+  // Maps `path` read-only. Throws frontend::Error naming the path and the OS error.
+  static std::shared_ptr<MappedFile> open(const std::string& path);
+  // Wraps bytes already in memory (tests, fuzzers); the buffer is copied once.
+  static std::shared_ptr<MappedFile> from_bytes(std::span<const std::byte> bytes, std::string name);
+
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  std::span<const std::byte> bytes() const { return {data_, size_}; }
+  const std::byte* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  MappedFile() = default;
+  const std::byte* data_ = nullptr;
+  size_t size_ = 0;
+  bool mapped_ = false;  // true: munmap on destruction; false: owned heap copy
+  std::unique_ptr<std::byte[]> heap_;
+  std::string path_;
+};
+
+}  // namespace neuronc::frontend
