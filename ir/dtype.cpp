@@ -24,6 +24,7 @@ constexpr std::array<DTypeInfo, kNumDTypes> kInfo = {{
     {"i8", 1},
     {"u8", 1},
     {"bool", 1},
+    {"c64", 8},
 }};
 
 }  // namespace
@@ -66,8 +67,11 @@ bool is_integral(DType t) {
   }
 }
 
+bool is_complex(DType t) { return t == DType::c64; }
+
 DType promote_types(DType a, DType b) {
   if (a == b) return a;
+  if (a == DType::c64 || b == DType::c64) return DType::c64;
   if (a == DType::boolean) return b;
   if (b == DType::boolean) return a;
   const bool fa = is_floating(a), fb = is_floating(b);

@@ -22,9 +22,10 @@ enum class DType : uint8_t {
   i8,
   u8,
   boolean,
+  c64,  // complex64: only host-fallback ops (fft) produce or consume it
 };
 
-inline constexpr int kNumDTypes = 12;
+inline constexpr int kNumDTypes = 13;
 
 // Short name used by the text form and messages: "f32", "bf16", "i64", "bool", ...
 std::string_view dtype_name(DType t);
@@ -34,6 +35,7 @@ std::optional<DType> parse_dtype(std::string_view name);
 size_t dtype_size(DType t);
 bool is_floating(DType t);
 bool is_integral(DType t);  // integers, not bool
+bool is_complex(DType t);
 
 // PyTorch's type promotion for two tensor operands of the same category rank
 // (e.g. f16 + bf16 -> f32, i32 + i64 -> i64, bool + i32 -> i32, i64 + f16 -> f16).

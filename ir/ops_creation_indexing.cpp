@@ -241,6 +241,32 @@ void register_creation_and_indexing_ops(OpRegistry& r) {
           if (t.dtype == DType::boolean) t.dtype = DType::boolean;
           return {t};
         });
+  // FFTs have no NeuronCore lowering: they run on the host and produce complex64.
+  r.add("fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor", M, H,
+        [](const ShapeContext& c) -> std::vector<TensorType> {
+          TensorType t = c.input(0);
+          if (t.rank() == 0) c.fail("expected rank >= 1");
+          const int64_t d = normalize_dim(c, c.get_int("dim"), t.rank());
+          const int64_t n = c.get_opt_int("n").value_or(
+              require_constant(c, t.shape[static_cast<size_t>(d)], "transformed dim"));
+          if (n <= 0) c.fail("n must be positive, found " + std::to_string(n));
+          t.shape[static_cast<size_t>(d)] = Dim::constant(n / 2 + 1);
+          t.dtype = DType::c64;
+          return {t};
+        });
+  r.add("_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor", M, H,
+        [](const ShapeContext& c) -> std::vector<TensorType> {
+          TensorType t = c.input(0);
+          const std::vector<int64_t> dims = c.get_ints("dim");
+          if (dims.empty()) c.fail("expected at least one dim");
+          if (c.get_bool("onesided")) {
+            const int64_t d = normalize_dim(c, dims.back(), t.rank());
+            const int64_t n = require_constant(c, t.shape[static_cast<size_t>(d)], "transformed dim");
+            t.shape[static_cast<size_t>(d)] = Dim::constant(n / 2 + 1);
+          }
+          t.dtype = DType::c64;
+          return {t};
+        });
   r.add("index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor",
         I, H, [](const ShapeContext& c) -> std::vector<TensorType> { return {c.input(0)}; });
   r.add("index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor", I, H,

@@ -92,6 +92,18 @@ void register_data_movement_ops(OpRegistry& r) {
         [](const ShapeContext& c) { return view_rule(c, "size"); });
   r.add("reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", M, D,
         [](const ShapeContext& c) { return view_rule(c, "shape"); });
+  r.add("unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)", M, D,
+        [](const ShapeContext& c) -> std::vector<TensorType> {
+          const TensorType& x = c.input(0);
+          if (x.rank() == 0) c.fail("cannot unflatten a rank-0 tensor");
+          const int64_t d = normalize_dim(c, c.get_int("dim"), x.rank());
+          const Dim& size = x.shape[static_cast<size_t>(d)];
+          Shape piece = reshape_shape(c, {size}, c.get_dims("sizes"));
+          Shape out(x.shape.begin(), x.shape.begin() + d);
+          out.insert(out.end(), piece.begin(), piece.end());
+          out.insert(out.end(), x.shape.begin() + d + 1, x.shape.end());
+          return {{x.dtype, out}};
+        });
   r.add("flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)", M, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {
           const TensorType& x = c.input(0);
@@ -339,6 +351,7 @@ void register_data_movement_ops(OpRegistry& r) {
            "clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor",
            "alias(Tensor(a) self) -> Tensor(a)",
            "detach(Tensor(a) self) -> Tensor(a)",
+           "detach_(Tensor(a!) self) -> Tensor(a!)",
            "lift_fresh_copy(Tensor self) -> Tensor",
        }) {
     r.add(s, M, D, same);

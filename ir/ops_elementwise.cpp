@@ -86,7 +86,7 @@ void register_elementwise_ops(OpRegistry& r) {
            "leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor",
            "leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)",
            "elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor",
-           "neg(Tensor self) -> Tensor", "abs(Tensor self) -> Tensor",
+           "neg(Tensor self) -> Tensor",
            "sign(Tensor self) -> Tensor",
            "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
            "clamp_min(Tensor self, Scalar min) -> Tensor",
@@ -173,6 +173,19 @@ void register_elementwise_ops(OpRegistry& r) {
   r.add("logical_xor(Tensor self, Tensor other) -> Tensor", Cmp, D, compare_tensor);
   r.add("logical_not(Tensor self) -> Tensor", Cmp, D, compare_scalar);
   r.add("bitwise_not(Tensor self) -> Tensor", Cmp, D, same_as_input);
+  // Bitwise ops on bool masks (attention masks) and integers keep the promoted dtype.
+  for (const char* s : {"bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor",
+                        "bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor",
+                        "__and__.Tensor(Tensor self, Tensor other) -> Tensor",
+                        "__or__.Tensor(Tensor self, Tensor other) -> Tensor"}) {
+    r.add(s, Cmp, D, binary_tensor);
+  }
+  // abs of a complex tensor is its real magnitude.
+  r.add("abs(Tensor self) -> Tensor", E, D, [](const ShapeContext& c) -> std::vector<TensorType> {
+    TensorType t = c.input(0);
+    if (is_complex(t.dtype)) t.dtype = DType::f32;
+    return {t};
+  });
   r.add("isnan(Tensor self) -> Tensor", Cmp, D, compare_scalar);
 
   // Selection.

@@ -123,6 +123,25 @@ void register_reduction_and_norm_ops(OpRegistry& r) {
       return {{DType::i64, reduce_shape(c, x.shape, dims, dim ? c.get_bool("keepdim") : false)}};
     });
   }
+  // any / all reduce to bool.
+  for (const char* s : {"any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor",
+                        "all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor"}) {
+    r.add(s, R, D, [](const ShapeContext& c) -> std::vector<TensorType> {
+      const TensorType& x = c.input(0);
+      return {{DType::boolean,
+               reduce_shape(c, x.shape, std::vector<int64_t>{c.get_int("dim")}, c.get_bool("keepdim"))}};
+    });
+  }
+  for (const char* s : {"any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor",
+                        "all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor"}) {
+    r.add(s, R, D, [](const ShapeContext& c) -> std::vector<TensorType> {
+      const TensorType& x = c.input(0);
+      return {{DType::boolean, reduce_shape(c, x.shape, c.get_opt_ints("dim"), c.get_bool("keepdim"))}};
+    });
+  }
+  for (const char* s : {"any(Tensor self) -> Tensor", "all(Tensor self) -> Tensor"}) {
+    r.add(s, R, D, [](const ShapeContext&) -> std::vector<TensorType> { return {{DType::boolean, {}}}; });
+  }
   r.add("var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool "
         "keepdim=False) -> Tensor",
         R, D, [](const ShapeContext& c) -> std::vector<TensorType> {

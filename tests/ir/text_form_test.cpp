@@ -108,7 +108,7 @@ TEST(TextForm, ParseErrorsSayWhereAndWhat) {
 TEST(TextForm, UnknownOpsRoundTrip) {
   const std::string text = R"(graph {
   input %x : f32[8]
-  %y : f32[5] = aten.fft_rfft.default(%x) {n = none, dim = -1}
+  %y : f32[5] = aten.histc.default(%x) {n = none, dim = -1}
   output %y
 }
 )";

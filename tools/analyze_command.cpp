@@ -1,0 +1,187 @@
+// `neuronc analyze MODEL`: which operators of a PyTorch program run on the NeuronCore, which
+// fall back to the host and which are unsupported, each with the Python lines that use it.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <map>
+
+#include "frontend/load.h"
+#include "ir/op_registry.h"
+#include "ir/printer.h"
+#include "tools/cli_output.h"
+#include "tools/commands.h"
+
+namespace neuronc::tools {
+namespace {
+
+struct AnalyzeOptions {
+  std::string model;
+  std::string target = "trn1";
+  bool json = false;
+  bool print_ir = false;
+};
+
+enum class Support { device, host, unsupported };
+
+const char* support_name(Support s) {
+  switch (s) {
+    case Support::device: return "device";
+    case Support::host: return "host";
+    case Support::unsupported: return "unsupported";
+  }
+  return "?";
+}
+
+struct OpUse {
+  std::string op;
+  Support support = Support::unsupported;
+  std::string category;
+  std::string reason;
+  size_t count = 0;
+  std::vector<std::string> locations;  // distinct, in first-use order
+};
+
+void run_analyze(const AnalyzeOptions& o) {
+  progress("reading " + o.model);
+  frontend::LoadedProgram prog = frontend::load_program(o.model);
+  progress_done();
+  const ir::Graph& g = *prog.graph;
+
+  // Group by operator, in first-use order for a stable report.
+  std::map<std::string, size_t> index;
+  std::vector<OpUse> ops;
+  for (const auto& n : g.nodes()) {
+    auto [it, inserted] = index.emplace(n->op(), ops.size());
+    if (inserted) {
+      OpUse u;
+      u.op = n->op();
+      if (const ir::OpInfo* info = n->info()) {
+        u.category = ir::op_category_name(info->category);
+        if (info->placement == ir::Placement::device) {
+          u.support = Support::device;
+        } else {
+          u.support = Support::host;
+          u.reason = "no NeuronCore lowering for " + std::string(ir::op_category_name(info->category)) +
+                     " op; runs on the host between device partitions";
+        }
+      } else {
+        u.support = Support::unsupported;
+        u.reason = "operator is not in neuronc's registry";
+      }
+      ops.push_back(u);
+    }
+    OpUse& u = ops[it->second];
+    ++u.count;
+    const std::string loc = n->location().to_string();
+    if (!loc.empty() && std::find(u.locations.begin(), u.locations.end(), loc) == u.locations.end())
+      u.locations.push_back(loc);
+  }
+  size_t counts[3] = {0, 0, 0};
+  for (const OpUse& u : ops) counts[static_cast<int>(u.support)] += u.count;
+
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["model"] = o.model;
+    j["container"] = prog.container;
+    j["torch_version"] = prog.torch_version;
+    j["schema_version"] = std::to_string(prog.schema_major) + "." + std::to_string(prog.schema_minor);
+    j["sha256"] = prog.sha256;
+    j["target"] = o.target;
+    j["nodes"] = g.nodes().size();
+    auto sig = [&](bool inputs) {
+      nlohmann::ordered_json a = nlohmann::ordered_json::array();
+      if (inputs) {
+        for (const ir::GraphInput& in : g.inputs()) {
+          a.push_back({{"name", in.value->name()},
+                       {"role", ir::input_role_name(in.role)},
+                       {"target", in.target},
+                       {"type", g.type_to_string(in.value->type())}});
+        }
+      } else {
+        for (const ir::GraphOutput& out : g.outputs()) {
+          a.push_back({{"name", out.value->name()},
+                       {"role", ir::output_role_name(out.role)},
+                       {"target", out.target},
+                       {"type", g.type_to_string(out.value->type())}});
+        }
+      }
+      return a;
+    };
+    j["inputs"] = sig(true);
+    j["outputs"] = sig(false);
+    j["summary"] = {{"device", counts[0]}, {"host", counts[1]}, {"unsupported", counts[2]}};
+    nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+    for (const OpUse& u : ops) {
+      arr.push_back({{"op", u.op},
+                     {"count", u.count},
+                     {"support", support_name(u.support)},
+                     {"category", u.category},
+                     {"reason", u.reason},
+                     {"locations", u.locations}});
+    }
+    j["ops"] = arr;
+    if (o.print_ir) j["ir"] = ir::print(g);
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("%s: %s, torch %s, schema %d.%d, %zu nodes\n", o.model.c_str(),
+                prog.container.c_str(), prog.torch_version.c_str(), prog.schema_major,
+                prog.schema_minor, g.nodes().size());
+    size_t params = 0, param_bytes = 0;
+    for (const ir::GraphInput& in : g.inputs()) {
+      if (in.role == ir::InputRole::user_input) {
+        std::printf("  input  %-24s %s\n", in.value->name().c_str(),
+                    g.type_to_string(in.value->type()).c_str());
+      } else {
+        ++params;
+        if (auto n = ir::numel(in.value->shape()); n && n->is_constant())
+          param_bytes += static_cast<size_t>(n->coeff) * ir::dtype_size(in.value->dtype());
+      }
+    }
+    for (const ir::GraphOutput& out : g.outputs()) {
+      std::printf("  output %-24s %s%s\n", out.value->name().c_str(),
+                  g.type_to_string(out.value->type()).c_str(),
+                  out.role == ir::OutputRole::user_output
+                      ? ""
+                      : ("  (" + std::string(ir::output_role_name(out.role)) + " " + out.target + ")").c_str());
+    }
+    std::printf("  %zu weights/buffers/constants, %.2f MB\n\n", params, param_bytes / 1e6);
+    std::printf("%-52s %6s  %-12s %s\n", "operator", "count", "support", "category");
+    for (const OpUse& u : ops) {
+      std::printf("%-52s %6zu  %-12s %s\n", u.op.c_str(), u.count, support_name(u.support),
+                  u.category.c_str());
+    }
+    std::printf("\n%zu nodes on the device, %zu on the host, %zu unsupported (target %s)\n",
+                counts[0], counts[1], counts[2], o.target.c_str());
+    for (const OpUse& u : ops) {
+      if (u.support == Support::device) continue;
+      std::printf("\n%s %s: %s\n", support_name(u.support), u.op.c_str(), u.reason.c_str());
+      for (size_t i = 0; i < u.locations.size() && i < 5; ++i)
+        std::printf("    at %s\n", u.locations[i].c_str());
+      if (u.locations.size() > 5) std::printf("    ... and %zu more\n", u.locations.size() - 5);
+    }
+    if (o.print_ir) std::printf("\n%s", ir::print(g).c_str());
+  }
+  if (counts[2] > 0) throw CommandExit{kExitError, "", ""};
+}
+
+}  // namespace
+
+void register_analyze_command(CLI::App& app) {
+  auto opts = std::make_shared<AnalyzeOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "analyze", "Report which operators run on the NeuronCore, on the host, or not at all");
+  cmd->footer(
+      "Example:\n  neuronc analyze models/bert/model.pt2\n  neuronc analyze model.pt2 --json > ops.json\n"
+      "Exit code 1 when any operator is unsupported.");
+  cmd->add_option("model", opts->model, "PyTorch program: .pt2 (torch.export) or .pt (TorchScript)")
+      ->required();
+  cmd->add_option("--target", opts->target, "trn1, trn2 or trn3")
+      ->check(CLI::IsMember({"trn1", "trn2", "trn3"}));
+  cmd->add_flag("--json", opts->json, "Print the report as JSON (fields in docs/CLI.md)");
+  cmd->add_flag("--print-ir", opts->print_ir, "Also print the imported graph in the IR text form");
+  cmd->callback([opts] { run_analyze(*opts); });
+}
+
+}  // namespace neuronc::tools

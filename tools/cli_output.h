@@ -1,0 +1,33 @@
+// Shared conventions of the neuronc subcommands: exit codes, error lines, progress on a
+// terminal only.
+#pragma once
+
+#include <string>
+
+namespace neuronc::tools {
+
+// Exit codes (documented in docs/CLI.md).
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitError = 1,      // bad input, unsupported model, I/O failure
+  kExitUsage = 2,      // bad command line
+  kExitMismatch = 3,   // verify: outputs differ from the reference beyond tolerance
+};
+
+// Thrown by a subcommand to end with a specific exit code; main prints the message (when not
+// empty) as one error line.
+struct CommandExit {
+  int code = kExitError;
+  std::string message;
+  std::string location;
+};
+
+// True when stderr is a terminal: progress lines are printed only then.
+bool stderr_is_terminal();
+// Prints "neuronc: error: <message>" (+ "  at <location>" when given) to stderr.
+void print_error(const std::string& message, const std::string& location = "");
+// Transient progress line on a terminal ("\r[2/5] reading weights"); nothing when piped.
+void progress(const std::string& line);
+void progress_done();
+
+}  // namespace neuronc::tools

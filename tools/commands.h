@@ -1,0 +1,12 @@
+// Registration of each `neuronc` subcommand with the CLI11 application.
+#pragma once
+
+namespace CLI {
+class App;
+}
+
+namespace neuronc::tools {
+
+void register_analyze_command(CLI::App& app);
+
+}  // namespace neuronc::tools
