@@ -1,0 +1,41 @@
+# Fails when the loader's link closure or the probe binary contains anything the loader must
+# not link (DESIGN.md: no libtorch, Python, JSON or zip code; no compiler-side modules).
+file(READ "${CLOSURE}" closure)
+set(failures "")
+foreach(bad torch c10 nlohmann_json protobuf neuronc_frontend neuronc_ir neuronc_passes
+            neuronc_codegen python ZLIB minizip)
+  string(REGEX MATCH "(^|\n)[^\n]*${bad}[^\n]*" hit "${closure}")
+  if(hit)
+    string(STRIP "${hit}" hit)
+    list(APPEND failures "link closure contains '${hit}'")
+  endif()
+endforeach()
+
+execute_process(COMMAND "${READELF}" -d "${PROBE}" OUTPUT_VARIABLE dyn RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "readelf failed on ${PROBE}")
+endif()
+foreach(lib libtorch libc10 libprotobuf libpython libz.so libnlohmann)
+  string(FIND "${dyn}" "${lib}" pos)
+  if(NOT pos EQUAL -1)
+    list(APPEND failures "${PROBE} needs shared library ${lib}")
+  endif()
+endforeach()
+
+execute_process(COMMAND "${NM}" -C "${PROBE}" OUTPUT_VARIABLE syms RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "nm failed on ${PROBE}")
+endif()
+foreach(ns "nlohmann::" "google::protobuf::" "torch::" "c10::" "neuronc::frontend::"
+           "neuronc::ir::" "neuronc::passes::" "neuronc::codegen::")
+  string(FIND "${syms}" "${ns}" pos)
+  if(NOT pos EQUAL -1)
+    list(APPEND failures "${PROBE} contains symbols of ${ns}")
+  endif()
+endforeach()
+
+if(failures)
+  string(REPLACE ";" "\n  " msg "${failures}")
+  message(FATAL_ERROR "the loader is not light:\n  ${msg}")
+endif()
+message(STATUS "loader link closure and symbols are clean")
