@@ -296,7 +296,9 @@ std::vector<Assumption> CostModel::assumptions() const {
       {"dma_trigger_latency_ns", t_.dma_trigger_latency_ns, "ns",
        "trigger-to-first-byte latency (DMABW ~1.3 us); fitted (docs/DEVICE_MODEL.md)"},
       {"dma_engine_bytes_per_ns", t_.dma_engine_bytes_per_ns, "B/ns",
-       "achievable per-engine DMA rate (DMABW), §2.3 default"},
+       t_.core_generation == 2
+           ? "sustained per-engine DMA rate fitted to the MM tutorial anchors (DMABW says 17)"
+           : "achievable per-engine DMA rate (DMABW), §2.3 default"},
       {"dma_issue_cycles", static_cast<double>(t_.dma_issue_cycles), "cycles",
        "cost of a DMA trigger on the issuing engine, taken as MIN_II"},
       {"dma_partitions_per_engine", static_cast<double>(t_.dma_partitions_per_engine), "partitions",

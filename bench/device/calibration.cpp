@@ -1,0 +1,432 @@
+// Calibration of the timing model against the published anchors of TRAINIUM.md §6.1: builds
+// the instruction streams of each published workload, runs them on the timing model and
+// prints published vs simulated with the error. `--json` prints
+// {"anchors": [{"name", "published", "simulated", "unit", "error_pct", "source"}], ...}.
+// `--set name=value` overrides a target parameter (for fitting; see docs/DEVICE_MODEL.md).
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "device/simulator.h"
+
+namespace {
+
+using namespace neuronc::device;
+
+Instruction make(Operation op, std::vector<SemaphoreWait> w = {},
+                 std::vector<SemaphoreSignal> s = {}) {
+  Instruction i;
+  i.op = std::move(op);
+  i.waits = std::move(w);
+  i.signals = std::move(s);
+  return i;
+}
+
+// ---------------------------------------------------------------------------------------------
+// NKI matmul tutorial (MM): result[M, N] = lhsT[K, M]^T @ rhs[K, N], bf16, K = 8192, M = 4096,
+// N = 8192 on one NC-v2. HBM layout: lhsT, rhs, result back to back, row-major.
+constexpr int kK = 8192, kM = 4096, kN = 8192;
+constexpr uint64_t kLhs = 0, kRhs = uint64_t{kK} * kM * 2, kRes = kRhs + uint64_t{kK} * kN * 2;
+constexpr uint64_t kHbm = kRes + uint64_t{kM} * kN * 2;
+
+// Semaphores: 0 lhsT loads (queue 0), 1 rhs loads (queue 1), 2 stores (queue 2),
+// 3 matmuls done, 4 PSUM evacuations done.
+enum Sem : uint16_t { kSemLhs = 0, kSemRhs = 1, kSemStore = 2, kSemMm = 3, kSemVec = 4 };
+constexpr uint32_t kDmaInc = 16;  // DMA: +16 per transfer
+
+MemRef lhs_tile(int k_tile, int m_col, int cols) {  // [128 rows of K, cols of M]
+  return hbm(kLhs + (uint64_t(k_tile) * 128 * kM + m_col) * 2, DType::bf16, 128, cols, kM);
+}
+MemRef rhs_tile(int k_tile, int n_col, int cols) {
+  return hbm(kRhs + (uint64_t(k_tile) * 128 * kN + n_col) * 2, DType::bf16, 128, cols, kN);
+}
+MemRef res_tile(int m_row, int n_col, int cols) {
+  return hbm(kRes + (uint64_t(m_row) * kN + n_col) * 2, DType::bf16, 128, cols, kN);
+}
+
+struct Streams {
+  Program p;
+  std::vector<Instruction>& sync() { return p.cores[0].stream(Engine::sync); }
+  std::vector<Instruction>& tensor() { return p.cores[0].stream(Engine::tensor); }
+  std::vector<Instruction>& vector() { return p.cores[0].stream(Engine::vector); }
+  std::vector<Instruction>& scalar() { return p.cores[0].stream(Engine::scalar); }
+  Streams() {
+    p.cores.resize(1);
+    p.num_semaphores = 8;
+    p.hbm_size = kHbm;
+  }
+};
+
+// Evacuate PSUM tile `t` to SBUF (VectorE) and store it (DMA issued from ScalarE, queue 2),
+// double-buffered output tiles.
+void evacuate_and_store(Streams& s, uint32_t t, uint32_t mm_done, const MemRef& acc, int m_row,
+                        int n_col, uint64_t out_base) {
+  const MemRef out = sbuf(0, 128, out_base + (t % 2) * 1024, DType::bf16, 512);
+  std::vector<SemaphoreWait> w = {{kSemMm, mm_done}};
+  if (t >= 2) w.push_back({kSemStore, kDmaInc * (t - 1)});
+  s.vector().push_back(make(TensorCopy{out, acc}, w, {{kSemVec, 1}}));
+  s.scalar().push_back(make(DmaCopy{res_tile(m_row, n_col, 512), out, 2}, {{kSemVec, t + 1}},
+                            {{kSemStore, kDmaInc}}));
+}
+
+// Original tiled kernel: loads both tiles for every 128x128x512 step, `buffers`-deep rotation.
+Program mm_original(int buffers) {
+  Streams s;
+  uint32_t step = 0, tile = 0;
+  for (int m = 0; m < kM / 128; ++m)
+    for (int n = 0; n < kN / 512; ++n, ++tile) {
+      const MemRef acc = psum(0, 128, (tile % 2) * 2048, DType::f32, 512);
+      for (int k = 0; k < kK / 128; ++k, ++step) {
+        const uint32_t b = step % buffers;
+        const MemRef lt = sbuf(0, 128, b * 256, DType::bf16, 128);
+        const MemRef rt = sbuf(0, 128, 8192 + b * 1024, DType::bf16, 512);
+        std::vector<SemaphoreWait> free;
+        if (step >= uint32_t(buffers)) free.push_back({kSemMm, step - buffers + 1});
+        s.sync().push_back(
+            make(DmaCopy{lt, lhs_tile(k, m * 128, 128), 0}, free, {{kSemLhs, kDmaInc}}));
+        s.sync().push_back(
+            make(DmaCopy{rt, rhs_tile(k, n * 512, 512), 1}, {}, {{kSemRhs, kDmaInc}}));
+        std::vector<SemaphoreWait> w = {{kSemLhs, kDmaInc * (step + 1)},
+                                        {kSemRhs, kDmaInc * (step + 1)}};
+        if (k == 0 && tile >= 2) w.push_back({kSemVec, tile - 1});
+        s.tensor().push_back(make(MatMul{acc, lt, rt, k > 0}, w, {{kSemMm, 1}}));
+      }
+      evacuate_and_store(s, tile, step, acc, m * 128, n * 512, 65536);
+    }
+  return s.p;
+}
+
+// Opt 1: lhsT tiles of one m loaded once (64 tiles), rhs tiles of one (m, n) loaded before
+// the k loop; both double-buffered.
+Program mm_hoisted() {
+  Streams s;
+  constexpr int kT = kK / 128;  // 64 k-tiles
+  const uint64_t lhs_base = 0, rhs_base = 2 * kT * 256, out_base = rhs_base + 2 * kT * 1024;
+  uint32_t mm = 0, tile = 0, lhs_loads = 0, rhs_loads = 0;
+  for (int m = 0; m < kM / 128; ++m) {
+    const uint64_t lb = lhs_base + (m % 2) * kT * 256;
+    for (int k = 0; k < kT; ++k) {
+      std::vector<SemaphoreWait> free;
+      if (m >= 2) free.push_back({kSemMm, uint32_t((m - 1) * (kN / 512) * kT)});
+      s.sync().push_back(
+          make(DmaCopy{sbuf(0, 128, lb + k * 256, DType::bf16, 128), lhs_tile(k, m * 128, 128), 0},
+               free, {{kSemLhs, kDmaInc}}));
+    }
+    for (int n = 0; n < kN / 512; ++n, ++tile) {
+      const uint64_t rb = rhs_base + (tile % 2) * kT * 1024;
+      const MemRef acc = psum(0, 128, (tile % 2) * 2048, DType::f32, 512);
+      for (int k = 0; k < kT; ++k) {
+        std::vector<SemaphoreWait> free;
+        if (tile >= 2) free.push_back({kSemMm, (tile - 2) * kT + k + 1});
+        s.sync().push_back(make(
+            DmaCopy{sbuf(0, 128, rb + k * 1024, DType::bf16, 512), rhs_tile(k, n * 512, 512), 1},
+            free, {{kSemRhs, kDmaInc}}));
+      }
+      for (int k = 0; k < kT; ++k, ++mm) {
+        std::vector<SemaphoreWait> w = {{kSemLhs, kDmaInc * (lhs_loads + k + 1)},
+                                        {kSemRhs, kDmaInc * (rhs_loads + k + 1)}};
+        if (k == 0 && tile >= 2) w.push_back({kSemVec, tile - 1});
+        s.tensor().push_back(make(MatMul{acc, sbuf(0, 128, lb + k * 256, DType::bf16, 128),
+                                         sbuf(0, 128, rb + k * 1024, DType::bf16, 512), k > 0},
+                                  w, {{kSemMm, 1}}));
+      }
+      rhs_loads += kT;
+      evacuate_and_store(s, tile, mm, acc, m * 128, n * 512, out_base);
+    }
+    lhs_loads += kT;
+  }
+  return s.p;
+}
+
+// Opt 2: free dimensions blocked: BLOCK_M = 2 tiles (lhsT loaded once per m block), BLOCK_N =
+// 2 tiles (rhs loaded once per (m block, n block)), tiles still 128x128 and 128x512. The blocks
+// take 32 KiB + 128 KiB per partition, so each is single-buffered with per-tile dependencies
+// (a tile is reloaded as soon as its last matmul of the previous block is done).
+Program mm_block_free() {
+  Streams s;
+  constexpr int kT = kK / 128, kBM = 2, kBN = 2, kNB = kN / (512 * kBN);
+  const uint64_t lhs_base = 0, rhs_base = uint64_t{kBM} * kT * 256;
+  const uint64_t out_base = rhs_base + uint64_t{kBN} * kT * 1024;
+  constexpr uint32_t kMmPerNBlock = kBM * kBN * kT;
+  uint32_t mm = 0, tile = 0, lhs_loads = 0, rhs_loads = 0, nblock = 0;
+  for (int m2 = 0; m2 < kM / (128 * kBM); ++m2) {
+    for (int bm = 0; bm < kBM; ++bm)
+      for (int k = 0; k < kT; ++k) {
+        std::vector<SemaphoreWait> free;
+        if (m2 > 0) {
+          const uint32_t last = nblock - 1;  // last n block of the previous m block
+          free.push_back({kSemMm, last * kMmPerNBlock + (bm * kBN + kBN - 1) * kT + k + 1});
+        }
+        s.sync().push_back(
+            make(DmaCopy{sbuf(0, 128, lhs_base + (bm * kT + k) * 256, DType::bf16, 128),
+                         lhs_tile(k, (m2 * kBM + bm) * 128, 128), 0},
+                 free, {{kSemLhs, kDmaInc}}));
+      }
+    for (int n2 = 0; n2 < kNB; ++n2, ++nblock) {
+      for (int bn = 0; bn < kBN; ++bn)
+        for (int k = 0; k < kT; ++k) {
+          std::vector<SemaphoreWait> free;
+          if (nblock > 0)
+            free.push_back(
+                {kSemMm, (nblock - 1) * kMmPerNBlock + ((kBM - 1) * kBN + bn) * kT + k + 1});
+          s.sync().push_back(
+              make(DmaCopy{sbuf(0, 128, rhs_base + (bn * kT + k) * 1024, DType::bf16, 512),
+                           rhs_tile(k, (n2 * kBN + bn) * 512, 512), 1},
+                   free, {{kSemRhs, kDmaInc}}));
+        }
+      for (int bm = 0; bm < kBM; ++bm)
+        for (int bn = 0; bn < kBN; ++bn, ++tile) {
+          const MemRef acc = psum(0, 128, (tile % 2) * 2048, DType::f32, 512);
+          for (int k = 0; k < kT; ++k, ++mm) {
+            std::vector<SemaphoreWait> w = {{kSemLhs, kDmaInc * (lhs_loads + bm * kT + k + 1)},
+                                            {kSemRhs, kDmaInc * (rhs_loads + bn * kT + k + 1)}};
+            if (k == 0 && tile >= 2) w.push_back({kSemVec, tile - 1});
+            s.tensor().push_back(
+                make(MatMul{acc, sbuf(0, 128, lhs_base + (bm * kT + k) * 256, DType::bf16, 128),
+                            sbuf(0, 128, rhs_base + (bn * kT + k) * 1024, DType::bf16, 512), k > 0},
+                     w, {{kSemMm, 1}}));
+          }
+          evacuate_and_store(s, tile, mm, acc, (m2 * kBM + bm) * 128, (n2 * kBN + bn) * 512,
+                             out_base);
+        }
+      rhs_loads += kBN * kT;
+    }
+    lhs_loads += kBM * kT;
+  }
+  return s.p;
+}
+
+// Opt 3: all dimensions blocked (BLOCK_M 2048, BLOCK_N 1024, BLOCK_K 1024). Per (n, k) block
+// the rhs block [1024, 1024] is loaded as 8 tiles [128, 1024] (2 KiB rows); per m block the
+// lhsT block [1024, 2048] as 8 tiles [128, 2048] (4 KiB rows). Each 128x512 result is
+// accumulated over the 8 k-tiles in PSUM, then added into bf16 result tiles in SBUF by VectorE
+// (copied on the first k block). Results are stored once per n block.
+Program mm_block_all(int psum_buffers) {
+  Streams s;
+  constexpr int kTM = 16, kTN = 2, kTK = 8, kNBM = kM / (128 * kTM), kNBN = kN / (512 * kTN),
+                kNBK = kK / (128 * kTK);
+  const uint64_t res_base = 0;                                          // 64 KiB bf16 results
+  const uint64_t res_size = uint64_t{kNBM} * kTM * kTN * 512 * 2;       // 65536
+  const uint64_t rhs_base = res_size, rhs_size = uint64_t{kTK} * 2048;  // 16 KiB per buffer
+  const uint64_t lhs_base = rhs_base + 2 * rhs_size, lhs_size = uint64_t{kTK} * 4096;
+  uint32_t rhs_block = 0, lhs_block = 0, group = 0, mm = 0, stores = 0;
+  const uint32_t mm_per_rhs_block = kNBM * kTN * kTM * kTK;  // 512
+  const uint32_t mm_per_lhs_block = kTN * kTM * kTK;         // 256
+  for (int n = 0; n < kNBN; ++n) {
+    const uint32_t group_at_n = group;
+    for (int k = 0; k < kNBK; ++k, ++rhs_block) {
+      const uint64_t rb = rhs_base + (rhs_block % 2) * rhs_size;
+      for (int bk = 0; bk < kTK; ++bk) {
+        std::vector<SemaphoreWait> free;
+        if (rhs_block >= 2) free.push_back({kSemMm, (rhs_block - 1) * mm_per_rhs_block});
+        s.sync().push_back(make(DmaCopy{sbuf(0, 128, rb + bk * 2048, DType::bf16, 1024),
+                                        rhs_tile(k * kTK + bk, n * 1024, 1024), 1},
+                                free, {{kSemRhs, kDmaInc}}));
+      }
+      for (int m = 0; m < kNBM; ++m, ++lhs_block) {
+        const uint64_t lb = lhs_base + (lhs_block % 2) * lhs_size;
+        for (int bk = 0; bk < kTK; ++bk) {
+          std::vector<SemaphoreWait> free;
+          if (lhs_block >= 2) free.push_back({kSemMm, (lhs_block - 1) * mm_per_lhs_block});
+          s.sync().push_back(make(DmaCopy{sbuf(0, 128, lb + bk * 4096, DType::bf16, 2048),
+                                          lhs_tile(k * kTK + bk, m * 2048, 2048), 0},
+                                  free, {{kSemLhs, kDmaInc}}));
+        }
+        for (int bn = 0; bn < kTN; ++bn)
+          for (int bm = 0; bm < kTM; ++bm, ++group) {
+            const MemRef acc = psum(0, 128, (group % psum_buffers) * 2048, DType::f32, 512);
+            for (int bk = 0; bk < kTK; ++bk, ++mm) {
+              std::vector<SemaphoreWait> w = {{kSemLhs, kDmaInc * (lhs_block * kTK + bk + 1)},
+                                              {kSemRhs, kDmaInc * (rhs_block * kTK + bk + 1)}};
+              if (bk == 0 && group >= uint32_t(psum_buffers))
+                w.push_back({kSemVec, group - psum_buffers + 1});
+              MemRef st = sbuf(0, 128, lb + bk * 4096 + bm * 256, DType::bf16, 128);
+              MemRef mv = sbuf(0, 128, rb + bk * 2048 + bn * 1024, DType::bf16, 512);
+              s.tensor().push_back(make(MatMul{acc, st, mv, bk > 0}, w, {{kSemMm, 1}}));
+            }
+            const uint32_t tile_index = (m * kTM + bm) * kTN + bn;
+            const MemRef res = sbuf(0, 128, res_base + tile_index * 1024, DType::bf16, 512);
+            std::vector<SemaphoreWait> w = {{kSemMm, mm}};
+            if (k == 0) {
+              // The result tile is free once the previous n block stored it.
+              if (n > 0)
+                w.push_back({kSemStore, kDmaInc * (stores - (kNBM * kTM * kTN) + tile_index + 1)});
+              s.vector().push_back(make(TensorCopy{res, acc}, w, {{kSemVec, 1}}));
+            } else {
+              s.vector().push_back(
+                  make(TensorTensor{res, acc, res, AluOp::add}, w, {{kSemVec, 1}}));
+            }
+          }
+      }
+    }
+    // Store this n block's 64 result tiles (ScalarE triggers, queue 2).
+    for (uint32_t ti = 0; ti < uint32_t(kNBM * kTM * kTN); ++ti) {
+      const uint32_t m = ti / (kTM * kTN), bm = (ti / kTN) % kTM, bn = ti % kTN;
+      const uint32_t g_done =
+          group_at_n + (kNBK - 1) * kNBM * kTM * kTN + (m * kTN + bn) * kTM + bm + 1;
+      s.scalar().push_back(make(DmaCopy{res_tile(m * 2048 + bm * 128, n * 1024 + bn * 512, 512),
+                                        sbuf(0, 128, res_base + ti * 1024, DType::bf16, 512), 2},
+                                {{kSemVec, g_done}}, {{kSemStore, kDmaInc}}));
+      ++stores;
+    }
+  }
+  return s.p;
+}
+
+// DMA anchor (DMA): A[4, 4096] bf16 (32 KiB) HBM -> SBUF on one NC-v3; published 1,416 ns for
+// the data plus the semaphore write, i.e. the DMA engines' active time.
+double dma_32k(Simulator& sim) {
+  Program p;
+  p.cores.resize(1);
+  p.num_semaphores = 1;
+  p.hbm_size = 1 << 20;
+  p.cores[0]
+      .stream(Engine::sync)
+      .push_back(
+          make(DmaCopy{sbuf(0, 4, 0, DType::bf16, 4096), hbm(0, DType::bf16, 4, 4096, 4096), 0}, {},
+               {{0, kDmaInc}}));
+  auto r = sim.run(p, {});
+  return r.is_ok() ? r->cores[0].dma_active_ns : NAN;
+}
+
+// ScalarE anchor (PERF): dependent 1-element tensor_scalar(multiply, add) chain; the II is the
+// difference between chains of n + 1 and n steps.
+double scalar_chain_ii(Simulator& sim) {
+  auto chain = [&](int steps) {
+    Program p;
+    p.cores.resize(1);
+    p.hbm_size = 0;
+    TensorScalar ts;
+    ts.dst = ts.src = sbuf(0, 1, 0, DType::f32, 1);
+    ts.op0 = AluOp::multiply;
+    ts.operand0 = 1.0f;
+    ts.op1 = AluOp::add;
+    ts.operand1 = 1.0f;
+    for (int i = 0; i < steps; ++i) p.cores[0].stream(Engine::scalar).push_back(make(ts));
+    auto r = sim.run(p, {});
+    return r.is_ok() ? r->total_time_ns : NAN;
+  };
+  return chain(513) - chain(512);
+}
+
+struct Anchor {
+  std::string name;
+  double published;
+  double simulated;
+  std::string unit;
+  std::string source;
+  double error_pct() const { return 100.0 * (simulated - published) / published; }
+};
+
+bool apply_override(Target& t, const std::string& kv) {
+  const auto eq = kv.find('=');
+  if (eq == std::string::npos) return false;
+  const std::string k = kv.substr(0, eq);
+  const double v = std::stod(kv.substr(eq + 1));
+  if (k == "dma_descriptor_ns")
+    t.dma_descriptor_ns = v;
+  else if (k == "dma_engine_bytes_per_ns")
+    t.dma_engine_bytes_per_ns = v;
+  else if (k == "dma_trigger_latency_ns")
+    t.dma_trigger_latency_ns = v;
+  else if (k == "semaphore_latency_cycles")
+    t.semaphore_latency_cycles = static_cast<int>(v);
+  else
+    return false;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool json = false;
+  std::vector<std::string> sets;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--json") == 0) {
+      json = true;
+    } else if (std::strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
+      sets.push_back(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: calibration [--json] [--set name=value ...]\n");
+      return 2;
+    }
+  }
+  Target trn1 = target(TargetKind::trn1);
+  Target trn2 = target(TargetKind::trn2);
+  for (const auto& kv : sets) {
+    if (!apply_override(trn1, kv) || !apply_override(trn2, kv)) {
+      std::fprintf(stderr, "calibration: cannot apply '%s'\n", kv.c_str());
+      return 2;
+    }
+  }
+  SimulatorOptions opt;
+  opt.functional = false;
+  std::vector<Anchor> anchors;
+  std::vector<Assumption> assumptions;
+  {
+    Simulator sim(trn1, opt);
+    const double flops = 2.0 * kM * kN * kK;
+    struct Kernel {
+      const char* name;
+      double ms;
+      std::function<Program()> build;
+    };
+    const Kernel kernels[] = {
+        {"mm_tutorial_original_trn1", 51.80, [] { return mm_original(2); }},
+        {"mm_tutorial_opt1_hoisted_loads_trn1", 42.96, [] { return mm_hoisted(); }},
+        {"mm_tutorial_opt2_block_free_dims_trn1", 22.07, [] { return mm_block_free(); }},
+        {"mm_tutorial_opt3_block_all_dims_trn1", 6.97, [] { return mm_block_all(8); }},
+    };
+    for (const Kernel& k : kernels) {
+      auto r = sim.run(k.build(), {});
+      if (!r.is_ok()) {
+        std::fprintf(stderr, "calibration: %s: %s\n", k.name, r.status().message().c_str());
+        return 1;
+      }
+      anchors.push_back({k.name, k.ms, r->total_time_ns / 1e6, "ms", "MM (TRAINIUM.md §6.1)"});
+      if (!json)
+        std::printf(
+            "  %-40s tensor %.1f%%  dma %.1f%%  vector %.1f%%  hfu %.1f%%  flops/latency %.1f%%\n",
+            k.name, r->cores[0].engines[0].active_percent, r->cores[0].dma_active_percent,
+            r->cores[0].engines[1].active_percent, r->hfu_percent,
+            100.0 * flops / (trn1.tensor_peak_flops_per_ns() * r->total_time_ns));
+    }
+    anchors.push_back({"scalar_dependent_chain_ii_trn1", 189.0, scalar_chain_ii(sim), "ns",
+                       "PERF (TRAINIUM.md §6.1)"});
+    assumptions = sim.cost_model().assumptions();
+  }
+  {
+    Simulator sim(trn2, opt);
+    anchors.push_back(
+        {"dma_hbm_to_sbuf_32KiB_trn2", 1416.0, dma_32k(sim), "ns", "DMA (TRAINIUM.md §6.1)"});
+    anchors.push_back({"scalar_dependent_chain_ii_trn2", 222.0, scalar_chain_ii(sim), "ns",
+                       "PERF (TRAINIUM.md §6.1)"});
+  }
+  if (json) {
+    std::printf("{\"anchors\": [");
+    for (size_t i = 0; i < anchors.size(); ++i) {
+      const Anchor& a = anchors[i];
+      std::printf(
+          "%s\n  {\"name\": \"%s\", \"published\": %.6g, \"simulated\": %.6g, \"unit\": "
+          "\"%s\", \"error_pct\": %.3f, \"source\": \"%s\"}",
+          i ? "," : "", a.name.c_str(), a.published, a.simulated, a.unit.c_str(), a.error_pct(),
+          a.source.c_str());
+    }
+    std::printf("\n], \"assumptions\": [");
+    for (size_t i = 0; i < assumptions.size(); ++i)
+      std::printf("%s\n  {\"name\": \"%s\", \"value\": %.6g, \"unit\": \"%s\"}", i ? "," : "",
+                  assumptions[i].name.c_str(), assumptions[i].value, assumptions[i].unit.c_str());
+    std::printf("\n]}\n");
+  } else {
+    std::printf("%-40s %12s %12s %6s %9s\n", "anchor", "published", "simulated", "unit", "error");
+    for (const Anchor& a : anchors)
+      std::printf("%-40s %12.4g %12.4g %6s %8.1f%%\n", a.name.c_str(), a.published, a.simulated,
+                  a.unit.c_str(), a.error_pct());
+  }
+  bool ok = true;
+  for (const Anchor& a : anchors) ok = ok && std::fabs(a.error_pct()) <= 15.0;
+  return ok ? 0 : 1;
+}
