@@ -331,6 +331,23 @@ size_t Graph::erase_unused_constant_inputs() {
   return removed;
 }
 
+void Graph::rename(Node* n, const std::string& node_name,
+                   const std::vector<std::string>& value_names) {
+  if (!node_name.empty() && node_name != n->name_ && !node_names_.count(node_name)) {
+    node_names_.erase(n->name_);
+    n->name_ = node_name;
+    node_names_[node_name] = 1;
+  }
+  for (size_t i = 0; i < value_names.size() && i < n->outputs_.size(); ++i) {
+    Value* v = n->outputs_[i];
+    const std::string& want = value_names[i];
+    if (want.empty() || want == v->name_ || values_by_name_.count(want)) continue;
+    values_by_name_.erase(v->name_);
+    v->name_ = want;
+    values_by_name_[want] = v;
+  }
+}
+
 Value* Graph::find_value(std::string_view name) const {
   auto it = values_by_name_.find(std::string(name));
   return it == values_by_name_.end() ? nullptr : it->second;

@@ -193,6 +193,9 @@ class Graph {
   const Node* find_node(std::string_view name) const;
   bool is_graph_output(const Value* v) const;
   std::string unique_name(std::string_view base);
+  // Renames a node and its results to the given names when they are free (keeps the current
+  // name of any that is taken).
+  void rename(Node* n, const std::string& node_name, const std::vector<std::string>& value_names);
   // Index of the node in topological order (linear scan).
   size_t position(const Node* n) const;
 

@@ -47,7 +47,9 @@ std::string format_float(double v) {
   return s;
 }
 
-std::string format_attr(const Graph& g, const Attribute& a) {
+}  // namespace
+
+std::string format_attribute(const Graph& g, const Attribute& a) {
   struct V {
     const Graph& g;
     std::string operator()(const NoneAttr&) const { return "none"; }
@@ -90,8 +92,6 @@ std::string format_attr(const Graph& g, const Attribute& a) {
   return std::visit(V{g}, a);
 }
 
-}  // namespace
-
 std::string print(const Graph& g, const PrintOptions& opts) {
   std::ostringstream os;
   os << "graph {\n";
@@ -129,7 +129,7 @@ std::string print(const Graph& g, const PrintOptions& opts) {
     if (!n.attrs().empty()) {
       os << " {";
       for (size_t i = 0; i < n.attrs().size(); ++i) {
-        os << (i ? ", " : "") << n.attrs()[i].name << " = " << format_attr(g, n.attrs()[i].value);
+        os << (i ? ", " : "") << n.attrs()[i].name << " = " << format_attribute(g, n.attrs()[i].value);
       }
       os << "}";
     }

@@ -29,6 +29,9 @@ struct PrintOptions {
 
 std::string print(const Graph& g, const PrintOptions& opts = {});
 
+// One attribute value in the text form ("[1, 2]", "#bf16", "2*s0").
+std::string format_attribute(const Graph& g, const Attribute& a);
+
 // Parses the text form. Throws ir::Error "line L:C: expected X, found Y".
 std::unique_ptr<Graph> parse(std::string_view text);
 

@@ -1,0 +1,257 @@
+// Canonicalize (see the header for the rules).
+#include "passes/canonicalize.h"
+
+#include <map>
+#include <numeric>
+
+#include "ir/op_registry.h"
+#include "passes/rewrite.h"
+
+namespace neuronc::passes {
+namespace {
+
+using ir::Node;
+using ir::Value;
+
+// In-place operator -> functional operator with the same arguments.
+const std::map<std::string, std::string>& inplace_to_functional() {
+  static const std::map<std::string, std::string> m = {
+      {"aten.relu_.default", "aten.relu.default"},
+      {"aten.silu_.default", "aten.silu.default"},
+      {"aten.sigmoid_.default", "aten.sigmoid.default"},
+      {"aten.tanh_.default", "aten.tanh.default"},
+      {"aten.gelu_.default", "aten.gelu.default"},
+      {"aten.hardswish_.default", "aten.hardswish.default"},
+      {"aten.hardsigmoid_.default", "aten.hardsigmoid.default"},
+      {"aten.hardtanh_.default", "aten.hardtanh.default"},
+      {"aten.leaky_relu_.default", "aten.leaky_relu.default"},
+      {"aten.add_.Tensor", "aten.add.Tensor"},
+      {"aten.sub_.Tensor", "aten.sub.Tensor"},
+      {"aten.mul_.Tensor", "aten.mul.Tensor"},
+      {"aten.div_.Tensor", "aten.div.Tensor"},
+      {"aten.add_.Scalar", "aten.add.Scalar"},
+      {"aten.sub_.Scalar", "aten.sub.Scalar"},
+      {"aten.mul_.Scalar", "aten.mul.Scalar"},
+      {"aten.div_.Scalar", "aten.div.Scalar"},
+      {"aten.masked_fill_.Scalar", "aten.masked_fill.Scalar"},
+      {"aten.fill_.Scalar", "aten.fill.Scalar"},
+  };
+  return m;
+}
+
+bool is_identity_op(const std::string& op) {
+  return op == "aten.alias.default" || op == "aten.detach.default" ||
+         op == "aten.detach_.default" || op == "aten.clone.default" ||
+         op == "aten.contiguous.default" || op == "aten.lift_fresh_copy.default";
+}
+
+bool is_reshape_op(const std::string& op) {
+  return op == "aten.reshape.default" || op == "aten._unsafe_view.default" ||
+         op == "aten.flatten.using_ints" || op == "aten.unflatten.int" ||
+         op == "aten.squeeze.dim" || op == "aten.squeeze.dims" || op == "aten.squeeze.default" ||
+         op == "aten.unsqueeze.default";
+}
+
+bool is_conversion_op(const std::string& op) {
+  return op == "aten.to.dtype" || op == "aten.to.dtype_layout" || op == "aten.to.device" ||
+         op == "aten.type_as.default" || op == "aten._to_copy.default";
+}
+
+// Replaces later reads of `mutated` (after node position `pos`) with `result`.
+void redirect_later_uses(ir::Graph& g, Value* mutated, Value* result, const Node* after) {
+  const size_t pos = g.position(after);
+  const std::vector<ir::Use> uses = mutated->uses();
+  for (const ir::Use& u : uses) {
+    if (u.node != after && g.position(u.node) > pos) u.node->set_input(u.operand, result);
+  }
+}
+
+class Canonicalizer {
+ public:
+  explicit Canonicalizer(ir::Graph& g) : g_(g) {}
+
+  bool run() {
+    std::vector<Node*> order;
+    for (const auto& n : g_.nodes()) order.push_back(n.get());
+    for (Node* n : order) changed_ |= visit(n);
+    return changed_;
+  }
+
+ private:
+  bool visit(Node* n) {
+    const std::string op = n->op();
+    if (auto it = inplace_to_functional().find(op); it != inplace_to_functional().end()) {
+      return functionalize(n, it->second);
+    }
+    if (op == "aten.copy_.default") return functionalize_copy(n);
+    if (is_identity_op(op)) {
+      forward_to(g_, n, n->input(0));
+      return true;
+    }
+    if (op == "aten.dropout.default") {
+      forward_to(g_, n, n->input(0));  // shape rule refuses training-mode dropout
+      return true;
+    }
+    if (op == "aten._assert_tensor_metadata.default") {
+      g_.erase(n);  // its shape rule has checked the assertion against the static types
+      return true;
+    }
+    if (is_conversion_op(op)) return conversion(n);
+    if (is_reshape_op(op) || op == "aten.view.default") return reshape(n);
+    if (op == "aten.expand.default" && n->output()->type() == n->input(0)->type()) {
+      forward_to(g_, n, n->input(0));
+      return true;
+    }
+    if (op == "aten.t.default" || op == "aten.transpose.int") return to_permute(n);
+    if (op == "aten.softmax.int" || op == "aten.log_softmax.int") return softmax(n);
+    if (op == "aten.native_layer_norm.default") return native_layer_norm(n);
+    if (op == "aten._native_batch_norm_legit_no_training.default") return native_batch_norm(n);
+    return false;
+  }
+
+  bool functionalize(Node* n, const std::string& functional) {
+    Value* self = n->input(0);
+    std::vector<Value*> inputs = n->inputs();
+    Node* f = replace_node(g_, n, functional, inputs, n->attrs());
+    redirect_later_uses(g_, self, f->output(), f);
+    return true;
+  }
+
+  bool functionalize_copy(Node* n) {
+    Value* self = n->input(0);
+    Value* src = n->input(1);
+    Value* v = src;
+    if (!(v->shape() == self->shape())) {
+      v = g_.insert_before(n, "aten.expand.default", {v}, {{"size", shape_attr(self->shape())}})
+              ->output();
+    }
+    if (v->dtype() != self->dtype()) {
+      v = g_.insert_before(n, "aten._to_copy.default", {v}, {{"dtype", self->dtype()}})->output();
+    }
+    n->output()->replace_all_uses_with(v);
+    const Node* anchor = v->producer() ? v->producer() : n;
+    g_.erase(n);
+    if (anchor != n) redirect_later_uses(g_, self, v, anchor);
+    else redirect_all_uses_after_input(self, v);
+    return true;
+  }
+
+  void redirect_all_uses_after_input(Value* self, Value* v) {
+    // copy_ of an unchanged input: every later read of `self` reads `v`; graph outputs too.
+    const std::vector<ir::Use> uses = self->uses();
+    for (const ir::Use& u : uses) {
+      if (v->producer() == nullptr || g_.position(u.node) > g_.position(v->producer()))
+        u.node->set_input(u.operand, v);
+    }
+  }
+
+  bool conversion(Node* n) {
+    Value* x = n->input(0);
+    const ir::DType to = n->output()->dtype();
+    if (to == x->dtype()) {
+      forward_to(g_, n, x);
+      return true;
+    }
+    if (n->op() == "aten._to_copy.default" && n->attrs().size() == 1 && n->attrs()[0].name == "dtype")
+      return false;  // already canonical
+    replace_node(g_, n, "aten._to_copy.default", {x}, {{"dtype", to}});
+    return true;
+  }
+
+  bool reshape(Node* n) {
+    Value* x = n->input(0);
+    const ir::Shape& out = n->output()->shape();
+    if (out == x->shape()) {
+      forward_to(g_, n, x);
+      return true;
+    }
+    if (n->op() == "aten.view.default") {
+      // Canonical form: the size attribute is exactly the result shape (no -1).
+      const ir::Attribute want = shape_attr(out);
+      if (n->attr("size") && *n->attr("size") == want) return false;
+      n->set_attr("size", want);
+      return true;
+    }
+    replace_node(g_, n, "aten.view.default", {x}, {{"size", shape_attr(out)}});
+    return true;
+  }
+
+  bool to_permute(Node* n) {
+    Value* x = n->input(0);
+    const int64_t rank = x->type().rank();
+    if (rank < 2) {
+      forward_to(g_, n, x);
+      return true;
+    }
+    std::vector<int64_t> perm(static_cast<size_t>(rank));
+    std::iota(perm.begin(), perm.end(), 0);
+    int64_t a = rank - 2, b = rank - 1;
+    if (n->op() == "aten.transpose.int") {
+      a = n->attr_int("dim0");
+      b = n->attr_int("dim1");
+      if (a < 0) a += rank;
+      if (b < 0) b += rank;
+    }
+    if (a == b) {
+      forward_to(g_, n, x);
+      return true;
+    }
+    std::swap(perm[static_cast<size_t>(a)], perm[static_cast<size_t>(b)]);
+    replace_node(g_, n, "aten.permute.default", {x}, {{"dims", perm}});
+    return true;
+  }
+
+  bool softmax(Node* n) {
+    Value* x = n->input(0);
+    if (n->output()->dtype() != x->dtype()) return false;  // dtype= upcast: keep as written
+    const bool log = n->op() == "aten.log_softmax.int";
+    replace_node(g_, n, log ? "aten._log_softmax.default" : "aten._softmax.default", {x},
+                 {{"dim", n->attr_int("dim")}, {"half_to_float", false}});
+    return true;
+  }
+
+  bool native_layer_norm(Node* n) {
+    if (n->output(1)->has_uses() || n->output(2)->has_uses() || g_.is_graph_output(n->output(1)) ||
+        g_.is_graph_output(n->output(2)))
+      return false;
+    std::vector<Value*> in = n->inputs();
+    ir::Node* ln = g_.insert_before(n, "aten.layer_norm.default", in,
+                                    {{"normalized_shape", *n->attr("normalized_shape")},
+                                     {"eps", n->attr_float("eps")}});
+    const std::string name = n->output(0)->name();
+    n->output(0)->replace_all_uses_with(ln->output());
+    ln->set_location(n->location());
+    const std::string node_name = n->name();
+    g_.erase(n);
+    g_.rename(ln, node_name, {name});
+    return true;
+  }
+
+  bool native_batch_norm(Node* n) {
+    if (n->output(1)->has_uses() || n->output(2)->has_uses() || g_.is_graph_output(n->output(1)) ||
+        g_.is_graph_output(n->output(2)))
+      return false;
+    std::vector<Value*> in = n->inputs();
+    ir::Node* bn = g_.insert_before(n, "aten.batch_norm.default", in,
+                                    {{"training", false},
+                                     {"momentum", n->attr_float("momentum")},
+                                     {"eps", n->attr_float("eps")},
+                                     {"cudnn_enabled", false}});
+    const std::string name = n->output(0)->name();
+    n->output(0)->replace_all_uses_with(bn->output());
+    bn->set_location(n->location());
+    const std::string node_name = n->name();
+    g_.erase(n);
+    g_.rename(bn, node_name, {name});
+    return true;
+  }
+
+  ir::Graph& g_;
+  bool changed_ = false;
+};
+
+}  // namespace
+
+bool Canonicalize::run(ir::Graph& g) { return Canonicalizer(g).run(); }
+
+}  // namespace neuronc::passes

@@ -1,0 +1,29 @@
+// Canonicalize: rewrites the many spellings torch.export writes — training IR and core ATen,
+// in-place and functional — into the smaller operator set codegen lowers.
+//
+// One forward walk over a snapshot of the node list:
+//  - in-place ops (relu_, add_.Tensor, masked_fill_.Scalar, copy_, fill_) become their
+//    functional form; later reads of the mutated value read the new result instead, and a
+//    graph output recording a buffer mutation follows it;
+//  - no-op aliases and checks disappear: alias, detach, clone, contiguous, lift_fresh_copy,
+//    dropout in eval mode, _assert_tensor_metadata, conversions to the same dtype, views and
+//    expands to the same shape;
+//  - dtype conversions (to.dtype / to.dtype_layout / to.device / type_as) become _to_copy;
+//  - shape-only ops (reshape, _unsafe_view, flatten, unflatten, squeeze, unsqueeze) become view
+//    with the result shape; t and transpose become permute;
+//  - softmax/log_softmax become _softmax/_log_softmax; native_layer_norm and
+//    _native_batch_norm_legit_no_training whose statistics are unused become layer_norm /
+//    batch_norm.
+#pragma once
+
+#include "passes/pass.h"
+
+namespace neuronc::passes {
+
+class Canonicalize : public Pass {
+ public:
+  std::string_view name() const override { return "canonicalize"; }
+  bool run(ir::Graph& g) override;
+};
+
+}  // namespace neuronc::passes

@@ -1,0 +1,19 @@
+// The pass pipeline.
+#include "passes/pipeline.h"
+
+#include "passes/canonicalize.h"
+#include "passes/common_subexpression_elimination.h"
+#include "passes/dead_code_elimination.h"
+
+namespace neuronc::passes {
+
+void build_pipeline(PassManager& pm, const PipelineOptions& opts) {
+  pm.add(std::make_unique<Canonicalize>());
+  pm.add(std::make_unique<DeadCodeElimination>());
+  if (opts.opt_level >= 1) {
+    pm.add(std::make_unique<CommonSubexpressionElimination>());
+    pm.add(std::make_unique<DeadCodeElimination>());
+  }
+}
+
+}  // namespace neuronc::passes

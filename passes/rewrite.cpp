@@ -1,0 +1,47 @@
+// Graph-rewriting helpers.
+#include "passes/rewrite.h"
+
+namespace neuronc::passes {
+
+ir::Node* replace_node(ir::Graph& g, ir::Node* old, std::string op, std::vector<ir::Value*> inputs,
+                       std::vector<ir::NamedAttr> attrs) {
+  // Free the result names first so the replacement keeps them (stable names in the printed IR
+  // and in --verify reports that key on torch.export's node names).
+  std::vector<std::string> names;
+  for (ir::Value* v : old->outputs()) names.push_back(v->name());
+  ir::Node* n = g.insert_before(old, std::move(op), std::move(inputs), std::move(attrs));
+  if (n->outputs().size() != old->outputs().size()) {
+    throw ir::Error("rewriting " + old->describe() + " into " + n->op() + ": result count " +
+                    std::to_string(n->outputs().size()) + " differs from " +
+                    std::to_string(old->outputs().size()));
+  }
+  for (size_t i = 0; i < n->outputs().size(); ++i) {
+    if (!(n->output(i)->type() == old->output(i)->type())) {
+      throw ir::Error("rewriting " + old->describe() + " into " + n->op() + ": result type " +
+                      g.type_to_string(n->output(i)->type()) + " differs from " +
+                      g.type_to_string(old->output(i)->type()));
+    }
+    old->output(i)->replace_all_uses_with(n->output(i));
+  }
+  n->set_location(old->location());
+  const std::string old_name = old->name();
+  g.erase(old);
+  g.rename(n, old_name, names);
+  return n;
+}
+
+void forward_to(ir::Graph& g, ir::Node* n, ir::Value* v) {
+  n->output()->replace_all_uses_with(v);
+  g.erase(n);
+}
+
+ir::Attribute shape_attr(const ir::Shape& s) {
+  if (ir::is_static(s)) {
+    std::vector<int64_t> v;
+    for (const ir::Dim& d : s) v.push_back(d.value());
+    return v;
+  }
+  return ir::SymIntList{s};
+}
+
+}  // namespace neuronc::passes

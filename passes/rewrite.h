@@ -1,0 +1,25 @@
+// Graph-rewriting steps shared by the passes: replacing a node by another operator and
+// forwarding a node's result to an existing value.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace neuronc::passes {
+
+// Inserts `op(inputs){attrs}` before `old`, gives it old's result names and location, redirects
+// every use of old's results to the new results and erases `old`. The new node's inferred
+// result types must equal old's (throws ir::Error otherwise). Returns the new node.
+ir::Node* replace_node(ir::Graph& g, ir::Node* old, std::string op, std::vector<ir::Value*> inputs,
+                       std::vector<ir::NamedAttr> attrs);
+
+// Redirects the uses of `n`'s single result to `v` and erases `n`.
+void forward_to(ir::Graph& g, ir::Node* n, ir::Value* v);
+
+// Views of a shape as the `size` attribute of aten.view: an int list when static, else a
+// symbolic list.
+ir::Attribute shape_attr(const ir::Shape& s);
+
+}  // namespace neuronc::passes

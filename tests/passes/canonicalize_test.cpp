@@ -1,0 +1,177 @@
+// Canonicalize: before/after IR.
+#include <gtest/gtest.h>
+
+#include "passes/canonicalize.h"
+#include "pass_test_util.h"
+
+namespace neuronc::passes {
+namespace {
+
+using testing::run_pass;
+
+TEST(Canonicalize, InplaceBecomesFunctionalAndLaterReadsFollow) {
+  const std::string before = R"(graph {
+  input %x : f32[4]
+  buffer %count : f32[4] "count"
+  %add_ : f32[4] = aten.add_.Tensor(%count, %x)
+  %relu_ : f32[4] = aten.relu_.default(%x)
+  %y : f32[4] = aten.mul.Tensor(%count, %relu_)
+  output %y
+  output %add_ buffer_mutation "count"
+}
+)";
+  const std::string after = R"(graph {
+  input %x : f32[4]
+  buffer %count : f32[4] "count"
+  %add_ : f32[4] = aten.add.Tensor(%count, %x)
+  %relu_ : f32[4] = aten.relu.default(%x)
+  %y : f32[4] = aten.mul.Tensor(%add_, %relu_)
+  output %y
+  output %add_ buffer_mutation "count"
+}
+)";
+  EXPECT_EQ(run_pass<Canonicalize>(before), after);
+}
+
+TEST(Canonicalize, AliasesChecksAndSameTypeConversionsDisappear) {
+  const std::string before = R"(graph {
+  input %x : f32[2, 3]
+  %a : f32[2, 3] = aten.alias.default(%x)
+  %c : f32[2, 3] = aten.clone.default(%a)
+  %d : f32[2, 3] = aten.dropout.default(%c) {p = 0.1, train = false}
+  () = aten._assert_tensor_metadata.default(%d) {dtype = #f32}
+  %t : f32[2, 3] = aten.to.dtype(%d) {dtype = #f32}
+  %e : f32[2, 3] = aten.expand.default(%t) {size = [2, 3]}
+  %r : f32[2, 3] = aten.relu.default(%e)
+  output %r
+}
+)";
+  const std::string after = R"(graph {
+  input %x : f32[2, 3]
+  %r : f32[2, 3] = aten.relu.default(%x)
+  output %r
+}
+)";
+  EXPECT_EQ(run_pass<Canonicalize>(before), after);
+}
+
+TEST(Canonicalize, ConversionsBecomeToCopy) {
+  const std::string before = R"(graph {
+  input %x : f32[2, 3]
+  input %h : bf16[3]
+  %a : bf16[2, 3] = aten.to.dtype_layout(%x) {dtype = #bf16, layout = #strided, device = device("cpu")}
+  %b : bf16[2, 3] = aten.type_as.default(%x, %h)
+  %c : bf16[2, 3] = aten.add.Tensor(%a, %b)
+  output %c
+}
+)";
+  const std::string after = R"(graph {
+  input %x : f32[2, 3]
+  input %h : bf16[3]
+  %a : bf16[2, 3] = aten._to_copy.default(%x) {dtype = #bf16}
+  %b : bf16[2, 3] = aten._to_copy.default(%x) {dtype = #bf16}
+  %c : bf16[2, 3] = aten.add.Tensor(%a, %b)
+  output %c
+}
+)";
+  EXPECT_EQ(run_pass<Canonicalize>(before), after);
+}
+
+TEST(Canonicalize, ShapeOpsBecomeViewsAndPermutes) {
+  const std::string before = R"(graph {
+  sym s [1, 8]
+  input %x : f32[s, 4, 6]
+  %f : f32[s, 24] = aten.flatten.using_ints(%x) {start_dim = 1}
+  %u : f32[s, 1, 24] = aten.unsqueeze.default(%f) {dim = 1}
+  %r : f32[s, 24] = aten.reshape.default(%u) {shape = [-1, 24]}
+  %t : f32[24, s] = aten.t.default(%r)
+  %p : f32[s, 6, 4] = aten.transpose.int(%x) {dim0 = -1, dim1 = 1}
+  %v : f32[s, 24] = aten.view.default(%p) {size = [-1, 24]}
+  output %t
+  output %v
+}
+)";
+  const std::string after = R"(graph {
+  sym s [1, 8]
+  input %x : f32[s, 4, 6]
+  %f : f32[s, 24] = aten.view.default(%x) {size = [s, 24]}
+  %u : f32[s, 1, 24] = aten.view.default(%f) {size = [s, 1, 24]}
+  %r : f32[s, 24] = aten.view.default(%u) {size = [s, 24]}
+  %t : f32[24, s] = aten.permute.default(%r) {dims = [1, 0]}
+  %p : f32[s, 6, 4] = aten.permute.default(%x) {dims = [0, 2, 1]}
+  %v : f32[s, 24] = aten.view.default(%p) {size = [s, 24]}
+  output %t
+  output %v
+}
+)";
+  EXPECT_EQ(run_pass<Canonicalize>(before), after);
+}
+
+TEST(Canonicalize, NormsAndSoftmax) {
+  const std::string before = R"(graph {
+  input %x : f32[2, 8]
+  param %g : f32[8] "ln.weight"
+  %ln, %mean, %rstd : f32[2, 1] = aten.native_layer_norm.default(%x, %g, %g) {normalized_shape = [8], eps = 1e-05}
+  %s : f32[2, 8] = aten.softmax.int(%ln) {dim = -1}
+  output %s
+}
+)";
+  // %ln's type is given once per result in the text form.
+  const std::string fixed = R"(graph {
+  input %x : f32[2, 8]
+  param %g : f32[8] "ln.weight"
+  %ln : f32[2, 8], %mean : f32[2, 1], %rstd : f32[2, 1] = aten.native_layer_norm.default(%x, %g, %g) {normalized_shape = [8], eps = 1e-05}
+  %s : f32[2, 8] = aten.softmax.int(%ln) {dim = -1}
+  output %s
+}
+)";
+  EXPECT_THROW(run_pass<Canonicalize>(before), ir::Error);
+  const std::string after = R"(graph {
+  input %x : f32[2, 8]
+  param %g : f32[8] "ln.weight"
+  %ln : f32[2, 8] = aten.layer_norm.default(%x, %g, %g) {normalized_shape = [8], eps = 1e-05}
+  %s : f32[2, 8] = aten._softmax.default(%ln) {dim = -1, half_to_float = false}
+  output %s
+}
+)";
+  EXPECT_EQ(run_pass<Canonicalize>(fixed), after);
+}
+
+TEST(Canonicalize, CopyIntoBufferBroadcastsAndCasts) {
+  const std::string before = R"(graph {
+  input %x : bf16[4]
+  buffer %b : f32[2, 4] "state"
+  %c : f32[2, 4] = aten.copy_.default(%b, %x)
+  %y : f32[2, 4] = aten.add.Tensor(%b, %b)
+  output %y
+  output %c buffer_mutation "state"
+}
+)";
+  const std::string after = R"(graph {
+  input %x : bf16[4]
+  buffer %b : f32[2, 4] "state"
+  %expand : bf16[2, 4] = aten.expand.default(%x) {size = [2, 4]}
+  %_to_copy : f32[2, 4] = aten._to_copy.default(%expand) {dtype = #f32}
+  %y : f32[2, 4] = aten.add.Tensor(%_to_copy, %_to_copy)
+  output %y
+  output %_to_copy buffer_mutation "state"
+}
+)";
+  EXPECT_EQ(run_pass<Canonicalize>(before), after);
+}
+
+TEST(Canonicalize, CanonicalGraphIsUnchanged) {
+  const std::string text = R"(graph {
+  input %x : f32[2, 8]
+  %v : f32[16] = aten.view.default(%x) {size = [16]}
+  %c : bf16[16] = aten._to_copy.default(%v) {dtype = #bf16}
+  output %c
+}
+)";
+  bool changed = true;
+  EXPECT_EQ(run_pass<Canonicalize>(text, &changed), text);
+  EXPECT_FALSE(changed);
+}
+
+}  // namespace
+}  // namespace neuronc::passes
