@@ -1,0 +1,378 @@
+// ExportedProgram JSON import: every union encoding, both schema_version forms, non-finite
+// tokens, symbolic dims, symbolic-int ops, higher-order op inlining, source locations, and the
+// messages for malformed programs.
+#include "frontend/exported_program_reader.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "frontend/error.h"
+#include "ir/op_registry.h"
+
+namespace neuronc::frontend {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string meta(const std::string& sizes, int dtype = 7) {
+  return R"({"dtype": )" + std::to_string(dtype) + R"(, "sizes": )" + sizes +
+         R"(, "requires_grad": false, "device": {"type": "cpu", "index": null}, "strides": [],
+            "storage_offset": {"as_int": 0}, "layout": 7})";
+}
+
+struct Prog {
+  std::string schema = R"({"major": 8, "minor": 20})";
+  std::string inputs = R"([{"as_tensor": {"name": "x"}}])";
+  std::string outputs = R"([{"as_tensor": {"name": "relu"}}])";
+  std::string nodes = R"J([{"target": "torch.ops.aten.relu.default",
+      "inputs": [{"name": "self", "arg": {"as_tensor": {"name": "x"}}, "kind": 1}],
+      "outputs": [{"as_tensor": {"name": "relu"}}],
+      "metadata": {"stack_trace": "File \"/src/model.py\", line 12, in forward\n    return torch.relu(x)",
+                   "nn_module_stack": "L__self__,,M;L__self__act,act,torch.nn.ReLU"}}])J";
+  std::string tensor_values = R"("x": )" + meta(R"([{"as_int": 2}, {"as_int": 3}])") +
+                              R"(, "relu": )" + meta(R"([{"as_int": 2}, {"as_int": 3}])");
+  std::string sym_int_values = "{}";
+  std::string input_specs = R"([{"user_input": {"arg": {"as_tensor": {"name": "x"}}}}])";
+  std::string output_specs = R"([{"user_output": {"arg": {"as_tensor": {"name": "relu"}}}}])";
+  std::string range_constraints = "{}";
+
+  std::string json() const {
+    return R"({"graph_module": {"graph": {"inputs": )" + inputs + R"(, "outputs": )" + outputs +
+           R"(, "nodes": )" + nodes + R"(, "tensor_values": {)" + tensor_values +
+           R"(}, "sym_int_values": )" + sym_int_values +
+           R"(, "sym_bool_values": {}, "is_single_tensor_return": false},
+           "signature": {"input_specs": )" +
+           input_specs + R"(, "output_specs": )" + output_specs +
+           R"(}, "module_call_graph": []}, "opset_version": {"aten": 10},
+           "range_constraints": )" +
+           range_constraints + R"(, "schema_version": )" + schema +
+           R"(, "verifiers": ["TRAINING"], "torch_version": "2.14.1", "some_future_key": 1})";
+  }
+};
+
+ImportedProgram load(const std::string& json) {
+  return import_exported_program(json, "m.json");
+}
+
+std::string error_of(const std::string& json, int hint = 0) {
+  try {
+    import_exported_program(json, "m.json", hint);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ExportedProgram, MinimalCurrentSchema) {
+  ImportedProgram p = load(Prog().json());
+  const ir::Graph& g = *p.graph;
+  ASSERT_EQ(g.nodes().size(), 1u);
+  const ir::Node& n = *g.nodes()[0];
+  EXPECT_EQ(n.op(), "aten.relu.default");
+  EXPECT_NE(n.info(), nullptr);
+  EXPECT_EQ(g.type_to_string(n.output()->type()), "f32[2, 3]");
+  EXPECT_EQ(n.location().file, "/src/model.py");
+  EXPECT_EQ(n.location().line, 12);
+  EXPECT_EQ(n.location().module_path, "act");
+  EXPECT_EQ(p.info.schema_major, 8);
+  EXPECT_EQ(p.info.schema_minor, 20);
+  EXPECT_EQ(p.info.torch_version, "2.14.1");
+  ASSERT_EQ(g.inputs().size(), 1u);
+  EXPECT_EQ(g.inputs()[0].role, ir::InputRole::user_input);
+  ASSERT_EQ(g.outputs().size(), 1u);
+}
+
+TEST(ExportedProgram, AllMembersUnionsOfSchema2) {
+  Prog p;
+  p.schema = "2";
+  p.inputs =
+      R"([{"as_none": null, "as_tensor": {"name": "x"}, "as_tensors": null, "as_int": null}])";
+  p.nodes = R"([{"target": "torch.ops.aten.leaky_relu.default", "inputs": [
+      {"name": "self", "arg": {"as_none": null, "as_tensor": {"name": "x"}, "as_int": null}},
+      {"name": "negative_slope", "arg": {"as_none": null, "as_tensor": null, "as_float": 0.5}}],
+      "outputs": [{"as_none": null, "as_tensor": {"name": "relu"}}], "metadata": {}}])";
+  p.tensor_values =
+      R"("x": {"dtype": 7, "sizes": [{"as_int": 2, "as_expr": null}, {"as_int": 3, "as_expr": null}],
+      "requires_grad": false, "device": {"type": "cpu", "index": null}, "strides": [], "storage_offset": 0, "layout": 7},
+      "relu": {"dtype": 7, "sizes": [{"as_int": 2, "as_expr": null}, {"as_int": 3, "as_expr": null}],
+      "requires_grad": false, "device": {"type": "cpu", "index": null}, "strides": [], "storage_offset": 0, "layout": 7})";
+  p.input_specs =
+      R"([{"user_input": {"arg": {"as_none": null, "as_tensor": {"name": "x"}}}, "parameter": null, "buffer": null}])";
+  p.output_specs =
+      R"([{"user_output": {"arg": {"as_tensor": {"name": "relu"}, "as_none": null}}, "buffer_mutation": null}])";
+  ImportedProgram ip = load(p.json());
+  EXPECT_EQ(ip.info.schema_major, 2);
+  const ir::Node& n = *ip.graph->nodes()[0];
+  EXPECT_EQ(n.attr_float("negative_slope"), 0.5);
+}
+
+TEST(ExportedProgram, DollarTypeUnions) {
+  Prog p;
+  p.schema = R"({"major": 4, "minor": 1})";
+  p.inputs = R"([{"$type": "as_tensor", "$value": {"name": "x"}}])";
+  p.nodes = R"([{"target": "torch.ops.aten.relu.default", "inputs": [
+      {"name": "self", "arg": {"$type": "as_tensor", "$value": {"name": "x"}}}],
+      "outputs": [{"$type": "as_tensor", "$value": {"name": "relu"}}]}])";
+  p.input_specs =
+      R"([{"$type": "user_input", "$value": {"arg": {"$type": "as_tensor", "$value": {"name": "x"}}}}])";
+  p.output_specs =
+      R"([{"$type": "user_output", "$value": {"arg": {"$type": "as_tensor", "$value": {"name": "relu"}}}}])";
+  EXPECT_EQ(load(p.json()).graph->nodes().size(), 1u);
+}
+
+TEST(ExportedProgram, NonFiniteTokensAndStrings) {
+  for (const char* v : {"-Infinity", R"("-Infinity")", "NaN", R"("NaN")", "Infinity"}) {
+    Prog p;
+    p.nodes = std::string(R"([{"target": "torch.ops.aten.leaky_relu.default", "inputs": [
+        {"name": "self", "arg": {"as_tensor": {"name": "x"}}},
+        {"name": "negative_slope", "arg": {"as_float": )") +
+              v + R"(}}],
+        "outputs": [{"as_tensor": {"name": "relu"}}], "metadata": {"note": "NaN Infinity in a string"}}])";
+    ImportedProgram ip = load(p.json());
+    double d = ip.graph->nodes()[0]->attr_float("negative_slope");
+    std::string s = v;
+    if (s.find("NaN") != std::string::npos) {
+      EXPECT_TRUE(std::isnan(d)) << v;
+    } else {
+      EXPECT_TRUE(std::isinf(d)) << v;
+      EXPECT_EQ(d < 0, s.find('-') != std::string::npos) << v;
+    }
+  }
+}
+
+TEST(ExportedProgram, ScalarOperandSelectsScalarOverload) {
+  Prog p;
+  p.nodes = R"([{"target": "torch.ops.aten.add.Tensor", "inputs": [
+      {"name": "self", "arg": {"as_tensor": {"name": "x"}}},
+      {"name": "other", "arg": {"as_float": 1.5}}],
+      "outputs": [{"as_tensor": {"name": "relu"}}]}])";
+  ImportedProgram ip = load(p.json());
+  EXPECT_EQ(ip.graph->nodes()[0]->op(), "aten.add.Scalar");
+  EXPECT_EQ(ip.graph->nodes()[0]->attr_float("other"), 1.5);
+}
+
+TEST(ExportedProgram, SymbolicDimsAndSymIntOps) {
+  Prog p;
+  p.range_constraints = R"({"s0": {"min_val": 1, "max_val": 64}})";
+  std::string s0 =
+      R"J({"as_expr": {"expr_str": "Symbol('s0', positive=True, integer=True)", "hint": {"as_int": 3}}})J";
+  p.tensor_values =
+      R"("x": )" + meta("[" + s0 + R"(, {"as_int": 4}])") + R"(, "relu": )" +
+      meta(
+          R"J([{"as_expr": {"expr_str": "Mul(Integer(4), Symbol('s0', positive=True, integer=True))"}}])J");
+  p.sym_int_values = R"({"sym_size_int": )" + s0 + R"(, "mul": {"as_expr": {"expr_str": "4*s0"}}})";
+  p.nodes = R"([
+    {"target": "torch.ops.aten.sym_size.int", "inputs": [
+      {"name": "self", "arg": {"as_tensor": {"name": "x"}}}, {"name": "dim", "arg": {"as_int": 0}}],
+      "outputs": [{"as_sym_int": {"as_name": "sym_size_int"}}]},
+    {"target": "_operator.mul", "inputs": [
+      {"name": "", "arg": {"as_sym_int": {"as_name": "sym_size_int"}}}, {"name": "", "arg": {"as_int": 4}}],
+      "outputs": [{"as_sym_int": {"as_name": "mul"}}]},
+    {"target": "torch.ops.aten._assert_scalar.default", "inputs": [
+      {"name": "self", "arg": {"as_sym_bool": {"as_name": "ge"}}}, {"name": "assert_msg", "arg": {"as_string": "x"}}],
+      "outputs": []},
+    {"target": "torch.ops.aten.view.default", "inputs": [
+      {"name": "self", "arg": {"as_tensor": {"name": "x"}}},
+      {"name": "size", "arg": {"as_sym_ints": [{"as_name": "mul"}]}}],
+      "outputs": [{"as_tensor": {"name": "relu"}}]}])";
+  ImportedProgram ip = load(p.json());
+  const ir::Graph& g = *ip.graph;
+  ASSERT_EQ(g.symbols().size(), 1u);
+  EXPECT_EQ(g.symbols()[0].name, "s0");
+  EXPECT_EQ(g.symbols()[0].min, 1);
+  EXPECT_EQ(g.symbols()[0].max, 64);
+  ASSERT_EQ(g.nodes().size(), 1u);  // sym_size, mul and the assert are resolved/dropped
+  EXPECT_EQ(ip.info.dropped_nodes, 3u);
+  const ir::Node& view = *g.nodes()[0];
+  const ir::Attribute* size = view.attr("size");
+  ASSERT_NE(size, nullptr);
+  const auto* list = std::get_if<ir::SymIntList>(size);
+  ASSERT_NE(list, nullptr);
+  ASSERT_EQ(list->dims.size(), 1u);
+  EXPECT_EQ(list->dims[0], ir::Dim::sym(0, 4));
+  EXPECT_EQ(g.type_to_string(view.output()->type()), "f32[4*s0]");
+  EXPECT_EQ(g.type_to_string(g.inputs()[0].value->type()), "f32[s0, 4]");
+}
+
+TEST(ExportedProgram, PlainSymbolStringsAndUnboundedRanges) {
+  Prog p;
+  p.range_constraints =
+      R"({"s0": {"min_val": 2, "max_val": Infinity}, "s1": {"min_val": 0, "max_val": null}})";
+  p.tensor_values =
+      R"("x": )" + meta(R"([{"as_expr": {"expr_str": "s0"}}, {"as_expr": {"expr_str": "s1*2"}}])") +
+      R"(, "relu": )" +
+      meta(R"([{"as_expr": {"expr_str": "s0"}}, {"as_expr": {"expr_str": "2*s1"}}])");
+  ImportedProgram ip = load(p.json());
+  EXPECT_EQ(ip.graph->symbols()[0].max, INT64_MAX);
+  EXPECT_EQ(ip.graph->symbols()[1].max, INT64_MAX);
+  EXPECT_EQ(ip.graph->type_to_string(ip.graph->nodes()[0]->output()->type()), "f32[s0, 2*s1]");
+}
+
+TEST(ExportedProgram, InlinesWrapWithSetGradEnabled) {
+  Prog p;
+  p.tensor_values += R"(, "neg": )" + meta(R"([{"as_int": 2}, {"as_int": 3}])");
+  p.outputs = R"([{"as_tensor": {"name": "relu"}}])";
+  p.nodes = R"([{"target": "torch.ops.higher_order.wrap_with_set_grad_enabled", "inputs": [
+      {"name": "", "arg": {"as_bool": false}},
+      {"name": "", "arg": {"as_graph": {"name": "submod_1", "graph": {
+         "inputs": [{"as_tensor": {"name": "x"}}], "outputs": [{"as_tensor": {"name": "neg"}}],
+         "nodes": [{"target": "torch.ops.aten.neg.default",
+                    "inputs": [{"name": "self", "arg": {"as_tensor": {"name": "x"}}}],
+                    "outputs": [{"as_tensor": {"name": "neg"}}]}],
+         "tensor_values": {"x": )" +
+            meta(R"([{"as_int": 2}, {"as_int": 3}])") + R"(, "neg": )" +
+            meta(R"([{"as_int": 2}, {"as_int": 3}])") + R"(},
+         "sym_int_values": {}, "sym_bool_values": {}, "is_single_tensor_return": false}}}},
+      {"name": "", "arg": {"as_tensor": {"name": "x"}}}],
+      "outputs": [{"as_tensor": {"name": "wrap"}}]},
+    {"target": "torch.ops.aten.relu.default", "inputs": [{"name": "self", "arg": {"as_tensor": {"name": "wrap"}}}],
+     "outputs": [{"as_tensor": {"name": "relu"}}]}])";
+  ImportedProgram ip = load(p.json());
+  ASSERT_EQ(ip.graph->nodes().size(), 2u);
+  EXPECT_EQ(ip.graph->nodes()[0]->op(), "aten.neg.default");
+  EXPECT_EQ(ip.graph->nodes()[1]->input(0), ip.graph->nodes()[0]->output());
+}
+
+TEST(ExportedProgram, SignatureRoles) {
+  Prog p;
+  p.inputs =
+      R"([{"as_tensor": {"name": "p_w"}}, {"as_tensor": {"name": "b_rm"}}, {"as_tensor": {"name": "c_k"}},
+                 {"as_token": null, "as_tensor": {"name": "tok"}}, {"as_int": 3}, {"as_tensor": {"name": "x"}}])";
+  p.tensor_values += R"(, "p_w": )" + meta(R"([{"as_int": 3}])") + R"(, "b_rm": )" +
+                     meta(R"([{"as_int": 3}])") + R"(, "c_k": )" + meta(R"([{"as_int": 3}])") +
+                     R"(, "tok": )" + meta("[]");
+  p.input_specs = R"([{"parameter": {"arg": {"name": "p_w"}, "parameter_name": "fc.w"}},
+      {"buffer": {"arg": {"name": "b_rm"}, "buffer_name": "bn.rm", "persistent": false}},
+      {"tensor_constant": {"arg": {"name": "c_k"}, "tensor_constant_name": "k"}},
+      {"token": {"arg": {"name": "tok"}}},
+      {"constant_input": {"name": "n", "value": {"as_int": 3}}},
+      {"user_input": {"arg": {"as_tensor": {"name": "x"}}}}])";
+  p.outputs = R"([{"as_tensor": {"name": "p_w"}}, {"as_tensor": {"name": "relu"}}])";
+  p.output_specs = R"([{"buffer_mutation": {"arg": {"name": "p_w"}, "buffer_name": "bn.rm"}},
+      {"user_output": {"arg": {"as_tensor": {"name": "relu"}}}}])";
+  ImportedProgram ip = load(p.json());
+  const auto& in = ip.graph->inputs();
+  ASSERT_EQ(in.size(), 4u);  // token and constant_input dropped
+  EXPECT_EQ(in[0].role, ir::InputRole::parameter);
+  EXPECT_EQ(in[0].target, "fc.w");
+  EXPECT_EQ(in[1].role, ir::InputRole::buffer);
+  EXPECT_FALSE(in[1].persistent);
+  EXPECT_EQ(in[2].role, ir::InputRole::constant);
+  EXPECT_EQ(in[3].role, ir::InputRole::user_input);
+  ASSERT_EQ(ip.graph->outputs().size(), 2u);
+  EXPECT_EQ(ip.graph->outputs()[0].role, ir::OutputRole::buffer_mutation);
+  EXPECT_EQ(ip.graph->outputs()[0].target, "bn.rm");
+}
+
+// --- malformed programs ---------------------------------------------------------------------
+
+TEST(ExportedProgramErrors, NewerSchemaMajor) {
+  Prog p;
+  p.schema = R"({"major": 9, "minor": 0})";
+  EXPECT_THAT(
+      error_of(p.json()),
+      HasSubstr("m.json: schema_version: schema major 9 is newer than the newest supported (8)"));
+}
+
+TEST(ExportedProgramErrors, UnknownAndAmbiguousUnionTags) {
+  Prog p;
+  p.nodes = R"([{"target": "torch.ops.aten.relu.default",
+      "inputs": [{"name": "self", "arg": {"as_foo": 1}}], "outputs": [{"as_tensor": {"name": "relu"}}]}])";
+  EXPECT_THAT(
+      error_of(p.json()),
+      HasSubstr("graph_module.graph.nodes[0].inputs[0].arg: unknown Argument tag 'as_foo'"));
+  p.nodes = R"([{"target": "torch.ops.aten.relu.default",
+      "inputs": [{"name": "self", "arg": {"as_int": 1, "as_float": 2.0}}], "outputs": []}])";
+  EXPECT_THAT(error_of(p.json()),
+              HasSubstr("ambiguous union Argument: non-null members [as_float, as_int]"));
+  p.nodes = R"([{"target": "torch.ops.aten.relu.default",
+      "inputs": [{"name": "self", "arg": {"as_none": false}}], "outputs": []}])";
+  EXPECT_THAT(error_of(p.json()), HasSubstr("as_none must be true, [] or null"));
+}
+
+TEST(ExportedProgramErrors, DanglingName) {
+  Prog p;
+  p.nodes = R"([{"target": "torch.ops.aten.relu.default",
+      "inputs": [{"name": "self", "arg": {"as_tensor": {"name": "x9"}}}], "outputs": [{"as_tensor": {"name": "relu"}}]}])";
+  EXPECT_THAT(error_of(p.json()), HasSubstr("node 'relu' uses 'x9' which is never defined"));
+}
+
+TEST(ExportedProgramErrors, WrongJsonTypes) {
+  Prog p;
+  p.tensor_values = R"("x": {"dtype": "float32", "sizes": [], "layout": 7}, "relu": )" + meta("[]");
+  EXPECT_THAT(
+      error_of(p.json()),
+      HasSubstr(
+          "graph_module.graph.tensor_values.x.dtype: expected integer, found string \"float32\""));
+  p = Prog();
+  p.tensor_values = R"("x": {"dtype": 7, "sizes": 3}, "relu": )" + meta("[]");
+  EXPECT_THAT(error_of(p.json()),
+              HasSubstr("tensor_values.x.sizes: expected array, found integer 3"));
+  p = Prog();
+  p.nodes = R"({"a": 1})";
+  EXPECT_THAT(error_of(p.json()),
+              HasSubstr("graph_module.graph.nodes: expected array, found object"));
+}
+
+TEST(ExportedProgramErrors, UnsupportedDtypeAndLayout) {
+  Prog p;
+  p.tensor_values = R"("x": )" + meta("[]", 10) + R"(, "relu": )" + meta("[]");
+  EXPECT_THAT(error_of(p.json()),
+              HasSubstr("tensor 'x': dtype 10 (COMPLEXFLOAT) is not supported"));
+  p.tensor_values = R"("x": )" + meta("[]", 20) + R"(, "relu": )" + meta("[]");
+  EXPECT_THAT(error_of(p.json()), HasSubstr("dtype 20 is not an export ScalarType"));
+}
+
+TEST(ExportedProgramErrors, NegativeDimAndUnsupportedExpression) {
+  Prog p;
+  p.tensor_values = R"("x": )" + meta(R"([{"as_int": -2}])") + R"(, "relu": )" + meta("[]");
+  EXPECT_THAT(error_of(p.json()), HasSubstr("tensor 'x' size 0 is negative (-2)"));
+  p.tensor_values =
+      R"("x": )" + meta(R"([{"as_expr": {"expr_str": "s0 + 1"}}])") + R"(, "relu": )" + meta("[]");
+  EXPECT_THAT(error_of(p.json()), HasSubstr("symbolic expression 's0 + 1' is not supported"));
+}
+
+TEST(ExportedProgramErrors, InvalidJsonHasLineAndColumn) {
+  EXPECT_THAT(error_of("{\n  \"a\": tru\n}"), HasSubstr("m.json:2:"));
+  EXPECT_THAT(error_of("{\"a\": Infinit}"), HasSubstr("invalid JSON"));
+  EXPECT_THAT(error_of(std::string(300, '[') + std::string(300, ']')),
+              HasSubstr("nesting deeper than 256"));
+}
+
+TEST(ExportedProgramErrors, SpecCountMismatchAndUnsupportedHop) {
+  Prog p;
+  p.input_specs = "[]";
+  EXPECT_THAT(error_of(p.json()), HasSubstr("input_specs: has 0 entries but graph.inputs has 1"));
+  p = Prog();
+  p.nodes = R"([{"target": "torch.ops.higher_order.cond", "inputs": [], "outputs": []}])";
+  EXPECT_THAT(error_of(p.json()), HasSubstr("higher-order op 'cond'"));
+}
+
+TEST(ExportedProgramErrors, MissingRequiredField) {
+  EXPECT_THAT(error_of(R"({"schema_version": {"major": 8, "minor": 1}})"),
+              HasSubstr("m.json: <root>: missing field 'graph_module'"));
+}
+
+TEST(PayloadConfig, ParsesEntries) {
+  auto m = read_payload_config(R"({"config": {"w": {"path_name": "weight_0", "is_param": true,
+      "use_pickle": false, "tensor_meta": )" +
+                                   meta(R"([{"as_int": 3}])") + "}}}",
+                               "c.json");
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m.at("w").path_name, "weight_0");
+  EXPECT_EQ(m.at("w").tensor_meta->sizes, std::vector<int64_t>{3});
+}
+
+TEST(SchemaDtypes, NotC10Numbering) {
+  EXPECT_EQ(schema_dtype_to_ir(7), ir::DType::f32);
+  EXPECT_EQ(schema_dtype_to_ir(13), ir::DType::bf16);  // c10 would say 15
+  EXPECT_EQ(schema_dtype_to_ir(12), ir::DType::boolean);
+  EXPECT_EQ(schema_dtype_to_ir(29), ir::DType::f8e4m3fn);
+  EXPECT_EQ(schema_dtype_to_ir(15), std::nullopt);
+  EXPECT_EQ(schema_dtype_to_ir(0), std::nullopt);
+}
+
+}  // namespace
+}  // namespace neuronc::frontend
