@@ -151,6 +151,7 @@ run_export() {
     done
     log "  -> ${dest#"$HERE"/}: $wrote written, $keep unchanged"
   done
+  rm -rf "${dir:?}$work/out"   # the full-size zoo leaves gigabytes here
   return $rc
 }
 

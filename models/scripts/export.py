@@ -187,6 +187,30 @@ def nested_graph_nodes(gm):
     return nested
 
 
+def mutated_buffers(before_model, after_model, copied, core_ep):
+    """Buffers that one eager call changed, with their values afterwards (small ones inline).
+
+    The training IR (model.pt2) updates buffers in place (add_, batch_norm with training=True) and
+    lists no BUFFER_MUTATION outputs; the core IR (model_core.pt2) returns the new values as
+    BUFFER_MUTATION outputs, named here as core_output."""
+    if not copied:
+        return []
+    core_out = {s.target: s.arg.name for s in core_ep.graph_signature.output_specs
+                if s.kind.name == "BUFFER_MUTATION"}
+    before = dict(before_model.named_buffers())
+    result = []
+    for name, after in after_model.named_buffers():
+        old = before.get(name)
+        if old is None or torch.equal(old, after):
+            continue
+        entry = {"target": name, "dtype": dtype_name(after), "shape": list(after.shape),
+                 "core_output": core_out.get(name)}
+        if after.numel() <= 1024:
+            entry["after"] = to_numpy(after).tolist()
+        result.append(entry)
+    return result
+
+
 def signature_entries(ep):
     inputs = [{"kind": s.kind.name, "name": s.arg.name if hasattr(s.arg, "name") else str(s.arg),
                "target": s.target,
@@ -237,16 +261,20 @@ def export_one(entry, out_dir, with_intermediates=True, log=print):
             os.remove(p)
     fx = entry.build()
     model, args = fx.model, fx.args
-    pristine = copy.deepcopy(model)  # state before any call (buffers mutate)
+    # Each use gets a fresh copy of the initial module (buffers may mutate). The full-size zoo is
+    # eval-only and too big to copy five times, so it shares one instance.
+    fresh = (lambda m: m) if entry.full else copy.deepcopy
+    pristine = fresh(model)
     notes = []
     files = []
 
     # Eager reference outputs from a fresh copy.
-    eager_out = copy.deepcopy(pristine)(*clone_tree(args))
+    eager_model = fresh(pristine)
+    eager_out = eager_model(*clone_tree(args))
     eager_flat = [t.detach() for t in pytree.tree_flatten(eager_out)[0]]
 
     # torch.export (training IR).
-    ep = torch.export.export(copy.deepcopy(pristine), clone_tree(args),
+    ep = torch.export.export(fresh(pristine), clone_tree(args),
                              dynamic_shapes=fx.dynamic_shapes, strict=False)
     torch.export.save(ep, os.path.join(out_dir, "model.pt2"))
     files.append("model.pt2")
@@ -294,7 +322,7 @@ def export_one(entry, out_dir, with_intermediates=True, log=print):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            traced = torch.jit.trace(copy.deepcopy(pristine), clone_tree(args),
+            traced = torch.jit.trace(fresh(pristine), clone_tree(args),
                                      check_trace=False, strict=False)
         traced.save(os.path.join(out_dir, "model.pt"))
         files.append("model.pt")
@@ -329,11 +357,13 @@ def export_one(entry, out_dir, with_intermediates=True, log=print):
         outputs.append({"index": i, "name": out_names[i] if i < len(out_names) else None,
                         "file": fname, "dtype": dtype_name(t), "shape": list(t.shape)})
 
+    mutated = mutated_buffers(pristine, eager_model, fresh is copy.deepcopy, core)
+
     sig_in, sig_out = signature_entries(ep)
     core_sig_in, core_sig_out = signature_entries(core)
     fmt, prog = serialized_program_json(os.path.join(out_dir, "model.pt2"))
     core_fmt, core_prog = serialized_program_json(os.path.join(out_dir, "model_core.pt2"))
-    flops, flops_per_op = flop_count(copy.deepcopy(pristine), clone_tree(args))
+    flops, flops_per_op = flop_count(fresh(pristine), clone_tree(args))
 
     n_params = sum(p.numel() for p in pristine.parameters())
     n_buffers = sum(b.numel() for b in pristine.buffers())
@@ -363,6 +393,7 @@ def export_one(entry, out_dir, with_intermediates=True, log=print):
         "flops_per_op": flops_per_op,
         "inputs": inputs,
         "outputs": outputs,
+        "mutated_buffers": mutated,
         "dynamic_dims": fx.dynamic_dims or {},
         "range_constraints": range_constraints(ep),
         "signature": {"model.pt2": {"inputs": sig_in, "outputs": sig_out},
@@ -400,6 +431,20 @@ def main():
         wanted = set(opts.only.split(","))
         entries = [e for e in entries if e.name in wanted]
     failed = []
+    if len(entries) > 1:
+        # One process per fixture: TorchScript class mangling (___torch_mangle_N) and FX's
+        # <eval_with_key>.N are process-wide counters, so a fixture's bytes would otherwise depend
+        # on which fixtures were exported before it.
+        import subprocess
+        for entry in entries:
+            cmd = [sys.executable, os.path.abspath(__file__), "--out", opts.out, "--set", opts.set,
+                   "--only", entry.name] + (["--no-intermediates"] if opts.no_intermediates else [])
+            if subprocess.call(cmd) != 0:
+                failed.append(entry.name)
+        if failed:
+            print(f"failed: {failed}", flush=True)
+            sys.exit(1)
+        return
     for entry in entries:
         missing = []
         for mod in entry.requires:

@@ -281,9 +281,11 @@ def build_buffers() -> Fixture:
     return Fixture(m, (_randn(2009, 4, 8),),
                    "linear -> BatchNorm1d in TRAIN mode (updates running_mean/var/num_batches_tracked)"
                    " plus explicit in-place buffer updates (calls.add_(1), running_sum.add_(x.sum(0)))"
-                   " and a non-persistent buffer 'scale'. Outputs are for one call starting from the"
-                   " initial buffers; the updated buffers are graph outputs of kind BUFFER_MUTATION and"
-                   " their values are in intermediates.npz under the node named in meta.json",
+                   " and a non-persistent buffer 'scale'. output_0 is one call from the initial"
+                   " buffers; meta.json mutated_buffers holds every buffer's value after that call."
+                   " model.pt2 mutates in place (add_, batch_norm training=True) with no"
+                   " BUFFER_MUTATION outputs; model_core.pt2 returns the new values as"
+                   " BUFFER_MUTATION outputs",
                    ["buffer inputs", "buffer_mutation outputs", "add_ on buffers (training IR)",
                     "_native_batch_norm_legit_functional (core IR)", "int64 scalar buffer",
                     "non-persistent buffer (constants, not state_dict)"],

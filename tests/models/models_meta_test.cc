@@ -165,7 +165,8 @@ TEST(ModelsZoo, ExpectedFixturesPresent) {
                            "dynamic_batch", "buffers", "fallback"}) {
     EXPECT_TRUE(have.count(name)) << "models/" << name << "/meta.json missing";
   }
-  for (const char* name : {"mlp", "cnn", "transformer_encoder", "dynamic_batch", "buffers"}) {
+  for (const char* name :
+       {"mlp", "cnn", "transformer_encoder", "dynamic_batch", "buffers", "fallback"}) {
     EXPECT_TRUE(have.count(std::string(name) + "/torch2.6"))
         << "models/" << name << "/torch2.6/meta.json missing";
   }
