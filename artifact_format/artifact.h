@@ -1,0 +1,256 @@
+// The contents of a neuronc artifact as plain C++ values: what the writer serialises and what
+// the reader hands back after decoding and checking. One struct per table of artifact.fbs; the
+// device programs are device::Program values (device/isa.h is the contract). No FlatBuffers
+// type appears here. Thread-safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "device/isa.h"
+
+namespace neuronc::artifact {
+
+// Format version this build writes and the newest it reads (docs/ARTIFACT_FORMAT.md).
+inline constexpr uint16_t kFormatMajor = 1;
+inline constexpr uint16_t kFormatMinor = 0;
+
+// Element types of plan values (host side); numbering = artifact.fbs TensorDType.
+enum class TensorDType : uint8_t {
+  f32 = 0,
+  f16,
+  bf16,
+  f64,
+  i64,
+  i32,
+  i16,
+  i8,
+  u8,
+  boolean,
+  c64,  // complex64: two f32 (real, imag)
+  f8e4m3,
+  f8e5m2,
+};
+inline constexpr int kNumTensorDTypes = 13;
+uint32_t tensor_dtype_size(TensorDType t);
+std::string_view tensor_dtype_name(TensorDType t);
+
+// A dimension: `value` when symbol < 0, else coeff * (value of symbols[symbol]).
+struct Dim {
+  int64_t value = 0;
+  int32_t symbol = -1;
+  int64_t coeff = 1;
+  static Dim constant(int64_t v) { return {v, -1, 1}; }
+  static Dim sym(int32_t s, int64_t coeff = 1) { return {0, s, coeff}; }
+  bool is_constant() const { return symbol < 0; }
+  bool operator==(const Dim&) const = default;
+};
+
+struct Symbol {
+  std::string name;
+  int64_t min = 1;
+  int64_t max = std::numeric_limits<int64_t>::max();  // inclusive
+  bool operator==(const Symbol&) const = default;
+};
+
+enum class ValueKind : uint8_t { intermediate = 0, input, constant };
+
+// A tensor of the execution plan: always contiguous row-major.
+struct Value {
+  std::string name;
+  TensorDType dtype = TensorDType::f32;
+  std::vector<Dim> dims;
+  ValueKind kind = ValueKind::intermediate;
+  uint32_t index = 0;  // signature input index or constant index
+  bool operator==(const Value&) const = default;
+};
+
+struct TensorSpec {
+  std::string name;
+  uint32_t value = 0;  // index into ExecutionPlan::values
+  bool operator==(const TensorSpec&) const = default;
+};
+
+struct Signature {
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+  std::vector<Symbol> symbols;
+  bool operator==(const Signature&) const = default;
+};
+
+// Copy of a whole plan value to/from the HBM arena at `hbm_offset`.
+struct Binding {
+  uint32_t value = 0;
+  uint64_t hbm_offset = 0;
+  bool operator==(const Binding&) const = default;
+};
+
+struct DeviceCall {
+  uint32_t program = 0;
+  std::vector<Binding> inputs;
+  std::vector<Binding> outputs;
+  bool operator==(const DeviceCall&) const = default;
+};
+
+enum class ArgKind : uint8_t {
+  none = 0,
+  tensor,
+  tensors,
+  int_,
+  ints,
+  float_,
+  floats,
+  bool_,
+  bools,
+  string,
+  dtype,
+};
+inline constexpr int kNumArgKinds = 11;
+std::string_view arg_kind_name(ArgKind k);
+
+// One ATen schema argument; only the member matching `kind` is meaningful. Tensor arguments
+// hold plan value indices, -1 for None.
+struct Arg {
+  std::string name;
+  ArgKind kind = ArgKind::none;
+  std::vector<int32_t> tensors;
+  int64_t i = 0;
+  std::vector<int64_t> ints;
+  double f = 0;
+  std::vector<double> floats;
+  bool b = false;
+  std::vector<bool> bools;
+  std::string s;
+  TensorDType dtype = TensorDType::f32;
+  bool operator==(const Arg&) const = default;
+
+  static Arg tensor(std::string name, int32_t value);
+  static Arg tensor_list(std::string name, std::vector<int32_t> values);
+  static Arg none(std::string name);
+  static Arg integer(std::string name, int64_t v);
+  static Arg integers(std::string name, std::vector<int64_t> v);
+  static Arg real(std::string name, double v);
+  static Arg reals(std::string name, std::vector<double> v);
+  static Arg boolean(std::string name, bool v);
+  static Arg booleans(std::string name, std::vector<bool> v);
+  static Arg str(std::string name, std::string v);
+  static Arg scalar_type(std::string name, TensorDType v);
+};
+
+// A host-fallback operation: ATen name and overload ("aten.cumsum.default"), its arguments in
+// schema order, the plan values it defines.
+struct HostOp {
+  std::string op;
+  std::vector<Arg> args;
+  std::vector<uint32_t> outputs;
+  uint32_t debug_id = device::kNoDebugId;
+  bool operator==(const HostOp&) const = default;
+  const Arg* arg(std::string_view name) const;
+};
+
+using Step = std::variant<DeviceCall, HostOp>;
+
+struct ExecutionPlan {
+  std::vector<Value> values;
+  std::vector<Step> steps;
+  bool operator==(const ExecutionPlan&) const = default;
+};
+
+struct DeviceProgram {
+  std::string name;
+  device::Program program;
+  uint32_t sbuf_peak_bytes = 0;  // per partition
+  uint32_t psum_peak_bytes = 0;
+  bool operator==(const DeviceProgram&) const = default;
+};
+
+inline constexpr uint64_t kHostOnly = std::numeric_limits<uint64_t>::max();
+
+struct Constant {
+  std::string name;
+  uint32_t value = 0;    // the plan value it backs
+  uint32_t segment = 0;  // index into segments
+  uint64_t offset = 0;   // within the segment's raw bytes
+  uint64_t size = 0;
+  uint64_t hbm_offset = kHostOnly;  // placed in the HBM arena of every session unless kHostOnly
+  bool operator==(const Constant&) const = default;
+};
+
+struct MemoryPlan {
+  uint64_t hbm_arena_bytes = 0;
+  uint32_t sbuf_peak_bytes = 0;
+  uint32_t psum_peak_bytes = 0;
+  bool operator==(const MemoryPlan&) const = default;
+};
+
+struct DebugNode {
+  std::string name;
+  std::string op;
+  std::string file;
+  int32_t line = 0;
+  std::string stack;
+  bool operator==(const DebugNode&) const = default;
+};
+
+struct Producer {
+  std::string name = "neuronc";
+  std::string version;
+  bool operator==(const Producer&) const = default;
+};
+
+struct Source {
+  std::string container;
+  std::string schema_version;
+  std::string torch_version;
+  std::vector<uint8_t> sha256;  // 32 bytes or empty
+  std::string file_name;
+  bool operator==(const Source&) const = default;
+};
+
+struct CompileOptions {
+  std::string auto_cast = "none";
+  int32_t opt_level = 2;
+  std::vector<std::pair<std::string, std::string>> extra;  // sorted by key
+  bool operator==(const CompileOptions&) const = default;
+};
+
+enum class Compression : uint8_t { none = 0, zstd = 1 };
+
+struct SegmentInfo {
+  std::string name;
+  uint64_t offset = 0;  // relative to the segment region (FileHeader::segments_offset)
+  uint64_t stored_size = 0;
+  uint64_t raw_size = 0;
+  Compression compression = Compression::none;
+  uint32_t crc32c = 0;  // of the stored bytes
+  bool operator==(const SegmentInfo&) const = default;
+};
+
+// Everything in the root table. Segment bytes live outside (see reader.h / writer.h).
+struct ArtifactContents {
+  uint16_t format_major = kFormatMajor;
+  uint16_t format_minor = kFormatMinor;
+  Producer producer;
+  Source source;
+  std::string target = "trn1";
+  uint32_t num_cores = 1;
+  CompileOptions options;
+  Signature signature;
+  ExecutionPlan plan;
+  std::vector<DeviceProgram> programs;
+  MemoryPlan memory_plan;
+  std::vector<Constant> constants;
+  std::vector<DebugNode> debug_nodes;
+  std::vector<SegmentInfo> segments;
+  bool operator==(const ArtifactContents&) const = default;
+};
+
+// Static element count of a value; nullopt when a dim is symbolic.
+std::optional<uint64_t> static_numel(const Value& v);
+
+}  // namespace neuronc::artifact

@@ -1,0 +1,135 @@
+// Artifact reader (reader.h). The order of checks follows the file: header, root range and
+// CRC, root verification and decode, segment table against the file, segment CRCs, contents.
+#include "artifact_format/reader.h"
+
+#include <cstring>
+#include <string>
+
+#include "artifact_format/crc32c.h"
+#include "artifact_format/root_codec.h"
+#include "artifact_format/segment_codec.h"
+#include "artifact_format/verifier.h"
+
+namespace neuronc::artifact {
+namespace {
+
+using std::to_string;
+
+std::string hex32(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", v);
+  return buf;
+}
+
+// [offset, offset + size) inside [0, limit)?
+bool fits(uint64_t offset, uint64_t size, uint64_t limit) {
+  return offset <= limit && size <= limit - offset;
+}
+
+}  // namespace
+
+std::span<const std::byte> LoadedArtifact::constant_bytes(uint32_t i) const {
+  const Constant& k = contents.constants[i];
+  return segments_[k.segment].subspan(k.offset, k.size);
+}
+
+Result<LoadedArtifact> read_artifact(std::span<const std::byte> file, const ReadOptions& options) {
+  LoadedArtifact out;
+  NEURONC_ARTIFACT_ASSIGN_OR_RETURN(out.header, decode_header(file));
+  const FileHeader& h = out.header;
+  if (h.header_size < kHeaderSize)
+    return Status(StatusCode::corrupt, "header size is " + to_string(h.header_size) +
+                                           ", expected at least " + to_string(kHeaderSize));
+  if (h.flags != 0)
+    return Status(StatusCode::unimplemented,
+                  "header flags " + hex32(h.flags) + " are not defined in format 1.x: expected 0");
+  if (h.root_offset < h.header_size || h.root_offset % 8 != 0)
+    return Status(StatusCode::corrupt, "root offset " + to_string(h.root_offset) +
+                                           " must be 8-aligned and after the " +
+                                           to_string(h.header_size) + "-byte header");
+  if (!fits(h.root_offset, h.root_size, file.size()))
+    return Status(StatusCode::truncated,
+                  "root table [" + to_string(h.root_offset) + ", +" + to_string(h.root_size) +
+                      ") ends past the end of the file (" + to_string(file.size()) + " bytes)");
+  if (h.segments_offset < h.root_offset + h.root_size)
+    return Status(StatusCode::corrupt, "segment region starts at " + to_string(h.segments_offset) +
+                                           ", inside the root table ending at " +
+                                           to_string(h.root_offset + h.root_size));
+  if (!fits(h.segments_offset, h.segments_size, file.size()))
+    return Status(StatusCode::truncated, "segment region [" + to_string(h.segments_offset) + ", +" +
+                                             to_string(h.segments_size) +
+                                             ") ends past the end of the file (" +
+                                             to_string(file.size()) + " bytes)");
+  std::span<const std::byte> root = file.subspan(h.root_offset, h.root_size);
+  const uint32_t root_crc = crc32c(root);
+  if (root_crc != h.root_crc32c)
+    return Status(StatusCode::corrupt, "root table checksum mismatch: stored " +
+                                           hex32(h.root_crc32c) + ", computed " + hex32(root_crc));
+  std::vector<std::byte> aligned_root;
+  if (reinterpret_cast<uintptr_t>(root.data()) % 8 != 0) {
+    aligned_root.assign(root.begin(), root.end());  // operator new aligns to >= 16
+    root = aligned_root;
+  }
+  NEURONC_ARTIFACT_ASSIGN_OR_RETURN(out.contents, decode_root(root));
+  ArtifactContents& c = out.contents;
+  if (c.format_major != h.format_major || c.format_minor != h.format_minor)
+    return Status(StatusCode::corrupt, "root says format " + to_string(c.format_major) + "." +
+                                           to_string(c.format_minor) + " but the header says " +
+                                           to_string(h.format_major) + "." +
+                                           to_string(h.format_minor));
+
+  // Segments: inside the region, aligned, CRC, decompress.
+  const std::span<const std::byte> region = file.subspan(h.segments_offset, h.segments_size);
+  for (uint32_t i = 0; i < c.segments.size(); ++i) {
+    const SegmentInfo& s = c.segments[i];
+    const std::string name = "segment " + to_string(i) + " ('" + s.name + "')";
+    if (s.offset % kSegmentAlignment != 0)
+      return Status(StatusCode::corrupt, name + " offset " + to_string(s.offset) +
+                                             " is not a multiple of " +
+                                             to_string(kSegmentAlignment));
+    if (!fits(s.offset, s.stored_size, region.size()))
+      return Status(StatusCode::truncated,
+                    name + " [" + to_string(s.offset) + ", +" + to_string(s.stored_size) +
+                        ") ends past the segment region of " + to_string(region.size()) + " bytes");
+    const std::span<const std::byte> stored = region.subspan(s.offset, s.stored_size);
+    if (options.verify_segment_checksums) {
+      const uint32_t crc = crc32c(stored);
+      if (crc != s.crc32c)
+        return Status(StatusCode::corrupt, name + " checksum mismatch: stored " + hex32(s.crc32c) +
+                                               ", computed " + hex32(crc));
+    }
+    if (s.compression == Compression::none) {
+      if (s.raw_size != s.stored_size)
+        return Status(StatusCode::corrupt,
+                      name + " is uncompressed but its raw size " + to_string(s.raw_size) +
+                          " differs from its stored size " + to_string(s.stored_size));
+      out.segments_.push_back(stored);
+      continue;
+    }
+    // A hostile raw size must not make us allocate without bound: zstd cannot expand more than
+    // ~ 1:32768 per block, and we refuse anything past 1 GiB of expansion per MiB stored.
+    const uint64_t limit = std::max<uint64_t>(s.stored_size, 1) * 1024 * 1024;
+    if (s.raw_size > limit || s.raw_size > (uint64_t{1} << 40))
+      return Status(StatusCode::corrupt, name + " declares " + to_string(s.raw_size) +
+                                             " raw bytes from " + to_string(s.stored_size) +
+                                             " stored bytes, more than zstd can expand");
+    auto raw = zstd_decompress(stored, s.raw_size);
+    if (!raw) return raw.status().with_context(name);
+    out.owned_.push_back(std::move(raw).value());
+    out.segments_.push_back(out.owned_.back());
+  }
+  if (options.verify) {
+    NEURONC_ARTIFACT_RETURN_IF_ERROR(verify_contents(c));
+  } else {
+    // Even unverified, constant ranges must hold so constant_bytes() is safe.
+    for (uint32_t i = 0; i < c.constants.size(); ++i) {
+      const Constant& k = c.constants[i];
+      if (k.segment >= c.segments.size() || !fits(k.offset, k.size, c.segments[k.segment].raw_size))
+        return Status(StatusCode::out_of_range,
+                      "constant " + to_string(i) + " is outside its segment");
+    }
+  }
+  return out;
+}
+
+}  // namespace neuronc::artifact

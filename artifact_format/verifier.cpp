@@ -1,0 +1,263 @@
+// Artifact verifier (verifier.h). Checks run in table order so the first error names the
+// outermost thing that is wrong.
+#include "artifact_format/verifier.h"
+
+#include <set>
+#include <string>
+
+#include "device/target.h"
+#include "device/verifier.h"
+
+namespace neuronc::artifact {
+namespace {
+
+using std::to_string;
+
+Status range(const std::string& m) {
+  return Status(StatusCode::out_of_range, m);
+}
+Status invalid(const std::string& m) {
+  return Status(StatusCode::corrupt, m);
+}
+
+bool fits(uint64_t offset, uint64_t size, uint64_t limit) {
+  return offset <= limit && size <= limit - offset;
+}
+
+std::string vname(const ArtifactContents& c, uint32_t v) {
+  return "value " + to_string(v) + " ('" + c.plan.values[v].name + "')";
+}
+
+Status check_value_index(const ArtifactContents& c, int64_t v, const std::string& what) {
+  if (v < 0 || static_cast<uint64_t>(v) >= c.plan.values.size())
+    return range(what + " refers to value " + to_string(v) + " but the plan has " +
+                 to_string(c.plan.values.size()) + " values");
+  return Status::ok();
+}
+
+// Byte size of a value with a static shape.
+Result<uint64_t> static_bytes(const ArtifactContents& c, uint32_t v, const std::string& what) {
+  const Value& val = c.plan.values[v];
+  const auto n = static_numel(val);
+  const uint64_t size = tensor_dtype_size(val.dtype);
+  if (!n) return invalid(what + ": " + vname(c, v) + " needs a static shape");
+  if (size != 0 && *n > std::numeric_limits<uint64_t>::max() / size)
+    return range(what + ": " + vname(c, v) + " byte size overflows");
+  return *n * size;
+}
+
+Status verify_bindings(const ArtifactContents& c, const DeviceCall& call, bool outputs,
+                       std::vector<bool>& defined) {
+  const auto& list = outputs ? call.outputs : call.inputs;
+  const uint64_t hbm = c.programs[call.program].program.hbm_size;
+  std::vector<std::pair<uint64_t, uint64_t>> written;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const Binding& b = list[i];
+    const std::string what = std::string(outputs ? "output" : "input") + " binding " + to_string(i);
+    NEURONC_ARTIFACT_RETURN_IF_ERROR(check_value_index(c, b.value, what));
+    NEURONC_ARTIFACT_ASSIGN_OR_RETURN(uint64_t bytes, static_bytes(c, b.value, what));
+    if (!fits(b.hbm_offset, bytes, hbm))
+      return range(what + ": hbm bytes [" + to_string(b.hbm_offset) + ", +" + to_string(bytes) +
+                   ") of " + vname(c, b.value) + " are outside the program's " + to_string(hbm) +
+                   "-byte hbm");
+    if (!outputs) {
+      if (!defined[b.value])
+        return invalid(what + ": " + vname(c, b.value) + " is used before it is defined");
+      continue;
+    }
+    if (c.plan.values[b.value].kind != ValueKind::intermediate || defined[b.value])
+      return invalid(what + ": " + vname(c, b.value) +
+                     " is defined twice (or is an input or constant)");
+    for (const auto& [o, n] : written)
+      if (b.hbm_offset < o + n && o < b.hbm_offset + bytes)
+        return invalid(what + ": hbm bytes of " + vname(c, b.value) +
+                       " overlap another output of the same call");
+    written.emplace_back(b.hbm_offset, bytes);
+  }
+  if (outputs)
+    for (const Binding& b : list) defined[b.value] = true;
+  return Status::ok();
+}
+
+Status verify_host_op(const ArtifactContents& c, const HostOp& op, std::vector<bool>& defined) {
+  if (op.op.empty()) return invalid("host op has no name");
+  if (op.debug_id != device::kNoDebugId && op.debug_id >= c.debug_nodes.size())
+    return range("debug id " + to_string(op.debug_id) + " but there are " +
+                 to_string(c.debug_nodes.size()) + " debug nodes");
+  for (size_t i = 0; i < op.args.size(); ++i) {
+    const Arg& a = op.args[i];
+    const std::string what = "argument " + to_string(i) + " ('" + a.name + "')";
+    if (a.name.empty()) return invalid(what + " has no name");
+    if (a.kind == ArgKind::tensor && a.tensors.size() != 1)
+      return invalid(what + " is a tensor but lists " + to_string(a.tensors.size()) +
+                     " values: expected 1");
+    if (a.kind != ArgKind::tensor && a.kind != ArgKind::tensors && !a.tensors.empty())
+      return invalid(what + " is of kind " + std::string(arg_kind_name(a.kind)) +
+                     " but lists tensor values");
+    for (int32_t t : a.tensors) {
+      if (t == -1) continue;  // None
+      NEURONC_ARTIFACT_RETURN_IF_ERROR(check_value_index(c, t, what));
+      if (!defined[static_cast<uint32_t>(t)])
+        return invalid(what + ": " + vname(c, static_cast<uint32_t>(t)) +
+                       " is used before it is defined");
+    }
+  }
+  if (op.outputs.empty()) return invalid("host op defines no outputs");
+  for (size_t i = 0; i < op.outputs.size(); ++i) {
+    const uint32_t v = op.outputs[i];
+    const std::string what = "output " + to_string(i);
+    NEURONC_ARTIFACT_RETURN_IF_ERROR(check_value_index(c, v, what));
+    if (c.plan.values[v].kind != ValueKind::intermediate || defined[v])
+      return invalid(what + ": " + vname(c, v) + " is defined twice (or is an input or constant)");
+    defined[v] = true;
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status verify_contents(const ArtifactContents& c) {
+  auto kind = device::parse_target(c.target);
+  if (!kind) return invalid("target: " + kind.status().message());
+  const device::Target& t = device::target(*kind);
+  if (c.num_cores < 1 || c.num_cores > static_cast<uint32_t>(t.cores_per_chip))
+    return range("artifact uses " + to_string(c.num_cores) + " cores but " + std::string(t.name) +
+                 " has 1 to " + to_string(t.cores_per_chip));
+  if (!c.source.sha256.empty() && c.source.sha256.size() != 32)
+    return invalid("source sha256 has " + to_string(c.source.sha256.size()) +
+                   " bytes, expected 32");
+
+  // Symbols and values.
+  const auto& syms = c.signature.symbols;
+  for (size_t i = 0; i < syms.size(); ++i)
+    if (syms[i].min < 0 || syms[i].min > syms[i].max)
+      return invalid("symbol " + to_string(i) + " ('" + syms[i].name + "') has range [" +
+                     to_string(syms[i].min) + ", " + to_string(syms[i].max) +
+                     "]: expected 0 <= min <= max");
+  for (uint32_t v = 0; v < c.plan.values.size(); ++v) {
+    const Value& val = c.plan.values[v];
+    for (size_t d = 0; d < val.dims.size(); ++d) {
+      const Dim& dim = val.dims[d];
+      const std::string what = vname(c, v) + " dim " + to_string(d);
+      if (dim.is_constant() && dim.value < 0)
+        return invalid(what + " is " + to_string(dim.value) + ": expected >= 0");
+      if (!dim.is_constant() && (static_cast<size_t>(dim.symbol) >= syms.size() || dim.coeff < 1))
+        return range(what + " refers to symbol " + to_string(dim.symbol) + " x " +
+                     to_string(dim.coeff) + " but there are " + to_string(syms.size()) +
+                     " symbols (coefficient must be >= 1)");
+    }
+    if (val.kind == ValueKind::input &&
+        (val.index >= c.signature.inputs.size() || c.signature.inputs[val.index].value != v))
+      return invalid(vname(c, v) + " claims to be signature input " + to_string(val.index) +
+                     " but that input does not refer back to it");
+    if (val.kind == ValueKind::constant &&
+        (val.index >= c.constants.size() || c.constants[val.index].value != v))
+      return invalid(vname(c, v) + " claims to be constant " + to_string(val.index) +
+                     " but that constant does not refer back to it");
+  }
+
+  // Signature.
+  std::set<std::string> names;
+  for (size_t i = 0; i < c.signature.inputs.size(); ++i) {
+    const TensorSpec& s = c.signature.inputs[i];
+    const std::string what = "signature input " + to_string(i) + " ('" + s.name + "')";
+    NEURONC_ARTIFACT_RETURN_IF_ERROR(check_value_index(c, s.value, what));
+    if (c.plan.values[s.value].kind != ValueKind::input || c.plan.values[s.value].index != i)
+      return invalid(what + " refers to " + vname(c, s.value) + ", which is not that input");
+    if (s.name.empty() || !names.insert(s.name).second)
+      return invalid(what + ": names must be non-empty and unique");
+  }
+  names.clear();
+  for (size_t i = 0; i < c.signature.outputs.size(); ++i) {
+    const TensorSpec& s = c.signature.outputs[i];
+    const std::string what = "signature output " + to_string(i) + " ('" + s.name + "')";
+    NEURONC_ARTIFACT_RETURN_IF_ERROR(check_value_index(c, s.value, what));
+    if (s.name.empty() || !names.insert(s.name).second)
+      return invalid(what + ": names must be non-empty and unique");
+  }
+
+  // Memory plan and programs.
+  const MemoryPlan& mp = c.memory_plan;
+  const uint64_t hbm_cap = t.hbm_bytes_per_core * c.num_cores;
+  if (mp.hbm_arena_bytes > hbm_cap)
+    return range("hbm arena of " + to_string(mp.hbm_arena_bytes) + " bytes exceeds the " +
+                 to_string(hbm_cap) + " bytes of " + to_string(c.num_cores) + " " +
+                 std::string(t.name) + " cores");
+  if (mp.sbuf_peak_bytes > t.sbuf_partition_bytes || mp.psum_peak_bytes > t.psum_partition_bytes)
+    return range("memory plan peaks sbuf " + to_string(mp.sbuf_peak_bytes) + " / psum " +
+                 to_string(mp.psum_peak_bytes) + " bytes per partition exceed " +
+                 std::string(t.name) + "'s " + to_string(t.sbuf_partition_bytes) + " / " +
+                 to_string(t.psum_partition_bytes));
+  for (size_t p = 0; p < c.programs.size(); ++p) {
+    const DeviceProgram& dp = c.programs[p];
+    const std::string what = "program " + to_string(p) + " ('" + dp.name + "')";
+    if (dp.program.cores.size() > c.num_cores)
+      return range(what + " uses " + to_string(dp.program.cores.size()) +
+                   " cores but the artifact declares " + to_string(c.num_cores));
+    if (dp.program.hbm_size > mp.hbm_arena_bytes)
+      return range(what + " needs " + to_string(dp.program.hbm_size) +
+                   " hbm bytes but the arena has " + to_string(mp.hbm_arena_bytes));
+    if (dp.sbuf_peak_bytes > mp.sbuf_peak_bytes || dp.psum_peak_bytes > mp.psum_peak_bytes)
+      return range(what + " peaks exceed the memory plan's");
+    const device::Status s = device::verify_program(t, dp.program);
+    if (!s.is_ok()) return range(what + ": " + s.message());
+    for (const auto& core : dp.program.cores)
+      for (const auto& stream : core.streams)
+        for (size_t i = 0; i < stream.size(); ++i)
+          if (stream[i].debug_id != device::kNoDebugId &&
+              stream[i].debug_id >= c.debug_nodes.size())
+            return range(what + ": instruction debug id " + to_string(stream[i].debug_id) +
+                         " but there are " + to_string(c.debug_nodes.size()) + " debug nodes");
+  }
+
+  // Constants.
+  for (uint32_t i = 0; i < c.constants.size(); ++i) {
+    const Constant& k = c.constants[i];
+    const std::string what = "constant " + to_string(i) + " ('" + k.name + "')";
+    if (k.segment >= c.segments.size())
+      return range(what + " is in segment " + to_string(k.segment) + " but there are " +
+                   to_string(c.segments.size()) + " segments");
+    if (!fits(k.offset, k.size, c.segments[k.segment].raw_size))
+      return range(what + " bytes [" + to_string(k.offset) + ", +" + to_string(k.size) +
+                   ") are outside segment " + to_string(k.segment) + " of " +
+                   to_string(c.segments[k.segment].raw_size) + " bytes");
+    NEURONC_ARTIFACT_RETURN_IF_ERROR(check_value_index(c, k.value, what));
+    if (c.plan.values[k.value].kind != ValueKind::constant || c.plan.values[k.value].index != i)
+      return invalid(what + " backs " + vname(c, k.value) + ", which is not that constant");
+    NEURONC_ARTIFACT_ASSIGN_OR_RETURN(uint64_t bytes, static_bytes(c, k.value, what));
+    if (bytes != k.size)
+      return invalid(what + " holds " + to_string(k.size) + " bytes but " + vname(c, k.value) +
+                     " needs " + to_string(bytes));
+    if (k.hbm_offset != kHostOnly && !fits(k.hbm_offset, k.size, mp.hbm_arena_bytes))
+      return range(what + " is placed at hbm [" + to_string(k.hbm_offset) + ", +" +
+                   to_string(k.size) + ") outside the " + to_string(mp.hbm_arena_bytes) +
+                   "-byte arena");
+  }
+
+  // Plan data flow.
+  std::vector<bool> defined(c.plan.values.size(), false);
+  for (uint32_t v = 0; v < c.plan.values.size(); ++v)
+    defined[v] = c.plan.values[v].kind != ValueKind::intermediate;
+  for (size_t i = 0; i < c.plan.steps.size(); ++i) {
+    const std::string where = "plan step " + to_string(i);
+    if (const auto* call = std::get_if<DeviceCall>(&c.plan.steps[i])) {
+      if (call->program >= c.programs.size())
+        return range(where + " calls program " + to_string(call->program) + " but there are " +
+                     to_string(c.programs.size()) + " programs");
+      Status s = verify_bindings(c, *call, false, defined);
+      if (s.is_ok()) s = verify_bindings(c, *call, true, defined);
+      if (!s.is_ok()) return s.with_context(where);
+    } else {
+      const HostOp& op = std::get<HostOp>(c.plan.steps[i]);
+      Status s = verify_host_op(c, op, defined);
+      if (!s.is_ok()) return s.with_context(where + " (" + op.op + ")");
+    }
+  }
+  for (size_t i = 0; i < c.signature.outputs.size(); ++i)
+    if (!defined[c.signature.outputs[i].value])
+      return invalid("signature output " + to_string(i) + " ('" + c.signature.outputs[i].name +
+                     "') is never computed by the plan");
+  return Status::ok();
+}
+
+}  // namespace neuronc::artifact

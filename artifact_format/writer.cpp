@@ -1,0 +1,267 @@
+// Artifact writer (writer.h): constant layout into segments, CRCs, header + root + segments.
+#include "artifact_format/writer.h"
+
+#include <cstdio>
+#include <cstring>
+#include <functional>
+
+#include "artifact_format/crc32c.h"
+#include "artifact_format/file_header.h"
+#include "artifact_format/root_codec.h"
+#include "artifact_format/segment_codec.h"
+#include "artifact_format/verifier.h"
+
+namespace neuronc::artifact {
+namespace {
+
+uint64_t align_up(uint64_t v, uint64_t a) {
+  return (v + a - 1) / a * a;
+}
+
+constexpr uint64_t kPackedAlignment = 64;
+
+// Header + root + zero padding + segments, handed to `sink` in order.
+void emit(const ArtifactContents& contents, std::span<const std::span<const std::byte>> payloads,
+          bool keep_segment_table, const std::function<void(std::span<const std::byte>)>& sink) {
+  ArtifactContents c = contents;
+  uint64_t off = 0;
+  for (size_t i = 0; i < payloads.size() && i < c.segments.size(); ++i) {
+    off = align_up(off, kSegmentAlignment);
+    if (!keep_segment_table) {
+      c.segments[i].offset = off;
+      c.segments[i].stored_size = payloads[i].size();
+    }
+    off += payloads[i].size();
+  }
+  const std::vector<std::byte> root = encode_root(c);
+  FileHeader h;
+  h.format_major = c.format_major;
+  h.format_minor = c.format_minor;
+  h.root_offset = kHeaderSize;
+  h.root_size = root.size();
+  h.root_crc32c = crc32c(root);
+  h.segments_offset = payloads.empty() ? kHeaderSize + root.size()
+                                       : align_up(kHeaderSize + root.size(), kSegmentAlignment);
+  h.segments_size = off;
+  std::array<std::byte, kHeaderSize> hb{};
+  encode_header(h, hb);
+  sink(hb);
+  sink(root);
+  static const std::vector<std::byte> kZeros(kSegmentAlignment);
+  uint64_t pos = kHeaderSize + root.size();
+  auto pad_to = [&](uint64_t target) {
+    while (pos < target) {
+      const uint64_t n = std::min<uint64_t>(target - pos, kZeros.size());
+      sink(std::span<const std::byte>(kZeros.data(), n));
+      pos += n;
+    }
+  };
+  uint64_t seg = 0;
+  for (const auto& p : payloads) {
+    seg = align_up(seg, kSegmentAlignment);
+    pad_to(h.segments_offset + seg);
+    sink(p);
+    pos += p.size();
+    seg += p.size();
+  }
+}
+
+}  // namespace
+
+std::vector<std::byte> encode_artifact(const ArtifactContents& contents,
+                                       std::span<const std::span<const std::byte>> payloads,
+                                       bool keep_segment_table) {
+  std::vector<std::byte> out;
+  emit(contents, payloads, keep_segment_table,
+       [&](std::span<const std::byte> b) { out.insert(out.end(), b.begin(), b.end()); });
+  return out;
+}
+
+struct ArtifactWriter::Impl {
+  ArtifactContents contents;
+  // Bytes of constant i: borrowed or owned.
+  std::vector<std::span<const std::byte>> constant_bytes;
+  std::vector<std::unique_ptr<std::vector<std::byte>>> owned;
+
+  // Segment payloads after layout; `storage` keeps packed/compressed buffers alive.
+  std::vector<std::span<const std::byte>> payloads;
+  std::vector<std::vector<std::byte>> storage;
+
+  Status layout(const WriteOptions& o);
+};
+
+Status ArtifactWriter::Impl::layout(const WriteOptions& o) {
+  payloads.clear();
+  storage.clear();
+  contents.segments.clear();
+  // Indices: packed small constants first (one segment), then one segment per large constant.
+  std::vector<std::byte> packed;
+  std::vector<size_t> large;
+  for (size_t i = 0; i < contents.constants.size(); ++i) {
+    Constant& k = contents.constants[i];
+    k.size = constant_bytes[i].size();
+    if (k.size < o.small_constant_bytes) {
+      k.segment = 0;
+      k.offset = align_up(packed.size(), kPackedAlignment);
+      packed.resize(k.offset);
+      packed.insert(packed.end(), constant_bytes[i].begin(), constant_bytes[i].end());
+    } else {
+      large.push_back(i);
+    }
+  }
+  storage.reserve(2 * (large.size() + 1));  // spans into storage must not move
+  auto add_segment = [&](std::string name, std::span<const std::byte> raw) {
+    SegmentInfo s;
+    s.name = std::move(name);
+    s.raw_size = raw.size();
+    std::span<const std::byte> stored = raw;
+    if (o.compress_constants && !raw.empty()) {
+      std::vector<std::byte> z = zstd_compress(raw, o.zstd_level);
+      if (!z.empty() && z.size() < raw.size()) {
+        storage.push_back(std::move(z));
+        stored = storage.back();
+        s.compression = Compression::zstd;
+      }
+    }
+    s.stored_size = stored.size();
+    s.crc32c = crc32c(stored);
+    contents.segments.push_back(std::move(s));
+    payloads.push_back(stored);
+  };
+  const bool has_packed = contents.constants.size() > large.size();
+  if (has_packed) {
+    storage.push_back(std::move(packed));
+    const std::vector<std::byte>& p = storage.back();
+    add_segment("constants.packed", p);
+  }
+  for (size_t i : large) {
+    Constant& k = contents.constants[i];
+    k.segment = static_cast<uint32_t>(contents.segments.size());
+    k.offset = 0;
+    add_segment("constant:" + k.name, constant_bytes[i]);
+  }
+  if (contents.memory_plan.hbm_arena_bytes == 0)
+    for (const DeviceProgram& p : contents.programs)
+      contents.memory_plan.hbm_arena_bytes =
+          std::max(contents.memory_plan.hbm_arena_bytes, p.program.hbm_size);
+  for (const DeviceProgram& p : contents.programs) {
+    contents.memory_plan.sbuf_peak_bytes =
+        std::max(contents.memory_plan.sbuf_peak_bytes, p.sbuf_peak_bytes);
+    contents.memory_plan.psum_peak_bytes =
+        std::max(contents.memory_plan.psum_peak_bytes, p.psum_peak_bytes);
+  }
+  contents.format_major = kFormatMajor;
+  contents.format_minor = kFormatMinor;
+  // The writer holds the same bar as the loader: never write what the verifier would refuse.
+  return verify_contents(contents).with_context("artifact writer");
+}
+
+ArtifactWriter::ArtifactWriter() : impl_(std::make_unique<Impl>()) {}
+ArtifactWriter::~ArtifactWriter() = default;
+ArtifactWriter::ArtifactWriter(ArtifactWriter&&) noexcept = default;
+ArtifactWriter& ArtifactWriter::operator=(ArtifactWriter&&) noexcept = default;
+
+ArtifactContents& ArtifactWriter::contents() {
+  return impl_->contents;
+}
+const ArtifactContents& ArtifactWriter::contents() const {
+  return impl_->contents;
+}
+
+uint32_t ArtifactWriter::add_symbol(std::string name, int64_t min, int64_t max) {
+  impl_->contents.signature.symbols.push_back({std::move(name), min, max});
+  return static_cast<uint32_t>(impl_->contents.signature.symbols.size() - 1);
+}
+
+uint32_t ArtifactWriter::add_value(std::string name, TensorDType dtype, std::vector<Dim> dims) {
+  impl_->contents.plan.values.push_back(
+      {std::move(name), dtype, std::move(dims), ValueKind::intermediate, 0});
+  return static_cast<uint32_t>(impl_->contents.plan.values.size() - 1);
+}
+
+uint32_t ArtifactWriter::add_input(std::string name, TensorDType dtype, std::vector<Dim> dims) {
+  auto& c = impl_->contents;
+  const uint32_t v = add_value(name, dtype, std::move(dims));
+  c.plan.values[v].kind = ValueKind::input;
+  c.plan.values[v].index = static_cast<uint32_t>(c.signature.inputs.size());
+  c.signature.inputs.push_back({std::move(name), v});
+  return v;
+}
+
+void ArtifactWriter::add_output(std::string name, uint32_t value) {
+  impl_->contents.signature.outputs.push_back({std::move(name), value});
+}
+
+uint32_t ArtifactWriter::add_constant(std::string name, TensorDType dtype, std::vector<Dim> dims,
+                                      std::span<const std::byte> bytes, uint64_t hbm_offset) {
+  auto& c = impl_->contents;
+  const uint32_t v = add_value(name, dtype, std::move(dims));
+  c.plan.values[v].kind = ValueKind::constant;
+  c.plan.values[v].index = static_cast<uint32_t>(c.constants.size());
+  Constant k;
+  k.name = std::move(name);
+  k.value = v;
+  k.size = bytes.size();
+  k.hbm_offset = hbm_offset;
+  c.constants.push_back(std::move(k));
+  impl_->constant_bytes.push_back(bytes);
+  return v;
+}
+
+uint32_t ArtifactWriter::add_constant(std::string name, TensorDType dtype, std::vector<Dim> dims,
+                                      std::vector<std::byte> owned_bytes, uint64_t hbm_offset) {
+  impl_->owned.push_back(std::make_unique<std::vector<std::byte>>(std::move(owned_bytes)));
+  return add_constant(std::move(name), dtype, std::move(dims),
+                      std::span<const std::byte>(*impl_->owned.back()), hbm_offset);
+}
+
+uint32_t ArtifactWriter::add_program(DeviceProgram program) {
+  impl_->contents.programs.push_back(std::move(program));
+  return static_cast<uint32_t>(impl_->contents.programs.size() - 1);
+}
+
+void ArtifactWriter::add_device_call(DeviceCall call) {
+  impl_->contents.plan.steps.emplace_back(std::move(call));
+}
+
+void ArtifactWriter::add_host_op(HostOp op) {
+  impl_->contents.plan.steps.emplace_back(std::move(op));
+}
+
+uint32_t ArtifactWriter::add_debug_node(DebugNode node) {
+  impl_->contents.debug_nodes.push_back(std::move(node));
+  return static_cast<uint32_t>(impl_->contents.debug_nodes.size() - 1);
+}
+
+Result<std::vector<std::byte>> ArtifactWriter::write_memory(const WriteOptions& options) {
+  NEURONC_ARTIFACT_RETURN_IF_ERROR(impl_->layout(options));
+  std::vector<std::byte> out;
+  emit(impl_->contents, impl_->payloads, false,
+       [&](std::span<const std::byte> b) { out.insert(out.end(), b.begin(), b.end()); });
+  return out;
+}
+
+Status ArtifactWriter::write_file(const std::string& path, const WriteOptions& options) {
+  NEURONC_ARTIFACT_RETURN_IF_ERROR(impl_->layout(options));
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f)
+    return Status(StatusCode::io_error, "cannot create '" + tmp + "': " + std::strerror(errno));
+  bool ok = true;
+  emit(impl_->contents, impl_->payloads, false, [&](std::span<const std::byte> b) {
+    if (ok && !b.empty() && std::fwrite(b.data(), 1, b.size(), f) != b.size()) ok = false;
+  });
+  if (std::fclose(f) != 0) ok = false;
+  if (!ok) {
+    std::remove(tmp.c_str());
+    return Status(StatusCode::io_error, "cannot write '" + tmp + "': " + std::strerror(errno));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return Status(StatusCode::io_error,
+                  "cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
+  }
+  return Status::ok();
+}
+
+}  // namespace neuronc::artifact

@@ -1,0 +1,77 @@
+// Writes artifacts. A compiler fills an ArtifactWriter — metadata, signature, plan values,
+// constants (borrowed or owned bytes), device programs, plan steps, debug nodes — and calls
+// write_file() or write_memory(). The writer lays constants out in 4096-byte-aligned segments
+// (raw by default, so the loader can mmap them; optionally zstd), computes every CRC32C and
+// emits the header, the FlatBuffers root and the segments. Output bytes are a pure function of
+// the inputs and options (deterministic).
+//
+// Thread-safety: an ArtifactWriter is not thread-safe; build it from one thread. Borrowed
+// constant bytes must stay valid until the last write call returns.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "artifact_format/artifact.h"
+#include "artifact_format/status.h"
+
+namespace neuronc::artifact {
+
+struct WriteOptions {
+  bool compress_constants = false;       // zstd-compress constant segments (not mmap-able then)
+  int zstd_level = 3;                    // fixed level: output stays deterministic
+  uint64_t small_constant_bytes = 4096;  // constants below this share one packed segment
+};
+
+class ArtifactWriter {
+ public:
+  ArtifactWriter();
+  ~ArtifactWriter();
+  ArtifactWriter(ArtifactWriter&&) noexcept;
+  ArtifactWriter& operator=(ArtifactWriter&&) noexcept;
+
+  // Metadata (producer, source, target, num_cores, options, memory plan) is set directly here;
+  // the add_* calls below fill signature, plan, programs, constants and debug nodes.
+  ArtifactContents& contents();
+  const ArtifactContents& contents() const;
+
+  uint32_t add_symbol(std::string name, int64_t min, int64_t max);
+  // A plan value defined by a step (device call output or host op output).
+  uint32_t add_value(std::string name, TensorDType dtype, std::vector<Dim> dims);
+  // A signature input and its plan value; returns the value index.
+  uint32_t add_input(std::string name, TensorDType dtype, std::vector<Dim> dims);
+  // Names plan value `value` as signature output `name`.
+  void add_output(std::string name, uint32_t value);
+  // A constant (weight) and its plan value; `bytes` is borrowed, row-major, exactly
+  // numel * dtype size. `hbm_offset`: where sessions place it in the HBM arena, or kHostOnly.
+  uint32_t add_constant(std::string name, TensorDType dtype, std::vector<Dim> dims,
+                        std::span<const std::byte> bytes, uint64_t hbm_offset = kHostOnly);
+  uint32_t add_constant(std::string name, TensorDType dtype, std::vector<Dim> dims,
+                        std::vector<std::byte> owned_bytes, uint64_t hbm_offset = kHostOnly);
+  uint32_t add_program(DeviceProgram program);
+  void add_device_call(DeviceCall call);
+  void add_host_op(HostOp op);
+  uint32_t add_debug_node(DebugNode node);
+
+  // Fills memory_plan.hbm_arena_bytes (when 0) with the largest program HBM size, then checks
+  // the whole artifact with verify_contents() before writing.
+  Result<std::vector<std::byte>> write_memory(const WriteOptions& options = {});
+  Status write_file(const std::string& path, const WriteOptions& options = {});
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Low level, for tests that craft malformed artifacts: serialises `contents` as it is (no
+// checks), placing segment i's stored bytes `payloads[i]` at the next 4096-aligned offset.
+// Segment offsets and stored sizes are filled in from the layout unless `keep_segment_table`;
+// raw sizes, compression and CRCs are taken from `contents` as given.
+std::vector<std::byte> encode_artifact(const ArtifactContents& contents,
+                                       std::span<const std::span<const std::byte>> payloads,
+                                       bool keep_segment_table = false);
+
+}  // namespace neuronc::artifact
