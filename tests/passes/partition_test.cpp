@@ -1,0 +1,81 @@
+// Partitioning into device and host partitions.
+#include <gtest/gtest.h>
+
+#include "ir/printer.h"
+#include "passes/partition.h"
+
+namespace neuronc::passes {
+namespace {
+
+std::string describe(const PartitionPlan& plan) {
+  std::string s;
+  for (const Partition& p : plan.partitions) {
+    s += p.kind == PartitionKind::device ? "device[" : "host[";
+    for (size_t i = 0; i < p.nodes.size(); ++i) s += (i ? " " : "") + p.nodes[i]->name();
+    s += "] in(";
+    for (size_t i = 0; i < p.inputs.size(); ++i) s += (i ? " " : "") + p.inputs[i]->name();
+    s += ") out(";
+    for (size_t i = 0; i < p.outputs.size(); ++i) s += (i ? " " : "") + p.outputs[i]->name();
+    s += ") ";
+  }
+  return s;
+}
+
+TEST(Partition, AllDeviceIsOnePartition) {
+  auto g = ir::parse(R"(graph {
+  input %x : f32[4]
+  %a : f32[4] = aten.relu.default(%x)
+  %b : f32[4] = aten.neg.default(%a)
+  output %b
+})");
+  PartitionPlan plan = partition_graph(*g);
+  EXPECT_EQ(describe(plan), "device[a b] in(x) out(b) ");
+  EXPECT_TRUE(plan.host_reasons.empty());
+}
+
+TEST(Partition, IndependentDeviceWorkStaysTogetherAroundAHostOp) {
+  // Written order alternates device/host/device, but %c does not depend on the host op, so it
+  // joins the first device partition: two partitions, not three.
+  auto g = ir::parse(R"(graph {
+  input %x : f32[8]
+  %a : f32[8] = aten.relu.default(%x)
+  %f : c64[5] = aten.fft_rfft.default(%a)
+  %c : f32[8] = aten.neg.default(%x)
+  %m : f32[5] = aten.abs.default(%f)
+  %d : f32[8] = aten.cumsum.default(%c) {dim = 0}
+  output %m
+  output %d
+})");
+  PartitionPlan plan = partition_graph(*g);
+  EXPECT_EQ(describe(plan), "device[a c d] in(x) out(a d) host[f m] in(a) out(m) ");
+  ASSERT_EQ(plan.host_reasons.size(), 2u);
+  EXPECT_EQ(plan.host_reasons[0].reason, "no NeuronCore lowering for aten.fft_rfft.default");
+  EXPECT_EQ(plan.host_reasons[1].reason,
+            "complex operand 'f' (the NeuronCore has no complex types)");
+}
+
+TEST(Partition, ChainThroughHostNeedsThreePartitions) {
+  auto g = ir::parse(R"(graph {
+  input %x : f32[8]
+  %a : f32[8] = aten.relu.default(%x)
+  %d : f32[7] = aten.diff.default(%a, _, _)
+  %b : f32[7] = aten.neg.default(%d)
+  output %b
+})");
+  PartitionPlan plan = partition_graph(*g);
+  EXPECT_EQ(describe(plan), "device[a] in(x) out(a) host[d] in(a) out(d) device[b] in(d) out(b) ");
+}
+
+TEST(Partition, UnknownOpsAreUnsupported) {
+  auto g = ir::parse(R"(graph {
+  input %x : f32[8]
+  %h : f32[8] = aten.histc.default(%x)
+  output %h
+})");
+  PartitionPlan plan = partition_graph(*g);
+  ASSERT_EQ(plan.unsupported.size(), 1u);
+  EXPECT_EQ(plan.unsupported[0]->name(), "h");
+}
+
+}  // namespace
+}  // namespace neuronc::passes
