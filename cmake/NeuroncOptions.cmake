@@ -5,6 +5,11 @@ target_compile_options(neuronc_build_flags INTERFACE -Wall -Wextra)
 if(NEURONC_WERROR)
   target_compile_options(neuronc_build_flags INTERFACE -Werror)
 endif()
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+  # GCC 12 reports -Wrestrict inside libstdc++'s std::string at -O3 for code that is correct
+  # (GCC bug 105329); the warning stays on for other compilers.
+  target_compile_options(neuronc_build_flags INTERFACE -Wno-restrict)
+endif()
 
 if(NEURONC_SANITIZE)
   set(_valid_sanitizers "address;undefined" "address" "undefined" "thread")
