@@ -1,0 +1,292 @@
+// load_program end to end: the real ExecuTorch PT2 fixture, and every model of the zoo under
+// models/ checked against the meta.json PyTorch wrote next to it (ops, signature, shapes,
+// parameter counts, sample inputs).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "frontend/container.h"
+#include "frontend/load.h"
+#include "frontend/mapped_file.h"
+
+namespace neuronc::frontend {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+const std::string kSource = NEURONC_SOURCE_DIR;
+std::string fixture_path() {
+  return kSource + "/tests/corpus/frontend/executorch_linear.pt2";
+}
+
+int64_t static_numel(const ir::Shape& s) {
+  int64_t n = 1;
+  for (const auto& d : s) n *= d.is_constant() ? d.value() : 0;
+  return n;
+}
+
+TEST(LoadProgram, ExecuTorchLinearFixture) {
+  LoadedProgram p = load_program(fixture_path());
+  EXPECT_EQ(p.container, "pt2_archive");
+  EXPECT_EQ(p.torch_version, "2.9.0a0+fb");
+  EXPECT_EQ(p.schema_major, 8);
+  EXPECT_EQ(p.schema_minor, 12);
+  EXPECT_EQ(p.sha256, "17619460a5f1274fe80eccc5377b1bb1e2e35916c78b96d0e6cf2fc98c8e35df");
+  const ir::Graph& g = *p.graph;
+  ASSERT_EQ(g.nodes().size(), 1u);
+  EXPECT_EQ(g.nodes()[0]->op(), "aten.linear.default");
+  ASSERT_EQ(g.inputs().size(), 3u);
+  EXPECT_EQ(g.inputs()[0].role, ir::InputRole::parameter);
+  EXPECT_EQ(g.inputs()[0].target, "linear.weight");
+  EXPECT_EQ(g.type_to_string(g.inputs()[0].value->type()), "f32[3, 3]");
+  EXPECT_EQ(g.inputs()[1].target, "linear.bias");
+  EXPECT_EQ(g.inputs()[2].role, ir::InputRole::user_input);
+  // Zero-copy: weight_0's payload starts at byte 64 of the mapped file, weight_1's at 192.
+  const ir::ConstantPayload* w = g.inputs()[0].value->payload();
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->data, p.file->data() + 64);
+  EXPECT_EQ(w->nbytes, 36u);
+  EXPECT_EQ(w->strides, (std::vector<int64_t>{3, 1}));
+  const ir::ConstantPayload* b = g.inputs()[1].value->payload();
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->data, p.file->data() + 192);
+  EXPECT_EQ(b->nbytes, 12u);
+  EXPECT_EQ(g.inputs()[2].value->payload(), nullptr);
+  // The sample input: one f32[3] tensor for x.
+  ASSERT_EQ(p.sample_inputs.size(), 1u);
+  EXPECT_EQ(p.sample_inputs[0].name, "x");
+  EXPECT_EQ(p.sample_inputs[0].dtype, ir::DType::f32);
+  EXPECT_EQ(p.sample_inputs[0].shape, std::vector<int64_t>{3});
+  EXPECT_EQ(p.sample_inputs[0].bytes.size(), 12u);
+  EXPECT_GT(g.nodes()[0]->location().line, 0);
+  EXPECT_THAT(g.nodes()[0]->location().stack_trace, HasSubstr("test_serialize.py\", line 694"));
+  EXPECT_EQ(g.nodes()[0]->location().module_path, "linear");
+}
+
+TEST(LoadProgram, ContainerDetectionByContent) {
+  auto f = MappedFile::open(fixture_path());
+  EXPECT_EQ(detect_container(f->bytes()), ContainerKind::pt2_archive);
+  std::string junk = "not a zip at all";
+  EXPECT_EQ(detect_container(std::as_bytes(std::span<const char>(junk.data(), junk.size()))),
+            ContainerKind::unknown);
+}
+
+TEST(LoadProgram, MissingFileAndNotZip) {
+  try {
+    load_program("/nonexistent/model.pt2");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("/nonexistent/model.pt2: cannot open"));
+  }
+  std::string txt = "hello world, definitely not a zip archive";
+  auto f = MappedFile::from_bytes(std::as_bytes(std::span<const char>(txt.data(), txt.size())),
+                                  "notes.pt2");
+  try {
+    load_program(f);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("notes.pt2: not a PyTorch program: not a zip archive"));
+  }
+}
+
+// --- the zoo ---------------------------------------------------------------------------------
+
+struct ZooCase {
+  std::string dir;   // models/<name> or models/<name>/torch2.6
+  std::string file;  // model.pt2, model_core.pt2
+};
+
+std::vector<ZooCase> zoo_cases() {
+  std::vector<ZooCase> out;
+  fs::path models = kSource + "/models";
+  if (!fs::exists(models)) return out;
+  std::vector<fs::path> metas;
+  for (const auto& e : fs::recursive_directory_iterator(models)) {
+    if (e.path().filename() == "meta.json" &&
+        e.path().string().find("/full/") == std::string::npos) {
+      metas.push_back(e.path());
+    }
+  }
+  std::sort(metas.begin(), metas.end());
+  for (const auto& m : metas) {
+    std::ifstream in(m);
+    nlohmann::json j = nlohmann::json::parse(in);
+    if (!j.contains("container")) continue;
+    for (auto it = j["container"].begin(); it != j["container"].end(); ++it) {
+      out.push_back({m.parent_path().string(), it.key()});
+    }
+  }
+  return out;
+}
+
+bool dropped_target(const std::string& t) {
+  return t == "torch.ops.aten.sym_size.int" || t.starts_with("torch.ops.higher_order.") ||
+         t.starts_with("_operator.") || t == "torch.ops.aten._assert_scalar.default" ||
+         t == "torch.ops.aten.sym_constrain_range_for_size.default";
+}
+
+std::string dtype_of_npy_name(const std::string& n) {
+  static const std::map<std::string, std::string> m = {{"float32", "f32"}, {"int64", "i64"},
+                                                       {"float16", "f16"}, {"bfloat16", "bf16"},
+                                                       {"bool", "bool"},   {"int32", "i32"}};
+  auto it = m.find(n);
+  return it == m.end() ? n : it->second;
+}
+
+class Zoo : public ::testing::TestWithParam<ZooCase> {};
+
+TEST_P(Zoo, LoadsAndMatchesMeta) {
+  const ZooCase& c = GetParam();
+  std::ifstream in(c.dir + "/meta.json");
+  nlohmann::json meta = nlohmann::json::parse(in);
+  std::string path = c.dir + "/" + c.file;
+  bool has_complex = meta.value("name", "") == "fallback";
+  if (has_complex) {
+    // fft produces complex64 intermediates; ir::DType has no complex type yet.
+    try {
+      load_program(path);
+      FAIL() << "expected the complex-dtype error";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("dtype 10 (COMPLEXFLOAT) is not supported"));
+    }
+    return;
+  }
+  LoadedProgram p = load_program(path);
+  const ir::Graph& g = *p.graph;
+  const auto& ser = meta["serialized"][c.file];
+  EXPECT_EQ(p.torch_version, ser["torch_version"].get<std::string>());
+  std::string sv = ser["schema_version"].get<std::string>();
+  EXPECT_EQ(std::to_string(p.schema_major) + "." + std::to_string(p.schema_minor), sv);
+  EXPECT_EQ(p.container,
+            meta["container"][c.file] == "legacy-zip" ? "legacy_export_zip" : "pt2_archive");
+
+  // Ops: every serialized node is in the IR except symbolic-int ops, checks and HOP wrappers
+  // (whose subgraph nodes are inlined instead).
+  size_t expected = 0;
+  bool has_hop = false;
+  for (auto it = meta["ops"][c.file].begin(); it != meta["ops"][c.file].end(); ++it) {
+    if (it.key().starts_with("torch.ops.higher_order.")) has_hop = true;
+    if (!dropped_target(it.key())) expected += it.value().get<size_t>();
+  }
+  if (has_hop) {
+    EXPECT_GE(g.nodes().size(), expected);
+  } else {
+    EXPECT_EQ(g.nodes().size(), expected);
+  }
+  std::map<std::string, size_t> actual;
+  for (const auto& n : g.nodes()) ++actual["torch.ops." + n->op()];
+  for (auto it = meta["ops"][c.file].begin(); it != meta["ops"][c.file].end(); ++it) {
+    if (dropped_target(it.key()) || it.key().ends_with(".Tensor")) continue;  // .Tensor may
+    EXPECT_GE(actual[it.key()], it.value().get<size_t>()) << it.key();        // become .Scalar
+  }
+
+  // Signature: roles and targets in order.
+  const auto& sig = meta["signature"][c.file];
+  size_t k = 0;
+  for (const auto& s : sig["inputs"]) {
+    std::string kind = s["kind"];
+    if (kind == "TOKEN" || kind == "CONSTANT_INPUT") continue;
+    ASSERT_LT(k, g.inputs().size());
+    const ir::GraphInput& in = g.inputs()[k++];
+    EXPECT_EQ(in.value->name(), s["name"].get<std::string>());
+    if (!s["target"].is_null()) {
+      EXPECT_EQ(in.target, s["target"].get<std::string>());
+    }
+    if (kind == "PARAMETER") {
+      EXPECT_EQ(in.role, ir::InputRole::parameter);
+    }
+    if (kind == "BUFFER") {
+      EXPECT_EQ(in.role, ir::InputRole::buffer);
+    }
+    if (kind == "USER_INPUT") {
+      EXPECT_EQ(in.role, ir::InputRole::user_input);
+    }
+    if (in.role != ir::InputRole::user_input) {
+      EXPECT_NE(in.value->payload(), nullptr) << in.target;
+    }
+  }
+  EXPECT_EQ(k, g.inputs().size());
+  size_t user_outputs = 0;
+  for (const auto& o : g.outputs()) user_outputs += o.role == ir::OutputRole::user_output;
+  EXPECT_EQ(user_outputs, meta["outputs"].size());
+
+  // Parameter count; tied parameters (GPT-2's lm_head and wte) share one storage and count once,
+  // as in model.parameters().
+  int64_t params = 0;
+  std::set<const std::byte*> seen;
+  for (const auto& in : g.inputs()) {
+    if (in.role == ir::InputRole::parameter && seen.insert(in.value->payload()->data).second) {
+      params += static_numel(in.value->shape());
+    }
+  }
+  EXPECT_EQ(params, meta["parameters"].get<int64_t>());
+
+  // User inputs: dtype and exported shape (symbols by name).
+  std::vector<const ir::Value*> users;
+  for (const auto& in : g.inputs()) {
+    if (in.role == ir::InputRole::user_input) users.push_back(in.value);
+  }
+  ASSERT_EQ(users.size(), meta["inputs"].size());
+  for (size_t i = 0; i < users.size(); ++i) {
+    const auto& mi = meta["inputs"][i];
+    EXPECT_EQ(std::string(ir::dtype_name(users[i]->dtype())),
+              dtype_of_npy_name(mi["dtype"].get<std::string>()));
+    std::string want = "[";
+    for (size_t d = 0; d < mi["exported_shape"].size(); ++d) {
+      const auto& v = mi["exported_shape"][d];
+      want += (d ? ", " : "") +
+              (v.is_string() ? v.get<std::string>() : std::to_string(v.get<int64_t>()));
+    }
+    want += "]";
+    EXPECT_EQ(g.shape_to_string(users[i]->shape()), want);
+  }
+  for (auto it = meta["range_constraints"].begin(); it != meta["range_constraints"].end(); ++it) {
+    auto id = g.find_symbol(it.key());
+    ASSERT_TRUE(id.has_value()) << it.key();
+    EXPECT_EQ(g.symbol(*id).min, it.value()[0].get<int64_t>());
+    EXPECT_EQ(g.symbol(*id).max, it.value()[1].get<int64_t>());
+  }
+  // Sample inputs are present for every zoo export and feed the user inputs.
+  ASSERT_EQ(p.sample_inputs.size(), users.size());
+  for (size_t i = 0; i < users.size(); ++i) {
+    EXPECT_EQ(p.sample_inputs[i].name, users[i]->name());
+    EXPECT_EQ(p.sample_inputs[i].dtype, users[i]->dtype());
+  }
+}
+
+std::string case_name(const ::testing::TestParamInfo<ZooCase>& info) {
+  std::string rel = info.param.dir.substr(kSource.size() + 8) + "_" + info.param.file;
+  for (char& ch : rel) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return rel;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Zoo, ::testing::ValuesIn(zoo_cases()), case_name);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Zoo);
+
+TEST(LoadProgram, TorchScriptWithoutLibtorchNamesTheOption) {
+  std::string path = kSource + "/models/mlp/model.pt";
+  if (!fs::exists(path)) GTEST_SKIP() << "zoo not present";
+  auto f = MappedFile::open(path);
+  EXPECT_EQ(detect_container(f->bytes()), ContainerKind::torchscript);
+#ifndef NEURONC_HAVE_TORCH
+  try {
+    load_program(path);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("-DNEURONC_WITH_TORCH=ON"));
+    EXPECT_THAT(e.what(), HasSubstr("libtorch-dev"));
+  }
+#endif
+}
+
+}  // namespace
+}  // namespace neuronc::frontend
