@@ -38,7 +38,7 @@ ContainerInfo classify_zip(const ZipArchive& zip) {
   std::string root = first.substr(0, slash);
   auto has = [&](const char* rel) { return zip.find(root + "/" + rel) != nullptr; };
   if (const ZipEntry* f = zip.find(root + "/archive_format")) {
-    if (f->method == 0 && zip.text(*f) == "pt2") return {ContainerKind::pt2_archive, root};
+    if (zip.text(*f) == "pt2") return {ContainerKind::pt2_archive, root};  // throws if deflated
   }
   bool data_pkl = has("data.pkl"), constants_pkl = has("constants.pkl");
   if (data_pkl && constants_pkl) return {ContainerKind::torchscript, root};
