@@ -1,0 +1,101 @@
+// Constant folding: before/after IR and folded values.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "passes/constant_folding.h"
+#include "passes/dead_code_elimination.h"
+#include "passes/reference_eval.h"
+
+namespace neuronc::passes {
+namespace {
+
+TEST(ConstantFolding, FoldsMaskArithmeticButNotUserInputs) {
+  auto g = ir::parse(R"(graph {
+  input %x : f32[4, 4]
+  %r : i64[4] = aten.arange.default() {end = 4}
+  %c : i64[4, 1] = aten.view.default(%r) {size = [4, 1]}
+  %m : bool[4, 4] = aten.gt.Tensor(%r, %c)
+  %y : f32[4, 4] = aten.masked_fill.Scalar(%x, %m) {value = -inf}
+  output %y
+})");
+  ConstantFolding fold;
+  EXPECT_TRUE(fold.run(*g));
+  ir::verify_or_throw(*g);
+  EXPECT_EQ(ir::print(*g), R"(graph {
+  input %x : f32[4, 4]
+  const %m_folded : bool[4, 4] "folded.m"
+  %y : f32[4, 4] = aten.masked_fill.Scalar(%x, %m_folded) {value = -inf}
+  output %y
+}
+)");
+  auto mask = read_constant(*g->find_value("m_folded"));
+  ASSERT_TRUE(mask.has_value());
+  // Row i, column j is masked when j > i (a causal mask).
+  const std::vector<double> want = {0, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 1, 0, 0, 0, 0};
+  EXPECT_EQ(mask->data, want);
+}
+
+TEST(ConstantFolding, CastsWeightsToBf16WithRoundToNearestEven) {
+  auto g = ir::parse(R"(graph {
+  input %x : bf16[3]
+  param %w : f32[3] "w"
+  %wb : bf16[3] = aten._to_copy.default(%w) {dtype = #bf16}
+  %y : bf16[3] = aten.mul.Tensor(%x, %wb)
+  output %y
+})");
+  // 1 + 2^-8 is a tie between bf16 neighbours 1 and 1 + 2^-7: rounds to even (1.0).
+  static const float w[3] = {1.0f + 1.0f / 256, 3.0f, -0.1f};
+  g->find_value("w")->set_payload({reinterpret_cast<const std::byte*>(w), sizeof w, 0, {}, nullptr});
+  ConstantFolding fold;
+  ASSERT_TRUE(fold.run(*g));
+  const ir::Value* c = g->find_value("wb_folded");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->dtype(), ir::DType::bf16);
+  ASSERT_EQ(c->payload()->nbytes, 6u);
+  uint16_t bits[3];
+  std::memcpy(bits, c->payload()->data, 6);
+  EXPECT_EQ(bits[0], 0x3f80);
+  EXPECT_EQ(bits[1], 0x4040);
+  EXPECT_EQ(bits[2], 0xbdcd);  // -0.1 -> 0xbdcccccd rounds up to 0xbdcd
+  EXPECT_EQ(g->find_value("w"), nullptr);  // the fp32 weight is gone
+}
+
+TEST(ConstantFolding, MutatedBuffersAreNotConstants) {
+  auto g = ir::parse(R"(graph {
+  input %x : f32[2]
+  buffer %b : f32[2] "running"
+  %n : f32[2] = aten.neg.default(%b)
+  %u : f32[2] = aten.add.Tensor(%b, %x)
+  output %n
+  output %u buffer_mutation "running"
+})");
+  static const float b[2] = {1, 2};
+  g->find_value("b")->set_payload({reinterpret_cast<const std::byte*>(b), sizeof b, 0, {}, nullptr});
+  ConstantFolding fold;
+  EXPECT_FALSE(fold.run(*g));
+}
+
+TEST(ConstantFolding, RespectsTheSizeLimitAndStrides) {
+  auto g = ir::parse(R"(graph {
+  param %w : f32[2, 3] "w"
+  %t : f32[3, 2] = aten.permute.default(%w) {dims = [1, 0]}
+  %z : f32[64] = aten.zeros.default() {size = [64]}
+  output %t
+  output %z
+})");
+  // A transposed view: storage [[0,1],[2,3],[4,5]] read with strides [1, 2] is [[0,2,4],[1,3,5]].
+  static const float w[6] = {0, 1, 2, 3, 4, 5};
+  g->find_value("w")->set_payload({reinterpret_cast<const std::byte*>(w), sizeof w, 0, {1, 2}, nullptr});
+  ConstantFolding fold(/*max_elements=*/16);
+  ASSERT_TRUE(fold.run(*g));
+  auto t = read_constant(*g->find_value("t_folded"));
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->data, (std::vector<double>{0, 1, 2, 3, 4, 5}));
+  EXPECT_NE(g->find_node("z"), nullptr);  // 64 elements > 16: left in the graph
+}
+
+}  // namespace
+}  // namespace neuronc::passes
