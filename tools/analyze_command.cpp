@@ -10,6 +10,8 @@
 #include "frontend/load.h"
 #include "ir/op_registry.h"
 #include "ir/printer.h"
+#include "passes/partition.h"
+#include "passes/pipeline.h"
 #include "tools/cli_output.h"
 #include "tools/commands.h"
 
@@ -80,6 +82,25 @@ void run_analyze(const AnalyzeOptions& o) {
   }
   size_t counts[3] = {0, 0, 0};
   for (const OpUse& u : ops) counts[static_cast<int>(u.support)] += u.count;
+  const std::string imported_ir = o.print_ir ? ir::print(*prog.graph) : "";
+
+  // What the compiler will actually run: the optimised graph, partitioned.
+  passes::PassManagerOptions pm_opts;
+  if (o.print_ir) pm_opts.print_after = {};
+  passes::PassManager pm(pm_opts);
+  passes::build_pipeline(pm);
+  pm.run(*prog.graph);
+  const passes::PartitionPlan plan = passes::partition_graph(*prog.graph);
+  size_t device_parts = 0, host_parts = 0, device_nodes = 0, host_nodes = 0;
+  for (const passes::Partition& p : plan.partitions) {
+    if (p.kind == passes::PartitionKind::device) {
+      ++device_parts;
+      device_nodes += p.nodes.size();
+    } else {
+      ++host_parts;
+      host_nodes += p.nodes.size();
+    }
+  }
 
   if (o.json) {
     nlohmann::ordered_json j;
@@ -122,7 +143,21 @@ void run_analyze(const AnalyzeOptions& o) {
                      {"locations", u.locations}});
     }
     j["ops"] = arr;
-    if (o.print_ir) j["ir"] = ir::print(g);
+    j["optimized"] = {{"nodes", g.nodes().size()},
+                      {"device_partitions", device_parts},
+                      {"host_partitions", host_parts},
+                      {"device_nodes", device_nodes},
+                      {"host_nodes", host_nodes}};
+    nlohmann::ordered_json reasons = nlohmann::ordered_json::array();
+    for (const passes::HostReason& r : plan.host_reasons) {
+      reasons.push_back({{"node", r.node->name()}, {"op", r.node->op()}, {"reason", r.reason},
+                         {"location", r.node->location().to_string()}});
+    }
+    j["optimized"]["host_nodes_detail"] = reasons;
+    if (o.print_ir) {
+      j["ir"] = imported_ir;
+      j["optimized_ir"] = ir::print(g);
+    }
     std::cout << j.dump(2) << "\n";
   } else {
     std::printf("%s: %s, torch %s, schema %d.%d, %zu nodes\n", o.model.c_str(),
@@ -154,6 +189,13 @@ void run_analyze(const AnalyzeOptions& o) {
     }
     std::printf("\n%zu nodes on the device, %zu on the host, %zu unsupported (target %s)\n",
                 counts[0], counts[1], counts[2], o.target.c_str());
+    std::printf("after optimisation: %zu nodes in %zu device and %zu host partitions\n",
+                g.nodes().size(), device_parts, host_parts);
+    for (const passes::HostReason& r : plan.host_reasons) {
+      const std::string loc = r.node->location().to_string();
+      std::printf("  host %s (%s): %s%s%s\n", r.node->name().c_str(), r.node->op().c_str(),
+                  r.reason.c_str(), loc.empty() ? "" : " at ", loc.c_str());
+    }
     for (const OpUse& u : ops) {
       if (u.support == Support::device) continue;
       std::printf("\n%s %s: %s\n", support_name(u.support), u.op.c_str(), u.reason.c_str());
@@ -161,7 +203,10 @@ void run_analyze(const AnalyzeOptions& o) {
         std::printf("    at %s\n", u.locations[i].c_str());
       if (u.locations.size() > 5) std::printf("    ... and %zu more\n", u.locations.size() - 5);
     }
-    if (o.print_ir) std::printf("\n%s", ir::print(g).c_str());
+    if (o.print_ir) {
+      std::printf("\n// imported\n%s", imported_ir.c_str());
+      std::printf("\n// optimised\n%s", ir::print(g).c_str());
+    }
   }
   if (counts[2] > 0) throw CommandExit{kExitError, "", ""};
 }
