@@ -50,7 +50,6 @@ class SchemaParser {
       ++p_;
       overload = ident();
     }
-    if (!name.empty() && name.back() == '_') info.inplace = true;
     info.name = "aten." + name + "." + overload;
     expect('(');
     bool kwarg_only = false;
@@ -62,8 +61,11 @@ class SchemaParser {
           ++p_;
           kwarg_only = true;
         } else {
-          ArgSpec a = argument();
+          bool writes = false;
+          ArgSpec a = argument(&writes);
           a.kwarg_only = kwarg_only;
+          // In-place: the first argument carries a write annotation, "Tensor(a!) self".
+          if (info.args.empty() && writes) info.inplace = true;
           info.args.push_back(std::move(a));
         }
         skip_ws();
@@ -116,10 +118,10 @@ class SchemaParser {
     return write;
   }
 
-  ArgSpec argument() {
+  ArgSpec argument(bool* writes) {
     ArgSpec a;
     std::string base = ident();
-    alias_annotation();
+    *writes = alias_annotation();
     bool list = false;
     if (peek() == '[') {
       size_t e = s_.find(']', p_);
@@ -127,7 +129,7 @@ class SchemaParser {
       p_ = e + 1;
       list = true;
     }
-    alias_annotation();
+    *writes |= alias_annotation();
     if (peek() == '?') {
       ++p_;
       a.optional = true;

@@ -421,6 +421,93 @@ std::optional<std::vector<HostTensor>> evaluate(const ir::Node& n,
     }
     return one(o);
   }
+  if (op == "aten.diff.default") {
+    // Concatenate prepend/x/append along dim, then take n forward differences.
+    const int64_t d = norm_dim(n.attr_int("dim"), x.shape.size());
+    std::vector<const HostTensor*> parts;
+    if (in.size() > 1 && in[1]) parts.push_back(in[1]);
+    parts.push_back(&x);
+    if (in.size() > 2 && in[2]) parts.push_back(in[2]);
+    Shape cat_shape = x.shape;
+    int64_t len = 0;
+    for (const HostTensor* p : parts) len += p->shape[static_cast<size_t>(d)];
+    cat_shape[static_cast<size_t>(d)] = len;
+    int64_t inner = 1, outer = 1;
+    for (size_t k = static_cast<size_t>(d) + 1; k < x.shape.size(); ++k) inner *= x.shape[k];
+    for (size_t k = 0; k < static_cast<size_t>(d); ++k) outer *= x.shape[k];
+    HostTensor cur = make(x.dtype, cat_shape);
+    int64_t at = 0;
+    for (const HostTensor* p : parts) {
+      const int64_t pd = p->shape[static_cast<size_t>(d)];
+      for (int64_t a = 0; a < outer; ++a)
+        for (int64_t b = 0; b < pd * inner; ++b)
+          cur.data[static_cast<size_t>(a * len * inner + at * inner + b)] = p->data[static_cast<size_t>(a * pd * inner + b)];
+      at += pd;
+    }
+    for (int64_t step = 0; step < n.attr_int("n"); ++step) {
+      Shape s2 = cur.shape;
+      const int64_t l = s2[static_cast<size_t>(d)];
+      if (l == 0) break;
+      s2[static_cast<size_t>(d)] = l - 1;
+      HostTensor next = make(ot, s2);
+      for (int64_t a = 0; a < outer; ++a)
+        for (int64_t i = 0; i < l - 1; ++i)
+          for (int64_t b = 0; b < inner; ++b) {
+            const double hi = cur.data[static_cast<size_t>((a * l + i + 1) * inner + b)];
+            const double lo = cur.data[static_cast<size_t>((a * l + i) * inner + b)];
+            next.data[static_cast<size_t>((a * (l - 1) + i) * inner + b)] =
+                ot == ir::DType::boolean ? double(hi != lo) : round_to(ot, hi - lo);
+          }
+      cur = std::move(next);
+    }
+    if (cur.shape != out_shape) return std::nullopt;
+    return one(cur);
+  }
+  if (op == "aten.index.Tensor") {
+    // Advanced indexing with adjacent index tensors (the form exported masks use).
+    std::vector<const HostTensor*> idx(in.begin() + 1, in.end());
+    int first = -1, last = -1;
+    Shape bshape;
+    for (size_t i = 0; i < idx.size(); ++i) {
+      if (!idx[i]) continue;
+      if (first < 0) first = static_cast<int>(i);
+      last = static_cast<int>(i);
+      bshape = first == static_cast<int>(i) ? idx[i]->shape : broadcast_shape(bshape, idx[i]->shape);
+    }
+    if (first < 0) return std::nullopt;
+    for (int i = first; i <= last; ++i) if (!idx[static_cast<size_t>(i)]) return std::nullopt;
+    const Shape st = strides_of(x.shape);
+    HostTensor o = make(ot, out_shape);
+    const size_t nb = bshape.size();
+    const int64_t bcount = count(bshape);
+    int64_t before = 1, after = 1;
+    for (int k = 0; k < first; ++k) before *= x.shape[static_cast<size_t>(k)];
+    for (size_t k = static_cast<size_t>(last) + 1; k < x.shape.size(); ++k) after *= x.shape[k];
+    (void)nb;
+    for (int64_t a = 0; a < before; ++a)
+      for (int64_t b = 0; b < bcount; ++b)
+        for (int64_t c = 0; c < after; ++c) {
+          int64_t off = 0, rem_a = a;
+          for (int k = first - 1; k >= 0; --k) {
+            off += (rem_a % x.shape[static_cast<size_t>(k)]) * st[static_cast<size_t>(k)];
+            rem_a /= x.shape[static_cast<size_t>(k)];
+          }
+          for (int k = first; k <= last; ++k) {
+            int64_t v = static_cast<int64_t>(at_broadcast(*idx[static_cast<size_t>(k)], bshape, b));
+            const int64_t dim = x.shape[static_cast<size_t>(k)];
+            if (v < 0) v += dim;
+            if (v < 0 || v >= dim) return std::nullopt;
+            off += v * st[static_cast<size_t>(k)];
+          }
+          int64_t rem_c = c;
+          for (size_t k = x.shape.size(); k-- > static_cast<size_t>(last) + 1;) {
+            off += (rem_c % x.shape[k]) * st[k];
+            rem_c /= x.shape[k];
+          }
+          o.data[static_cast<size_t>((a * bcount + b) * after + c)] = x.data[static_cast<size_t>(off)];
+        }
+    return one(o);
+  }
   if (op == "aten.any.dim" || op == "aten.all.dim") {
     const int64_t d = norm_dim(n.attr_int("dim"), x.shape.size());
     int64_t inner = 1;

@@ -31,6 +31,8 @@ TEST(Schema, ParsesPyTorchSchemaStrings) {
   EXPECT_EQ(i.args[1].type, ArgType::opt_tensor_list);
   OpInfo r = parse_schema("relu_(Tensor(a!) self) -> Tensor(a!)");
   EXPECT_TRUE(r.inplace);
+  EXPECT_FALSE(parse_schema("__and__.Tensor(Tensor self, Tensor other) -> Tensor").inplace);
+  EXPECT_FALSE(parse_schema("view(Tensor(a) self, SymInt[] size) -> Tensor(a)").inplace);
   OpInfo g = parse_schema("gelu(Tensor self, *, str approximate='none') -> Tensor");
   EXPECT_EQ(std::get<std::string>(*g.args[1].default_value), "none");
   OpInfo l = parse_schema("layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, "

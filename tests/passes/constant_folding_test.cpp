@@ -99,3 +99,53 @@ TEST(ConstantFolding, RespectsTheSizeLimitAndStrides) {
 
 }  // namespace
 }  // namespace neuronc::passes
+
+namespace neuronc::passes {
+namespace {
+
+TEST(ConstantFolding, BoolMaskAndDiffCumsum) {
+  auto g = ir::parse(R"(graph {
+  input %x : f32[1, 4]
+  %one : bool[] = aten.full.default() {size = [], fill_value = true, dtype = #bool}
+  %r : i64[4] = aten.arange.default() {end = 4}
+  %le : bool[4] = aten.le.Scalar(%r) {other = 2}
+  %m : bool[4] = aten.__and__.Tensor(%one, %le)
+  %y : f32[1, 4] = aten.masked_fill.Scalar(%x, %m) {value = 0.0}
+  output %y
+})");
+  ConstantFolding fold;
+  ASSERT_TRUE(fold.run(*g));
+  EXPECT_EQ(g->nodes().size(), 1u) << ir::print(*g);
+}
+
+}  // namespace
+}  // namespace neuronc::passes
+
+namespace neuronc::passes {
+namespace {
+
+TEST(ConstantFolding, PositionIdsChainDiffCumsumIndex) {
+  auto g = ir::parse(R"(graph {
+  input %x : i64[1, 2]
+  %r : i64[4] = aten.arange.default() {end = 4}
+  %v : i64[1, 4] = aten.view.default(%r) {size = [1, 4]}
+  %p : i64[1, 1] = aten.full.default() {size = [1, 1], fill_value = -1, dtype = #i64}
+  %d : i64[1, 4] = aten.diff.default(%v, %p, _)
+  %c : i64[1, 4] = aten.cumsum.default(%d) {dim = -1}
+  %i0 : i64[1, 1] = aten.zeros.default() {size = [1, 1], dtype = #i64}
+  %j : i64[2] = aten.arange.start() {start = 1, end = 3}
+  %ix : i64[1, 2] = aten.index.Tensor(%c, %i0, %j)
+  %y : i64[1, 2] = aten.add.Tensor(%x, %ix)
+  output %y
+})");
+  ConstantFolding fold;
+  ASSERT_TRUE(fold.run(*g));
+  ASSERT_EQ(g->nodes().size(), 1u) << ir::print(*g);
+  auto ix = read_constant(*g->find_value("ix_folded"));
+  ASSERT_TRUE(ix.has_value());
+  // diff([-1, 0, 1, 2, 3]) = [1, 1, 1, 1]; cumsum = [1, 2, 3, 4]; columns 1 and 2 = [2, 3].
+  EXPECT_EQ(ix->data, (std::vector<double>{2, 3}));
+}
+
+}  // namespace
+}  // namespace neuronc::passes
