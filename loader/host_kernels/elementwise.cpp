@@ -1,0 +1,336 @@
+// Host element-wise kernels: unary math, binary arithmetic and comparison with PyTorch
+// broadcasting, where, clamp, casts. Float math runs in double and rounds once to the output
+// dtype; integer/bool outputs of integer inputs run in int64.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+#include "loader/host_kernel.h"
+
+namespace neuronc::host {
+namespace {
+
+using Unary = double (*)(double);
+
+double fabs_(double x) { return std::fabs(x); }
+
+
+// Broadcast shape of a and b, or an error.
+Result<std::vector<int64_t>> broadcast(const HostOpContext& c, const std::vector<int64_t>& a,
+                                       const std::vector<int64_t>& b) {
+  const size_t r = std::max(a.size(), b.size());
+  std::vector<int64_t> out(r);
+  for (size_t i = 0; i < r; ++i) {
+    const int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    const int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da != db && da != 1 && db != 1)
+      return c.error("shapes " + shape_str(a) + " and " + shape_str(b) +
+                     " do not broadcast (dim " + std::to_string(i) + ": " + std::to_string(da) +
+                     " vs " + std::to_string(db) + ")");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+// Element index into `in` for each flat index of `out` under broadcasting.
+std::vector<int64_t> broadcast_index(const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
+  const int64_t n = [&] {
+    int64_t k = 1;
+    for (int64_t d : out) k *= d;
+    return k;
+  }();
+  std::vector<int64_t> idx(static_cast<size_t>(n));
+  const size_t r = out.size();
+  std::vector<int64_t> in_strides(r, 0);
+  const auto cs = contiguous_strides(in);
+  for (size_t i = 0; i < in.size(); ++i)
+    in_strides[r - in.size() + i] = in[i] == 1 ? 0 : cs[i];
+  std::vector<int64_t> pos(r, 0);
+  int64_t off = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    idx[static_cast<size_t>(k)] = off;
+    for (int64_t d = static_cast<int64_t>(r) - 1; d >= 0; --d) {
+      if (++pos[d] < out[d]) {
+        off += in_strides[d];
+        break;
+      }
+      off -= in_strides[d] * (out[d] - 1);
+      pos[d] = 0;
+    }
+  }
+  return idx;
+}
+
+double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+double gelu_tanh(double x) {
+  const double k = std::sqrt(2.0 / M_PI);
+  return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+}
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double sign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }
+
+template <Unary F>
+Status unary(const HostOpContext& c) {
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("self"));
+  NEURONC_RETURN_IF_ERROR_(c.expect_outputs(1));
+  const HostTensor& o = c.output(0);
+  if (o.shape != x->shape)
+    return c.error("output shape " + shape_str(o.shape) + ", expected " + shape_str(x->shape));
+  if (x->dtype == TensorDType::c64 || o.dtype == TensorDType::c64)
+    return c.error("complex tensors are not supported here");
+  if (c.dry_run()) return Status::ok();
+  std::vector<double> v = to_double(*x);
+  for (double& e : v) e = F(e);
+  from_double(c.output(0), v);
+  return Status::ok();
+}
+
+// abs: real -> real; complex64 -> its magnitude as f32 (torch.abs of a complex tensor).
+Status abs_kernel(const HostOpContext& c) {
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("self"));
+  NEURONC_RETURN_IF_ERROR_(c.expect_outputs(1));
+  if (x->dtype != TensorDType::c64) return unary<fabs_>(c);
+  NEURONC_RETURN_IF_ERROR_(c.expect_output(0, TensorDType::f32, x->shape));
+  if (c.dry_run()) return Status::ok();
+  const float* z = x->as<const float>();
+  float* o = c.output(0).as<float>();
+  for (int64_t i = 0; i < x->numel(); ++i) o[i] = std::hypot(z[2 * i], z[2 * i + 1]);
+  return Status::ok();
+}
+
+Status gelu(const HostOpContext& c) {
+  const auto approx = c.get_string("approximate").value_or("none");
+  if (approx == "tanh") return unary<gelu_tanh>(c);
+  if (approx != "none") return c.error("approximate is '" + approx + "', expected none or tanh");
+  return unary<gelu_erf>(c);
+}
+
+enum class BinOp { add, sub, mul, div, max, min, pow, rem, eq, ne, lt, le, gt, ge, land, lor, lxor };
+
+bool is_compare(BinOp op) { return op >= BinOp::eq; }
+
+template <BinOp Op>
+Status binary(const HostOpContext& c) {
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* a, c.required("self"));
+  NEURONC_RETURN_IF_ERROR_(c.expect_outputs(1));
+  const HostTensor* b = c.tensor("other");
+  const double scalar = c.get_float("other", 0.0);
+  const double alpha = c.get_float("alpha", 1.0);
+  std::vector<int64_t> shape = a->shape;
+  if (b) {
+    NEURONC_ASSIGN_OR_RETURN_(shape, broadcast(c, a->shape, b->shape));
+  } else if (!c.has("other")) {
+    return c.error("argument 'other' is missing");
+  }
+  HostTensor& o = c.output(0);
+  if (o.shape != shape)
+    return c.error("output shape " + shape_str(o.shape) + ", expected " + shape_str(shape));
+  if (is_compare(Op) && o.dtype != TensorDType::boolean)
+    return c.error("output dtype " + dtype_str(o.dtype) + ", expected bool");
+  if (a->dtype == TensorDType::c64 || (b && b->dtype == TensorDType::c64) ||
+      o.dtype == TensorDType::c64)
+    return c.error("complex tensors are not supported here");
+  const auto mode = c.get_string("rounding_mode");
+  if (mode && *mode != "trunc" && *mode != "floor")
+    return c.error("rounding_mode is '" + *mode + "', expected trunc or floor");
+  if (c.dry_run()) return Status::ok();
+  const std::vector<double> av = to_double(*a);
+  std::vector<double> bv;
+  std::vector<int64_t> ai = broadcast_index(a->shape, shape), bi;
+  if (b) {
+    bv = to_double(*b);
+    bi = broadcast_index(b->shape, shape);
+  }
+  // Integer semantics when nothing is floating.
+  const bool integral = is_integral(o.dtype) && is_integral(a->dtype) && (!b || is_integral(b->dtype));
+  std::vector<double> out(ai.size());
+  for (size_t k = 0; k < ai.size(); ++k) {
+    const double x = av[ai[k]];
+    const double y = b ? bv[bi[k]] : scalar;
+    double r = 0;
+    switch (Op) {
+      case BinOp::add: r = x + alpha * y; break;
+      case BinOp::sub: r = x - alpha * y; break;
+      case BinOp::mul: r = x * y; break;
+      case BinOp::div:
+        r = x / y;
+        if (mode == "trunc") r = std::trunc(r);
+        if (mode == "floor") r = std::floor(r);
+        break;
+      case BinOp::max: r = std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); break;
+      case BinOp::min: r = std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y); break;
+      case BinOp::pow: r = std::pow(x, y); break;
+      case BinOp::rem:
+        if (integral && y == 0) return c.error("integer remainder by zero");
+        r = x - std::floor(x / y) * y;
+        break;
+      case BinOp::eq: r = x == y; break;
+      case BinOp::ne: r = x != y; break;
+      case BinOp::lt: r = x < y; break;
+      case BinOp::le: r = x <= y; break;
+      case BinOp::gt: r = x > y; break;
+      case BinOp::ge: r = x >= y; break;
+      case BinOp::land: r = (x != 0) && (y != 0); break;
+      case BinOp::lor: r = (x != 0) || (y != 0); break;
+      case BinOp::lxor: r = (x != 0) != (y != 0); break;
+    }
+    if (integral && Op == BinOp::div && !mode) r = x / y;  // true division of ints is float
+    out[k] = r;
+  }
+  from_double(o, out);
+  return Status::ok();
+}
+
+Status where(const HostOpContext& c) {
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* cond, c.required("condition"));
+  NEURONC_RETURN_IF_ERROR_(c.expect_outputs(1));
+  const HostTensor* a = c.tensor("self");
+  const HostTensor* b = c.tensor("other");
+  std::vector<int64_t> shape = cond->shape;
+  if (a) {
+    NEURONC_ASSIGN_OR_RETURN_(shape, broadcast(c, shape, a->shape));
+  }
+  if (b) {
+    NEURONC_ASSIGN_OR_RETURN_(shape, broadcast(c, shape, b->shape));
+  }
+  HostTensor& o = c.output(0);
+  if (o.shape != shape)
+    return c.error("output shape " + shape_str(o.shape) + ", expected " + shape_str(shape));
+  if (o.dtype == TensorDType::c64) return c.error("complex tensors are not supported here");
+  if (c.dry_run()) return Status::ok();
+  const auto cv = to_double(*cond);
+  const auto ci = broadcast_index(cond->shape, shape);
+  std::vector<double> av, bv;
+  std::vector<int64_t> ai, bi;
+  if (a) av = to_double(*a), ai = broadcast_index(a->shape, shape);
+  if (b) bv = to_double(*b), bi = broadcast_index(b->shape, shape);
+  const double as = c.get_float("self", 0), bs = c.get_float("other", 0);
+  std::vector<double> out(ci.size());
+  for (size_t k = 0; k < ci.size(); ++k)
+    out[k] = cv[ci[k]] != 0 ? (a ? av[ai[k]] : as) : (b ? bv[bi[k]] : bs);
+  from_double(o, out);
+  return Status::ok();
+}
+
+Status clamp(const HostOpContext& c) {
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("self"));
+  NEURONC_RETURN_IF_ERROR_(c.expect_output(0, x->dtype, x->shape));
+  if (c.dry_run()) return Status::ok();
+  const bool has_lo = c.has("min"), has_hi = c.has("max");
+  const double lo = c.get_float("min", 0), hi = c.get_float("max", 0);
+  auto v = to_double(*x);
+  for (double& e : v) {
+    if (std::isnan(e)) continue;
+    if (has_lo) e = std::max(e, lo);
+    if (has_hi) e = std::min(e, hi);
+  }
+  from_double(c.output(0), v);
+  return Status::ok();
+}
+
+// _to_copy / to.dtype / type conversions: same shape, output dtype from the plan.
+Status cast(const HostOpContext& c) {
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("self"));
+  NEURONC_RETURN_IF_ERROR_(c.expect_outputs(1));
+  HostTensor& o = c.output(0);
+  if (o.shape != x->shape)
+    return c.error("output shape " + shape_str(o.shape) + ", expected " + shape_str(x->shape));
+  if (auto dt = c.get_dtype("dtype"); dt && *dt != o.dtype)
+    return c.error("dtype argument is " + dtype_str(*dt) + " but the output is " +
+                   dtype_str(o.dtype));
+  if ((x->dtype == TensorDType::c64) != (o.dtype == TensorDType::c64))
+    return c.error("casts between complex and real tensors are not supported");
+  if (c.dry_run()) return Status::ok();
+  if (x->dtype == o.dtype) {
+    if (x->nbytes()) std::memcpy(o.data, x->data, x->nbytes());
+  } else if (is_integral(x->dtype) && is_integral(o.dtype)) {
+    from_int64(o, to_int64(*x));
+  } else {
+    from_double(o, to_double(*x));
+  }
+  return Status::ok();
+}
+
+double relu(double x) { return x > 0 ? x : (std::isnan(x) ? x : 0.0); }
+double neg(double x) { return -x; }
+double silu(double x) { return x * sigmoid(x); }
+double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+double reciprocal(double x) { return 1.0 / x; }
+double logical_not(double x) { return x == 0 ? 1.0 : 0.0; }
+double square(double x) { return x * x; }
+double round_even(double x) { return std::nearbyint(x); }
+double tanh_(double x) { return std::tanh(x); }
+double ceil_(double x) { return std::ceil(x); }
+double cos_(double x) { return std::cos(x); }
+double erf_(double x) { return std::erf(x); }
+double exp_(double x) { return std::exp(x); }
+double expm1_(double x) { return std::expm1(x); }
+double floor_(double x) { return std::floor(x); }
+double log_(double x) { return std::log(x); }
+double log1p_(double x) { return std::log1p(x); }
+double sin_(double x) { return std::sin(x); }
+double sqrt_(double x) { return std::sqrt(x); }
+double trunc_(double x) { return std::trunc(x); }
+
+}  // namespace
+
+void register_elementwise_kernels(KernelTable& t) {
+  t.add("aten.abs.default", abs_kernel);
+  t.add("aten.neg.default", unary<neg>);
+  t.add("aten.relu.default", unary<relu>);
+  t.add("aten.sigmoid.default", unary<sigmoid>);
+  t.add("aten.tanh.default", unary<tanh_>);
+  t.add("aten.exp.default", unary<exp_>);
+  t.add("aten.log.default", unary<log_>);
+  t.add("aten.log1p.default", unary<log1p_>);
+  t.add("aten.expm1.default", unary<expm1_>);
+  t.add("aten.sqrt.default", unary<sqrt_>);
+  t.add("aten.rsqrt.default", unary<rsqrt>);
+  t.add("aten.reciprocal.default", unary<reciprocal>);
+  t.add("aten.sin.default", unary<sin_>);
+  t.add("aten.cos.default", unary<cos_>);
+  t.add("aten.erf.default", unary<erf_>);
+  t.add("aten.sign.default", unary<sign>);
+  t.add("aten.floor.default", unary<floor_>);
+  t.add("aten.ceil.default", unary<ceil_>);
+  t.add("aten.round.default", unary<round_even>);
+  t.add("aten.trunc.default", unary<trunc_>);
+  t.add("aten.square.default", unary<square>);
+  t.add("aten.silu.default", unary<silu>);
+  t.add("aten.gelu.default", gelu);
+  t.add("aten.logical_not.default", unary<logical_not>);
+  for (const char* s : {"Tensor", "Scalar"}) {
+    const std::string suf = std::string(".") + s;
+    t.add("aten.add" + suf, binary<BinOp::add>);
+    t.add("aten.sub" + suf, binary<BinOp::sub>);
+    t.add("aten.mul" + suf, binary<BinOp::mul>);
+    t.add("aten.div" + suf, binary<BinOp::div>);
+    t.add("aten.div" + suf + "_mode", binary<BinOp::div>);
+    t.add("aten.pow.Tensor_" + std::string(s), binary<BinOp::pow>);
+    t.add("aten.remainder" + suf, binary<BinOp::rem>);
+    t.add("aten.eq" + suf, binary<BinOp::eq>);
+    t.add("aten.ne" + suf, binary<BinOp::ne>);
+    t.add("aten.lt" + suf, binary<BinOp::lt>);
+    t.add("aten.le" + suf, binary<BinOp::le>);
+    t.add("aten.gt" + suf, binary<BinOp::gt>);
+    t.add("aten.ge" + suf, binary<BinOp::ge>);
+  }
+  t.add("aten.maximum.default", binary<BinOp::max>);
+  t.add("aten.minimum.default", binary<BinOp::min>);
+  t.add("aten.logical_and.default", binary<BinOp::land>);
+  t.add("aten.logical_or.default", binary<BinOp::lor>);
+  t.add("aten.logical_xor.default", binary<BinOp::lxor>);
+  t.add("aten.where.self", where);
+  t.add("aten.where.ScalarSelf", where);
+  t.add("aten.where.ScalarOther", where);
+  t.add("aten.clamp.default", clamp);
+  t.add("aten._to_copy.default", cast);
+  t.add("aten.to.dtype", cast);
+  t.add("aten.clone.default", cast);
+  t.add("aten.contiguous.default", cast);
+  t.add("aten.alias.default", cast);
+  t.add("aten.detach.default", cast);
+}
+
+}  // namespace neuronc::host

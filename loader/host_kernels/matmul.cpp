@@ -1,0 +1,104 @@
+// Host matmul kernels (fallback only; the device runs these normally): mm, bmm, addmm, linear.
+// Double accumulation, one rounding to the output dtype.
+#include "loader/host_kernel.h"
+
+namespace neuronc::host {
+namespace {
+
+// out[b] = alpha * a[b] @ w[b]^(T if transposed) + beta * bias (broadcast to [M, N]).
+Status gemm(const HostOpContext& c, const HostTensor& a, const HostTensor& w, bool w_transposed,
+            const HostTensor* bias, double alpha, double beta) {
+  const bool batched = a.rank() == 3;
+  if ((a.rank() != 2 && !batched) || w.rank() != a.rank())
+    return c.error("operands " + shape_str(a.shape) + " and " + shape_str(w.shape) +
+                   " are not 2-D (or 3-D batched) matrices");
+  const int64_t B = batched ? a.shape[0] : 1;
+  const int64_t M = a.shape[a.rank() - 2], K = a.shape[a.rank() - 1];
+  const int64_t wk = w_transposed ? w.shape[w.rank() - 1] : w.shape[w.rank() - 2];
+  const int64_t N = w_transposed ? w.shape[w.rank() - 2] : w.shape[w.rank() - 1];
+  if (wk != K || (batched && w.shape[0] != B))
+    return c.error("cannot multiply " + shape_str(a.shape) + " by " + shape_str(w.shape) +
+                   (w_transposed ? "^T" : ""));
+  std::vector<int64_t> shape = batched ? std::vector<int64_t>{B, M, N} : std::vector<int64_t>{M, N};
+  if (bias) {
+    const auto& s = bias->shape;
+    const bool ok = s.empty() || (s.size() == 1 && (s[0] == N || s[0] == 1)) ||
+                    (s.size() == 2 && (s[0] == M || s[0] == 1) && (s[1] == N || s[1] == 1));
+    if (!ok) return c.error("bias shape " + shape_str(s) + " does not broadcast to " + shape_str(shape));
+  }
+  NEURONC_RETURN_IF_ERROR_(c.expect_output(0, a.dtype, shape));
+  if (!is_float(a.dtype)) return c.error("matmul of " + dtype_str(a.dtype) + " is not supported");
+  if (c.dry_run()) return Status::ok();
+  const auto av = to_double(a), wv = to_double(w);
+  std::vector<double> bv;
+  if (bias) bv = to_double(*bias);
+  std::vector<double> out(static_cast<size_t>(B * M * N));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        double s = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          const double wvk = w_transposed ? wv[(b * N + n) * K + k] : wv[(b * K + k) * N + n];
+          s += av[(b * M + m) * K + k] * wvk;
+        }
+        double r = alpha * s;
+        if (bias) {
+          const auto& bs = bias->shape;
+          const int64_t bi = bs.empty() ? 0
+                             : bs.size() == 1 ? (bs[0] == 1 ? 0 : n)
+                                              : (bs[0] == 1 ? 0 : m) * bs[1] + (bs[1] == 1 ? 0 : n);
+          r += beta * bv[static_cast<size_t>(bi)];
+        }
+        out[static_cast<size_t>((b * M + m) * N + n)] = r;
+      }
+  from_double(c.output(0), out);
+  return Status::ok();
+}
+
+Status mm(const HostOpContext& c) {
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* a, c.required("self"));
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* b, c.required("mat2"));
+  NEURONC_RETURN_IF_ERROR_(c.expect_outputs(1));
+  return gemm(c, *a, *b, false, nullptr, 1, 0);
+}
+
+Status addmm(const HostOpContext& c) {
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* bias, c.required("self"));
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* a, c.required("mat1"));
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* b, c.required("mat2"));
+  NEURONC_RETURN_IF_ERROR_(c.expect_outputs(1));
+  return gemm(c, *a, *b, false, bias, c.get_float("alpha", 1), c.get_float("beta", 1));
+}
+
+// linear(input [.., K], weight [N, K], bias? [N]); leading dims are flattened.
+Status linear(const HostOpContext& c) {
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("input"));
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* w, c.required("weight"));
+  NEURONC_RETURN_IF_ERROR_(c.expect_outputs(1));
+  if (x->rank() < 1 || w->rank() != 2)
+    return c.error("linear needs input rank >= 1 and a 2-D weight, found " + shape_str(x->shape) +
+                   " and " + shape_str(w->shape));
+  HostTensor flat = *x;
+  const int64_t K = x->shape.back();
+  flat.shape = {K ? x->numel() / K : 0, K};
+  std::vector<int64_t> oshape = x->shape;
+  oshape.back() = w->shape[0];
+  NEURONC_RETURN_IF_ERROR_(c.expect_output(0, x->dtype, oshape));
+  HostTensor& o = c.output(0);
+  const std::vector<int64_t> keep = o.shape;
+  o.shape = {flat.shape[0], w->shape[0]};
+  Status s = gemm(c, flat, *w, true, c.tensor("bias"), 1, 1);
+  o.shape = keep;
+  return s;
+}
+
+}  // namespace
+
+void register_matmul_kernels(KernelTable& t) {
+  t.add("aten.mm.default", mm);
+  t.add("aten.bmm.default", mm);
+  t.add("aten.addmm.default", addmm);
+  t.add("aten.linear.default", linear);
+}
+
+}  // namespace neuronc::host

@@ -1,0 +1,151 @@
+// Host normalisation kernels: _native_batch_norm_legit_functional (training statistics and
+// functional running-stat updates), _native_batch_norm_legit_no_training, native_layer_norm.
+// Statistics accumulate in double.
+#include <algorithm>
+#include <cmath>
+
+#include "loader/host_kernel.h"
+
+namespace neuronc::host {
+namespace {
+
+Status check_channel_vec(const HostOpContext& c, const HostTensor* t, const char* name, int64_t ch) {
+  if (t && (t->rank() != 1 || t->shape[0] != ch))
+    return c.error(std::string(name) + " shape is " + shape_str(t->shape) + ", expected [" +
+                   std::to_string(ch) + "]");
+  return Status::ok();
+}
+
+// _native_batch_norm_legit_functional(input, weight?, bias?, running_mean, running_var,
+//   bool training, float momentum, float eps) -> (out, save_mean, save_invstd,
+//   running_mean_out, running_var_out)
+Status batch_norm(const HostOpContext& c) {
+  const bool functional = c.op_name() == "aten._native_batch_norm_legit_functional.default";
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("input"));
+  NEURONC_RETURN_IF_ERROR_(c.expect_outputs(functional ? 5 : 3));
+  if (x->rank() < 2) return c.error("input must have rank >= 2, found " + shape_str(x->shape));
+  if (!is_float(x->dtype)) return c.error("input is " + dtype_str(x->dtype) + ", expected a float type");
+  const int64_t ch = x->shape[1];
+  const HostTensor* w = c.tensor("weight");
+  const HostTensor* b = c.tensor("bias");
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* rm, c.required("running_mean"));
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* rv, c.required("running_var"));
+  for (auto [t, name] : {std::pair{w, "weight"}, {b, "bias"}, {rm, "running_mean"}, {rv, "running_var"}})
+    NEURONC_RETURN_IF_ERROR_(check_channel_vec(c, t, name, ch));
+  const bool training = functional && c.get_bool("training", true);
+  const double momentum = c.get_float("momentum", 0.1);
+  const double eps = c.get_float("eps", 1e-5);
+  NEURONC_RETURN_IF_ERROR_(c.expect_output(0, x->dtype, x->shape));
+  for (size_t i : {size_t{1}, size_t{2}}) {
+    const HostTensor& s = c.output(i);
+    if (s.rank() != 1 || (s.shape[0] != ch && s.shape[0] != 0))
+      return c.error("output " + std::to_string(i) + " shape is " + shape_str(s.shape) +
+                     ", expected [" + std::to_string(ch) + "] or [0]");
+  }
+  if (functional) {
+    NEURONC_RETURN_IF_ERROR_(c.expect_output(3, rm->dtype, rm->shape));
+    NEURONC_RETURN_IF_ERROR_(c.expect_output(4, rv->dtype, rv->shape));
+  }
+  if (c.dry_run()) return Status::ok();
+  const int64_t n = x->shape[0];
+  int64_t inner = 1;
+  for (int64_t i = 2; i < x->rank(); ++i) inner *= x->shape[i];
+  const auto xv = to_double(*x);
+  const auto rmv = to_double(*rm), rvv = to_double(*rv);
+  const std::vector<double> wv = w ? to_double(*w) : std::vector<double>(ch, 1.0);
+  const std::vector<double> bv = b ? to_double(*b) : std::vector<double>(ch, 0.0);
+  std::vector<double> mean(ch), invstd(ch), out(xv.size()), new_rm(rmv), new_rv(rvv);
+  const double count = static_cast<double>(n * inner);
+  for (int64_t k = 0; k < ch; ++k) {
+    double m, var;
+    if (training) {
+      double s = 0;
+      for (int64_t a = 0; a < n; ++a)
+        for (int64_t i = 0; i < inner; ++i) s += xv[(a * ch + k) * inner + i];
+      m = count > 0 ? s / count : 0;
+      double q = 0;
+      for (int64_t a = 0; a < n; ++a)
+        for (int64_t i = 0; i < inner; ++i) {
+          const double e = xv[(a * ch + k) * inner + i] - m;
+          q += e * e;
+        }
+      var = count > 0 ? q / count : 0;
+      const double unbiased = count > 1 ? q / (count - 1) : var;
+      new_rm[k] = (1 - momentum) * rmv[k] + momentum * m;
+      new_rv[k] = (1 - momentum) * rvv[k] + momentum * unbiased;
+    } else {
+      m = rmv[k];
+      var = rvv[k];
+    }
+    mean[k] = m;
+    invstd[k] = 1 / std::sqrt(var + eps);
+    for (int64_t a = 0; a < n; ++a)
+      for (int64_t i = 0; i < inner; ++i) {
+        const size_t j = static_cast<size_t>((a * ch + k) * inner + i);
+        out[j] = (xv[j] - m) * invstd[k] * wv[k] + bv[k];
+      }
+  }
+  from_double(c.output(0), out);
+  if (c.output(1).numel()) from_double(c.output(1), mean);
+  if (c.output(2).numel()) from_double(c.output(2), invstd);
+  if (functional) {
+    from_double(c.output(3), new_rm);
+    from_double(c.output(4), new_rv);
+  }
+  return Status::ok();
+}
+
+// native_layer_norm(input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd)
+Status layer_norm(const HostOpContext& c) {
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("input"));
+  NEURONC_RETURN_IF_ERROR_(c.expect_outputs(3));
+  const std::vector<int64_t> ns = c.get_ints("normalized_shape");
+  if (ns.size() > x->shape.size() ||
+      !std::equal(ns.begin(), ns.end(), x->shape.end() - static_cast<int64_t>(ns.size())))
+    return c.error("normalized_shape " + shape_str(ns) + " is not a suffix of input shape " +
+                   shape_str(x->shape));
+  int64_t inner = 1;
+  for (int64_t d : ns) inner *= d;
+  const int64_t outer = inner ? x->numel() / inner : 0;
+  const HostTensor* w = c.tensor("weight");
+  const HostTensor* b = c.tensor("bias");
+  for (const HostTensor* t : {w, b})
+    if (t && t->shape != ns)
+      return c.error("weight/bias shape " + shape_str(t->shape) + ", expected " + shape_str(ns));
+  std::vector<int64_t> stat = x->shape;
+  for (size_t i = x->shape.size() - ns.size(); i < stat.size(); ++i) stat[i] = 1;
+  NEURONC_RETURN_IF_ERROR_(c.expect_output(0, x->dtype, x->shape));
+  if (c.output(1).shape != stat || c.output(2).shape != stat)
+    return c.error("mean/rstd shapes " + shape_str(c.output(1).shape) + ", expected " + shape_str(stat));
+  if (c.dry_run()) return Status::ok();
+  const double eps = c.get_float("eps", 1e-5);
+  const auto xv = to_double(*x);
+  const std::vector<double> wv = w ? to_double(*w) : std::vector<double>(inner, 1.0);
+  const std::vector<double> bv = b ? to_double(*b) : std::vector<double>(inner, 0.0);
+  std::vector<double> out(xv.size()), mean(outer), rstd(outer);
+  for (int64_t r = 0; r < outer; ++r) {
+    double s = 0, q = 0;
+    for (int64_t i = 0; i < inner; ++i) s += xv[r * inner + i];
+    const double m = s / static_cast<double>(inner);
+    for (int64_t i = 0; i < inner; ++i) q += (xv[r * inner + i] - m) * (xv[r * inner + i] - m);
+    const double rs = 1 / std::sqrt(q / static_cast<double>(inner) + eps);
+    mean[r] = m;
+    rstd[r] = rs;
+    for (int64_t i = 0; i < inner; ++i)
+      out[r * inner + i] = (xv[r * inner + i] - m) * rs * wv[i] + bv[i];
+  }
+  from_double(c.output(0), out);
+  from_double(c.output(1), mean);
+  from_double(c.output(2), rstd);
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_norm_kernels(KernelTable& t) {
+  t.add("aten._native_batch_norm_legit_functional.default", batch_norm);
+  t.add("aten._native_batch_norm_legit_no_training.default", batch_norm);
+  t.add("aten.native_layer_norm.default", layer_norm);
+}
+
+}  // namespace neuronc::host

@@ -1,0 +1,90 @@
+// A compiled neuronc model (.nca), loaded once and shared. load() maps the file, checks the
+// header, version, checksums and every offset, index and device instruction against the
+// target's limits (artifact verifier), and resolves every host op to a kernel — all before
+// anything runs. Weights stay in the mapping (zero-copy) unless the file stores them
+// compressed.
+//
+// Thread-safety: a Model is an immutable, reference-counted handle. Copying it is cheap, and any
+// number of threads may use one Model (and copies of it) concurrently, e.g. to create one
+// Session per thread. The mapping lives until the last copy and the last Session are gone.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "neuronc/status.h"
+#include "neuronc/tensor.h"
+
+namespace neuronc {
+
+struct LoadOptions {
+  // CRC32C over every segment (reads every page of the weights once). Header and root CRCs
+  // are always checked.
+  bool verify_segment_checksums = true;
+  // Refuse artifacts whose HBM arena (allocated by every Session) is larger; 0 = no limit
+  // beyond the target's HBM.
+  uint64_t max_hbm_arena_bytes = 0;
+};
+
+// One dimension of a signature tensor: fixed (`symbol` empty) or `coeff` x a named symbol whose
+// value must lie in [min, max].
+struct DimSpec {
+  int64_t value = 0;
+  std::string symbol;
+  int64_t coeff = 1;
+  int64_t min = 0;
+  int64_t max = 0;
+  bool is_symbolic() const { return !symbol.empty(); }
+};
+
+struct TensorSpec {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<DimSpec> dims;
+};
+
+struct ModelInfo {
+  uint16_t format_major = 0;
+  uint16_t format_minor = 0;
+  std::string producer;          // "neuronc 0.1.0"
+  std::string target;            // "trn1" | "trn2" | "trn3"
+  uint32_t num_cores = 0;
+  std::string source_container;  // "pt2-archive", ...
+  std::string source_sha256;     // hex, empty if unknown
+  uint32_t device_partitions = 0;
+  uint32_t host_ops = 0;
+  uint64_t constant_bytes = 0;
+  uint64_t hbm_arena_bytes = 0;
+  uint64_t file_bytes = 0;
+  bool zero_copy_constants = false;  // every constant is read in place from the file mapping
+};
+
+class Model {
+ public:
+  // Maps `path` read-only and verifies it.
+  static Result<Model> load(const std::string& path, const LoadOptions& options = {});
+  // Copies `bytes` into memory the model owns, then verifies it.
+  static Result<Model> load_from_memory(std::span<const std::byte> bytes,
+                                        const LoadOptions& options = {});
+  // Zero-copy variant: `bytes` must stay valid and unchanged for the lifetime of the model and
+  // of every Session on it, and be 8-byte aligned.
+  static Result<Model> load_from_borrowed_memory(std::span<const std::byte> bytes,
+                                                 const LoadOptions& options = {});
+
+  const std::vector<TensorSpec>& inputs() const;
+  const std::vector<TensorSpec>& outputs() const;
+  const ModelInfo& info() const;
+
+  struct Impl;  // internal
+  explicit Model(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}  // internal
+
+ private:
+  friend class Session;
+  std::shared_ptr<const Impl> impl_;
+};
+
+}  // namespace neuronc

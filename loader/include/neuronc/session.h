@@ -1,0 +1,105 @@
+// Runs a Model: binds named inputs, executes the execution plan — device partitions on the
+// NeuronCore model (functional results and simulated timing), host-fallback ops on the CPU —
+// and returns named outputs. A Session owns the simulated device state (HBM arena with the
+// model's device-resident weights, SBUF/PSUM) and reusable intermediate buffers.
+//
+// Thread-safety: a Session is NOT thread-safe; use one per thread. Any number of Sessions may
+// share one Model concurrently. Results are deterministic: the same inputs give the same output
+// bytes and the same simulated times in any Session, on any thread.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "neuronc/model.h"
+#include "neuronc/status.h"
+#include "neuronc/tensor.h"
+
+namespace neuronc {
+
+struct SessionOptions {
+  // NeuronCores this session may use; 0 = as many as the artifact was compiled for. Fewer
+  // than the artifact needs is an error.
+  int target_cores = 0;
+  bool check_races = false;  // run the device model's race checker (slower)
+  bool parallel = true;      // let the device model use oneTBB inside large instructions
+};
+
+struct NamedInput {
+  std::string name;
+  TensorView tensor;
+};
+
+struct NamedOutput {
+  std::string name;
+  MutableTensorView buffer;
+};
+
+// Engines in the order of RunStats::engine_busy_ns.
+inline constexpr std::array<std::string_view, 5> kEngineNames = {"tensor", "vector", "scalar",
+                                                                 "gpsimd", "sync"};
+
+struct RunStats {
+  double latency_ns = 0;       // simulated device time + measured host-op time
+  double device_ns = 0;        // simulated time of all device partitions
+  double host_ops_ns = 0;      // wall time of the host-fallback ops
+  double host_wall_ns = 0;     // wall time of the whole run() call on this machine
+  std::array<double, 5> engine_busy_ns{};  // simulated busy time per engine, summed over cores
+  uint64_t instructions = 0;   // device instructions executed
+  uint64_t dma_bytes = 0;
+  uint32_t device_calls = 0;
+  uint32_t host_ops = 0;
+};
+
+// Outputs of one run, by signature name.
+class Outputs {
+ public:
+  size_t size() const { return tensors_.size(); }
+  // Null when no output has that name.
+  const Tensor* find(std::string_view name) const;
+  // The named output; the name must be one of the model's outputs (checked: aborts otherwise,
+  // like an out-of-bounds index).
+  const Tensor& at(std::string_view name) const;
+  const std::vector<std::string>& names() const { return names_; }
+  // Moves the named output out (an empty Tensor afterwards).
+  Tensor release(std::string_view name);
+
+ private:
+  friend class Session;
+  std::vector<std::string> names_;
+  std::vector<Tensor> tensors_;
+};
+
+class Session {
+ public:
+  explicit Session(const Model& model, const SessionOptions& options = {});
+  ~Session();
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Ok unless creation failed (e.g. target_cores too small, HBM arena allocation); every run()
+  // of a failed session returns this status.
+  const Status& status() const;
+
+  // Runs the model. `inputs` must name every model input exactly once (dtype and shape as the
+  // signature says; symbolic dims within their ranges). `outputs` optionally gives buffers for
+  // some outputs (exact dtype and shape); the run writes those in place and allocates the rest.
+  // Inputs are read in place and must stay unchanged until run() returns.
+  Result<Outputs> run(const std::vector<NamedInput>& inputs,
+                      const std::vector<NamedOutput>& outputs = {});
+
+  // Statistics of the last successful run.
+  const RunStats& stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace neuronc

@@ -1,0 +1,122 @@
+// Tensors at the neuronc API boundary: DType, a non-owning TensorView (inputs, read-only,
+// zero-copy), a MutableTensorView (caller-provided output buffers) and an owning Tensor
+// (outputs the session allocated). All tensors are dense, row-major and contiguous.
+//
+// Thread-safety: views are plain values (the caller owns the bytes and keeps them alive and
+// unchanged while a run reads them); a Tensor is a value with no shared state.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace neuronc {
+
+// Element types. Numbering is stable (it is the artifact's TensorDType).
+enum class DType : uint8_t {
+  f32 = 0,
+  f16,
+  bf16,
+  f64,
+  i64,
+  i32,
+  i16,
+  i8,
+  u8,
+  boolean,  // one byte, 0 or 1
+  c64,      // complex64: (real, imag) f32 pairs
+  f8e4m3,
+  f8e5m2,
+};
+
+size_t dtype_size(DType t);           // bytes per element
+std::string_view dtype_name(DType t);  // "f32", "bool", "c64", ...
+
+using Shape = std::vector<int64_t>;
+
+// Product of the dims (1 for a scalar); 0 if any dim is 0.
+int64_t numel(std::span<const int64_t> shape);
+
+// A read-only view of caller memory. The loader never copies an input to host memory; it reads
+// it in place (host ops) or DMAs it to the simulated device HBM (device partitions).
+class TensorView {
+ public:
+  TensorView() = default;
+  TensorView(const void* data, DType dtype, std::initializer_list<int64_t> shape)
+      : data_(data), dtype_(dtype), shape_(shape) {}
+  TensorView(const void* data, DType dtype, Shape shape)
+      : data_(data), dtype_(dtype), shape_(std::move(shape)) {}
+
+  const void* data() const { return data_; }
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int64_t numel() const { return neuronc::numel(shape_); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+
+ private:
+  const void* data_ = nullptr;
+  DType dtype_ = DType::f32;
+  Shape shape_;
+};
+
+// A caller-provided output buffer: the run writes the output straight into it. Its dtype and
+// shape must match the output's exactly.
+class MutableTensorView {
+ public:
+  MutableTensorView() = default;
+  MutableTensorView(void* data, DType dtype, std::initializer_list<int64_t> shape)
+      : data_(data), dtype_(dtype), shape_(shape) {}
+  MutableTensorView(void* data, DType dtype, Shape shape)
+      : data_(data), dtype_(dtype), shape_(std::move(shape)) {}
+
+  void* data() const { return data_; }
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int64_t numel() const { return neuronc::numel(shape_); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+
+ private:
+  void* data_ = nullptr;
+  DType dtype_ = DType::f32;
+  Shape shape_;
+};
+
+// An output tensor: owns its bytes (64-byte aligned), or, when the caller provided a buffer for
+// it, refers to that buffer.
+class Tensor {
+ public:
+  Tensor() = default;
+  // Allocates zeroed storage.
+  Tensor(DType dtype, Shape shape);
+  // Refers to `buffer` (no ownership).
+  static Tensor borrowed(const MutableTensorView& buffer);
+
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int64_t numel() const { return neuronc::numel(shape_); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+  const void* data() const { return data_; }
+  void* mutable_data() { return data_; }
+  bool owns_data() const { return storage_ != nullptr; }
+  // Typed element access; T must match the dtype's size (e.g. float for f32).
+  template <typename T>
+  std::span<const T> as() const {
+    return {static_cast<const T*>(data_), static_cast<size_t>(numel())};
+  }
+  TensorView view() const { return TensorView(data_, dtype_, shape_); }
+
+ private:
+  struct Free {
+    void operator()(std::byte* p) const;
+  };
+  DType dtype_ = DType::f32;
+  Shape shape_;
+  std::unique_ptr<std::byte, Free> storage_;
+  void* data_ = nullptr;
+};
+
+}  // namespace neuronc

@@ -1,0 +1,212 @@
+// Model loading (model.h): map or copy the bytes, read + verify the artifact, build the public
+// signature, resolve and dry-run host kernels.
+#include <cstring>
+#include <new>
+#include <set>
+#include <string>
+
+#include "loader/model_impl.h"
+
+namespace neuronc {
+namespace {
+
+using std::to_string;
+
+DType public_dtype(artifact::TensorDType t) { return static_cast<DType>(t); }
+
+TensorSpec spec_of(const artifact::ArtifactContents& c, const artifact::TensorSpec& s) {
+  const artifact::Value& v = c.plan.values[s.value];
+  TensorSpec out;
+  out.name = s.name;
+  out.dtype = public_dtype(v.dtype);
+  for (const artifact::Dim& d : v.dims) {
+    DimSpec ds;
+    if (d.is_constant()) {
+      ds.value = ds.min = ds.max = d.value;
+    } else {
+      const artifact::Symbol& y = c.signature.symbols[d.symbol];
+      ds.symbol = y.name;
+      ds.coeff = d.coeff;
+      ds.min = y.min;
+      ds.max = y.max;
+    }
+    out.dims.push_back(std::move(ds));
+  }
+  return out;
+}
+
+std::string hex(const std::vector<uint8_t>& b) {
+  static const char* k = "0123456789abcdef";
+  std::string s;
+  for (uint8_t x : b) {
+    s += k[x >> 4];
+    s += k[x & 15];
+  }
+  return s;
+}
+
+// Every symbol a value uses must be fixed by some input dim, or its size is unknown at run time.
+Status check_symbols_bound(const artifact::ArtifactContents& c) {
+  std::set<int32_t> bound;
+  for (const auto& in : c.signature.inputs)
+    for (const artifact::Dim& d : c.plan.values[in.value].dims)
+      if (!d.is_constant()) bound.insert(d.symbol);
+  for (const artifact::Value& v : c.plan.values)
+    for (const artifact::Dim& d : v.dims)
+      if (!d.is_constant() && !bound.count(d.symbol))
+        return Status(StatusCode::data_loss,
+                      "value '" + v.name + "' uses symbol '" + c.signature.symbols[d.symbol].name +
+                          "', which no input dimension determines");
+  return Status::ok();
+}
+
+Result<Model> finish_load(std::shared_ptr<Model::Impl> impl, std::span<const std::byte> bytes,
+                          const LoadOptions& options) {
+  artifact::ReadOptions ro;
+  ro.verify_segment_checksums = options.verify_segment_checksums;
+  auto art = artifact::read_artifact(bytes, ro);
+  if (!art) return from_artifact(art.status());
+  impl->art = std::move(art).value();
+  const artifact::ArtifactContents& c = impl->art.contents;
+  impl->target = &device::target(*device::parse_target(c.target));  // verified
+  if (options.max_hbm_arena_bytes != 0 &&
+      c.memory_plan.hbm_arena_bytes > options.max_hbm_arena_bytes)
+    return Status(StatusCode::resource_exhausted,
+                  "hbm arena of " + to_string(c.memory_plan.hbm_arena_bytes) +
+                      " bytes exceeds the limit of " + to_string(options.max_hbm_arena_bytes));
+  if (Status s = check_symbols_bound(c); !s.is_ok()) return s;
+  for (const auto& s : c.signature.inputs) impl->inputs.push_back(spec_of(c, s));
+  for (const auto& s : c.signature.outputs) impl->outputs.push_back(spec_of(c, s));
+
+  // Host kernels: every host op must have one, and static shapes are checked now.
+  impl->kernels.assign(c.plan.steps.size(), nullptr);
+  std::vector<host::HostTensor> storage(c.plan.values.size());
+  std::vector<const host::HostTensor*> values(c.plan.values.size(), nullptr);
+  for (size_t i = 0; i < c.plan.steps.size(); ++i) {
+    const auto* op = std::get_if<artifact::HostOp>(&c.plan.steps[i]);
+    if (!op) continue;
+    host::HostKernelFn fn = host::find_host_kernel(op->op);
+    if (!fn)
+      return Status(StatusCode::unimplemented, "plan step " + to_string(i) + ": host op '" +
+                                                   op->op + "' has no kernel in this loader");
+    impl->kernels[i] = fn;
+    // Dry run with the declared shapes when they are all static.
+    bool is_static = true;
+    std::vector<uint32_t> touched;
+    auto make = [&](uint32_t v) -> host::HostTensor* {
+      const artifact::Value& val = c.plan.values[v];
+      host::HostTensor& t = storage[v];
+      t.dtype = val.dtype;
+      t.shape.clear();
+      for (const auto& d : val.dims) {
+        if (!d.is_constant()) is_static = false;
+        t.shape.push_back(d.value);
+      }
+      values[v] = &t;
+      touched.push_back(v);
+      return &t;
+    };
+    for (const auto& a : op->args)
+      for (int32_t v : a.tensors)
+        if (v >= 0) make(static_cast<uint32_t>(v));
+    std::vector<host::HostTensor*> outs;
+    for (uint32_t v : op->outputs) outs.push_back(make(v));
+    Status s = Status::ok();
+    if (is_static) {
+      host::HostOpContext ctx(*op, values, outs, /*dry_run=*/true);
+      s = fn(ctx);
+    }
+    for (uint32_t v : touched) values[v] = nullptr;
+    if (!s.is_ok())
+      return Status(StatusCode::data_loss, "plan step " + to_string(i) + ": " + s.message());
+  }
+
+  ModelInfo& info = impl->info;
+  info.format_major = impl->art.header.format_major;
+  info.format_minor = impl->art.header.format_minor;
+  info.producer = c.producer.name + (c.producer.version.empty() ? "" : " " + c.producer.version);
+  info.target = c.target;
+  info.num_cores = c.num_cores;
+  info.source_container = c.source.container;
+  info.source_sha256 = hex(c.source.sha256);
+  for (const auto& s : c.plan.steps)
+    (std::holds_alternative<artifact::DeviceCall>(s) ? info.device_partitions : info.host_ops)++;
+  info.zero_copy_constants = true;
+  for (const auto& k : c.constants) {
+    info.constant_bytes += k.size;
+    if (c.segments[k.segment].compression != artifact::Compression::none)
+      info.zero_copy_constants = false;
+  }
+  info.hbm_arena_bytes = c.memory_plan.hbm_arena_bytes;
+  info.file_bytes = bytes.size();
+  return Model(std::move(impl));
+}
+
+}  // namespace
+
+Status from_artifact(const artifact::Status& s) {
+  using A = artifact::StatusCode;
+  switch (s.code()) {
+    case A::ok: return Status::ok();
+    case A::invalid_argument: return Status(StatusCode::invalid_argument, s.message());
+    case A::io_error: return Status(StatusCode::io_error, s.message());
+    case A::truncated: case A::corrupt: case A::out_of_range:
+      return Status(StatusCode::data_loss, s.message());
+    case A::incompatible_version: return Status(StatusCode::incompatible_version, s.message());
+    case A::unimplemented: return Status(StatusCode::unimplemented, s.message());
+  }
+  return Status(StatusCode::internal, s.message());
+}
+
+Result<Model> Model::load(const std::string& path, const LoadOptions& options) {
+  try {
+    auto impl = std::make_shared<Impl>();
+    auto f = artifact::MappedFile::open(path);
+    if (!f) return from_artifact(f.status());
+    impl->file = std::move(f).value();
+    const auto bytes = impl->file.bytes();
+    auto m = finish_load(std::move(impl), bytes, options);
+    if (!m) return Status(m.status().code(), "'" + path + "': " + m.status().message());
+    return m;
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::resource_exhausted, "out of memory loading '" + path + "'");
+  } catch (const std::exception& e) {
+    return Status(StatusCode::internal, std::string("loading '") + path + "': " + e.what());
+  }
+}
+
+Result<Model> Model::load_from_memory(std::span<const std::byte> bytes,
+                                      const LoadOptions& options) {
+  try {
+    auto impl = std::make_shared<Impl>();
+    impl->owned.reset(new std::byte[std::max<size_t>(bytes.size(), 1)]);
+    if (!bytes.empty()) std::memcpy(impl->owned.get(), bytes.data(), bytes.size());
+    const std::span<const std::byte> copy(impl->owned.get(), bytes.size());
+    return finish_load(std::move(impl), copy, options);
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::resource_exhausted, "out of memory loading an artifact of " +
+                                                      to_string(bytes.size()) + " bytes");
+  } catch (const std::exception& e) {
+    return Status(StatusCode::internal, e.what());
+  }
+}
+
+Result<Model> Model::load_from_borrowed_memory(std::span<const std::byte> bytes,
+                                               const LoadOptions& options) {
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % 8 != 0)
+    return Status(StatusCode::invalid_argument,
+                  "borrowed artifact bytes must be 8-byte aligned (use load_from_memory)");
+  try {
+    return finish_load(std::make_shared<Impl>(), bytes, options);
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::resource_exhausted, "out of memory loading an artifact");
+  } catch (const std::exception& e) {
+    return Status(StatusCode::internal, e.what());
+  }
+}
+
+const std::vector<TensorSpec>& Model::inputs() const { return impl_->inputs; }
+const std::vector<TensorSpec>& Model::outputs() const { return impl_->outputs; }
+const ModelInfo& Model::info() const { return impl_->info; }
+
+}  // namespace neuronc

@@ -1,0 +1,360 @@
+// Session (session.h): binds inputs, resolves symbolic shapes, walks the execution plan —
+// device calls copy bindings into the HBM arena, run the NeuronCore model and copy results
+// back; host ops run their kernel on CPU buffers — and hands back outputs.
+#include "neuronc/session.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "device/simulator.h"
+#include "loader/model_impl.h"
+
+namespace neuronc {
+namespace {
+
+using std::to_string;
+namespace art = ::neuronc::artifact;
+
+struct FreeDeleter {
+  void operator()(std::byte* p) const { std::free(p); }
+};
+
+std::string shape_text(const Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + to_string(s[i]);
+  return r + "]";
+}
+
+std::string spec_text(const TensorSpec& s) {
+  std::string r = std::string(dtype_name(s.dtype)) + "[";
+  for (size_t i = 0; i < s.dims.size(); ++i) {
+    const DimSpec& d = s.dims[i];
+    r += i ? ", " : "";
+    if (!d.is_symbolic())
+      r += to_string(d.value);
+    else
+      r += (d.coeff != 1 ? to_string(d.coeff) + "*" : "") + d.symbol;
+  }
+  return r + "]";
+}
+
+double ns_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+}
+
+constexpr uint64_t kMaxValueBytes = uint64_t{1} << 46;  // 64 TiB: anything larger is hostile
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Outputs.
+
+const Tensor* Outputs::find(std::string_view name) const {
+  for (size_t i = 0; i < names_.size(); ++i)
+    if (names_[i] == name) return &tensors_[i];
+  return nullptr;
+}
+
+const Tensor& Outputs::at(std::string_view name) const {
+  const Tensor* t = find(name);
+  if (!t) {
+    std::fprintf(stderr, "neuronc::Outputs::at: no output named '%.*s'\n",
+                 static_cast<int>(name.size()), name.data());
+    std::abort();
+  }
+  return *t;
+}
+
+Tensor Outputs::release(std::string_view name) {
+  for (size_t i = 0; i < names_.size(); ++i)
+    if (names_[i] == name) return std::move(tensors_[i]);
+  return Tensor();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Session.
+
+struct Session::Impl {
+  Model model;
+  const Model::Impl* m = nullptr;
+  SessionOptions options;
+  Status status;
+  std::unique_ptr<device::Simulator> sim;
+  std::unique_ptr<std::byte, FreeDeleter> hbm;
+  uint64_t hbm_size = 0;
+  std::vector<std::vector<std::byte>> scratch;  // per plan value (intermediates)
+  std::vector<host::HostTensor> slots;          // per plan value, valid during a run
+  RunStats stats;
+
+  explicit Impl(const Model& model) : model(model) {}
+  Status init();
+  Result<Outputs> run(const std::vector<NamedInput>& inputs,
+                      const std::vector<NamedOutput>& outputs);
+};
+
+Status Session::Impl::init() {
+  const art::ArtifactContents& c = m->art.contents;
+  const int need = static_cast<int>(c.num_cores);
+  if (options.target_cores < 0 || (options.target_cores != 0 && options.target_cores < need))
+    return Status(StatusCode::invalid_argument,
+                  "session has target_cores = " + to_string(options.target_cores) +
+                      " but the model was compiled for " + to_string(need) + " cores");
+  device::SimulatorOptions so;
+  so.functional = true;
+  so.check_races = options.check_races;
+  so.parallel = options.parallel;
+  sim = std::make_unique<device::Simulator>(*m->target, so);
+  hbm_size = c.memory_plan.hbm_arena_bytes;
+  // calloc: the kernel hands out zero pages lazily, so untouched arena costs no RSS.
+  hbm.reset(static_cast<std::byte*>(std::calloc(std::max<uint64_t>(hbm_size, 1), 1)));
+  if (!hbm)
+    return Status(StatusCode::resource_exhausted,
+                  "cannot allocate the " + to_string(hbm_size) + "-byte hbm arena");
+  for (uint32_t i = 0; i < c.constants.size(); ++i) {
+    const art::Constant& k = c.constants[i];
+    if (k.hbm_offset == art::kHostOnly) continue;
+    const auto bytes = m->art.constant_bytes(i);
+    if (!bytes.empty()) std::memcpy(hbm.get() + k.hbm_offset, bytes.data(), bytes.size());
+  }
+  scratch.resize(c.plan.values.size());
+  slots.resize(c.plan.values.size());
+  return Status::ok();
+}
+
+Result<Outputs> Session::Impl::run(const std::vector<NamedInput>& inputs,
+                                   const std::vector<NamedOutput>& out_buffers) {
+  if (!status.is_ok())
+    return Status(StatusCode::failed_precondition, "session creation failed: " + status.message());
+  const auto t0 = std::chrono::steady_clock::now();
+  const art::ArtifactContents& c = m->art.contents;
+  const auto& specs = m->inputs;
+
+  // 1. Match inputs by name.
+  std::vector<const NamedInput*> by_index(specs.size(), nullptr);
+  for (const NamedInput& in : inputs) {
+    size_t i = 0;
+    while (i < specs.size() && specs[i].name != in.name) ++i;
+    if (i == specs.size()) {
+      std::string names;
+      for (const auto& s : specs) names += (names.empty() ? "" : ", ") + s.name;
+      return Status(StatusCode::not_found,
+                    "unknown input '" + in.name + "': expected one of " + names);
+    }
+    if (by_index[i])
+      return Status(StatusCode::invalid_argument, "input '" + in.name + "' is given twice");
+    by_index[i] = &in;
+  }
+
+  // 2. Check dtypes and shapes; bind symbols.
+  std::vector<int64_t> sym(c.signature.symbols.size(), -1);
+  std::vector<std::string> sym_source(sym.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const TensorSpec& s = specs[i];
+    if (!by_index[i])
+      return Status(StatusCode::invalid_argument,
+                    "input '" + s.name + "' is missing: expected " + spec_text(s));
+    const TensorView& t = by_index[i]->tensor;
+    const std::string who = "input '" + s.name + "'";
+    if (t.dtype() != s.dtype)
+      return Status(StatusCode::invalid_argument,
+                    who + ": dtype is " + std::string(dtype_name(t.dtype())) + ", expected " +
+                        std::string(dtype_name(s.dtype)));
+    if (t.shape().size() != s.dims.size())
+      return Status(StatusCode::invalid_argument,
+                    who + ": rank is " + to_string(t.shape().size()) + " (shape " +
+                        shape_text(t.shape()) + "), expected " + to_string(s.dims.size()) + " (" +
+                        spec_text(s) + ")");
+    const auto& vdims = c.plan.values[c.signature.inputs[i].value].dims;
+    for (size_t d = 0; d < s.dims.size(); ++d) {
+      const int64_t got = t.shape()[d];
+      const DimSpec& ds = s.dims[d];
+      const std::string dim = who + ": dim " + to_string(d);
+      if (got < 0)
+        return Status(StatusCode::invalid_argument, dim + " is " + to_string(got));
+      if (!ds.is_symbolic()) {
+        if (got != ds.value)
+          return Status(StatusCode::invalid_argument,
+                        dim + " is " + to_string(got) + ", expected " + to_string(ds.value) +
+                            " (" + spec_text(s) + ")");
+        continue;
+      }
+      if (got % ds.coeff != 0)
+        return Status(StatusCode::invalid_argument, dim + " is " + to_string(got) +
+                                                        ", expected a multiple of " +
+                                                        to_string(ds.coeff) + " (" +
+                                                        to_string(ds.coeff) + "*" + ds.symbol + ")");
+      const int64_t v = got / ds.coeff;
+      if (v < ds.min || v > ds.max)
+        return Status(StatusCode::out_of_range, dim + " gives symbol '" + ds.symbol + "' = " +
+                                                    to_string(v) + ", expected [" +
+                                                    to_string(ds.min) + ", " + to_string(ds.max) +
+                                                    "]");
+      const int32_t y = vdims[d].symbol;
+      if (sym[y] >= 0 && sym[y] != v)
+        return Status(StatusCode::invalid_argument,
+                      dim + " gives symbol '" + ds.symbol + "' = " + to_string(v) + " but " +
+                          sym_source[y] + " gave " + to_string(sym[y]));
+      sym[y] = v;
+      sym_source[y] = who + " dim " + to_string(d);
+    }
+    if (t.numel() > 0 && t.data() == nullptr)
+      return Status(StatusCode::invalid_argument, who + ": data pointer is null");
+  }
+
+  // 3. Resolve every value's shape and give it memory.
+  for (uint32_t v = 0; v < c.plan.values.size(); ++v) {
+    const art::Value& val = c.plan.values[v];
+    host::HostTensor& slot = slots[v];
+    slot.dtype = val.dtype;
+    slot.shape.clear();
+    uint64_t bytes = art::tensor_dtype_size(val.dtype);
+    for (const art::Dim& d : val.dims) {
+      const int64_t n = d.is_constant() ? d.value : d.coeff * sym[d.symbol];
+      slot.shape.push_back(n);
+      if (n != 0 && bytes > kMaxValueBytes / static_cast<uint64_t>(n))
+        return Status(StatusCode::resource_exhausted,
+                      "value '" + val.name + "' would need more than " +
+                          to_string(kMaxValueBytes) + " bytes");
+      bytes *= static_cast<uint64_t>(n);
+    }
+    switch (val.kind) {
+      case art::ValueKind::input:
+        slot.data = const_cast<std::byte*>(
+            static_cast<const std::byte*>(by_index[val.index]->tensor.data()));
+        break;
+      case art::ValueKind::constant:
+        slot.data = const_cast<std::byte*>(m->art.constant_bytes(val.index).data());
+        break;
+      case art::ValueKind::intermediate:
+        scratch[v].resize(bytes);
+        slot.data = scratch[v].data();
+        break;
+    }
+  }
+
+  // 4. Outputs: caller buffers and fresh tensors become the storage of their values.
+  Outputs result;
+  std::vector<bool> bound(c.plan.values.size(), false);
+  std::vector<bool> copy_at_end(c.signature.outputs.size(), false);
+  for (size_t o = 0; o < c.signature.outputs.size(); ++o) {
+    const art::TensorSpec& s = c.signature.outputs[o];
+    const host::HostTensor& slot = slots[s.value];
+    const DType dt = static_cast<DType>(slot.dtype);
+    const MutableTensorView* buf = nullptr;
+    for (const NamedOutput& b : out_buffers)
+      if (b.name == s.name) buf = &b.buffer;
+    Tensor t;
+    if (buf) {
+      if (buf->dtype() != dt || buf->shape() != slot.shape)
+        return Status(StatusCode::invalid_argument,
+                      "output buffer '" + s.name + "' is " + std::string(dtype_name(buf->dtype())) +
+                          shape_text(buf->shape()) + ", expected " +
+                          std::string(dtype_name(dt)) + shape_text(slot.shape));
+      if (buf->nbytes() > 0 && buf->data() == nullptr)
+        return Status(StatusCode::invalid_argument,
+                      "output buffer '" + s.name + "': data pointer is null");
+      t = Tensor::borrowed(*buf);
+    } else {
+      t = Tensor(dt, slot.shape);
+    }
+    if (c.plan.values[s.value].kind == art::ValueKind::intermediate && !bound[s.value]) {
+      bound[s.value] = true;
+      slots[s.value].data = static_cast<std::byte*>(t.mutable_data());
+    } else {
+      copy_at_end[o] = true;
+    }
+    result.names_.push_back(s.name);
+    result.tensors_.push_back(std::move(t));
+  }
+  for (const NamedOutput& b : out_buffers)
+    if (!result.find(b.name))
+      return Status(StatusCode::not_found, "output buffer for unknown output '" + b.name + "'");
+
+  // 5. Execute the plan.
+  RunStats st;
+  std::vector<const host::HostTensor*> ptrs(slots.size());
+  for (size_t v = 0; v < slots.size(); ++v) ptrs[v] = &slots[v];
+  for (size_t i = 0; i < c.plan.steps.size(); ++i) {
+    const std::string where = "plan step " + to_string(i);
+    if (const auto* call = std::get_if<art::DeviceCall>(&c.plan.steps[i])) {
+      for (const art::Binding& b : call->inputs) {
+        const host::HostTensor& s = slots[b.value];
+        if (s.nbytes()) std::memcpy(hbm.get() + b.hbm_offset, s.data, s.nbytes());
+      }
+      const art::DeviceProgram& p = c.programs[call->program];
+      auto report = sim->run(p.program, std::span<std::byte>(hbm.get(), hbm_size));
+      if (!report)
+        return Status(StatusCode::failed_precondition, where + " (device program '" + p.name +
+                                                           "'): " + report.status().message());
+      for (const art::Binding& b : call->outputs) {
+        host::HostTensor& s = slots[b.value];
+        if (s.nbytes()) std::memcpy(s.data, hbm.get() + b.hbm_offset, s.nbytes());
+      }
+      st.device_ns += report->total_time_ns;
+      st.instructions += report->instructions;
+      for (const auto& core : report->cores) {
+        for (int e = 0; e < 5; ++e) st.engine_busy_ns[e] += core.engines[e].busy_ns;
+        st.dma_bytes += core.dma_bytes;
+      }
+      ++st.device_calls;
+    } else {
+      const art::HostOp& op = std::get<art::HostOp>(c.plan.steps[i]);
+      std::vector<host::HostTensor*> outs;
+      for (uint32_t v : op.outputs) outs.push_back(&slots[v]);
+      const auto h0 = std::chrono::steady_clock::now();
+      host::HostOpContext ctx(op, ptrs, std::move(outs), /*dry_run=*/false);
+      Status s = m->kernels[i](ctx);
+      if (!s.is_ok()) return Status(s.code(), where + ": " + s.message());
+      st.host_ops_ns += ns_since(h0);
+      ++st.host_ops;
+    }
+  }
+
+  // 6. Outputs that are inputs, constants or repeated values are copied.
+  for (size_t o = 0; o < c.signature.outputs.size(); ++o) {
+    if (!copy_at_end[o]) continue;
+    const host::HostTensor& s = slots[c.signature.outputs[o].value];
+    if (s.nbytes()) std::memcpy(result.tensors_[o].mutable_data(), s.data, s.nbytes());
+  }
+  st.latency_ns = st.device_ns + st.host_ops_ns;
+  st.host_wall_ns = ns_since(t0);
+  stats = st;
+  return result;
+}
+
+Session::Session(const Model& model, const SessionOptions& options)
+    : impl_(std::make_unique<Impl>(model)) {
+  impl_->m = model.impl_.get();
+  impl_->options = options;
+  try {
+    impl_->status = impl_->init();
+  } catch (const std::bad_alloc&) {
+    impl_->status = Status(StatusCode::resource_exhausted, "out of memory creating a session");
+  } catch (const std::exception& e) {
+    impl_->status = Status(StatusCode::internal, e.what());
+  }
+}
+
+Session::~Session() = default;
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+
+const Status& Session::status() const { return impl_->status; }
+
+Result<Outputs> Session::run(const std::vector<NamedInput>& inputs,
+                             const std::vector<NamedOutput>& outputs) {
+  try {
+    return impl_->run(inputs, outputs);
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::resource_exhausted, "out of memory during run");
+  } catch (const std::exception& e) {
+    return Status(StatusCode::internal, e.what());
+  }
+}
+
+const RunStats& Session::stats() const { return impl_->stats; }
+
+}  // namespace neuronc
