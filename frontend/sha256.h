@@ -17,12 +17,15 @@ class Sha256 {
   std::array<uint8_t, 32> finish();
 
  private:
-  void block(const uint8_t* p);
+  void blocks(const uint8_t* p, size_t n);  // n whole 64-byte blocks
   std::array<uint32_t, 8> h_;
   std::array<uint8_t, 64> buf_{};
   size_t buf_len_ = 0;
   uint64_t total_ = 0;
 };
+
+// True when this CPU's SHA extensions are used.
+bool sha256_uses_sha_ni();
 
 // Lower-case hex digest of `data`.
 std::string sha256_hex(std::span<const std::byte> data);
