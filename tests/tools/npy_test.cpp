@@ -1,0 +1,80 @@
+// .npy reading and writing, on files NumPy wrote (the model zoo) and malformed bytes.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "tools/npy.h"
+
+namespace neuronc::tools {
+namespace {
+
+std::span<const std::byte> as_bytes(const std::string& s) {
+  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
+}
+
+TEST(Npy, ReadsWhatNumPyWrote) {
+  NpyArray a = read_npy(std::string(NEURONC_SOURCE_DIR) + "/models/mlp/input_0.npy");
+  EXPECT_EQ(a.type, NpyType::f32);
+  EXPECT_EQ(a.shape, (std::vector<int64_t>{4, 16}));
+  EXPECT_EQ(a.data.size(), 4u * 16u * 4u);
+  // Round trip: our encoding parses back to the same array.
+  std::vector<std::byte> enc = encode_npy(a);
+  EXPECT_EQ(enc.size() % 64, a.data.size() % 64);
+  NpyArray b = parse_npy(enc, "roundtrip");
+  EXPECT_EQ(b.shape, a.shape);
+  EXPECT_EQ(b.data, a.data);
+}
+
+TEST(Npy, ScalarsAndVectorsRoundTrip) {
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{}, {5}, {2, 0, 3}}) {
+    NpyArray a;
+    a.type = NpyType::i64;
+    a.shape = shape;
+    a.data.resize(a.numel() * 8, std::byte{7});
+    NpyArray b = parse_npy(encode_npy(a), "x");
+    EXPECT_EQ(b.shape, shape);
+    EXPECT_EQ(b.data, a.data);
+  }
+}
+
+std::string header(const std::string& dict) {
+  std::string h = dict;
+  std::string out = "\x93NUMPY";
+  out += '\x01';
+  out += '\x00';
+  out += static_cast<char>(h.size());
+  out += '\x00';
+  return out + h;
+}
+
+TEST(Npy, MalformedFilesSayWhatIsWrong) {
+  struct Case {
+    std::string bytes;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"hello", "x: not a .npy file"},
+      {header("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }") + std::string(4, '\0'),
+       "x: shape (2,) of float32 needs 8 data bytes, file has 4"},
+      {header("{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }") + std::string(4, '\0'),
+       "x: dtype '>f4' is not supported"},
+      {header("{'descr': '<f4', 'fortran_order': True, 'shape': (1,), }") + std::string(4, '\0'),
+       "x: Fortran-order arrays are not supported"},
+      {header("{'descr': '<f4', 'shape': (1,), }"), "x: header has no 'fortran_order' entry"},
+      {header("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999,), }"),
+       "x: dimension in (99999999999999999,) is too large"},
+      {std::string("\x93NUMPY\x09\x00", 8) + "xx", "x: .npy format version 9 is not supported"},
+      {std::string("\x93NUMPY\x01\x00\xff\x00", 10) + "{}", "x: header length 255 exceeds the 2 bytes"},
+  };
+  for (const Case& c : cases) {
+    try {
+      parse_npy(as_bytes(c.bytes), "x");
+      ADD_FAILURE() << "no error for " << c.message;
+    } catch (const NpyError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace neuronc::tools
