@@ -47,7 +47,8 @@ void encode_header(const FileHeader& h, std::span<std::byte, kHeaderSize> out) {
   put<uint32_t>(p + 60, crc32c(std::span<const std::byte>(p, 60)));
 }
 
-Result<FileHeader> decode_header(std::span<const std::byte> file) {
+Result<FileHeader> decode_header(std::span<const std::byte> file, uint16_t reader_minor) {
+  if (reader_minor == 0xffff) reader_minor = kFormatMinor;
   if (file.size() < kHeaderSize)
     return Status(StatusCode::truncated, "file is " + std::to_string(file.size()) +
                                              " bytes but the header needs " +
@@ -70,16 +71,16 @@ Result<FileHeader> decode_header(std::span<const std::byte> file) {
   h.header_crc32c = get<uint32_t>(p + 60);
   // Magic and version (bytes 0-11) are frozen across all majors, so they are checked before the
   // CRC: a file from another major is refused by version, whatever its header layout.
-  const std::string ours = std::to_string(kFormatMajor) + "." + std::to_string(kFormatMinor);
+  const std::string ours = std::to_string(kFormatMajor) + "." + std::to_string(reader_minor);
   const std::string theirs = std::to_string(h.format_major) + "." + std::to_string(h.format_minor);
   if (h.format_major != kFormatMajor)
     return Status(StatusCode::incompatible_version,
                   "artifact format " + theirs + " has another major version than this reader (" +
                       ours + "): expected major " + std::to_string(kFormatMajor));
-  if (h.format_minor > kFormatMinor)
+  if (h.format_minor > reader_minor)
     return Status(StatusCode::incompatible_version,
                   "artifact format " + theirs + " is newer than this reader (" + ours +
-                      "): expected minor <= " + std::to_string(kFormatMinor) +
+                      "): expected minor <= " + std::to_string(reader_minor) +
                       "; upgrade the loader");
   const uint32_t want = crc32c(file.first(60));
   if (want != h.header_crc32c)

@@ -34,6 +34,7 @@ struct FileHeader {
 void encode_header(const FileHeader& h, std::span<std::byte, kHeaderSize> out);
 
 // Decodes and checks size, magic, version compatibility and the header CRC (not the layout).
-Result<FileHeader> decode_header(std::span<const std::byte> file);
+// `reader_minor` is the newest minor the caller understands (tests simulate newer readers).
+Result<FileHeader> decode_header(std::span<const std::byte> file, uint16_t reader_minor = 0xffff);
 
 }  // namespace neuronc::artifact

@@ -2,6 +2,7 @@
 // CRC, root verification and decode, segment table against the file, segment CRCs, contents.
 #include "artifact_format/reader.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -35,7 +36,7 @@ std::span<const std::byte> LoadedArtifact::constant_bytes(uint32_t i) const {
 
 Result<LoadedArtifact> read_artifact(std::span<const std::byte> file, const ReadOptions& options) {
   LoadedArtifact out;
-  NEURONC_ARTIFACT_ASSIGN_OR_RETURN(out.header, decode_header(file));
+  NEURONC_ARTIFACT_ASSIGN_OR_RETURN(out.header, decode_header(file, options.reader_format_minor));
   const FileHeader& h = out.header;
   if (h.header_size < kHeaderSize)
     return Status(StatusCode::corrupt, "header size is " + to_string(h.header_size) +
@@ -60,6 +61,10 @@ Result<LoadedArtifact> read_artifact(std::span<const std::byte> file, const Read
                                              to_string(h.segments_size) +
                                              ") ends past the end of the file (" +
                                              to_string(file.size()) + " bytes)");
+  if (h.segments_offset + h.segments_size != file.size())
+    return Status(StatusCode::corrupt, "file is " + to_string(file.size()) +
+                                           " bytes but the header describes " +
+                                           to_string(h.segments_offset + h.segments_size));
   std::span<const std::byte> root = file.subspan(h.root_offset, h.root_size);
   const uint32_t root_crc = crc32c(root);
   if (root_crc != h.root_crc32c)
@@ -78,6 +83,16 @@ Result<LoadedArtifact> read_artifact(std::span<const std::byte> file, const Read
                                            to_string(h.format_major) + "." +
                                            to_string(h.format_minor));
 
+  // Bytes no checksum covers (alignment padding) must be zero, so no bit of the file can change
+  // unnoticed.
+  auto zero_gap = [&](uint64_t from, uint64_t to) -> Status {
+    for (uint64_t i = from; i < to && i < file.size(); ++i)
+      if (file[i] != std::byte{0})
+        return Status(StatusCode::corrupt,
+                      "padding byte at offset " + to_string(i) + " is not zero");
+    return Status::ok();
+  };
+  NEURONC_ARTIFACT_RETURN_IF_ERROR(zero_gap(h.root_offset + h.root_size, h.segments_offset));
   // Segments: inside the region, aligned, CRC, decompress.
   const std::span<const std::byte> region = file.subspan(h.segments_offset, h.segments_size);
   for (uint32_t i = 0; i < c.segments.size(); ++i) {
@@ -117,6 +132,20 @@ Result<LoadedArtifact> read_artifact(std::span<const std::byte> file, const Read
     if (!raw) return raw.status().with_context(name);
     out.owned_.push_back(std::move(raw).value());
     out.segments_.push_back(out.owned_.back());
+  }
+  // Padding between segments (in offset order).
+  {
+    std::vector<std::pair<uint64_t, uint64_t>> spans;
+    for (const SegmentInfo& s : c.segments) spans.emplace_back(s.offset, s.offset + s.stored_size);
+    std::sort(spans.begin(), spans.end());
+    uint64_t at = 0;
+    for (const auto& [b, e] : spans) {
+      if (b < at)
+        return Status(StatusCode::corrupt, "segments overlap at region offset " + to_string(b));
+      NEURONC_ARTIFACT_RETURN_IF_ERROR(zero_gap(h.segments_offset + at, h.segments_offset + b));
+      at = e;
+    }
+    NEURONC_ARTIFACT_RETURN_IF_ERROR(zero_gap(h.segments_offset + at, file.size()));
   }
   if (options.verify) {
     NEURONC_ARTIFACT_RETURN_IF_ERROR(verify_contents(c));

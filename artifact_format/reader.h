@@ -24,6 +24,9 @@ struct ReadOptions {
   bool verify_segment_checksums = true;
   // Run verify_contents() (cross references and device::verify_program) after decoding.
   bool verify = true;
+  // Newest format minor this reader accepts; tests raise it to simulate a newer reader
+  // loading an older file.
+  uint16_t reader_format_minor = kFormatMinor;
 };
 
 class LoadedArtifact {

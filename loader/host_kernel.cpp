@@ -24,17 +24,27 @@ std::string shape_str(const std::vector<int64_t>& s) {
   return r + "]";
 }
 
-std::string dtype_str(TensorDType t) { return std::string(artifact::tensor_dtype_name(t)); }
+std::string dtype_str(TensorDType t) {
+  return std::string(artifact::tensor_dtype_name(t));
+}
 
 bool is_float(TensorDType t) {
   switch (t) {
-    case TensorDType::f32: case TensorDType::f16: case TensorDType::bf16: case TensorDType::f64:
-    case TensorDType::f8e4m3: case TensorDType::f8e5m2: return true;
-    default: return false;
+    case TensorDType::f32:
+    case TensorDType::f16:
+    case TensorDType::bf16:
+    case TensorDType::f64:
+    case TensorDType::f8e4m3:
+    case TensorDType::f8e5m2:
+      return true;
+    default:
+      return false;
   }
 }
 
-bool is_integral(TensorDType t) { return !is_float(t) && t != TensorDType::c64; }
+bool is_integral(TensorDType t) {
+  return !is_float(t) && t != TensorDType::c64;
+}
 
 const HostTensor* HostOpContext::tensor(std::string_view name) const {
   const artifact::Arg* a = arg(name);
@@ -128,8 +138,8 @@ Status HostOpContext::expect_outputs(size_t n) const {
 Status HostOpContext::expect_output(size_t i, TensorDType dtype,
                                     const std::vector<int64_t>& shape) const {
   if (i >= outputs_.size())
-    return error("the plan gives " + std::to_string(outputs_.size()) + " outputs, expected at least " +
-                 std::to_string(i + 1));
+    return error("the plan gives " + std::to_string(outputs_.size()) +
+                 " outputs, expected at least " + std::to_string(i + 1));
   const HostTensor& o = *outputs_[i];
   if (o.dtype != dtype || o.shape != shape)
     return error("output " + std::to_string(i) + " is " + dtype_str(o.dtype) + shape_str(o.shape) +
@@ -171,19 +181,32 @@ void wr(std::byte* p, T v) {
 
 double load_double(const std::byte* p, TensorDType t) {
   switch (t) {
-    case TensorDType::f32: return rd<float>(p);
-    case TensorDType::f64: return rd<double>(p);
-    case TensorDType::f16: return device::f16_to_f32(rd<uint16_t>(p));
-    case TensorDType::bf16: return device::bf16_to_f32(rd<uint16_t>(p));
-    case TensorDType::f8e4m3: return device::f8e4m3_to_f32(rd<uint8_t>(p));
-    case TensorDType::f8e5m2: return device::f8e5m2_to_f32(rd<uint8_t>(p));
-    case TensorDType::i64: return static_cast<double>(rd<int64_t>(p));
-    case TensorDType::i32: return rd<int32_t>(p);
-    case TensorDType::i16: return rd<int16_t>(p);
-    case TensorDType::i8: return rd<int8_t>(p);
-    case TensorDType::u8: return rd<uint8_t>(p);
-    case TensorDType::boolean: return rd<uint8_t>(p) != 0 ? 1.0 : 0.0;
-    case TensorDType::c64: return rd<float>(p);  // real part
+    case TensorDType::f32:
+      return rd<float>(p);
+    case TensorDType::f64:
+      return rd<double>(p);
+    case TensorDType::f16:
+      return device::f16_to_f32(rd<uint16_t>(p));
+    case TensorDType::bf16:
+      return device::bf16_to_f32(rd<uint16_t>(p));
+    case TensorDType::f8e4m3:
+      return device::f8e4m3_to_f32(rd<uint8_t>(p));
+    case TensorDType::f8e5m2:
+      return device::f8e5m2_to_f32(rd<uint8_t>(p));
+    case TensorDType::i64:
+      return static_cast<double>(rd<int64_t>(p));
+    case TensorDType::i32:
+      return rd<int32_t>(p);
+    case TensorDType::i16:
+      return rd<int16_t>(p);
+    case TensorDType::i8:
+      return rd<int8_t>(p);
+    case TensorDType::u8:
+      return rd<uint8_t>(p);
+    case TensorDType::boolean:
+      return rd<uint8_t>(p) != 0 ? 1.0 : 0.0;
+    case TensorDType::c64:
+      return rd<float>(p);  // real part
   }
   return 0;
 }
@@ -203,19 +226,46 @@ I to_int(double v) {
 
 void store_double(std::byte* p, TensorDType t, double v) {
   switch (t) {
-    case TensorDType::f32: wr<float>(p, static_cast<float>(v)); return;
-    case TensorDType::f64: wr<double>(p, v); return;
-    case TensorDType::f16: wr<uint16_t>(p, device::f32_to_f16(static_cast<float>(v))); return;
-    case TensorDType::bf16: wr<uint16_t>(p, device::f32_to_bf16(static_cast<float>(v))); return;
-    case TensorDType::f8e4m3: wr<uint8_t>(p, device::f32_to_f8e4m3(static_cast<float>(v))); return;
-    case TensorDType::f8e5m2: wr<uint8_t>(p, device::f32_to_f8e5m2(static_cast<float>(v))); return;
-    case TensorDType::i64: wr<int64_t>(p, to_int<int64_t>(v)); return;
-    case TensorDType::i32: wr<int32_t>(p, to_int<int32_t>(v)); return;
-    case TensorDType::i16: wr<int16_t>(p, to_int<int16_t>(v)); return;
-    case TensorDType::i8: wr<int8_t>(p, to_int<int8_t>(v)); return;
-    case TensorDType::u8: wr<uint8_t>(p, to_int<uint8_t>(v)); return;
-    case TensorDType::boolean: wr<uint8_t>(p, v != 0 ? 1 : 0); return;
-    case TensorDType::c64: wr<float>(p, static_cast<float>(v)); wr<float>(p + 4, 0.0f); return;
+    case TensorDType::f32:
+      wr<float>(p, static_cast<float>(v));
+      return;
+    case TensorDType::f64:
+      wr<double>(p, v);
+      return;
+    case TensorDType::f16:
+      wr<uint16_t>(p, device::f32_to_f16(static_cast<float>(v)));
+      return;
+    case TensorDType::bf16:
+      wr<uint16_t>(p, device::f32_to_bf16(static_cast<float>(v)));
+      return;
+    case TensorDType::f8e4m3:
+      wr<uint8_t>(p, device::f32_to_f8e4m3(static_cast<float>(v)));
+      return;
+    case TensorDType::f8e5m2:
+      wr<uint8_t>(p, device::f32_to_f8e5m2(static_cast<float>(v)));
+      return;
+    case TensorDType::i64:
+      wr<int64_t>(p, to_int<int64_t>(v));
+      return;
+    case TensorDType::i32:
+      wr<int32_t>(p, to_int<int32_t>(v));
+      return;
+    case TensorDType::i16:
+      wr<int16_t>(p, to_int<int16_t>(v));
+      return;
+    case TensorDType::i8:
+      wr<int8_t>(p, to_int<int8_t>(v));
+      return;
+    case TensorDType::u8:
+      wr<uint8_t>(p, to_int<uint8_t>(v));
+      return;
+    case TensorDType::boolean:
+      wr<uint8_t>(p, v != 0 ? 1 : 0);
+      return;
+    case TensorDType::c64:
+      wr<float>(p, static_cast<float>(v));
+      wr<float>(p + 4, 0.0f);
+      return;
   }
 }
 
@@ -250,13 +300,27 @@ std::vector<int64_t> to_int64(const HostTensor& t) {
   for (int64_t i = 0; i < n; ++i) {
     const std::byte* p = t.data + i * es;
     switch (t.dtype) {
-      case TensorDType::i64: v[i] = rd<int64_t>(p); break;
-      case TensorDType::i32: v[i] = rd<int32_t>(p); break;
-      case TensorDType::i16: v[i] = rd<int16_t>(p); break;
-      case TensorDType::i8: v[i] = rd<int8_t>(p); break;
-      case TensorDType::u8: v[i] = rd<uint8_t>(p); break;
-      case TensorDType::boolean: v[i] = rd<uint8_t>(p) != 0; break;
-      default: v[i] = to_int<int64_t>(load_double(p, t.dtype)); break;
+      case TensorDType::i64:
+        v[i] = rd<int64_t>(p);
+        break;
+      case TensorDType::i32:
+        v[i] = rd<int32_t>(p);
+        break;
+      case TensorDType::i16:
+        v[i] = rd<int16_t>(p);
+        break;
+      case TensorDType::i8:
+        v[i] = rd<int8_t>(p);
+        break;
+      case TensorDType::u8:
+        v[i] = rd<uint8_t>(p);
+        break;
+      case TensorDType::boolean:
+        v[i] = rd<uint8_t>(p) != 0;
+        break;
+      default:
+        v[i] = to_int<int64_t>(load_double(p, t.dtype));
+        break;
     }
   }
   return v;
@@ -268,13 +332,27 @@ void from_int64(HostTensor& t, const std::vector<int64_t>& v) {
   for (int64_t i = 0; i < n; ++i) {
     std::byte* p = t.data + i * es;
     switch (t.dtype) {
-      case TensorDType::i64: wr<int64_t>(p, v[i]); break;
-      case TensorDType::i32: wr<int32_t>(p, static_cast<int32_t>(v[i])); break;
-      case TensorDType::i16: wr<int16_t>(p, static_cast<int16_t>(v[i])); break;
-      case TensorDType::i8: wr<int8_t>(p, static_cast<int8_t>(v[i])); break;
-      case TensorDType::u8: wr<uint8_t>(p, static_cast<uint8_t>(v[i])); break;
-      case TensorDType::boolean: wr<uint8_t>(p, v[i] != 0); break;
-      default: store_double(p, t.dtype, static_cast<double>(v[i])); break;
+      case TensorDType::i64:
+        wr<int64_t>(p, v[i]);
+        break;
+      case TensorDType::i32:
+        wr<int32_t>(p, static_cast<int32_t>(v[i]));
+        break;
+      case TensorDType::i16:
+        wr<int16_t>(p, static_cast<int16_t>(v[i]));
+        break;
+      case TensorDType::i8:
+        wr<int8_t>(p, static_cast<int8_t>(v[i]));
+        break;
+      case TensorDType::u8:
+        wr<uint8_t>(p, static_cast<uint8_t>(v[i]));
+        break;
+      case TensorDType::boolean:
+        wr<uint8_t>(p, v[i] != 0);
+        break;
+      default:
+        store_double(p, t.dtype, static_cast<double>(v[i]));
+        break;
     }
   }
 }

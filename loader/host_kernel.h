@@ -28,7 +28,9 @@ struct HostTensor {
 
   int64_t numel() const;
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
-  size_t nbytes() const { return static_cast<size_t>(numel()) * artifact::tensor_dtype_size(dtype); }
+  size_t nbytes() const {
+    return static_cast<size_t>(numel()) * artifact::tensor_dtype_size(dtype);
+  }
   template <typename T>
   T* as() const {
     return reinterpret_cast<T*>(data);
@@ -124,10 +126,10 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape);
 
 }  // namespace neuronc::host
 
-#define NEURONC_RETURN_IF_ERROR_(expr)    \
-  do {                                    \
-    ::neuronc::Status _st = (expr);       \
-    if (!_st.is_ok()) return _st;         \
+#define NEURONC_RETURN_IF_ERROR_(expr) \
+  do {                                 \
+    ::neuronc::Status _st = (expr);    \
+    if (!_st.is_ok()) return _st;      \
   } while (0)
 #define NEURONC_HK_CONCAT_(a, b) a##b
 #define NEURONC_HK_CONCAT(a, b) NEURONC_HK_CONCAT_(a, b)

@@ -12,7 +12,9 @@ namespace {
 
 using std::to_string;
 
-DType public_dtype(artifact::TensorDType t) { return static_cast<DType>(t); }
+DType public_dtype(artifact::TensorDType t) {
+  return static_cast<DType>(t);
+}
 
 TensorSpec spec_of(const artifact::ArtifactContents& c, const artifact::TensorSpec& s) {
   const artifact::Value& v = c.plan.values[s.value];
@@ -54,9 +56,9 @@ Status check_symbols_bound(const artifact::ArtifactContents& c) {
   for (const artifact::Value& v : c.plan.values)
     for (const artifact::Dim& d : v.dims)
       if (!d.is_constant() && !bound.count(d.symbol))
-        return Status(StatusCode::data_loss,
-                      "value '" + v.name + "' uses symbol '" + c.signature.symbols[d.symbol].name +
-                          "', which no input dimension determines");
+        return Status(StatusCode::data_loss, "value '" + v.name + "' uses symbol '" +
+                                                 c.signature.symbols[d.symbol].name +
+                                                 "', which no input dimension determines");
   return Status::ok();
 }
 
@@ -147,13 +149,20 @@ Result<Model> finish_load(std::shared_ptr<Model::Impl> impl, std::span<const std
 Status from_artifact(const artifact::Status& s) {
   using A = artifact::StatusCode;
   switch (s.code()) {
-    case A::ok: return Status::ok();
-    case A::invalid_argument: return Status(StatusCode::invalid_argument, s.message());
-    case A::io_error: return Status(StatusCode::io_error, s.message());
-    case A::truncated: case A::corrupt: case A::out_of_range:
+    case A::ok:
+      return Status::ok();
+    case A::invalid_argument:
+      return Status(StatusCode::invalid_argument, s.message());
+    case A::io_error:
+      return Status(StatusCode::io_error, s.message());
+    case A::truncated:
+    case A::corrupt:
+    case A::out_of_range:
       return Status(StatusCode::data_loss, s.message());
-    case A::incompatible_version: return Status(StatusCode::incompatible_version, s.message());
-    case A::unimplemented: return Status(StatusCode::unimplemented, s.message());
+    case A::incompatible_version:
+      return Status(StatusCode::incompatible_version, s.message());
+    case A::unimplemented:
+      return Status(StatusCode::unimplemented, s.message());
   }
   return Status(StatusCode::internal, s.message());
 }
@@ -184,8 +193,8 @@ Result<Model> Model::load_from_memory(std::span<const std::byte> bytes,
     const std::span<const std::byte> copy(impl->owned.get(), bytes.size());
     return finish_load(std::move(impl), copy, options);
   } catch (const std::bad_alloc&) {
-    return Status(StatusCode::resource_exhausted, "out of memory loading an artifact of " +
-                                                      to_string(bytes.size()) + " bytes");
+    return Status(StatusCode::resource_exhausted,
+                  "out of memory loading an artifact of " + to_string(bytes.size()) + " bytes");
   } catch (const std::exception& e) {
     return Status(StatusCode::internal, e.what());
   }
@@ -205,8 +214,14 @@ Result<Model> Model::load_from_borrowed_memory(std::span<const std::byte> bytes,
   }
 }
 
-const std::vector<TensorSpec>& Model::inputs() const { return impl_->inputs; }
-const std::vector<TensorSpec>& Model::outputs() const { return impl_->outputs; }
-const ModelInfo& Model::info() const { return impl_->info; }
+const std::vector<TensorSpec>& Model::inputs() const {
+  return impl_->inputs;
+}
+const std::vector<TensorSpec>& Model::outputs() const {
+  return impl_->outputs;
+}
+const ModelInfo& Model::info() const {
+  return impl_->info;
+}
 
 }  // namespace neuronc

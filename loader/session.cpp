@@ -163,35 +163,32 @@ Result<Outputs> Session::Impl::run(const std::vector<NamedInput>& inputs,
                     who + ": dtype is " + std::string(dtype_name(t.dtype())) + ", expected " +
                         std::string(dtype_name(s.dtype)));
     if (t.shape().size() != s.dims.size())
-      return Status(StatusCode::invalid_argument,
-                    who + ": rank is " + to_string(t.shape().size()) + " (shape " +
-                        shape_text(t.shape()) + "), expected " + to_string(s.dims.size()) + " (" +
-                        spec_text(s) + ")");
+      return Status(StatusCode::invalid_argument, who + ": rank is " + to_string(t.shape().size()) +
+                                                      " (shape " + shape_text(t.shape()) +
+                                                      "), expected " + to_string(s.dims.size()) +
+                                                      " (" + spec_text(s) + ")");
     const auto& vdims = c.plan.values[c.signature.inputs[i].value].dims;
     for (size_t d = 0; d < s.dims.size(); ++d) {
       const int64_t got = t.shape()[d];
       const DimSpec& ds = s.dims[d];
       const std::string dim = who + ": dim " + to_string(d);
-      if (got < 0)
-        return Status(StatusCode::invalid_argument, dim + " is " + to_string(got));
+      if (got < 0) return Status(StatusCode::invalid_argument, dim + " is " + to_string(got));
       if (!ds.is_symbolic()) {
         if (got != ds.value)
-          return Status(StatusCode::invalid_argument,
-                        dim + " is " + to_string(got) + ", expected " + to_string(ds.value) +
-                            " (" + spec_text(s) + ")");
+          return Status(StatusCode::invalid_argument, dim + " is " + to_string(got) +
+                                                          ", expected " + to_string(ds.value) +
+                                                          " (" + spec_text(s) + ")");
         continue;
       }
       if (got % ds.coeff != 0)
-        return Status(StatusCode::invalid_argument, dim + " is " + to_string(got) +
-                                                        ", expected a multiple of " +
-                                                        to_string(ds.coeff) + " (" +
-                                                        to_string(ds.coeff) + "*" + ds.symbol + ")");
+        return Status(StatusCode::invalid_argument,
+                      dim + " is " + to_string(got) + ", expected a multiple of " +
+                          to_string(ds.coeff) + " (" + to_string(ds.coeff) + "*" + ds.symbol + ")");
       const int64_t v = got / ds.coeff;
       if (v < ds.min || v > ds.max)
-        return Status(StatusCode::out_of_range, dim + " gives symbol '" + ds.symbol + "' = " +
-                                                    to_string(v) + ", expected [" +
-                                                    to_string(ds.min) + ", " + to_string(ds.max) +
-                                                    "]");
+        return Status(StatusCode::out_of_range,
+                      dim + " gives symbol '" + ds.symbol + "' = " + to_string(v) + ", expected [" +
+                          to_string(ds.min) + ", " + to_string(ds.max) + "]");
       const int32_t y = vdims[d].symbol;
       if (sym[y] >= 0 && sym[y] != v)
         return Status(StatusCode::invalid_argument,
@@ -215,9 +212,9 @@ Result<Outputs> Session::Impl::run(const std::vector<NamedInput>& inputs,
       const int64_t n = d.is_constant() ? d.value : d.coeff * sym[d.symbol];
       slot.shape.push_back(n);
       if (n != 0 && bytes > kMaxValueBytes / static_cast<uint64_t>(n))
-        return Status(StatusCode::resource_exhausted,
-                      "value '" + val.name + "' would need more than " +
-                          to_string(kMaxValueBytes) + " bytes");
+        return Status(StatusCode::resource_exhausted, "value '" + val.name +
+                                                          "' would need more than " +
+                                                          to_string(kMaxValueBytes) + " bytes");
       bytes *= static_cast<uint64_t>(n);
     }
     switch (val.kind) {
@@ -251,8 +248,8 @@ Result<Outputs> Session::Impl::run(const std::vector<NamedInput>& inputs,
       if (buf->dtype() != dt || buf->shape() != slot.shape)
         return Status(StatusCode::invalid_argument,
                       "output buffer '" + s.name + "' is " + std::string(dtype_name(buf->dtype())) +
-                          shape_text(buf->shape()) + ", expected " +
-                          std::string(dtype_name(dt)) + shape_text(slot.shape));
+                          shape_text(buf->shape()) + ", expected " + std::string(dtype_name(dt)) +
+                          shape_text(slot.shape));
       if (buf->nbytes() > 0 && buf->data() == nullptr)
         return Status(StatusCode::invalid_argument,
                       "output buffer '" + s.name + "': data pointer is null");
@@ -287,8 +284,8 @@ Result<Outputs> Session::Impl::run(const std::vector<NamedInput>& inputs,
       const art::DeviceProgram& p = c.programs[call->program];
       auto report = sim->run(p.program, std::span<std::byte>(hbm.get(), hbm_size));
       if (!report)
-        return Status(StatusCode::failed_precondition, where + " (device program '" + p.name +
-                                                           "'): " + report.status().message());
+        return Status(StatusCode::failed_precondition,
+                      where + " (device program '" + p.name + "'): " + report.status().message());
       for (const art::Binding& b : call->outputs) {
         host::HostTensor& s = slots[b.value];
         if (s.nbytes()) std::memcpy(s.data, hbm.get() + b.hbm_offset, s.nbytes());
@@ -342,7 +339,9 @@ Session::~Session() = default;
 Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 
-const Status& Session::status() const { return impl_->status; }
+const Status& Session::status() const {
+  return impl_->status;
+}
 
 Result<Outputs> Session::run(const std::vector<NamedInput>& inputs,
                              const std::vector<NamedOutput>& outputs) {
@@ -355,6 +354,8 @@ Result<Outputs> Session::run(const std::vector<NamedInput>& inputs,
   }
 }
 
-const RunStats& Session::stats() const { return impl_->stats; }
+const RunStats& Session::stats() const {
+  return impl_->stats;
+}
 
 }  // namespace neuronc

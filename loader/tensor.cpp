@@ -1,27 +1,39 @@
 // Public value types: Status text, DType helpers, Tensor storage.
+#include "neuronc/tensor.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
 #include "neuronc/status.h"
-#include "neuronc/tensor.h"
 
 namespace neuronc {
 
 const char* status_code_name(StatusCode code) {
   switch (code) {
-    case StatusCode::ok: return "ok";
-    case StatusCode::invalid_argument: return "invalid_argument";
-    case StatusCode::not_found: return "not_found";
-    case StatusCode::out_of_range: return "out_of_range";
-    case StatusCode::io_error: return "io_error";
-    case StatusCode::data_loss: return "data_loss";
-    case StatusCode::incompatible_version: return "incompatible_version";
-    case StatusCode::failed_precondition: return "failed_precondition";
-    case StatusCode::unimplemented: return "unimplemented";
-    case StatusCode::resource_exhausted: return "resource_exhausted";
-    case StatusCode::internal: return "internal";
+    case StatusCode::ok:
+      return "ok";
+    case StatusCode::invalid_argument:
+      return "invalid_argument";
+    case StatusCode::not_found:
+      return "not_found";
+    case StatusCode::out_of_range:
+      return "out_of_range";
+    case StatusCode::io_error:
+      return "io_error";
+    case StatusCode::data_loss:
+      return "data_loss";
+    case StatusCode::incompatible_version:
+      return "incompatible_version";
+    case StatusCode::failed_precondition:
+      return "failed_precondition";
+    case StatusCode::unimplemented:
+      return "unimplemented";
+    case StatusCode::resource_exhausted:
+      return "resource_exhausted";
+    case StatusCode::internal:
+      return "internal";
   }
   return "unknown";
 }
@@ -33,18 +45,30 @@ std::string Status::to_string() const {
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::f32: case DType::i32: return 4;
-    case DType::f16: case DType::bf16: case DType::i16: return 2;
-    case DType::f64: case DType::i64: case DType::c64: return 8;
-    case DType::i8: case DType::u8: case DType::boolean: case DType::f8e4m3:
-    case DType::f8e5m2: return 1;
+    case DType::f32:
+    case DType::i32:
+      return 4;
+    case DType::f16:
+    case DType::bf16:
+    case DType::i16:
+      return 2;
+    case DType::f64:
+    case DType::i64:
+    case DType::c64:
+      return 8;
+    case DType::i8:
+    case DType::u8:
+    case DType::boolean:
+    case DType::f8e4m3:
+    case DType::f8e5m2:
+      return 1;
   }
   return 0;
 }
 
 std::string_view dtype_name(DType t) {
-  static constexpr std::string_view kNames[] = {"f32", "f16", "bf16", "f64", "i64",
-                                                "i32", "i16", "i8",   "u8",  "bool",
+  static constexpr std::string_view kNames[] = {"f32", "f16",    "bf16",  "f64", "i64",
+                                                "i32", "i16",    "i8",    "u8",  "bool",
                                                 "c64", "f8e4m3", "f8e5m2"};
   const auto i = static_cast<size_t>(t);
   return i < std::size(kNames) ? kNames[i] : "unknown";
@@ -56,7 +80,9 @@ int64_t numel(std::span<const int64_t> shape) {
   return n;
 }
 
-void Tensor::Free::operator()(std::byte* p) const { std::free(p); }
+void Tensor::Free::operator()(std::byte* p) const {
+  std::free(p);
+}
 
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
   const size_t n = nbytes();

@@ -141,8 +141,8 @@ Status select(const HostOpContext& c) {
   int64_t i = c.get_int("index", 0);
   const int64_t n = x->shape[d];
   if (i < -n || i >= n)
-    return c.error("index " + std::to_string(i) + " is out of range for dim " +
-                   std::to_string(d) + " of size " + std::to_string(n));
+    return c.error("index " + std::to_string(i) + " is out of range for dim " + std::to_string(d) +
+                   " of size " + std::to_string(n));
   if (i < 0) i += n;
   const auto st = contiguous_strides(x->shape);
   std::vector<int64_t> shape = x->shape, strides = st;
@@ -228,7 +228,8 @@ Status index_select(const HostOpContext& c) {
   NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("self"));
   NEURONC_ASSIGN_OR_RETURN_(const HostTensor* idx, c.required("index"));
   NEURONC_RETURN_IF_ERROR_(c.expect_outputs(1));
-  if (idx->rank() > 1) return c.error("index must be 0-D or 1-D, found rank " + std::to_string(idx->rank()));
+  if (idx->rank() > 1)
+    return c.error("index must be 0-D or 1-D, found rank " + std::to_string(idx->rank()));
   NEURONC_ASSIGN_OR_RETURN_(int64_t d, normalize_dim(c, c.get_int("dim", 0), x->rank()));
   const int64_t n = x->rank() ? x->shape[d] : 1;
   std::vector<int64_t> shape = x->shape;
@@ -270,7 +271,8 @@ Status embedding(const HostOpContext& c) {
 // view_as_real: c64[...] -> f32[..., 2].
 Status view_as_real(const HostOpContext& c) {
   NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("self"));
-  if (x->dtype != TensorDType::c64) return c.error("input is " + dtype_str(x->dtype) + ", expected c64");
+  if (x->dtype != TensorDType::c64)
+    return c.error("input is " + dtype_str(x->dtype) + ", expected c64");
   std::vector<int64_t> shape = x->shape;
   shape.push_back(2);
   NEURONC_RETURN_IF_ERROR_(c.expect_output(0, TensorDType::f32, shape));

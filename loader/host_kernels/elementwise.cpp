@@ -13,8 +13,9 @@ namespace {
 
 using Unary = double (*)(double);
 
-double fabs_(double x) { return std::fabs(x); }
-
+double fabs_(double x) {
+  return std::fabs(x);
+}
 
 // Broadcast shape of a and b, or an error.
 Result<std::vector<int64_t>> broadcast(const HostOpContext& c, const std::vector<int64_t>& a,
@@ -25,16 +26,17 @@ Result<std::vector<int64_t>> broadcast(const HostOpContext& c, const std::vector
     const int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
     const int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
     if (da != db && da != 1 && db != 1)
-      return c.error("shapes " + shape_str(a) + " and " + shape_str(b) +
-                     " do not broadcast (dim " + std::to_string(i) + ": " + std::to_string(da) +
-                     " vs " + std::to_string(db) + ")");
+      return c.error("shapes " + shape_str(a) + " and " + shape_str(b) + " do not broadcast (dim " +
+                     std::to_string(i) + ": " + std::to_string(da) + " vs " + std::to_string(db) +
+                     ")");
     out[i] = da == 1 ? db : da;
   }
   return out;
 }
 
 // Element index into `in` for each flat index of `out` under broadcasting.
-std::vector<int64_t> broadcast_index(const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
+std::vector<int64_t> broadcast_index(const std::vector<int64_t>& in,
+                                     const std::vector<int64_t>& out) {
   const int64_t n = [&] {
     int64_t k = 1;
     for (int64_t d : out) k *= d;
@@ -44,8 +46,7 @@ std::vector<int64_t> broadcast_index(const std::vector<int64_t>& in, const std::
   const size_t r = out.size();
   std::vector<int64_t> in_strides(r, 0);
   const auto cs = contiguous_strides(in);
-  for (size_t i = 0; i < in.size(); ++i)
-    in_strides[r - in.size() + i] = in[i] == 1 ? 0 : cs[i];
+  for (size_t i = 0; i < in.size(); ++i) in_strides[r - in.size() + i] = in[i] == 1 ? 0 : cs[i];
   std::vector<int64_t> pos(r, 0);
   int64_t off = 0;
   for (int64_t k = 0; k < n; ++k) {
@@ -62,13 +63,19 @@ std::vector<int64_t> broadcast_index(const std::vector<int64_t>& in, const std::
   return idx;
 }
 
-double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+double gelu_erf(double x) {
+  return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+}
 double gelu_tanh(double x) {
   const double k = std::sqrt(2.0 / M_PI);
   return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
 }
-double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-double sign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }
+double sigmoid(double x) {
+  return 1.0 / (1.0 + std::exp(-x));
+}
+double sign(double x) {
+  return x > 0 ? 1.0 : x < 0 ? -1.0 : x;
+}
 
 template <Unary F>
 Status unary(const HostOpContext& c) {
@@ -106,9 +113,29 @@ Status gelu(const HostOpContext& c) {
   return unary<gelu_erf>(c);
 }
 
-enum class BinOp { add, sub, mul, div, max, min, pow, rem, eq, ne, lt, le, gt, ge, land, lor, lxor };
+enum class BinOp {
+  add,
+  sub,
+  mul,
+  div,
+  max,
+  min,
+  pow,
+  rem,
+  eq,
+  ne,
+  lt,
+  le,
+  gt,
+  ge,
+  land,
+  lor,
+  lxor
+};
 
-bool is_compare(BinOp op) { return op >= BinOp::eq; }
+bool is_compare(BinOp op) {
+  return op >= BinOp::eq;
+}
 
 template <BinOp Op>
 Status binary(const HostOpContext& c) {
@@ -143,37 +170,68 @@ Status binary(const HostOpContext& c) {
     bi = broadcast_index(b->shape, shape);
   }
   // Integer semantics when nothing is floating.
-  const bool integral = is_integral(o.dtype) && is_integral(a->dtype) && (!b || is_integral(b->dtype));
+  const bool integral =
+      is_integral(o.dtype) && is_integral(a->dtype) && (!b || is_integral(b->dtype));
   std::vector<double> out(ai.size());
   for (size_t k = 0; k < ai.size(); ++k) {
     const double x = av[ai[k]];
     const double y = b ? bv[bi[k]] : scalar;
     double r = 0;
     switch (Op) {
-      case BinOp::add: r = x + alpha * y; break;
-      case BinOp::sub: r = x - alpha * y; break;
-      case BinOp::mul: r = x * y; break;
+      case BinOp::add:
+        r = x + alpha * y;
+        break;
+      case BinOp::sub:
+        r = x - alpha * y;
+        break;
+      case BinOp::mul:
+        r = x * y;
+        break;
       case BinOp::div:
         r = x / y;
         if (mode == "trunc") r = std::trunc(r);
         if (mode == "floor") r = std::floor(r);
         break;
-      case BinOp::max: r = std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); break;
-      case BinOp::min: r = std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y); break;
-      case BinOp::pow: r = std::pow(x, y); break;
+      case BinOp::max:
+        r = std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y);
+        break;
+      case BinOp::min:
+        r = std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y);
+        break;
+      case BinOp::pow:
+        r = std::pow(x, y);
+        break;
       case BinOp::rem:
         if (integral && y == 0) return c.error("integer remainder by zero");
         r = x - std::floor(x / y) * y;
         break;
-      case BinOp::eq: r = x == y; break;
-      case BinOp::ne: r = x != y; break;
-      case BinOp::lt: r = x < y; break;
-      case BinOp::le: r = x <= y; break;
-      case BinOp::gt: r = x > y; break;
-      case BinOp::ge: r = x >= y; break;
-      case BinOp::land: r = (x != 0) && (y != 0); break;
-      case BinOp::lor: r = (x != 0) || (y != 0); break;
-      case BinOp::lxor: r = (x != 0) != (y != 0); break;
+      case BinOp::eq:
+        r = x == y;
+        break;
+      case BinOp::ne:
+        r = x != y;
+        break;
+      case BinOp::lt:
+        r = x < y;
+        break;
+      case BinOp::le:
+        r = x <= y;
+        break;
+      case BinOp::gt:
+        r = x > y;
+        break;
+      case BinOp::ge:
+        r = x >= y;
+        break;
+      case BinOp::land:
+        r = (x != 0) && (y != 0);
+        break;
+      case BinOp::lor:
+        r = (x != 0) || (y != 0);
+        break;
+      case BinOp::lxor:
+        r = (x != 0) != (y != 0);
+        break;
     }
     if (integral && Op == BinOp::div && !mode) r = x / y;  // true division of ints is float
     out[k] = r;
@@ -252,26 +310,66 @@ Status cast(const HostOpContext& c) {
   return Status::ok();
 }
 
-double relu(double x) { return x > 0 ? x : (std::isnan(x) ? x : 0.0); }
-double neg(double x) { return -x; }
-double silu(double x) { return x * sigmoid(x); }
-double rsqrt(double x) { return 1.0 / std::sqrt(x); }
-double reciprocal(double x) { return 1.0 / x; }
-double logical_not(double x) { return x == 0 ? 1.0 : 0.0; }
-double square(double x) { return x * x; }
-double round_even(double x) { return std::nearbyint(x); }
-double tanh_(double x) { return std::tanh(x); }
-double ceil_(double x) { return std::ceil(x); }
-double cos_(double x) { return std::cos(x); }
-double erf_(double x) { return std::erf(x); }
-double exp_(double x) { return std::exp(x); }
-double expm1_(double x) { return std::expm1(x); }
-double floor_(double x) { return std::floor(x); }
-double log_(double x) { return std::log(x); }
-double log1p_(double x) { return std::log1p(x); }
-double sin_(double x) { return std::sin(x); }
-double sqrt_(double x) { return std::sqrt(x); }
-double trunc_(double x) { return std::trunc(x); }
+double relu(double x) {
+  return x > 0 ? x : (std::isnan(x) ? x : 0.0);
+}
+double neg(double x) {
+  return -x;
+}
+double silu(double x) {
+  return x * sigmoid(x);
+}
+double rsqrt(double x) {
+  return 1.0 / std::sqrt(x);
+}
+double reciprocal(double x) {
+  return 1.0 / x;
+}
+double logical_not(double x) {
+  return x == 0 ? 1.0 : 0.0;
+}
+double square(double x) {
+  return x * x;
+}
+double round_even(double x) {
+  return std::nearbyint(x);
+}
+double tanh_(double x) {
+  return std::tanh(x);
+}
+double ceil_(double x) {
+  return std::ceil(x);
+}
+double cos_(double x) {
+  return std::cos(x);
+}
+double erf_(double x) {
+  return std::erf(x);
+}
+double exp_(double x) {
+  return std::exp(x);
+}
+double expm1_(double x) {
+  return std::expm1(x);
+}
+double floor_(double x) {
+  return std::floor(x);
+}
+double log_(double x) {
+  return std::log(x);
+}
+double log1p_(double x) {
+  return std::log1p(x);
+}
+double sin_(double x) {
+  return std::sin(x);
+}
+double sqrt_(double x) {
+  return std::sqrt(x);
+}
+double trunc_(double x) {
+  return std::trunc(x);
+}
 
 }  // namespace
 

@@ -38,7 +38,8 @@ void fft_inplace(std::vector<cd>& a) {
   for (size_t k = 0; k < n; ++k) {
     cd s = 0;
     for (size_t t = 0; t < n; ++t)
-      s += a[t] * std::polar(1.0, -2 * M_PI * static_cast<double>((k * t) % n) / static_cast<double>(n));
+      s += a[t] *
+           std::polar(1.0, -2 * M_PI * static_cast<double>((k * t) % n) / static_cast<double>(n));
     out[k] = s;
   }
   a = std::move(out);
@@ -63,7 +64,8 @@ void fft_along(std::vector<cd>& data, const std::vector<int64_t>& shape, int64_t
 // keeping n/2+1 bins along `last` when onesided; scaled by `scale`.
 Status r2c(const HostOpContext& c, const HostTensor& x, std::vector<int64_t> dims, int64_t last,
            int64_t n, bool onesided, int norm_mode /*0 none, 1 ortho, 2 forward*/) {
-  if (!is_float(x.dtype)) return c.error("input is " + dtype_str(x.dtype) + ", expected a float type");
+  if (!is_float(x.dtype))
+    return c.error("input is " + dtype_str(x.dtype) + ", expected a float type");
   if (n < 1) return c.error("fft length is " + std::to_string(n) + ", expected >= 1");
   std::vector<int64_t> shape = x.shape;
   shape[last] = n;
@@ -121,9 +123,12 @@ Status fft_rfft(const HostOpContext& c) {
   const int64_t n = c.opt_int("n").value_or(x->shape[d]);
   const std::string norm = c.get_string("norm").value_or("backward");
   int mode = 0;
-  if (norm == "ortho") mode = 1;
-  else if (norm == "forward") mode = 2;
-  else if (norm != "backward") return c.error("norm is '" + norm + "', expected backward, ortho or forward");
+  if (norm == "ortho")
+    mode = 1;
+  else if (norm == "forward")
+    mode = 2;
+  else if (norm != "backward")
+    return c.error("norm is '" + norm + "', expected backward, ortho or forward");
   return r2c(c, *x, {d}, d, n, true, mode);
 }
 
@@ -137,9 +142,11 @@ Status fft_r2c(const HostOpContext& c) {
     NEURONC_ASSIGN_OR_RETURN_(d, normalize_dim(c, d, x->rank()));
   }
   const int64_t mode = c.get_int("normalization", 0);
-  if (mode < 0 || mode > 2) return c.error("normalization is " + std::to_string(mode) + ", expected 0, 1 or 2");
+  if (mode < 0 || mode > 2)
+    return c.error("normalization is " + std::to_string(mode) + ", expected 0, 1 or 2");
   const int64_t last = dims.back();
-  return r2c(c, *x, dims, last, x->shape[last], c.get_bool("onesided", true), static_cast<int>(mode));
+  return r2c(c, *x, dims, last, x->shape[last], c.get_bool("onesided", true),
+             static_cast<int>(mode));
 }
 
 }  // namespace

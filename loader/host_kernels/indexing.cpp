@@ -33,7 +33,8 @@ Status index_put(const HostOpContext& c) {
       const size_t first = per_dim.size();
       if (first + t->shape.size() > x->shape.size())
         return c.error("bool mask of rank " + std::to_string(t->rank()) + " at dim " +
-                       std::to_string(first) + " exceeds the input rank " + std::to_string(x->rank()));
+                       std::to_string(first) + " exceeds the input rank " +
+                       std::to_string(x->rank()));
       for (size_t i = 0; i < t->shape.size(); ++i)
         if (t->shape[i] != x->shape[first + i])
           return c.error("bool mask shape " + shape_str(t->shape) + " does not match input dims " +
@@ -53,7 +54,8 @@ Status index_put(const HostOpContext& c) {
       continue;
     }
     if (!is_integral(t->dtype))
-      return c.error("index dtype is " + dtype_str(t->dtype) + ", expected an integer or bool type");
+      return c.error("index dtype is " + dtype_str(t->dtype) +
+                     ", expected an integer or bool type");
     DimIndex di{false, t->shape, c.dry_run() ? std::vector<int64_t>() : to_int64(*t)};
     per_dim.push_back(std::move(di));
   }
@@ -75,7 +77,8 @@ Status index_put(const HostOpContext& c) {
       const int64_t a = i < r - bshape.size() ? 1 : bshape[i - (r - bshape.size())];
       const int64_t b = i < r - s.size() ? 1 : s[i - (r - s.size())];
       if (a != b && a != 1 && b != 1)
-        return c.error("index shapes " + shape_str(bshape) + " and " + shape_str(s) + " do not broadcast");
+        return c.error("index shapes " + shape_str(bshape) + " and " + shape_str(s) +
+                       " do not broadcast");
       nb[i] = a == 1 ? b : a;
     }
     bshape = nb;
@@ -106,12 +109,14 @@ Status index_put(const HostOpContext& c) {
   // values must broadcast to rshape.
   if (values->dtype == TensorDType::c64) return c.error("complex values are not supported");
   if (values->shape.size() > rshape.size())
-    return c.error("values shape " + shape_str(values->shape) + " cannot broadcast to " + shape_str(rshape));
+    return c.error("values shape " + shape_str(values->shape) + " cannot broadcast to " +
+                   shape_str(rshape));
   for (size_t i = 0; i < values->shape.size(); ++i) {
     const int64_t v = values->shape[values->shape.size() - 1 - i];
     const int64_t r = rshape[rshape.size() - 1 - i];
     if (v != r && v != 1)
-      return c.error("values shape " + shape_str(values->shape) + " cannot broadcast to " + shape_str(rshape));
+      return c.error("values shape " + shape_str(values->shape) + " cannot broadcast to " +
+                     shape_str(rshape));
   }
   if (c.dry_run()) return Status::ok();
   // Copy self, then scatter.

@@ -24,7 +24,8 @@ Status gemm(const HostOpContext& c, const HostTensor& a, const HostTensor& w, bo
     const auto& s = bias->shape;
     const bool ok = s.empty() || (s.size() == 1 && (s[0] == N || s[0] == 1)) ||
                     (s.size() == 2 && (s[0] == M || s[0] == 1) && (s[1] == N || s[1] == 1));
-    if (!ok) return c.error("bias shape " + shape_str(s) + " does not broadcast to " + shape_str(shape));
+    if (!ok)
+      return c.error("bias shape " + shape_str(s) + " does not broadcast to " + shape_str(shape));
   }
   NEURONC_RETURN_IF_ERROR_(c.expect_output(0, a.dtype, shape));
   if (!is_float(a.dtype)) return c.error("matmul of " + dtype_str(a.dtype) + " is not supported");
@@ -44,7 +45,7 @@ Status gemm(const HostOpContext& c, const HostTensor& a, const HostTensor& w, bo
         double r = alpha * s;
         if (bias) {
           const auto& bs = bias->shape;
-          const int64_t bi = bs.empty() ? 0
+          const int64_t bi = bs.empty()       ? 0
                              : bs.size() == 1 ? (bs[0] == 1 ? 0 : n)
                                               : (bs[0] == 1 ? 0 : m) * bs[1] + (bs[1] == 1 ? 0 : n);
           r += beta * bv[static_cast<size_t>(bi)];

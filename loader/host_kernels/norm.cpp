@@ -9,7 +9,8 @@
 namespace neuronc::host {
 namespace {
 
-Status check_channel_vec(const HostOpContext& c, const HostTensor* t, const char* name, int64_t ch) {
+Status check_channel_vec(const HostOpContext& c, const HostTensor* t, const char* name,
+                         int64_t ch) {
   if (t && (t->rank() != 1 || t->shape[0] != ch))
     return c.error(std::string(name) + " shape is " + shape_str(t->shape) + ", expected [" +
                    std::to_string(ch) + "]");
@@ -24,13 +25,15 @@ Status batch_norm(const HostOpContext& c) {
   NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("input"));
   NEURONC_RETURN_IF_ERROR_(c.expect_outputs(functional ? 5 : 3));
   if (x->rank() < 2) return c.error("input must have rank >= 2, found " + shape_str(x->shape));
-  if (!is_float(x->dtype)) return c.error("input is " + dtype_str(x->dtype) + ", expected a float type");
+  if (!is_float(x->dtype))
+    return c.error("input is " + dtype_str(x->dtype) + ", expected a float type");
   const int64_t ch = x->shape[1];
   const HostTensor* w = c.tensor("weight");
   const HostTensor* b = c.tensor("bias");
   NEURONC_ASSIGN_OR_RETURN_(const HostTensor* rm, c.required("running_mean"));
   NEURONC_ASSIGN_OR_RETURN_(const HostTensor* rv, c.required("running_var"));
-  for (auto [t, name] : {std::pair{w, "weight"}, {b, "bias"}, {rm, "running_mean"}, {rv, "running_var"}})
+  for (auto [t, name] :
+       {std::pair{w, "weight"}, {b, "bias"}, {rm, "running_mean"}, {rv, "running_var"}})
     NEURONC_RETURN_IF_ERROR_(check_channel_vec(c, t, name, ch));
   const bool training = functional && c.get_bool("training", true);
   const double momentum = c.get_float("momentum", 0.1);
@@ -116,7 +119,8 @@ Status layer_norm(const HostOpContext& c) {
   for (size_t i = x->shape.size() - ns.size(); i < stat.size(); ++i) stat[i] = 1;
   NEURONC_RETURN_IF_ERROR_(c.expect_output(0, x->dtype, x->shape));
   if (c.output(1).shape != stat || c.output(2).shape != stat)
-    return c.error("mean/rstd shapes " + shape_str(c.output(1).shape) + ", expected " + shape_str(stat));
+    return c.error("mean/rstd shapes " + shape_str(c.output(1).shape) + ", expected " +
+                   shape_str(stat));
   if (c.dry_run()) return Status::ok();
   const double eps = c.get_float("eps", 1e-5);
   const auto xv = to_double(*x);

@@ -15,8 +15,7 @@ enum class Red { sum, mean, max, min, argmax, argmin };
 Result<std::vector<bool>> reduce_mask(const HostOpContext& c, const HostTensor& x) {
   std::vector<bool> mask(x.shape.size(), false);
   std::vector<int64_t> dims = c.get_ints("dim");
-  if (dims.empty())
-    std::fill(mask.begin(), mask.end(), true);
+  if (dims.empty()) std::fill(mask.begin(), mask.end(), true);
   for (int64_t d : dims) {
     NEURONC_ASSIGN_OR_RETURN_(d, normalize_dim(c, d, x.rank()));
     if (x.rank()) mask[d] = true;
@@ -33,14 +32,17 @@ Status reduce(const HostOpContext& c) {
   const bool keep = c.get_bool("keepdim", false);
   std::vector<int64_t> oshape;
   for (size_t i = 0; i < x->shape.size(); ++i) {
-    if (!mask[i]) oshape.push_back(x->shape[i]);
-    else if (keep) oshape.push_back(1);
+    if (!mask[i])
+      oshape.push_back(x->shape[i]);
+    else if (keep)
+      oshape.push_back(1);
   }
   const HostTensor& o = c.output(0);
   if (o.shape != oshape)
     return c.error("output shape " + shape_str(o.shape) + ", expected " + shape_str(oshape));
   const bool arg = R == Red::argmax || R == Red::argmin;
-  if (arg && o.dtype != TensorDType::i64) return c.error("output dtype " + dtype_str(o.dtype) + ", expected i64");
+  if (arg && o.dtype != TensorDType::i64)
+    return c.error("output dtype " + dtype_str(o.dtype) + ", expected i64");
   if ((R == Red::max || R == Red::min || arg) && x->numel() == 0)
     return c.error("cannot reduce an empty tensor with max/min");
   if (c.dry_run()) return Status::ok();
@@ -56,10 +58,9 @@ Status reduce(const HostOpContext& c) {
       }
   }
   const int64_t on = o.numel();
-  std::vector<double> acc(static_cast<size_t>(on),
-                          R == Red::max || R == Red::argmax ? -INFINITY
-                          : R == Red::min || R == Red::argmin ? INFINITY
-                                                              : 0.0);
+  std::vector<double> acc(static_cast<size_t>(on), R == Red::max || R == Red::argmax   ? -INFINITY
+                                                   : R == Red::min || R == Red::argmin ? INFINITY
+                                                                                       : 0.0);
   std::vector<int64_t> arg_at(static_cast<size_t>(on), -1), count(static_cast<size_t>(on), 0);
   std::vector<int64_t> pos(x->shape.size(), 0);
   // Position along the reduced dims (flattened), for argmax/argmin.
@@ -72,9 +73,16 @@ Status reduce(const HostOpContext& c) {
     const double v = xv[k];
     double& a = acc[oi];
     switch (R) {
-      case Red::sum: case Red::mean: a += v; break;
-      case Red::max: if (std::isnan(v) || v > a) a = std::isnan(a) ? a : v; break;
-      case Red::min: if (std::isnan(v) || v < a) a = std::isnan(a) ? a : v; break;
+      case Red::sum:
+      case Red::mean:
+        a += v;
+        break;
+      case Red::max:
+        if (std::isnan(v) || v > a) a = std::isnan(a) ? a : v;
+        break;
+      case Red::min:
+        if (std::isnan(v) || v < a) a = std::isnan(a) ? a : v;
+        break;
       case Red::argmax:
         if (arg_at[oi] < 0 || (!std::isnan(a) && (std::isnan(v) || v > a))) a = v, arg_at[oi] = ri;
         break;
@@ -94,7 +102,8 @@ Status reduce(const HostOpContext& c) {
     return Status::ok();
   }
   if (R == Red::mean)
-    for (int64_t i = 0; i < on; ++i) acc[i] = count[i] ? acc[i] / static_cast<double>(count[i]) : NAN;
+    for (int64_t i = 0; i < on; ++i)
+      acc[i] = count[i] ? acc[i] / static_cast<double>(count[i]) : NAN;
   if (R == Red::sum && is_integral(out.dtype) && is_integral(x->dtype)) {
     const auto iv = to_int64(*x);  // exact integer sums
     std::vector<int64_t> s(static_cast<size_t>(on), 0);

@@ -14,7 +14,8 @@ Status cumulative(const HostOpContext& c) {
   if (o.shape != x->shape)
     return c.error("output shape " + shape_str(o.shape) + ", expected " + shape_str(x->shape));
   if (auto dt = c.get_dtype("dtype"); dt && *dt != o.dtype)
-    return c.error("dtype argument is " + dtype_str(*dt) + " but the output is " + dtype_str(o.dtype));
+    return c.error("dtype argument is " + dtype_str(*dt) + " but the output is " +
+                   dtype_str(o.dtype));
   if (o.dtype == TensorDType::c64 || x->dtype == TensorDType::c64)
     return c.error("complex tensors are not supported here");
   if (c.dry_run()) return Status::ok();
@@ -63,7 +64,8 @@ Status diff(const HostOpContext& c) {
     if (const HostTensor* t = c.tensor(name)) {
       if (t->rank() != x->rank() || t->dtype != x->dtype)
         return c.error(std::string(name) + " is " + dtype_str(t->dtype) + shape_str(t->shape) +
-                       ", expected " + dtype_str(x->dtype) + " of rank " + std::to_string(x->rank()));
+                       ", expected " + dtype_str(x->dtype) + " of rank " +
+                       std::to_string(x->rank()));
       for (int64_t i = 0; i < x->rank(); ++i)
         if (i != d && t->shape[i] != x->shape[i])
           return c.error(std::string(name) + " shape " + shape_str(t->shape) + " differs from " +
@@ -84,18 +86,27 @@ Status diff(const HostOpContext& c) {
   // Concatenate along d into [outer, len, inner].
   std::vector<double> fv;
   std::vector<int64_t> iv;
-  if (integral) iv.resize(outer * len * inner); else fv.resize(outer * len * inner);
+  if (integral)
+    iv.resize(outer * len * inner);
+  else
+    fv.resize(outer * len * inner);
   int64_t at = 0;
   for (const HostTensor* t : parts) {
     const int64_t m = t->shape[d];
     std::vector<double> tf;
     std::vector<int64_t> ti;
-    if (integral) ti = to_int64(*t); else tf = to_double(*t);
+    if (integral)
+      ti = to_int64(*t);
+    else
+      tf = to_double(*t);
     for (int64_t a = 0; a < outer; ++a)
       for (int64_t k = 0; k < m; ++k)
         for (int64_t b = 0; b < inner; ++b) {
           const int64_t src = (a * m + k) * inner + b, dst = (a * len + at + k) * inner + b;
-          if (integral) iv[dst] = ti[src]; else fv[dst] = tf[src];
+          if (integral)
+            iv[dst] = ti[src];
+          else
+            fv[dst] = tf[src];
         }
     at += m;
   }
@@ -105,9 +116,12 @@ Status diff(const HostOpContext& c) {
       for (int64_t k = 0; k + 1 < cur; ++k)
         for (int64_t b = 0; b < inner; ++b) {
           const int64_t i0 = (a * len + k) * inner + b, i1 = i0 + inner;
-          if (boolean) iv[i0] = (iv[i1] != 0) != (iv[i0] != 0);
-          else if (integral) iv[i0] = iv[i1] - iv[i0];
-          else fv[i0] = fv[i1] - fv[i0];
+          if (boolean)
+            iv[i0] = (iv[i1] != 0) != (iv[i0] != 0);
+          else if (integral)
+            iv[i0] = iv[i1] - iv[i0];
+          else
+            fv[i0] = fv[i1] - fv[i0];
         }
     --cur;
   }
@@ -115,14 +129,23 @@ Status diff(const HostOpContext& c) {
   const int64_t m = shape[d];
   std::vector<double> of;
   std::vector<int64_t> oi;
-  if (integral) oi.resize(outer * m * inner); else of.resize(outer * m * inner);
+  if (integral)
+    oi.resize(outer * m * inner);
+  else
+    of.resize(outer * m * inner);
   for (int64_t a = 0; a < outer; ++a)
     for (int64_t k = 0; k < m; ++k)
       for (int64_t b = 0; b < inner; ++b) {
         const int64_t src = (a * len + k) * inner + b, dst = (a * m + k) * inner + b;
-        if (integral) oi[dst] = iv[src]; else of[dst] = fv[src];
+        if (integral)
+          oi[dst] = iv[src];
+        else
+          of[dst] = fv[src];
       }
-  if (integral) from_int64(c.output(0), oi); else from_double(c.output(0), of);
+  if (integral)
+    from_int64(c.output(0), oi);
+  else
+    from_double(c.output(0), of);
   return Status::ok();
 }
 

@@ -50,8 +50,8 @@ struct TensorSpec {
 struct ModelInfo {
   uint16_t format_major = 0;
   uint16_t format_minor = 0;
-  std::string producer;          // "neuronc 0.1.0"
-  std::string target;            // "trn1" | "trn2" | "trn3"
+  std::string producer;  // "neuronc 0.1.0"
+  std::string target;    // "trn1" | "trn2" | "trn3"
   uint32_t num_cores = 0;
   std::string source_container;  // "pt2-archive", ...
   std::string source_sha256;     // hex, empty if unknown
@@ -79,7 +79,7 @@ class Model {
   const std::vector<TensorSpec>& outputs() const;
   const ModelInfo& info() const;
 
-  struct Impl;  // internal
+  struct Impl;                                                                  // internal
   explicit Model(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}  // internal
 
  private:

@@ -44,12 +44,12 @@ inline constexpr std::array<std::string_view, 5> kEngineNames = {"tensor", "vect
                                                                  "gpsimd", "sync"};
 
 struct RunStats {
-  double latency_ns = 0;       // simulated device time + measured host-op time
-  double device_ns = 0;        // simulated time of all device partitions
-  double host_ops_ns = 0;      // wall time of the host-fallback ops
-  double host_wall_ns = 0;     // wall time of the whole run() call on this machine
+  double latency_ns = 0;                   // simulated device time + measured host-op time
+  double device_ns = 0;                    // simulated time of all device partitions
+  double host_ops_ns = 0;                  // wall time of the host-fallback ops
+  double host_wall_ns = 0;                 // wall time of the whole run() call on this machine
   std::array<double, 5> engine_busy_ns{};  // simulated busy time per engine, summed over cores
-  uint64_t instructions = 0;   // device instructions executed
+  uint64_t instructions = 0;               // device instructions executed
   uint64_t dma_bytes = 0;
   uint32_t device_calls = 0;
   uint32_t host_ops = 0;

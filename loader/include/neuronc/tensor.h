@@ -33,7 +33,7 @@ enum class DType : uint8_t {
   f8e5m2,
 };
 
-size_t dtype_size(DType t);           // bytes per element
+size_t dtype_size(DType t);            // bytes per element
 std::string_view dtype_name(DType t);  // "f32", "bool", "c64", ...
 
 using Shape = std::vector<int64_t>;

@@ -1,0 +1,319 @@
+// Malformed artifacts: every verifier rule with a crafted artifact, truncation at every byte,
+// single-bit flips everywhere, version compatibility. Each must be a clear error, never a
+// crash. The crafted cases are also the seed corpus in tests/corpus/artifact (rewritten when
+// NEURONC_WRITE_CORPUS=1).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "artifact_format/crc32c.h"
+#include "artifact_format/file_header.h"
+#include "artifact_format/reader.h"
+#include "artifact_format/writer.h"
+#include "tests/artifact_format/test_artifacts.h"
+
+namespace neuronc::artifact {
+namespace {
+
+using ::testing::HasSubstr;
+namespace d = ::neuronc::device;
+
+const std::vector<std::byte>& good() {
+  static const auto* b = new std::vector<std::byte>(testing::two_partition_artifact());
+  return *b;
+}
+
+void write_corpus(const std::string& name, const std::vector<std::byte>& bytes) {
+  if (!std::getenv("NEURONC_WRITE_CORPUS")) return;
+  const auto dir = std::filesystem::path(NEURONC_SOURCE_DIR) / "tests/corpus/artifact";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / (name + ".nca"), std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
+}
+
+// Re-encodes the good artifact after `mutate` changed its contents.
+std::vector<std::byte> reencode(const std::function<void(ArtifactContents&)>& mutate,
+                                bool keep_segment_table = false) {
+  auto a = read_artifact(good());
+  EXPECT_TRUE(a.is_ok());
+  ArtifactContents c = a->contents;
+  std::vector<std::span<const std::byte>> payloads;
+  for (uint32_t i = 0; i < a->num_segments(); ++i) payloads.push_back(a->segment(i));
+  mutate(c);
+  return encode_artifact(c, payloads, keep_segment_table);
+}
+
+// Rewrites the header with `mutate` applied (fresh header CRC).
+std::vector<std::byte> patch_header(const std::function<void(FileHeader&)>& mutate) {
+  std::vector<std::byte> b = good();
+  auto h = decode_header(b);
+  EXPECT_TRUE(h.is_ok());
+  FileHeader fh = *h;
+  mutate(fh);
+  encode_header(fh, std::span<std::byte, kHeaderSize>(b.data(), kHeaderSize));
+  return b;
+}
+
+Status load(const std::vector<std::byte>& b, uint16_t reader_minor = kFormatMinor) {
+  ReadOptions o;
+  o.reader_format_minor = reader_minor;
+  return read_artifact(b, o).status();
+}
+
+TEST(ArtifactMalformed, GoodArtifactLoads) {
+  EXPECT_TRUE(load(good()).is_ok());
+}
+
+// ExecuTorch-style stress: grow the available bytes one at a time; every prefix fails with an
+// error and only the whole file loads.
+TEST(ArtifactMalformed, TruncationAtEveryByteIsAnError) {
+  const auto& b = good();
+  for (size_t n = 0; n < b.size(); ++n) {
+    const Status s = read_artifact(std::span(b.data(), n)).status();
+    ASSERT_FALSE(s.is_ok()) << "prefix of " << n << " bytes loaded";
+    ASSERT_FALSE(s.message().empty());
+  }
+  EXPECT_TRUE(read_artifact(b).is_ok());
+  EXPECT_THAT(load(std::vector<std::byte>(b.begin(), b.begin() + 10)).message(),
+              HasSubstr("file is 10 bytes but the header needs 64"));
+}
+
+TEST(ArtifactMalformed, EverySingleBitFlipIsAnError) {
+  std::vector<std::byte> b = good();
+  for (size_t i = 0; i < b.size(); ++i) {
+    const std::byte mask{static_cast<unsigned char>(1u << (i % 8))};
+    b[i] ^= mask;
+    const Status s = read_artifact(b).status();
+    b[i] ^= mask;
+    ASSERT_FALSE(s.is_ok()) << "flip of bit " << (i % 8) << " at byte " << i << " went unnoticed";
+  }
+}
+
+TEST(ArtifactMalformed, ChecksumErrorsNameBothValues) {
+  std::vector<std::byte> b = good();
+  b[70] ^= std::byte{0x10};  // inside the root
+  const Status s = load(b);
+  EXPECT_EQ(s.code(), StatusCode::corrupt);
+  EXPECT_THAT(s.message(), HasSubstr("root table checksum mismatch: stored 0x"));
+  EXPECT_THAT(s.message(), HasSubstr("computed 0x"));
+  write_corpus("root_crc", b);
+  std::vector<std::byte> seg = good();
+  seg[seg.size() - 1] ^= std::byte{1};
+  EXPECT_THAT(load(seg).message(), HasSubstr("checksum mismatch"));
+  write_corpus("segment_crc", seg);
+}
+
+TEST(ArtifactMalformed, NewerMinorIsRefusedNamingBothVersions) {
+  const auto b = patch_header([](FileHeader& h) { h.format_minor = kFormatMinor + 1; });
+  const Status s = load(b);
+  EXPECT_EQ(s.code(), StatusCode::incompatible_version);
+  EXPECT_THAT(s.message(), HasSubstr("artifact format 1." + std::to_string(kFormatMinor + 1)));
+  EXPECT_THAT(s.message(), HasSubstr("this reader (1." + std::to_string(kFormatMinor) + ")"));
+  write_corpus("newer_minor", b);
+}
+
+TEST(ArtifactMalformed, OtherMajorIsRefusedNamingBothVersions) {
+  for (uint16_t major : {uint16_t{0}, uint16_t{2}}) {
+    const auto b = patch_header([&](FileHeader& h) { h.format_major = major; });
+    const Status s = load(b);
+    EXPECT_EQ(s.code(), StatusCode::incompatible_version);
+    EXPECT_THAT(s.message(), HasSubstr("artifact format " + std::to_string(major) + ".0"));
+    EXPECT_THAT(s.message(), HasSubstr("(1.0)"));
+    if (major == 2) write_corpus("major_2", b);
+  }
+}
+
+TEST(ArtifactMalformed, OlderMinorLoadsInANewerReader) {
+  // A reader at 1.(current + 3) must load this 1.current file.
+  EXPECT_TRUE(load(good(), kFormatMinor + 3).is_ok());
+}
+
+TEST(ArtifactMalformed, BadMagicAndFlags) {
+  std::vector<std::byte> b = good();
+  b[1] = std::byte{'X'};
+  EXPECT_THAT(load(b).message(), HasSubstr("bad magic"));
+  write_corpus("bad_magic", b);
+  EXPECT_THAT(load(patch_header([](FileHeader& h) { h.flags = 4; })).message(),
+              HasSubstr("header flags 0x00000004"));
+}
+
+TEST(ArtifactMalformed, HeaderOffsetsOutOfBounds) {
+  auto b = patch_header([](FileHeader& h) { h.root_size = 1 << 30; });
+  EXPECT_EQ(load(b).code(), StatusCode::truncated);
+  EXPECT_THAT(load(b).message(), HasSubstr("ends past the end of the file"));
+  write_corpus("root_size", b);
+  b = patch_header([](FileHeader& h) { h.segments_size += 4096; });
+  EXPECT_THAT(load(b).message(), HasSubstr("segment region"));
+  b = patch_header([](FileHeader& h) { h.root_offset = 3; });
+  EXPECT_THAT(load(b).message(), HasSubstr("root offset 3 must be 8-aligned"));
+  b = patch_header([](FileHeader& h) { h.segments_offset = 100; });
+  EXPECT_THAT(load(b).message(), HasSubstr("inside the root table"));
+}
+
+// Rewrites the root with `patch` applied to its bytes and a fresh root CRC.
+std::vector<std::byte> patch_root(const std::function<void(std::span<std::byte>)>& patch) {
+  std::vector<std::byte> b = good();
+  auto h = decode_header(b);
+  FileHeader fh = *h;
+  std::span<std::byte> root(b.data() + fh.root_offset, fh.root_size);
+  patch(root);
+  fh.root_crc32c = crc32c(root);
+  encode_header(fh, std::span<std::byte, kHeaderSize>(b.data(), kHeaderSize));
+  return b;
+}
+
+TEST(ArtifactMalformed, RootIdentifierAndFlatBufferBounds) {
+  auto b = patch_root([](std::span<std::byte> r) { r[4] = std::byte{'X'}; });
+  EXPECT_THAT(load(b).message(), HasSubstr("no file identifier 'NCA1'"));
+  write_corpus("root_identifier", b);
+  b = patch_root([](std::span<std::byte> r) {
+    r[0] = std::byte{0xf0};
+    r[1] = std::byte{0xff};
+    r[2] = std::byte{0xff};
+    r[3] = std::byte{0x7f};
+  });
+  EXPECT_THAT(load(b).message(), HasSubstr("fails FlatBuffers verification"));
+  write_corpus("root_offset", b);
+}
+
+struct Rule {
+  const char* name;
+  std::function<void(ArtifactContents&)> mutate;
+  const char* expect;
+};
+
+class VerifierRule : public ::testing::TestWithParam<Rule> {};
+
+TEST_P(VerifierRule, IsAClearError) {
+  const Rule& r = GetParam();
+  const auto b = reencode(r.mutate);
+  const Status s = load(b);
+  ASSERT_FALSE(s.is_ok()) << r.name;
+  EXPECT_THAT(s.message(), HasSubstr(r.expect)) << r.name;
+  write_corpus(std::string("rule_") + r.name, b);
+}
+
+d::Instruction& first(ArtifactContents& c, d::Engine e, int program = 0) {
+  return c.programs[program].program.cores[0].stream(e)[0];
+}
+
+const Rule kRules[] = {
+    {"constant_offset", [](auto& c) { c.constants[0].offset = 1 << 20; }, "are outside segment 0"},
+    {"constant_size", [](auto& c) { c.constants[0].size = 12; }, "holds 12 bytes but"},
+    {"constant_segment", [](auto& c) { c.constants[0].segment = 9; },
+     "is in segment 9 but there are 1"},
+    {"constant_hbm", [](auto& c) { c.constants[0].hbm_offset = 1900; },
+     "outside the 2048-byte arena"},
+    {"binding_hbm",
+     [](auto& c) { std::get<DeviceCall>(c.plan.steps[0]).inputs[0].hbm_offset = 1000; },
+     "outside the program's 1024-byte hbm"},
+    {"program_index", [](auto& c) { std::get<DeviceCall>(c.plan.steps[0]).program = 7; },
+     "calls program 7 but there are 2 programs"},
+    {"host_value_index", [](auto& c) { std::get<HostOp>(c.plan.steps[1]).args[0].tensors[0] = 99; },
+     "refers to value 99 but the plan has"},
+    {"use_before_def", [](auto& c) { std::swap(c.plan.steps[0], c.plan.steps[1]); },
+     "is used before it is defined"},
+    {"defined_twice", [](auto& c) { std::get<HostOp>(c.plan.steps[1]).outputs[0] = 0; },
+     "is defined twice"},
+    {"output_never_computed",
+     [](auto& c) {
+       c.plan.values.push_back({"ghost", TensorDType::f32, {Dim::constant(1)}});
+       c.signature.outputs.push_back({"ghost", static_cast<uint32_t>(c.plan.values.size() - 1)});
+     },
+     "is never computed by the plan"},
+    {"partitions_over_limit",
+     [](auto& c) {
+       std::get<d::Activation>(first(c, d::Engine::scalar).op).dst.partition_count = 200;
+     },
+     "partition"},
+    {"sbuf_offset_over_limit",
+     [](auto& c) { std::get<d::Activation>(first(c, d::Engine::scalar).op).dst.offset = 1 << 30; },
+     "sbuf partition"},
+    {"semaphore_index", [](auto& c) { first(c, d::Engine::scalar).waits[0].semaphore = 9; },
+     "semaphore 9"},
+    {"engine_opcode",
+     [](auto& c) {
+       auto& core = c.programs[0].program.cores[0];
+       core.stream(d::Engine::vector).push_back(core.stream(d::Engine::scalar)[0]);
+     },
+     "vector engine cannot execute activation"},
+    {"unknown_activation",
+     [](auto& c) {
+       std::get<d::Activation>(first(c, d::Engine::scalar).op).function =
+           static_cast<d::ActivationFunction>(99);
+     },
+     "activation function 99 is unknown"},
+    {"dma_queue", [](auto& c) { std::get<d::DmaCopy>(first(c, d::Engine::sync).op).queue = 16; },
+     "dma queue 16 is out of range"},
+    {"unknown_dtype",
+     [](auto& c) {
+       std::get<d::DmaCopy>(first(c, d::Engine::sync).op).dst.dtype = static_cast<d::DType>(40);
+     },
+     "device dtype 40 is unknown"},
+    {"hbm_memref",
+     [](auto& c) { std::get<d::DmaCopy>(first(c, d::Engine::sync).op).src.offset = 4000; },
+     "outside the arena of 1024 bytes"},
+    {"unknown_target", [](auto& c) { c.target = "trn9"; }, "target: "},
+    {"cores", [](auto& c) { c.num_cores = 0; }, "artifact uses 0 cores"},
+    {"sha256", [](auto& c) { c.source.sha256.resize(5); }, "sha256 has 5 bytes, expected 32"},
+    {"symbol_range",
+     [](auto& c) {
+       c.signature.symbols.push_back({"s0", 5, 2});
+     },
+     "has range [5, 2]"},
+    {"dim_symbol", [](auto& c) { c.plan.values[0].dims[0] = Dim::sym(3); }, "refers to symbol 3"},
+    {"arena_over_target", [](auto& c) { c.memory_plan.hbm_arena_bytes = uint64_t{1} << 40; },
+     "exceeds the"},
+    {"sbuf_peak", [](auto& c) { c.memory_plan.sbuf_peak_bytes = 1 << 30; }, "memory plan peaks"},
+    {"debug_id", [](auto& c) { first(c, d::Engine::scalar).debug_id = 50; },
+     "debug id 50 but there are 2 debug nodes"},
+    {"step_kind", [](auto& c) { std::get<HostOp>(c.plan.steps[1]).op.clear(); },
+     "host op has no name"},
+    {"segment_crc", [](auto& c) { c.segments[0].crc32c ^= 1; }, "checksum mismatch"},
+    {"segment_raw_size", [](auto& c) { c.segments[0].raw_size += 8; }, "raw size"},
+    {"zstd_raw_size", [](auto& c) { c.segments[0].compression = Compression::zstd; }, "zstd"},
+    {"input_backref", [](auto& c) { c.plan.values[0].index = 3; },
+     "claims to be signature input 3"},
+    {"duplicate_output", [](auto& c) { c.signature.outputs.push_back(c.signature.outputs[0]); },
+     "must be non-empty and unique"},
+};
+
+INSTANTIATE_TEST_SUITE_P(All, VerifierRule, ::testing::ValuesIn(kRules),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(ArtifactMalformed, SegmentOutsideRegion) {
+  const auto b = reencode([](auto& c) { c.segments[0].offset = 1 << 20; }, true);
+  EXPECT_THAT(load(b).message(), HasSubstr("ends past the segment region"));
+  write_corpus("segment_offset", b);
+  const auto u = reencode([](auto& c) { c.segments[0].offset = 100; }, true);
+  EXPECT_THAT(load(u).message(), HasSubstr("is not a multiple of 4096"));
+}
+
+TEST(ArtifactMalformed, CorpusFilesAreAllErrors) {
+  const auto dir = std::filesystem::path(NEURONC_SOURCE_DIR) / "tests/corpus/artifact";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no corpus";
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".nca") continue;
+    std::ifstream f(e.path(), std::ios::binary);
+    std::vector<char> raw((std::istreambuf_iterator<char>(f)), {});
+    std::vector<std::byte> b(raw.size());
+    std::memcpy(b.data(), raw.data(), raw.size());
+    const bool valid = e.path().filename().string().rfind("valid_", 0) == 0;
+    EXPECT_EQ(read_artifact(b).is_ok(), valid) << e.path();
+    ++n;
+  }
+  EXPECT_GT(n, 0);
+}
+
+TEST(ArtifactMalformed, WriteValidCorpusSeed) {
+  write_corpus("valid_two_partition", good());
+}
+
+}  // namespace
+}  // namespace neuronc::artifact

@@ -1,0 +1,144 @@
+// Round trip and determinism of the artifact writer/reader, on hand-built device programs.
+#include <gtest/gtest.h>
+
+#include "artifact_format/crc32c.h"
+#include "artifact_format/mapped_file.h"
+#include "artifact_format/reader.h"
+#include "artifact_format/writer.h"
+#include "tests/artifact_format/test_artifacts.h"
+
+namespace neuronc::artifact {
+namespace {
+
+TEST(Crc32c, KnownVectors) {
+  // RFC 3720 B.4: 32 bytes of zeros -> 0x8a9136aa; "123456789" -> 0xe3069283.
+  std::vector<std::byte> zeros(32);
+  EXPECT_EQ(crc32c(zeros), 0x8a9136aau);
+  const char* s = "123456789";
+  EXPECT_EQ(crc32c(std::as_bytes(std::span(s, 9))), 0xe3069283u);
+  // Incremental equals one shot.
+  const auto all = std::as_bytes(std::span(s, 9));
+  EXPECT_EQ(crc32c(all.subspan(4), crc32c(all.first(4))), 0xe3069283u);
+}
+
+TEST(ArtifactRoundTrip, ContentsSurviveWriteAndRead) {
+  auto w = testing::two_partition_writer();
+  auto bytes = w.write_memory();
+  ASSERT_TRUE(bytes.is_ok()) << bytes.status().message();
+  auto a = read_artifact(*bytes);
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  EXPECT_EQ(a->contents, w.contents());  // the writer's view includes the segment table
+  EXPECT_EQ(a->contents.programs[0].program, testing::relu_affine_program(0).program);
+  EXPECT_EQ(a->header.format_major, kFormatMajor);
+  // The constant is where the plan says, byte for byte.
+  const auto wv = testing::bytes_of(testing::weight_values());
+  const auto got = a->constant_bytes(0);
+  ASSERT_EQ(got.size(), wv.size());
+  EXPECT_EQ(0, std::memcmp(got.data(), wv.data(), wv.size()));
+}
+
+TEST(ArtifactRoundTrip, SegmentsAreAlignedAndRawByDefault) {
+  const auto bytes = testing::two_partition_artifact({.small_constant_bytes = 16});
+  auto a = read_artifact(bytes);
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  ASSERT_EQ(a->contents.segments.size(), 1u);
+  EXPECT_EQ(a->header.segments_offset % 4096, 0u);
+  EXPECT_EQ(a->contents.segments[0].compression, Compression::none);
+  // Zero-copy: the constant's bytes lie inside the input buffer.
+  const auto c = a->constant_bytes(0);
+  EXPECT_GE(c.data(), bytes.data());
+  EXPECT_LT(c.data(), bytes.data() + bytes.size());
+  EXPECT_EQ((c.data() - bytes.data()) % 4096, 0);
+}
+
+TEST(ArtifactRoundTrip, CompressedSegmentsDecompress) {
+  auto w = testing::two_partition_writer();
+  std::vector<float> big(64 * 1024, 1.5f);  // compressible
+  w.add_constant("big", TensorDType::f32, {Dim::constant(64 * 1024)}, testing::bytes_of(big));
+  auto bytes = w.write_memory({.compress_constants = true});
+  ASSERT_TRUE(bytes.is_ok()) << bytes.status().message();
+  EXPECT_LT(bytes->size(), 64u * 1024 * 4 / 4);
+  auto a = read_artifact(*bytes);
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  const auto& segs = a->contents.segments;
+  bool any_zstd = false;
+  for (const auto& s : segs) any_zstd |= s.compression == Compression::zstd;
+  EXPECT_TRUE(any_zstd);
+  const auto c = a->constant_bytes(1);
+  ASSERT_EQ(c.size(), big.size() * 4);
+  EXPECT_EQ(0, std::memcmp(c.data(), big.data(), c.size()));
+}
+
+TEST(ArtifactRoundTrip, OutputIsDeterministic) {
+  EXPECT_EQ(testing::two_partition_artifact(), testing::two_partition_artifact());
+  EXPECT_EQ(testing::two_partition_artifact({.compress_constants = true}),
+            testing::two_partition_artifact({.compress_constants = true}));
+}
+
+TEST(ArtifactRoundTrip, WriteFileThenMap) {
+  auto w = testing::two_partition_writer();
+  const std::string path = ::testing::TempDir() + "/roundtrip.nca";
+  ASSERT_TRUE(w.write_file(path).is_ok());
+  auto f = MappedFile::open(path);
+  ASSERT_TRUE(f.is_ok()) << f.status().message();
+  auto a = read_artifact(f->bytes());
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  EXPECT_EQ(a->contents.plan, w.contents().plan);
+}
+
+TEST(ArtifactRoundTrip, EveryOpcodeRoundTrips) {
+  namespace d = ::neuronc::device;
+  // One instruction of each opcode (not a runnable program; only the codec is under test).
+  DeviceProgram dp;
+  dp.name = "all_ops";
+  dp.program.cores.resize(1);
+  dp.program.num_semaphores = 4;
+  dp.program.hbm_size = 4096;
+  auto s = [](uint64_t off) { return d::sbuf(0, 32, off, d::DType::f32, 8); };
+  auto& v = dp.program.cores[0].stream(d::Engine::vector);
+  auto& g = dp.program.cores[0].stream(d::Engine::gpsimd);
+  auto& t = dp.program.cores[0].stream(d::Engine::tensor);
+  auto& sc = dp.program.cores[0].stream(d::Engine::scalar);
+  t.push_back(testing::inst(d::MatMul{d::psum(0, 8, 0, d::DType::f32, 8), s(0), s(64), true}));
+  t.push_back(testing::inst(
+      d::Transpose{d::psum(0, 8, 64, d::DType::f32, 32), d::sbuf(0, 32, 0, d::DType::f32, 8)}));
+  d::Activation act{s(0),  s(32), d::ActivationFunction::gelu_tanh,
+                    s(96), 0.5f,  d::sbuf(0, 32, 128, d::DType::f32, 1)};
+  act.scale = d::sbuf(0, 32, 132, d::DType::f32, 1);
+  sc.push_back(testing::inst(act, {{1, 2}}, {{2, 3, d::kThisCore}}, 7));
+  v.push_back(testing::inst(d::TensorTensor{s(0), s(32), s(64), d::AluOp::abs_max}));
+  v.push_back(testing::inst(d::TensorScalar{s(0), s(32), d::AluOp::add, 2.0f, true, d::AluOp::max,
+                                            d::sbuf(0, 32, 200, d::DType::f32, 1), false}));
+  v.push_back(testing::inst(
+      d::TensorReduce{d::sbuf(0, 32, 0, d::DType::f32, 1), s(32), d::ReduceOp::max, 1, true}));
+  v.push_back(testing::inst(d::TensorCopy{d::sbuf(0, 32, 0, d::DType::bf16, 8), s(32)}));
+  v.push_back(testing::inst(d::Memset{s(0), -3.25}));
+  g.push_back(testing::inst(d::Iota{d::sbuf(0, 32, 0, d::DType::i32, 8), 5, 2, {1, 0, 0, 0}}));
+  g.push_back(
+      testing::inst(d::AffineSelect{s(0), s(32), -4, 1, {1, 0, 0, 0}, d::CompareOp::lt, -1.0f}));
+  v.push_back(testing::inst(d::CopyPredicated{s(0), s(32), s(64), true}));
+  v.push_back(testing::inst(d::Select{s(0), s(32), s(64), 4.0f}));
+  g.push_back(testing::inst(d::LocalGather{d::sbuf(0, 32, 0, d::DType::f32, 4),
+                                           d::sbuf(0, 32, 64, d::DType::f32, 4),
+                                           d::sbuf(0, 32, 128, d::DType::u16, 4), 1, 4}));
+  dp.program.cores[0]
+      .stream(d::Engine::sync)
+      .push_back(testing::inst(d::DmaCopy{d::hbm(0, d::DType::f32, 4, 8, 8), s(0), 15}));
+  dp.program.cores[0]
+      .stream(d::Engine::sync)
+      .push_back(testing::inst(d::Collective{d::CollectiveKind::all_gather, d::ReduceOp::sum,
+                                             d::hbm(0, d::DType::f32, 1, 8, 8),
+                                             d::hbm(64, d::DType::f32, 1, 8, 8)}));
+  dp.program.cores[0].stream(d::Engine::sync).push_back(testing::inst(d::Nop{}, {{3, 1}}, {}));
+  ArtifactContents c;
+  c.programs.push_back(dp);
+  c.debug_nodes.resize(8);
+  const auto bytes = encode_artifact(c, {});
+  auto a = read_artifact(bytes, {.verify = false});
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  ASSERT_EQ(a->contents.programs.size(), 1u);
+  EXPECT_EQ(a->contents.programs[0], dp);
+}
+
+}  // namespace
+}  // namespace neuronc::artifact
