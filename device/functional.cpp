@@ -366,25 +366,29 @@ Status exec_matmul(const ExecContext& ctx, const MatMul& x) {
   const int M = static_cast<int>(s.n);
   const int N = static_cast<int>(mv.n);
   if (x.accumulate) NEURONC_DEVICE_RETURN_IF_ERROR(check_accumulate(ctx, x.dst));
-  thread_local std::vector<float> a, b, c, old;
+  thread_local std::vector<float> a, b, c;
   a.resize(size_t(K) * M);
   b.resize(size_t(K) * N);
   c.resize(size_t(M) * N);
-  for (int k = 0; k < K; ++k) {
-    gather_f32(s, k, a.data() + size_t(k) * M);
-    gather_f32(mv, k, b.data() + size_t(k) * N);
-  }
-  gemm_at_b_f32(M, N, K, a.data(), M, b.data(), N, c.data(), N);
-  old.resize(N);
-  for (int m = 0; m < M; ++m) {
-    float* row = c.data() + size_t(m) * N;
+  float* pa = a.data();
+  float* pb = b.data();
+  float* pc = c.data();
+  const uint64_t work = uint64_t(K) * (M + N);
+  for_partitions(ctx, K, work, [&](int k) {
+    gather_f32(s, k, pa + size_t(k) * M);
+    gather_f32(mv, k, pb + size_t(k) * N);
+  });
+  gemm_at_b_f32(M, N, K, pa, M, pb, N, pc, N);
+  for_partitions(ctx, M, uint64_t(M) * N, [&](int m) {
+    float* row = pc + size_t(m) * N;
     if (x.accumulate) {
-      gather_f32(d, m, old.data());
-      for (int n = 0; n < N; ++n) row[n] = old[n] + row[n];
+      std::vector<float> prev(N);
+      gather_f32(d, m, prev.data());
+      for (int n = 0; n < N; ++n) row[n] = prev[n] + row[n];
     }
     Rng rng = rng_for(ctx, m);
     scatter_f32(d, m, row, rng.mode, rng.ptr());
-  }
+  });
   mark_psum(ctx, x.dst, 1);
   return Status::ok();
 }

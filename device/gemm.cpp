@@ -31,48 +31,70 @@ void block_scalar(int mr, int nr, int K, const float* Ap, int a_step, const floa
 }
 
 #ifdef NEURONC_X86
-// AVX-512: 8 rows x 32 columns = 16 zmm accumulators.
+// AVX-512: 8 rows x 32 columns = 16 zmm accumulators, written out so they stay in registers
+// (a c[8][2] array is kept in memory at -O2).
+#define NEURONC_ROW512(i)                       \
+  {                                             \
+    const __m512 av = _mm512_set1_ps(a[i]);     \
+    c##i##0 = _mm512_fmadd_ps(av, b0, c##i##0); \
+    c##i##1 = _mm512_fmadd_ps(av, b1, c##i##1); \
+  }
+#define NEURONC_STORE512(i)               \
+  _mm512_storeu_ps(C + (i)*ldc, c##i##0); \
+  _mm512_storeu_ps(C + (i)*ldc + 16, c##i##1);
+
 __attribute__((target("avx512f,fma"))) void kernel_avx512_8x32(int K, const float* Ap,
                                                                const float* B, size_t ldb, float* C,
                                                                size_t ldc) {
-  __m512 c[8][2];
-  for (int i = 0; i < 8; ++i) c[i][0] = c[i][1] = _mm512_setzero_ps();
+  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
+         c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00,
+         c70 = c00, c71 = c00;
   for (int k = 0; k < K; ++k) {
     const __m512 b0 = _mm512_loadu_ps(B + k * ldb);
     const __m512 b1 = _mm512_loadu_ps(B + k * ldb + 16);
     const float* a = Ap + k * 8;
-    for (int i = 0; i < 8; ++i) {
-      const __m512 av = _mm512_set1_ps(a[i]);
-      c[i][0] = _mm512_fmadd_ps(av, b0, c[i][0]);
-      c[i][1] = _mm512_fmadd_ps(av, b1, c[i][1]);
-    }
+    NEURONC_ROW512(0)
+    NEURONC_ROW512(1)
+    NEURONC_ROW512(2)
+    NEURONC_ROW512(3) NEURONC_ROW512(4) NEURONC_ROW512(5) NEURONC_ROW512(6) NEURONC_ROW512(7)
   }
-  for (int i = 0; i < 8; ++i) {
-    _mm512_storeu_ps(C + i * ldc, c[i][0]);
-    _mm512_storeu_ps(C + i * ldc + 16, c[i][1]);
-  }
+  NEURONC_STORE512(0)
+  NEURONC_STORE512(1)
+  NEURONC_STORE512(2)
+  NEURONC_STORE512(3) NEURONC_STORE512(4) NEURONC_STORE512(5) NEURONC_STORE512(6)
+      NEURONC_STORE512(7)
 }
+#undef NEURONC_ROW512
+#undef NEURONC_STORE512
 
 // AVX2: 6 rows x 16 columns = 12 ymm accumulators.
+#define NEURONC_ROW256(i)                           \
+  {                                                 \
+    const __m256 av = _mm256_broadcast_ss(a + (i)); \
+    c##i##0 = _mm256_fmadd_ps(av, b0, c##i##0);     \
+    c##i##1 = _mm256_fmadd_ps(av, b1, c##i##1);     \
+  }
+#define NEURONC_STORE256(i)               \
+  _mm256_storeu_ps(C + (i)*ldc, c##i##0); \
+  _mm256_storeu_ps(C + (i)*ldc + 8, c##i##1);
+
 __attribute__((target("avx2,fma"))) void kernel_avx2_6x16(int K, const float* Ap, const float* B,
                                                           size_t ldb, float* C, size_t ldc) {
-  __m256 c[6][2];
-  for (int i = 0; i < 6; ++i) c[i][0] = c[i][1] = _mm256_setzero_ps();
+  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
+         c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
   for (int k = 0; k < K; ++k) {
     const __m256 b0 = _mm256_loadu_ps(B + k * ldb);
     const __m256 b1 = _mm256_loadu_ps(B + k * ldb + 8);
     const float* a = Ap + k * 6;
-    for (int i = 0; i < 6; ++i) {
-      const __m256 av = _mm256_broadcast_ss(a + i);
-      c[i][0] = _mm256_fmadd_ps(av, b0, c[i][0]);
-      c[i][1] = _mm256_fmadd_ps(av, b1, c[i][1]);
-    }
+    NEURONC_ROW256(0)
+    NEURONC_ROW256(1) NEURONC_ROW256(2) NEURONC_ROW256(3) NEURONC_ROW256(4) NEURONC_ROW256(5)
   }
-  for (int i = 0; i < 6; ++i) {
-    _mm256_storeu_ps(C + i * ldc, c[i][0]);
-    _mm256_storeu_ps(C + i * ldc + 8, c[i][1]);
-  }
+  NEURONC_STORE256(0)
+  NEURONC_STORE256(1)
+  NEURONC_STORE256(2) NEURONC_STORE256(3) NEURONC_STORE256(4) NEURONC_STORE256(5)
 }
+#undef NEURONC_ROW256
+#undef NEURONC_STORE256
 #endif
 
 enum class Isa { scalar, avx2, avx512 };
@@ -107,30 +129,32 @@ Shape shape() {
   return {8, 16};
 }
 
-// Computes columns [n0, n1) of C for all rows, A already packed in mr-wide panels.
-void compute_columns(int M, int n0, int n1, int K, const float* Ap, const float* B, size_t ldb,
-                     float* C, size_t ldc) {
+// Computes column panels [p0, p1) of C for all rows; A is packed in mr-wide panels [k][mr] and
+// B in nr-wide panels [k][nr] (zero-padded), so both stream contiguously through L1.
+void compute_panels(int M, int N, int p0, int p1, int K, const float* Ap, const float* Bp, float* C,
+                    size_t ldc) {
   const Isa which = isa();
   const auto [mr, nr] = shape();
-  for (int n = n0; n < n1; n += nr) {
-    const int nb = std::min(nr, n1 - n);
+  for (int pj = p0; pj < p1; ++pj) {
+    const int n = pj * nr;
+    const int nb = std::min(nr, N - n);
+    const float* b = Bp + static_cast<size_t>(pj) * K * nr;
     for (int m = 0; m < M; m += mr) {
       const int mb = std::min(mr, M - m);
       const float* ap = Ap + static_cast<size_t>(m) * K;  // panel m / mr, size K * mr
       float* c = C + static_cast<size_t>(m) * ldc + n;
-      const float* b = B + n;
 #ifdef NEURONC_X86
       if (which == Isa::avx512 && mb == 8 && nb == 32) {
-        kernel_avx512_8x32(K, ap, b, ldb, c, ldc);
+        kernel_avx512_8x32(K, ap, b, nr, c, ldc);
         continue;
       }
       if (which == Isa::avx2 && mb == 6 && nb == 16) {
-        kernel_avx2_6x16(K, ap, b, ldb, c, ldc);
+        kernel_avx2_6x16(K, ap, b, nr, c, ldc);
         continue;
       }
 #endif
       (void)which;
-      block_scalar(mb, nb, K, ap, mr, b, ldb, c, ldc);
+      block_scalar(mb, nb, K, ap, mr, b, nr, c, ldc);
     }
   }
 }
@@ -147,24 +171,45 @@ void gemm_at_b_f32(int M, int N, int K, const float* A, size_t lda, const float*
   const int mr = shape().mr;
   const int panels = (M + mr - 1) / mr;
   thread_local std::vector<float> packed;
-  packed.assign(static_cast<size_t>(panels) * K * mr, 0.0f);
+  packed.resize(static_cast<size_t>(panels) * K * mr);
   for (int p = 0; p < panels; ++p) {
     float* dst = packed.data() + static_cast<size_t>(p) * K * mr;
     const int m0 = p * mr;
     const int mb = std::min(mr, M - m0);
-    for (int k = 0; k < K; ++k) std::memcpy(dst + k * mr, A + k * lda + m0, mb * sizeof(float));
+    for (int k = 0; k < K; ++k) {
+      std::memcpy(dst + k * mr, A + k * lda + m0, mb * sizeof(float));
+      if (mb < mr) std::fill(dst + k * mr + mb, dst + (k + 1) * mr, 0.0f);
+    }
   }
   const float* Ap = packed.data();
+  const int nr = shape().nr;
+  const int bpanels = (N + nr - 1) / nr;
+  thread_local std::vector<float> packed_b;
+  packed_b.resize(static_cast<size_t>(bpanels) * K * nr);
+  float* Bp = packed_b.data();
+  // Packs B panels [p0, p1) and computes them; tasks own disjoint panels and columns of C.
+  auto run = [&](int p0, int p1) {
+    for (int pj = p0; pj < p1; ++pj) {
+      float* dst = Bp + static_cast<size_t>(pj) * K * nr;
+      const int n0 = pj * nr;
+      const int nb = std::min(nr, N - n0);
+      for (int k = 0; k < K; ++k) {
+        std::memcpy(dst + k * nr, B + k * ldb + n0, nb * sizeof(float));
+        if (nb < nr) std::fill(dst + k * nr + nb, dst + (k + 1) * nr, 0.0f);
+      }
+    }
+    compute_panels(M, N, p0, p1, K, Ap, Bp, C, ldc);
+  };
   const double work = static_cast<double>(M) * N * K;
-  constexpr int kColumnBlock = 128;
-  if (work < (1 << 21) || N <= kColumnBlock) {
-    compute_columns(M, 0, N, K, Ap, B, ldb, C, ldc);
+  constexpr int kPanelsPerTask = 4;
+  if (work < (1 << 21) || bpanels <= kPanelsPerTask) {
+    run(0, bpanels);
     return;
   }
-  const int blocks = (N + kColumnBlock - 1) / kColumnBlock;
-  tbb::parallel_for(0, blocks, [&](int blk) {
-    const int n0 = blk * kColumnBlock;
-    compute_columns(M, n0, std::min(N, n0 + kColumnBlock), K, Ap, B, ldb, C, ldc);
+  const int tasks = (bpanels + kPanelsPerTask - 1) / kPanelsPerTask;
+  tbb::parallel_for(0, tasks, [&](int t) {
+    const int p0 = t * kPanelsPerTask;
+    run(p0, std::min(bpanels, p0 + kPanelsPerTask));
   });
 }
 

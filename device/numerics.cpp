@@ -9,6 +9,10 @@
 #include <cstring>
 #include <limits>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace neuronc::device {
 namespace {
 
@@ -109,6 +113,41 @@ struct Fp8Tables {
 const Fp8Tables& fp8_tables() {
   static const Fp8Tables t;
   return t;
+}
+
+// bf16 -> fp32 widening of a run: a shift of each 16-bit pattern into the top half.
+void widen_bf16_scalar(const std::byte* src, float* dst, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, src + 2 * i, 2);
+    dst[i] = std::bit_cast<float>(uint32_t{h} << 16);
+  }
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) void widen_bf16_avx2(const std::byte* src, float* dst, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i));
+    const __m256i w = _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
+    _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(w));
+  }
+  widen_bf16_scalar(src + 2 * i, dst + i, n - i);
+}
+bool have_avx2() {
+  static const bool kHave = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
+  return kHave;
+}
+#endif
+
+void widen_bf16(const std::byte* src, float* dst, size_t n) {
+#if defined(__x86_64__)
+  if (have_avx2()) return widen_bf16_avx2(src, dst, n);
+#endif
+  widen_bf16_scalar(src, dst, n);
 }
 
 template <typename T>
@@ -253,14 +292,9 @@ void load_f32_n(const std::byte* src, DType t, float* dst, size_t n) {
     case DType::tf32:
       std::memcpy(dst, src, n * 4);
       return;
-    case DType::bf16: {
-      const auto* s = reinterpret_cast<const unsigned char*>(src);
-      for (size_t i = 0; i < n; ++i) {
-        uint32_t b = uint32_t{s[2 * i]} | (uint32_t{s[2 * i + 1]} << 8);
-        dst[i] = std::bit_cast<float>(b << 16);
-      }
+    case DType::bf16:
+      widen_bf16(src, dst, n);
       return;
-    }
     default: {
       const uint32_t sz = dtype_size(t);
       for (size_t i = 0; i < n; ++i) dst[i] = load_f32(src + i * sz, t);
