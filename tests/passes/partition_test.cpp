@@ -79,3 +79,41 @@ TEST(Partition, UnknownOpsAreUnsupported) {
 
 }  // namespace
 }  // namespace neuronc::passes
+
+#include "passes/specialize_shapes.h"
+
+namespace neuronc::passes {
+namespace {
+
+TEST(SpecializeShapes, BindsSymbolsThroughShapeRules) {
+  auto g = ir::parse(R"(graph {
+  sym s0 [2, 16]
+  input %x : f32[s0, 6]
+  %v : f32[2*s0, 3] = aten.view.default(%x) {size = [2*s0, 3]}
+  %r : f32[2*s0, 3] = aten.relu.default(%v)
+  output %r
+})");
+  SpecializeShapes pass({{"s0", 4}});
+  pass.run(*g);
+  EXPECT_EQ(ir::print(*g), R"(graph {
+  sym s0 [2, 16]
+  input %x : f32[4, 6]
+  %v : f32[8, 3] = aten.view.default(%x) {size = [8, 3]}
+  %r : f32[8, 3] = aten.relu.default(%v)
+  output %r
+}
+)");
+  SpecializeShapes out_of_range({{"s0", 17}});
+  auto g2 = ir::parse("graph {\n sym s0 [2, 16]\n input %x : f32[s0]\n output %x\n}");
+  try {
+    out_of_range.run(*g2);
+    FAIL();
+  } catch (const ir::Error& e) {
+    EXPECT_STREQ(e.what(), "symbol 's0' = 17 is outside its range [2, 16]");
+  }
+  SpecializeShapes unknown({{"batch", 1}});
+  EXPECT_THROW(unknown.run(*g2), ir::Error);
+}
+
+}  // namespace
+}  // namespace neuronc::passes
