@@ -65,7 +65,8 @@ uint64_t instruction_free_size(const Operation& op) {
           return x.moving.free_size();
         } else if constexpr (std::is_same_v<T, Memset> || std::is_same_v<T, Iota>) {
           return x.dst.free_size();
-        } else if constexpr (std::is_same_v<T, TensorTensor>) {
+        } else if constexpr (std::is_same_v<T, TensorTensor> ||
+                             std::is_same_v<T, TensorTensorScan>) {
           return std::max(x.in0.free_size(), x.in1.free_size());
         } else if constexpr (std::is_same_v<T, Select>) {
           return x.on_true.free_size();
@@ -189,6 +190,8 @@ InstructionCost CostModel::cost(Engine e, const Operation& op) const {
         } else if constexpr (std::is_same_v<T, DmaCopy> || std::is_same_v<T, Collective>) {
           c.ii_cycles = t_.dma_issue_cycles;  // assumption: trigger cost on the issuing engine
           latency_cycles = 0;
+        } else if constexpr (std::is_same_v<T, TensorTensorScan>) {
+          c.ii_cycles = std::max(min_ii, 2 * ns);  // ISA226: max(MIN_II, 2N)
         } else if constexpr (std::is_same_v<T, Nop>) {
           c.ii_cycles = 1;  // assumption
           latency_cycles = 0;

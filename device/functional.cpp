@@ -475,6 +475,25 @@ Status exec_tensor_tensor(const ExecContext& ctx, const TensorTensor& x) {
   return Status::ok();
 }
 
+Status exec_tensor_tensor_scan(const ExecContext& ctx, const TensorTensorScan& x) {
+  const View a = make_view(ctx, x.in0);
+  const View b = make_view(ctx, x.in1);
+  const View d = make_view(ctx, x.dst);
+  for_partitions(ctx, d.partitions, d.n * d.partitions, [&](int p) {
+    std::vector<float> va(d.n), vb(d.n);
+    gather_f32(a, p, va.data());
+    gather_f32(b, p, vb.data());
+    float state = x.initial;
+    for (uint64_t i = 0; i < d.n; ++i) {
+      state = alu(x.op1, alu(x.op0, va[i], state), vb[i]);
+      va[i] = state;
+    }
+    Rng rng = rng_for(ctx, p);
+    scatter_f32(d, p, va.data(), rng.mode, rng.ptr());
+  });
+  return Status::ok();
+}
+
 Status exec_tensor_scalar(const ExecContext& ctx, const TensorScalar& x) {
   const View s = make_view(ctx, x.src);
   const View d = make_view(ctx, x.dst);
@@ -722,6 +741,8 @@ Status execute(const ExecContext& ctx, Engine engine, const Operation& op) {
           return exec_activation(ctx, x);
         else if constexpr (std::is_same_v<T, TensorTensor>)
           return exec_tensor_tensor(ctx, x);
+        else if constexpr (std::is_same_v<T, TensorTensorScan>)
+          return exec_tensor_tensor_scan(ctx, x);
         else if constexpr (std::is_same_v<T, TensorScalar>)
           return exec_tensor_scalar(ctx, x);
         else if constexpr (std::is_same_v<T, TensorReduce>)

@@ -120,11 +120,23 @@ std::string_view activation_name(ActivationFunction f) {
 }
 
 std::string_view opcode_name(Opcode op) {
-  static constexpr std::string_view kNames[] = {
-      "matmul",        "transpose",     "activation",      "tensor_tensor",
-      "tensor_scalar", "tensor_reduce", "tensor_copy",     "memset",
-      "iota",          "affine_select", "copy_predicated", "select",
-      "local_gather",  "dma_copy",      "collective",      "nop"};
+  static constexpr std::string_view kNames[] = {"matmul",
+                                                "transpose",
+                                                "activation",
+                                                "tensor_tensor",
+                                                "tensor_scalar",
+                                                "tensor_reduce",
+                                                "tensor_copy",
+                                                "memset",
+                                                "iota",
+                                                "affine_select",
+                                                "copy_predicated",
+                                                "select",
+                                                "local_gather",
+                                                "dma_copy",
+                                                "collective",
+                                                "nop",
+                                                "tensor_tensor_scan"};
   auto i = static_cast<size_t>(op);
   return i < std::size(kNames) ? kNames[i] : "?";
 }
@@ -204,7 +216,8 @@ Operands operands(const Operation& op) {
           add_scalar(o.reads, x.bias);
           o.writes = {x.dst};
           if (x.accumulate_dst) o.writes.push_back(*x.accumulate_dst);
-        } else if constexpr (std::is_same_v<T, TensorTensor>) {
+        } else if constexpr (std::is_same_v<T, TensorTensor> ||
+                             std::is_same_v<T, TensorTensorScan>) {
           o.reads = {x.in0, x.in1};
           o.writes = {x.dst};
         } else if constexpr (std::is_same_v<T, TensorScalar>) {

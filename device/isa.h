@@ -302,9 +302,19 @@ struct Nop {
   bool operator==(const Nop&) const = default;
 };
 
+// VectorE tensor_tensor_scan (ISA226): along the free axis of each partition,
+// state = initial; state = (in0[i] op0 state) op1 in1[i]; dst[i] = state.
+struct TensorTensorScan {
+  MemRef dst, in0, in1;
+  float initial = 0.0f;
+  AluOp op0 = AluOp::multiply;
+  AluOp op1 = AluOp::add;
+  bool operator==(const TensorTensorScan&) const = default;
+};
+
 using Operation = std::variant<MatMul, Transpose, Activation, TensorTensor, TensorScalar,
                                TensorReduce, TensorCopy, Memset, Iota, AffineSelect, CopyPredicated,
-                               Select, LocalGather, DmaCopy, Collective, Nop>;
+                               Select, LocalGather, DmaCopy, Collective, Nop, TensorTensorScan>;
 
 // Opcode = the variant index, stable for serialisation.
 enum class Opcode : uint8_t {
@@ -324,6 +334,7 @@ enum class Opcode : uint8_t {
   dma_copy,
   collective,
   nop,
+  tensor_tensor_scan,
 };
 std::string_view opcode_name(Opcode op);
 

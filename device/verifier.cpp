@@ -84,6 +84,7 @@ bool engine_runs(Engine e, Opcode op) {
       return e == Engine::gpsimd;
     case Opcode::copy_predicated:
     case Opcode::select:
+    case Opcode::tensor_tensor_scan:
       return e == Engine::vector;
     case Opcode::dma_copy:
     case Opcode::collective:
@@ -335,6 +336,15 @@ Status verify_instruction(const Target& t, const Program& prog, int core, Engine
                                     " needs integer operands");
           if (x.op == AluOp::bypass)
             return invalid_argument("tensor_tensor op bypass is not an operation");
+          return Status::ok();
+        } else if constexpr (std::is_same_v<T, TensorTensorScan>) {
+          NEURONC_DEVICE_RETURN_IF_ERROR(same_shape(x.in0, x.dst, "in0", "dst"));
+          NEURONC_DEVICE_RETURN_IF_ERROR(same_shape(x.in1, x.dst, "in1", "dst"));
+          if (alu_op_is_bitwise(x.op0) || alu_op_is_bitwise(x.op1) || x.op0 == AluOp::bypass ||
+              x.op1 == AluOp::bypass)
+            return invalid_argument("tensor_tensor_scan needs two arithmetic ops, found (" +
+                                    std::string(alu_op_name(x.op0)) + ", " +
+                                    std::string(alu_op_name(x.op1)) + ")");
           return Status::ok();
         } else if constexpr (std::is_same_v<T, TensorScalar>) {
           NEURONC_DEVICE_RETURN_IF_ERROR(same_shape(x.src, x.dst, "src", "dst"));

@@ -189,6 +189,17 @@ TEST_F(Instructions, BitwiseOnIntegersUsesRawBits) {
   EXPECT_EQ(out[1], 0x12345678 & 0x0f0f0f0f);
 }
 
+TEST_F(Instructions, TensorTensorScanIsALinearRecurrence) {
+  const MemRef a = sbuf(0, 2, 0, DType::f32, 4);
+  const MemRef b = sbuf(0, 2, 64, DType::f32, 4);
+  const MemRef d = sbuf(0, 2, 128, DType::f32, 4);
+  write(sim_, 0, a, {0.5f, 0.5f, 2, 1, 1, 1, 1, 1});
+  write(sim_, 0, b, {1, 1, 1, 1, 1, 2, 3, 4});
+  run(single(Engine::vector, TensorTensorScan{d, a, b, 0.0f, AluOp::multiply, AluOp::add}));
+  // p0: s = 0.5*0+1 = 1, 0.5*1+1 = 1.5, 2*1.5+1 = 4, 1*4+1 = 5; p1: prefix sums.
+  EXPECT_EQ(read(sim_, 0, d), (std::vector<float>{1, 1.5f, 4, 5, 1, 3, 6, 10}));
+}
+
 TEST_F(Instructions, TensorScalarTwoOpsWithReverseAndVectorOperand) {
   const MemRef s = sbuf(0, 2, 0, DType::f32, 3);
   const MemRef d = sbuf(0, 2, 64, DType::f32, 3);

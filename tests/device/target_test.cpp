@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "device/isa.h"
+
 namespace neuronc::device {
 namespace {
 
@@ -34,6 +36,22 @@ TEST(Target, MemoryGeometry) {
     EXPECT_EQ(t.psum_partition_bytes, t.psum_bank_bytes * t.psum_banks);
     EXPECT_NEAR(t.hbm_gbps_per_core * t.cores_per_chip, t.hbm_gbps_per_chip, 1e-9);
   }
+}
+
+}  // namespace
+}  // namespace neuronc::device
+
+namespace neuronc::device {
+namespace {
+
+TEST(Isa, OpcodeIsTheVariantIndexAndEveryOpcodeHasAName) {
+  Instruction i;
+  i.op = TensorTensorScan{};
+  EXPECT_EQ(i.opcode(), Opcode::tensor_tensor_scan);
+  EXPECT_EQ(opcode_name(Opcode::tensor_tensor_scan), "tensor_tensor_scan");
+  for (size_t k = 0; k < std::variant_size_v<Operation>; ++k)
+    EXPECT_NE(opcode_name(static_cast<Opcode>(k)), "?") << k;
+  EXPECT_EQ(opcode_name(static_cast<Opcode>(std::variant_size_v<Operation>)), "?");
 }
 
 }  // namespace
