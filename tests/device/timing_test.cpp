@@ -2,6 +2,9 @@
 // formulas (TRAINIUM.md §4.1, §5) and the target's assumption parameters.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+
 #include "device/cost_model.h"
 #include "device/simulator.h"
 #include "tests/device/device_test_util.h"
@@ -178,6 +181,97 @@ TEST(Timing, ReportsAssumptionsAndDeadlocks) {
   bool found = false;
   for (const auto& a : ok.assumptions) found = found || a.name == "semaphore_latency_cycles";
   EXPECT_TRUE(found);
+}
+
+}  // namespace
+}  // namespace neuronc::device
+
+namespace neuronc::device {
+namespace {
+
+using namespace neuronc::device::device_test;
+
+TEST(Trace, OneEventPerInstructionAndTransferInTimeOrder) {
+  Program p = program(1, 1 << 20);
+  const MemRef t = sbuf(0, 128, 0, DType::bf16, 128);
+  p.cores[0]
+      .stream(Engine::sync)
+      .push_back(inst(DmaCopy{t, hbm(0, DType::bf16, 128, 128, 128), 3}, {}, {{0, 16}}));
+  Instruction mmi = inst(MatMul{psum(0, 128, 0, DType::f32, 128), t, t, false}, {{0, 16}});
+  mmi.debug_id = 42;
+  p.cores[0].stream(Engine::tensor).push_back(mmi);
+  SimulatorOptions o;
+  o.functional = false;
+  o.trace = true;
+  Simulator sim(target(TargetKind::trn2), o);
+  auto r = sim.run(p, {});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  ASSERT_EQ(r->trace.size(), 3u);  // trigger on sync, transfer on dma.q3, matmul
+  EXPECT_EQ(r->trace[0].unit, "sync");
+  EXPECT_EQ(r->trace[1].unit, "dma.q3");
+  EXPECT_EQ(r->trace[1].bytes, 32768u);
+  EXPECT_EQ(r->trace[2].unit, "tensor");
+  EXPECT_EQ(r->trace[2].debug_id, 42u);
+  EXPECT_GE(r->trace[2].start_ns, r->trace[1].end_ns);
+  for (size_t i = 1; i < r->trace.size(); ++i)
+    EXPECT_LE(r->trace[i - 1].start_ns, r->trace[i].start_ns);
+}
+
+TEST(Determinism, StochasticRoundingIsSeededAndTimingIgnoresData) {
+  const MemRef src = sbuf(0, 128, 0, DType::f32, 256);
+  const MemRef dst = sbuf(0, 128, 2048, DType::bf16, 256);
+  std::vector<float> v(128 * 256, 1.0f + std::ldexp(1.0f, -9));
+  auto once = [&](uint64_t seed, bool functional) {
+    SimulatorOptions o;
+    o.rounding = Rounding::stochastic;
+    o.stochastic_seed = seed;
+    o.functional = functional;
+    Simulator sim(target(TargetKind::trn1), o);
+    sim.reset(1);
+    if (functional) write(sim, 0, src, v);
+    std::vector<std::byte> hbm(1 << 20);
+    auto r = sim.run(single(Engine::vector, TensorCopy{dst, src}), hbm);
+    EXPECT_TRUE(r.is_ok());
+    return std::make_pair(functional ? read(sim, 0, dst) : std::vector<float>{},
+                          r.is_ok() ? r->total_time_ns : -1.0);
+  };
+  const auto a = once(7, true), b = once(7, true), c = once(8, true), t = once(7, false);
+  EXPECT_EQ(a.first, b.first);
+  EXPECT_NE(a.first, c.first);
+  size_t up = 0;
+  for (float x : a.first) up += x > 1.0f;
+  EXPECT_NEAR(static_cast<double>(up) / a.first.size(), 0.25, 0.02);
+  EXPECT_EQ(a.second, t.second);
+}
+
+TEST(MultiCore, SignalToAnotherCoreOrdersIt) {
+  // Core 0 writes HBM and signals core 1, which then reads it.
+  Program p = program(2, 4096);
+  p.cores[0]
+      .stream(Engine::sync)
+      .push_back(inst(DmaCopy{hbm(1024, DType::f32, 1, 4, 4), hbm(0, DType::f32, 1, 4, 4), 0}, {},
+                      {{0, 16, 1}}));
+  p.cores[1]
+      .stream(Engine::sync)
+      .push_back(inst(DmaCopy{hbm(2048, DType::f32, 1, 4, 4), hbm(1024, DType::f32, 1, 4, 4), 0},
+                      {{0, 16}}));
+  SimulatorOptions o;
+  o.check_races = true;
+  Simulator sim(target(TargetKind::trn2), o);
+  std::vector<std::byte> mem(4096);
+  const float x[4] = {1, 2, 3, 4};
+  std::memcpy(mem.data(), x, 16);
+  auto r = sim.run(p, mem);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  float y[4];
+  std::memcpy(y, mem.data() + 2048, 16);
+  EXPECT_EQ(y[3], 4.0f);
+  // Without the cross-core signal the two DMAs race on hbm bytes [1024, 1040).
+  p.cores[1].stream(Engine::sync)[0].waits.clear();
+  auto bad = sim.run(p, mem);
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("hbm bytes [1024, 1040)"), std::string::npos)
+      << bad.status().message();
 }
 
 }  // namespace
