@@ -129,6 +129,8 @@ struct CoreRun {
   std::vector<std::pair<double, double>> dma_busy;
   CoreStats stats;
   uint32_t collectives_issued = 0;
+  double sbuf_port_free = 0;  // NC-v2 VectorE/GpSimdE SBUF port
+  double psum_port_free = 0;  // NC-v2 VectorE/ScalarE PSUM port
 };
 
 struct CollectiveGroup {
@@ -262,6 +264,27 @@ Status Run::on_ready(double now, int core, Engine e) {
     }
     if (dep) t = std::max(t, er.last_start + cost_.dependent_issue_ns(e, er.last_ii_cycles));
   }
+  // NC-v2 port exclusivity (ARCH2, §3.5): VectorE and GpSimdE cannot access SBUF at the same
+  // time, VectorE and ScalarE cannot access PSUM at the same time; the model serialises them.
+  const bool engine_access = !std::holds_alternative<DmaCopy>(in.op) &&
+                             !std::holds_alternative<Collective>(in.op) &&
+                             !std::holds_alternative<Nop>(in.op);
+  bool uses_sbuf_port = false, uses_psum_port = false;
+  if (engine_access) {
+    auto touches = [&](MemoryKind k) {
+      for (const MemRef& m : ops.reads)
+        if (m.memory == k) return true;
+      for (const MemRef& m : ops.writes)
+        if (m.memory == k) return true;
+      return false;
+    };
+    uses_sbuf_port = t_.exclusive_vector_gpsimd_sbuf &&
+                     (e == Engine::vector || e == Engine::gpsimd) && touches(MemoryKind::sbuf);
+    uses_psum_port = t_.exclusive_vector_scalar_psum &&
+                     (e == Engine::vector || e == Engine::scalar) && touches(MemoryKind::psum);
+    if (uses_sbuf_port) t = std::max(t, cr.sbuf_port_free);
+    if (uses_psum_port) t = std::max(t, cr.psum_port_free);
+  }
   if (t > now) {
     push(t, EventKind::ready, core, static_cast<int>(e), 0);
     return Status::ok();
@@ -286,7 +309,10 @@ Status Run::on_ready(double now, int core, Engine e) {
   er.last_start = now;
   er.last_ii_cycles = c.ii_cycles;
   er.last_writes.clear();
-  for (const MemRef& w : ops.writes) er.last_writes.push_back(rect_of(w, core));
+  if (engine_access)  // a DMA trigger does not write through the engine
+    for (const MemRef& w : ops.writes) er.last_writes.push_back(rect_of(w, core));
+  if (uses_sbuf_port) cr.sbuf_port_free = now + c.ii_ns;
+  if (uses_psum_port) cr.psum_port_free = now + c.ii_ns;
   ++report_.instructions;
   if (opt_.trace)
     report_.trace.push_back({static_cast<uint16_t>(core), std::string(engine_name(e)), now,

@@ -276,3 +276,39 @@ TEST(MultiCore, SignalToAnotherCoreOrdersIt) {
 
 }  // namespace
 }  // namespace neuronc::device
+
+namespace neuronc::device {
+namespace {
+
+using namespace neuronc::device::device_test;
+
+TEST(Ports, V2SerialisesVectorAndGpsimdOnSbufButV3DoesNot) {
+  Program p = program();
+  p.cores[0]
+      .stream(Engine::vector)
+      .push_back(inst(
+          TensorCopy{sbuf(0, 128, 0, DType::f32, 1024), sbuf(0, 128, 8192, DType::f32, 1024)}));
+  p.cores[0]
+      .stream(Engine::gpsimd)
+      .push_back(inst(TensorCopy{sbuf(0, 128, 16384, DType::f32, 1024),
+                                 sbuf(0, 128, 24576, DType::f32, 1024)}));
+  SimulatorOptions o;
+  o.functional = false;
+  Simulator v2(target(TargetKind::trn1), o), v3(target(TargetKind::trn2), o);
+  auto a = v2.run(p, {});
+  auto b = v3.run(p, {});
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  const Target& t1 = target(TargetKind::trn1);
+  // v2: GpSimd waits for VectorE's II (both issue at 0; vector wins the tie by engine order).
+  const double vec_ii = 1024 / t1.vector_clock_ghz;
+  const double gp = vec_ii + (1024 + t1.engine_completion_latency_cycles) / t1.gpsimd_clock_ghz;
+  EXPECT_NEAR(a->total_time_ns, gp, 1e-6);
+  const Target& t2 = target(TargetKind::trn2);
+  EXPECT_NEAR(b->total_time_ns,
+              std::max((1024 + t2.engine_completion_latency_cycles) / t2.vector_clock_ghz,
+                       (1024 + t2.engine_completion_latency_cycles) / t2.gpsimd_clock_ghz),
+              1e-6);
+}
+
+}  // namespace
+}  // namespace neuronc::device
