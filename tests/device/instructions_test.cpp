@@ -73,6 +73,32 @@ TEST_F(Instructions, MatmulSmallEdgeShapes) {
   EXPECT_EQ(read(sim_, 0, dst), ref_matmul(s, m, K, M, N));
 }
 
+TEST_F(Instructions, MatmulFp8AndFp16InputsWidenExactly) {
+  for (DType dt : {DType::f8e4m3, DType::f8e5m2, DType::f16}) {
+    const int K = 64, M = 32, N = 96;
+    const MemRef st = sbuf(0, K, 0, dt, M);
+    const MemRef mv = sbuf(0, K, 512, dt, N);
+    const MemRef dst = psum(0, M, 0, DType::f32, N);
+    auto s = random_values(K * M, dt, 11);
+    auto m = random_values(K * N, dt, 12);
+    write(sim_, 0, st, s);
+    write(sim_, 0, mv, m);
+    run(single(Engine::tensor, MatMul{dst, st, mv, false}));
+    EXPECT_EQ(read(sim_, 0, dst), ref_matmul(s, m, K, M, N)) << dtype_name(dt);
+  }
+}
+
+TEST_F(Instructions, PoisonMakesUninitialisedReadsNaN) {
+  SimulatorOptions o;
+  o.poison = true;
+  Simulator sim(target(TargetKind::trn2), o);
+  sim.reset(1);
+  const MemRef src = sbuf(0, 1, 0, DType::f32, 4);
+  const MemRef dst = sbuf(0, 1, 64, DType::f32, 4);
+  ASSERT_TRUE(sim.run(single(Engine::vector, TensorScalar{dst, src}), hbm_).is_ok());
+  for (float v : read(sim, 0, dst)) EXPECT_TRUE(std::isnan(v));
+}
+
 TEST_F(Instructions, MatmulAccumulateWithoutGroupIsAnError) {
   const MemRef st = sbuf(0, 4, 0, DType::bf16, 4);
   const MemRef dst = psum(0, 4, 0, DType::f32, 4);
