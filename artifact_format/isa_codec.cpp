@@ -10,6 +10,10 @@ namespace {
 
 namespace d = ::neuronc::device;
 using flatbuffers::FlatBufferBuilder;
+
+// device/isa.h grew an opcode: append it to artifact.fbs's Operation union and handle it here.
+static_assert(std::variant_size_v<d::Operation> == 17);
+static_assert(static_cast<int>(fb::Operation::MAX) == std::variant_size_v<d::Operation>);
 using flatbuffers::Offset;
 using std::to_string;
 
@@ -136,9 +140,16 @@ std::pair<fb::Operation, Offset<void>> encode_op(FlatBufferBuilder& fbb, const d
                   fb::CreateCollective(fbb, static_cast<fb::CollectiveKind>(x.kind),
                                        static_cast<fb::ReduceOp>(x.op), &r.a, &r.b)
                       .Union()};
-        } else {
-          static_assert(std::is_same_v<T, d::Nop>);
+        } else if constexpr (std::is_same_v<T, d::Nop>) {
           return {fb::Operation::Nop, fb::CreateNop(fbb).Union()};
+        } else {
+          static_assert(std::is_same_v<T, d::TensorTensorScan>);
+          r.a = enc(x.dst), r.b = enc(x.in0), r.c = enc(x.in1);
+          return {fb::Operation::TensorTensorScan,
+                  fb::CreateTensorTensorScan(fbb, &r.a, &r.b, &r.c, x.initial,
+                                             static_cast<fb::AluOp>(x.op0),
+                                             static_cast<fb::AluOp>(x.op1))
+                      .Union()};
         }
       },
       op);
@@ -359,6 +370,19 @@ Result<d::Operation> decode_op(const fb::Instruction& in) {
     }
     case fb::Operation::Nop:
       return d::Operation(d::Nop{});
+    case fb::Operation::TensorTensorScan: {
+      const auto* x = in.op_as_TensorTensorScan();
+      d::TensorTensorScan o;
+      DEC(o.dst, x->dst(), "dst");
+      DEC(o.in0, x->in0(), "in0");
+      DEC(o.in1, x->in1(), "in1");
+      o.initial = x->initial();
+      NEURONC_ARTIFACT_RETURN_IF_ERROR(check_enum(x->op0(), 24, "alu op0"));
+      NEURONC_ARTIFACT_RETURN_IF_ERROR(check_enum(x->op1(), 24, "alu op1"));
+      o.op0 = static_cast<d::AluOp>(x->op0());
+      o.op1 = static_cast<d::AluOp>(x->op1());
+      return d::Operation(o);
+    }
     default:
       return Status(StatusCode::unimplemented,
                     "opcode " + to_string(static_cast<int>(t) - 1) +

@@ -116,6 +116,8 @@ TEST(ArtifactRoundTrip, EveryOpcodeRoundTrips) {
   g.push_back(testing::inst(d::Iota{d::sbuf(0, 32, 0, d::DType::i32, 8), 5, 2, {1, 0, 0, 0}}));
   g.push_back(
       testing::inst(d::AffineSelect{s(0), s(32), -4, 1, {1, 0, 0, 0}, d::CompareOp::lt, -1.0f}));
+  v.push_back(testing::inst(
+      d::TensorTensorScan{s(0), s(32), s(64), 0.5f, d::AluOp::max, d::AluOp::subtract}));
   v.push_back(testing::inst(d::CopyPredicated{s(0), s(32), s(64), true}));
   v.push_back(testing::inst(d::Select{s(0), s(32), s(64), 4.0f}));
   g.push_back(testing::inst(d::LocalGather{d::sbuf(0, 32, 0, d::DType::f32, 4),

@@ -1,0 +1,341 @@
+// Host-fallback kernels, one op at a time through Model + Session, against reference values
+// worked out by hand or by an independent naive computation in the test.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+
+#include "tests/loader/host_op_harness.h"
+
+namespace neuronc::testing {
+namespace {
+
+using ::testing::DoubleNear;
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+using T = art::TensorDType;
+using A = art::Arg;
+
+std::vector<double> run1(const std::string& op, const std::vector<In>& ins,
+                         const std::vector<art::Arg>& attrs, const Out& out) {
+  auto r = run_host_op(op, ins, attrs, {out});
+  EXPECT_TRUE(r.is_ok()) << op << ": " << r.status().message();
+  return r.is_ok() ? (*r)[0] : std::vector<double>();
+}
+
+MATCHER_P(Near, expected, "") {
+  if (arg.size() != expected.size()) return false;
+  for (size_t i = 0; i < arg.size(); ++i)
+    if (!(std::fabs(arg[i] - expected[i]) <= 1e-5 * (1 + std::fabs(expected[i])))) return false;
+  return true;
+}
+
+// ---- Required ops -----------------------------------------------------------------------------
+
+TEST(HostKernels, CumsumFloatAndIntegerPromotion) {
+  EXPECT_THAT(run1("aten.cumsum.default", {{"self", T::f32, {2, 3}, {1, 2, 3, 4, 5, 6}}},
+                   {A::integer("dim", 1)}, {T::f32, {2, 3}}),
+              ElementsAre(1, 3, 6, 4, 9, 15));
+  EXPECT_THAT(run1("aten.cumsum.default", {{"self", T::i32, {3, 1}, {7, -2, 5}}},
+                   {A::integer("dim", 0), A::scalar_type("dtype", T::i64)}, {T::i64, {3, 1}}),
+              ElementsAre(7, 5, 10));
+}
+
+TEST(HostKernels, Diff) {
+  EXPECT_THAT(run1("aten.diff.default", {{"self", T::f32, {4}, {1, 4, 9, 16}}}, {}, {T::f32, {3}}),
+              ElementsAre(3, 5, 7));
+  EXPECT_THAT(run1("aten.diff.default", {{"self", T::f32, {4}, {1, 4, 9, 16}}},
+                   {A::integer("n", 2)}, {T::f32, {2}}),
+              ElementsAre(2, 2));
+  EXPECT_THAT(run1("aten.diff.default",
+                   {{"self", T::i64, {2, 2}, {1, 5, 2, 9}}, {"prepend", T::i64, {1, 2}, {0, 0}}},
+                   {A::integer("dim", 0)}, {T::i64, {2, 2}}),
+              ElementsAre(1, 5, 1, 4));
+  EXPECT_THAT(
+      run1("aten.diff.default", {{"self", T::boolean, {3}, {1, 1, 0}}}, {}, {T::boolean, {2}}),
+      ElementsAre(0, 1));
+}
+
+// Naive DFT reference.
+std::vector<double> rdft(const std::vector<double>& x, size_t bins, double scale) {
+  std::vector<double> out;
+  const size_t n = x.size();
+  for (size_t k = 0; k < bins; ++k) {
+    std::complex<double> s = 0;
+    for (size_t t = 0; t < n; ++t)
+      s += x[t] * std::polar(1.0, -2 * M_PI * double(k * t) / double(n));
+    out.push_back(s.real() * scale);
+    out.push_back(s.imag() * scale);
+  }
+  return out;
+}
+
+TEST(HostKernels, FftRfftMatchesNaiveDft) {
+  EXPECT_THAT(
+      run1("aten.fft_rfft.default", {{"self", T::f32, {4}, {1, 2, 3, 4}}}, {}, {T::c64, {3}}),
+      Near(std::vector<double>{10, 0, -2, 2, -2, 0}));
+  const std::vector<double> x = {0.5, -1, 2, 3.25, -0.75, 1.5};  // length 6: not a power of two
+  EXPECT_THAT(run1("aten.fft_rfft.default", {{"self", T::f32, {1, 6}, x}},
+                   {A::integer("dim", -1), A::str("norm", "ortho")}, {T::c64, {1, 4}}),
+              Near(rdft(x, 4, 1 / std::sqrt(6.0))));
+  // n pads with zeros.
+  EXPECT_THAT(run1("aten.fft_rfft.default", {{"self", T::f32, {2}, {1, 1}}}, {A::integer("n", 4)},
+                   {T::c64, {3}}),
+              Near(rdft({1, 1, 0, 0}, 3, 1)));
+  // Core IR form.
+  EXPECT_THAT(
+      run1("aten._fft_r2c.default", {{"self", T::f32, {2, 4}, {1, 2, 3, 4, 0, 1, 0, -1}}},
+           {A::integers("dim", {1}), A::integer("normalization", 2), A::boolean("onesided", true)},
+           {T::c64, {2, 3}}),
+      Near([] {
+        auto a = rdft({1, 2, 3, 4}, 3, 0.25), b = rdft({0, 1, 0, -1}, 3, 0.25);
+        a.insert(a.end(), b.begin(), b.end());
+        return a;
+      }()));
+}
+
+TEST(HostKernels, AbsOfComplexIsMagnitude) {
+  auto bytes =
+      host_op_artifact("aten.fft_rfft.default", {{"self", T::f32, {4}, {}}}, {}, {{T::c64, {3}}});
+  ASSERT_TRUE(bytes.is_ok());
+  // Chain rfft -> abs by building the artifact by hand.
+  art::ArtifactWriter w;
+  const uint32_t x = w.add_input("x", T::f32, {art::Dim::constant(4)});
+  const uint32_t z = w.add_value("z", T::c64, {art::Dim::constant(3)});
+  const uint32_t m = w.add_value("m", T::f32, {art::Dim::constant(3)});
+  w.add_host_op({"aten.fft_rfft.default", {A::tensor("self", int32_t(x))}, {z}});
+  w.add_host_op({"aten.abs.default", {A::tensor("self", int32_t(z))}, {m}});
+  w.add_output("m", m);
+  auto b = w.write_memory();
+  ASSERT_TRUE(b.is_ok()) << b.status().message();
+  auto model = Model::load_from_memory(*b);
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  Session s(*model);
+  const float in[4] = {1, 2, 3, 4};
+  auto out = s.run({{"x", TensorView(in, DType::f32, {4})}});
+  ASSERT_TRUE(out.is_ok()) << out.status().message();
+  EXPECT_THAT(read(out->at("m")), Near(std::vector<double>{10, std::sqrt(8.0), 2}));
+}
+
+TEST(HostKernels, IndexPut) {
+  // x[[0, 2]] = [1, 2, 3, 4] (values broadcast over the indexed rows).
+  EXPECT_THAT(run1("aten.index_put.default",
+                   {{"self", T::f32, {3, 4}, std::vector<double>(12, 0)},
+                    {"indices", T::i64, {2}, {0, 2}, true},
+                    {"values", T::f32, {4}, {1, 2, 3, 4}}},
+                   {}, {T::f32, {3, 4}}),
+              ElementsAre(1, 2, 3, 4, 0, 0, 0, 0, 1, 2, 3, 4));
+  // accumulate with a repeated, negative index.
+  EXPECT_THAT(run1("aten.index_put.default",
+                   {{"self", T::f32, {3}, {1, 1, 1}},
+                    {"indices", T::i64, {3}, {1, -2, 0}, true},
+                    {"values", T::f32, {3}, {5, 5, 7}}},
+                   {A::boolean("accumulate", true)}, {T::f32, {3}}),
+              ElementsAre(8, 11, 1));
+  // x[:, [1, 3]] = [[9, 8]] with a None first index.
+  EXPECT_THAT(run1("aten.index_put.default",
+                   {{"self", T::i64, {2, 4}, std::vector<double>(8, 0)},
+                    {"indices", T::i64, {}, {}, true, true},
+                    {"indices", T::i64, {2}, {1, 3}, true},
+                    {"values", T::i64, {1, 2}, {9, 8}}},
+                   {}, {T::i64, {2, 4}}),
+              ElementsAre(0, 9, 0, 8, 0, 9, 0, 8));
+  // Bool mask.
+  EXPECT_THAT(run1("aten.index_put.default",
+                   {{"self", T::f32, {4}, {1, 2, 3, 4}},
+                    {"indices", T::boolean, {4}, {1, 0, 1, 0}, true},
+                    {"values", T::f32, {}, {0}}},
+                   {}, {T::f32, {4}}),
+              ElementsAre(0, 2, 0, 4));
+  auto bad = run_host_op("aten.index_put.default",
+                         {{"self", T::f32, {3}, {0, 0, 0}},
+                          {"indices", T::i64, {1}, {3}, true},
+                          {"values", T::f32, {1}, {1}}},
+                         {}, {{T::f32, {3}}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("index 3 is out of bounds for dim 0 of size 3"));
+}
+
+TEST(HostKernels, IndexCopy) {
+  EXPECT_THAT(run1("aten.index_copy.default",
+                   {{"self", T::f32, {4, 2}, std::vector<double>(8, 0)},
+                    {"index", T::i64, {2}, {3, 0}},
+                    {"source", T::f32, {2, 2}, {1, 2, 3, 4}}},
+                   {A::integer("dim", 0)}, {T::f32, {4, 2}}),
+              ElementsAre(3, 4, 0, 0, 0, 0, 1, 2));
+  EXPECT_THAT(run1("aten.index_copy.default",
+                   {{"self", T::f32, {2, 3}, std::vector<double>(6, 0)},
+                    {"index", T::i64, {1}, {2}},
+                    {"source", T::f32, {2, 1}, {5, 6}}},
+                   {A::integer("dim", 1)}, {T::f32, {2, 3}}),
+              ElementsAre(0, 0, 5, 0, 0, 6));
+}
+
+TEST(HostKernels, SortTopkArgsort) {
+  auto r = run_host_op("aten.sort.default", {{"self", T::f32, {5}, {3, NAN, 1, 2, 1}}}, {},
+                       {{T::f32, {5}}, {T::i64, {5}}});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_THAT((*r)[1], ElementsAre(2, 4, 3, 0, 1));  // stable; NaN last
+  EXPECT_TRUE(std::isnan((*r)[0][4]));
+  r = run_host_op("aten.topk.default", {{"self", T::f32, {2, 3}, {1, 5, 3, 9, 7, 8}}},
+                  {A::integer("k", 2)}, {{T::f32, {2, 2}}, {T::i64, {2, 2}}});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_THAT((*r)[0], ElementsAre(5, 3, 9, 8));
+  EXPECT_THAT((*r)[1], ElementsAre(1, 2, 0, 2));
+  EXPECT_THAT(run1("aten.argsort.default", {{"self", T::i64, {3}, {30, 10, 20}}},
+                   {A::boolean("descending", true)}, {T::i64, {3}}),
+              ElementsAre(0, 2, 1));
+}
+
+TEST(HostKernels, BatchNormFunctionalTraining) {
+  // N=2, C=2, HW=1: channel 0 = {1, 3} (mean 2, biased var 1, unbiased 2); channel 1 = {4, 4}.
+  const double eps = 1e-5;
+  auto r = run_host_op(
+      "aten._native_batch_norm_legit_functional.default",
+      {{"input", T::f32, {2, 2, 1, 1}, {1, 4, 3, 4}},
+       {"weight", T::f32, {2}, {2, 1}},
+       {"bias", T::f32, {2}, {0, 0.5}},
+       {"running_mean", T::f32, {2}, {0, 1}},
+       {"running_var", T::f32, {2}, {1, 1}}},
+      {A::boolean("training", true), A::real("momentum", 0.1), A::real("eps", eps)},
+      {{T::f32, {2, 2, 1, 1}}, {T::f32, {2}}, {T::f32, {2}}, {T::f32, {2}}, {T::f32, {2}}});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  const double inv0 = 1 / std::sqrt(1 + eps), inv1 = 1 / std::sqrt(eps);
+  EXPECT_THAT((*r)[0], Near(std::vector<double>{-2 * inv0, 0.5, 2 * inv0, 0.5}));
+  EXPECT_THAT((*r)[1], Near(std::vector<double>{2, 4}));
+  EXPECT_THAT((*r)[2], Near(std::vector<double>{inv0, inv1}));
+  EXPECT_THAT((*r)[3], Near(std::vector<double>{0.2, 1.3}));
+  EXPECT_THAT((*r)[4], Near(std::vector<double>{0.9 + 0.2, 0.9}));
+}
+
+// ---- Generic element-wise and data movement ---------------------------------------------------
+
+TEST(HostKernels, ElementwiseBroadcastAndModes) {
+  EXPECT_THAT(run1("aten.add.Tensor",
+                   {{"self", T::f32, {2, 2}, {1, 2, 3, 4}}, {"other", T::f32, {2}, {10, 20}}},
+                   {A::real("alpha", 2)}, {T::f32, {2, 2}}),
+              ElementsAre(21, 42, 23, 44));
+  EXPECT_THAT(
+      run1("aten.div.Tensor_mode", {{"self", T::f32, {2}, {-7, 7}}, {"other", T::f32, {2}, {2, 2}}},
+           {A::str("rounding_mode", "floor")}, {T::f32, {2}}),
+      ElementsAre(-4, 3));
+  EXPECT_THAT(run1("aten.mul.Scalar", {{"self", T::f32, {2}, {1.5, -2}}}, {A::real("other", 4)},
+                   {T::f32, {2}}),
+              ElementsAre(6, -8));
+  EXPECT_THAT(
+      run1("aten.lt.Tensor", {{"self", T::f32, {3}, {1, 2, 3}}, {"other", T::f32, {1}, {2}}}, {},
+           {T::boolean, {3}}),
+      ElementsAre(1, 0, 0));
+  EXPECT_THAT(run1("aten.where.self",
+                   {{"condition", T::boolean, {3}, {1, 0, 1}},
+                    {"self", T::f32, {3}, {1, 2, 3}},
+                    {"other", T::f32, {1}, {-1}}},
+                   {}, {T::f32, {3}}),
+              ElementsAre(1, -1, 3));
+  EXPECT_THAT(run1("aten.gelu.default", {{"self", T::f32, {3}, {-1, 0, 1}}}, {}, {T::f32, {3}}),
+              Near(std::vector<double>{-0.15865525, 0, 0.84134475}));
+  EXPECT_THAT(run1("aten._to_copy.default", {{"self", T::f32, {3}, {1.7, -1.7, 3}}},
+                   {A::scalar_type("dtype", T::i32)}, {T::i32, {3}}),
+              ElementsAre(1, -1, 3));
+  EXPECT_THAT(run1("aten.clamp.default", {{"self", T::f32, {3}, {-5, 0.5, 5}}},
+                   {A::real("min", -1), A::real("max", 1)}, {T::f32, {3}}),
+              ElementsAre(-1, 0.5, 1));
+}
+
+TEST(HostKernels, DataMovement) {
+  const std::vector<double> x = {0, 1, 2, 3, 4, 5};  // [2, 3]
+  EXPECT_THAT(run1("aten.permute.default", {{"self", T::f32, {2, 3}, x}},
+                   {A::integers("dims", {1, 0})}, {T::f32, {3, 2}}),
+              ElementsAre(0, 3, 1, 4, 2, 5));
+  EXPECT_THAT(run1("aten.transpose.int", {{"self", T::f32, {2, 3}, x}},
+                   {A::integer("dim0", 0), A::integer("dim1", -1)}, {T::f32, {3, 2}}),
+              ElementsAre(0, 3, 1, 4, 2, 5));
+  EXPECT_THAT(run1("aten.expand.default", {{"self", T::f32, {2, 1}, {7, 8}}},
+                   {A::integers("size", {2, 3})}, {T::f32, {2, 3}}),
+              ElementsAre(7, 7, 7, 8, 8, 8));
+  EXPECT_THAT(run1("aten.slice.Tensor", {{"self", T::f32, {2, 3}, x}},
+                   {A::integer("dim", 1), A::integer("start", 0), A::integer("end", 100),
+                    A::integer("step", 2)},
+                   {T::f32, {2, 2}}),
+              ElementsAre(0, 2, 3, 5));
+  EXPECT_THAT(run1("aten.select.int", {{"self", T::f32, {2, 3}, x}},
+                   {A::integer("dim", 1), A::integer("index", -1)}, {T::f32, {2}}),
+              ElementsAre(2, 5));
+  EXPECT_THAT(
+      run1("aten.cat.default",
+           {{"tensors", T::f32, {2, 1}, {9, 9}, true}, {"tensors", T::f32, {2, 3}, x, true}},
+           {A::integer("dim", 1)}, {T::f32, {2, 4}}),
+      ElementsAre(9, 0, 1, 2, 9, 3, 4, 5));
+  EXPECT_THAT(run1("aten.view.default", {{"self", T::f32, {2, 3}, x}},
+                   {A::integers("size", {3, 2})}, {T::f32, {3, 2}}),
+              ElementsAreArray(x));
+  EXPECT_THAT(run1("aten.flip.default", {{"self", T::f32, {2, 3}, x}},
+                   {A::integers("dims", {0, 1})}, {T::f32, {2, 3}}),
+              ElementsAre(5, 4, 3, 2, 1, 0));
+  EXPECT_THAT(run1("aten.index_select.default",
+                   {{"self", T::f32, {2, 3}, x}, {"index", T::i64, {2}, {2, 0}}},
+                   {A::integer("dim", 1)}, {T::f32, {2, 2}}),
+              ElementsAre(2, 0, 5, 3));
+  EXPECT_THAT(
+      run1("aten.embedding.default",
+           {{"weight", T::f32, {3, 2}, x}, {"indices", T::i64, {2}, {2, 1}}}, {}, {T::f32, {2, 2}}),
+      ElementsAre(4, 5, 2, 3));
+}
+
+TEST(HostKernels, ReductionsAndSoftmax) {
+  const std::vector<double> x = {1, 5, 3, 4, 2, 6};  // [2, 3]
+  EXPECT_THAT(run1("aten.sum.dim_IntList", {{"self", T::f32, {2, 3}, x}},
+                   {A::integers("dim", {1}), A::boolean("keepdim", true)}, {T::f32, {2, 1}}),
+              ElementsAre(9, 12));
+  EXPECT_THAT(run1("aten.mean.dim", {{"self", T::f32, {2, 3}, x}}, {A::integers("dim", {0})},
+                   {T::f32, {3}}),
+              ElementsAre(2.5, 3.5, 4.5));
+  EXPECT_THAT(run1("aten.amax.default", {{"self", T::f32, {2, 3}, x}}, {A::integers("dim", {1})},
+                   {T::f32, {2}}),
+              ElementsAre(5, 6));
+  EXPECT_THAT(run1("aten.argmax.default", {{"self", T::f32, {2, 3}, x}}, {A::integer("dim", 1)},
+                   {T::i64, {2}}),
+              ElementsAre(1, 2));
+  const double e = std::exp(1.0);
+  EXPECT_THAT(run1("aten._softmax.default", {{"self", T::f32, {2}, {0, 1}}},
+                   {A::integer("dim", 0), A::boolean("half_to_float", false)}, {T::f32, {2}}),
+              Near(std::vector<double>{1 / (1 + e), e / (1 + e)}));
+}
+
+TEST(HostKernels, Matmul) {
+  EXPECT_THAT(run1("aten.addmm.default",
+                   {{"self", T::f32, {2}, {1, -1}},
+                    {"mat1", T::f32, {1, 3}, {1, 2, 3}},
+                    {"mat2", T::f32, {3, 2}, {1, 0, 0, 1, 1, 1}}},
+                   {}, {T::f32, {1, 2}}),
+              ElementsAre(5, 4));
+  EXPECT_THAT(run1("aten.linear.default",
+                   {{"input", T::f32, {2, 2}, {1, 2, 3, 4}},
+                    {"weight", T::f32, {1, 2}, {1, 1}},
+                    {"bias", T::f32, {1}, {0.5}}},
+                   {}, {T::f32, {2, 1}}),
+              ElementsAre(3.5, 7.5));
+}
+
+// ---- Checks ------------------------------------------------------------------------------------
+
+TEST(HostKernels, PlanShapeMismatchIsALoadError) {
+  auto r = run_host_op("aten.cumsum.default", {{"self", T::f32, {2, 3}, {1, 2, 3, 4, 5, 6}}},
+                       {A::integer("dim", 1)}, {{T::f32, {2, 2}}});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), StatusCode::data_loss);
+  EXPECT_THAT(r.status().message(), HasSubstr("output shape [2, 2], expected [2, 3]"));
+}
+
+TEST(HostKernels, UnknownOpIsUnimplementedAtLoad) {
+  auto r =
+      run_host_op("aten.frobnicate.default", {{"self", T::f32, {1}, {1}}}, {}, {{T::f32, {1}}});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), StatusCode::unimplemented);
+  EXPECT_THAT(r.status().message(), HasSubstr("host op 'aten.frobnicate.default' has no kernel"));
+}
+
+}  // namespace
+}  // namespace neuronc::testing
