@@ -1,0 +1,103 @@
+// codegen: lowers one device partition of an ir::Graph to a device::Program for one NeuronCore,
+// with the HBM arena layout the driver needs to bind inputs, outputs and constants.
+//
+//   auto part = codegen::compile_partition(g, p.nodes, p.inputs, p.outputs, target, {});
+//   part.program;      // engine streams, semaphores, hbm_size
+//   part.inputs;       // where each partition input goes in the arena (row-major, device dtype)
+//   part.constants;    // bytes the driver places in the arena (weights, folded constants)
+//
+// Thread-safety: compile_partition is re-entrant; it reads the graph (never mutates it) and may
+// run kernels' lowering on oneTBB workers. The output is byte-identical for any thread count.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "device/isa.h"
+#include "device/target.h"
+#include "ir/graph.h"
+
+namespace neuronc::codegen {
+
+// An unsupported node, a symbolic shape or a resource that does not fit. The message starts
+// with the node (`node->describe()`) when one is involved.
+class Error : public ir::Error {
+ public:
+  using ir::Error::Error;
+};
+
+struct CodegenOptions {
+  // oneTBB workers used to lower kernels: 0 = oneTBB's default, 1 = serial. The Program is
+  // byte-identical whatever the value.
+  int threads = 0;
+  // Store 2-D weights that only feed matmuls transposed ([in, out]) so TensorE's moving operand
+  // loads contiguously. The constant's binding says so (`ConstantBinding::transposed`).
+  bool transpose_matmul_weights = true;
+};
+
+// A partition input or output: a row-major contiguous tensor of `dtype` at `offset` in the HBM
+// arena. IR i64 is i32 on the device, bool is u8, f64 is f32 (the loader converts).
+struct TensorBinding {
+  std::string name;  // the IR value's name
+  device::DType dtype = device::DType::f32;
+  std::vector<int64_t> shape;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+
+// Bytes codegen wants at `offset` in the arena before the program runs: a weight (graph input
+// with a payload) converted to the device dtype, or a tensor codegen computed at compile time
+// (arange, full, ...). `transposed` means the bytes hold the 2-D tensor's transpose, row-major.
+struct ConstantBinding {
+  std::string name;    // the IR value's name
+  std::string target;  // parameter/buffer FQN when the value is a graph input, else ""
+  device::DType dtype = device::DType::f32;
+  std::vector<int64_t> shape;  // the IR shape (before any transposition)
+  bool transposed = false;
+  uint64_t offset = 0;
+  std::vector<std::byte> data;
+};
+
+// What instruction debug_id `i` came from: debug_names[i].
+struct DebugName {
+  std::string node;      // IR node name, or "<output copy>" for copies codegen adds
+  std::string op;        // "aten.linear.default"
+  std::string location;  // node->location().to_string()
+};
+
+struct CodegenStats {
+  std::array<uint64_t, device::kNumEngines> instructions{};  // per engine stream
+  uint64_t dma_transfers = 0;
+  uint64_t semaphore_waits = 0;
+  uint64_t kernels = 0;
+  uint64_t hbm_bytes = 0;          // arena size
+  uint64_t hbm_scratch_bytes = 0;  // intermediates after liveness-based reuse
+  uint64_t hbm_scratch_unshared_bytes = 0;  // the same without reuse
+  uint32_t sbuf_peak_bytes = 0;  // per partition, largest kernel
+  uint32_t psum_peak_bytes = 0;  // per partition, largest kernel
+  double flops = 0;              // model matmul FLOPs (2*M*N*K), no transposes or one-hots
+};
+
+struct CompiledPartition {
+  device::Program program;
+  std::vector<TensorBinding> inputs;   // in the order of the `inputs` argument (no constants)
+  std::vector<TensorBinding> outputs;  // in the order of the `outputs` argument
+  std::vector<ConstantBinding> constants;
+  std::vector<DebugName> debug_names;  // indexed by Instruction::debug_id
+  CodegenStats stats;
+};
+
+// Compiles the device partition `nodes` (in execution order) of `g`. `inputs` are the values
+// it reads from elsewhere (graph inputs, constants, other partitions' results); `outputs` the
+// values it defines that are read elsewhere. Throws codegen::Error.
+CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const ir::Node*>& nodes,
+                                    const std::vector<const ir::Value*>& inputs,
+                                    const std::vector<const ir::Value*>& outputs,
+                                    const device::Target& target, const CodegenOptions& opts);
+
+// IR dtype -> device dtype (i64 -> i32, bool -> u8, f64 -> f32). Throws for complex.
+device::DType device_dtype(ir::DType t);
+
+}  // namespace neuronc::codegen

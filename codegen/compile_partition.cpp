@@ -1,0 +1,667 @@
+// The partition driver: static-shape check, value analysis (which nodes are views of their
+// input and which compute), compile-time constants, HBM planning with liveness-based reuse,
+// parallel kernel lowering, then sequential emission (emitter.h).
+//
+// HBM arena: [partition inputs][partition outputs][constants][scratch]. Each region is
+// 64-byte aligned. Scratch buffers (intermediates between kernels) are packed greedily by size:
+// a buffer may share bytes with any buffer whose lifetime (first kernel writing it .. last
+// kernel reading it or a view of it) does not intersect; the emitter orders the reuse.
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "codegen/codegen.h"
+#include "codegen/emitter.h"
+#include "codegen/lowering.h"
+#include "device/numerics.h"
+
+namespace neuronc::codegen {
+
+using device::DType;
+
+const ValueInfo& PartitionContext::info(const ir::Value* v) const {
+  auto it = values.find(v);
+  if (it == values.end()) throw Error("internal: value '" + v->name() + "' has no HBM view");
+  return it->second;
+}
+
+[[noreturn]] void fail(const ir::Node& n, const std::string& message) {
+  throw Error(n.describe() + ": " + message);
+}
+
+std::vector<int64_t> static_shape(const ir::Value* v) {
+  std::vector<int64_t> s;
+  for (const ir::Dim& d : v->shape()) s.push_back(d.value());
+  return s;
+}
+
+double scalar_attr(const ir::Node& n, const char* name, double dflt) {
+  const ir::Attribute* a = n.attr(name);
+  if (!a) return dflt;
+  if (const auto* i = std::get_if<int64_t>(a)) return static_cast<double>(*i);
+  if (const auto* f = std::get_if<double>(a)) return *f;
+  if (const auto* b = std::get_if<bool>(a)) return *b ? 1.0 : 0.0;
+  return dflt;
+}
+
+DType device_dtype(ir::DType t) {
+  switch (t) {
+    case ir::DType::f64:
+    case ir::DType::f32:
+      return DType::f32;
+    case ir::DType::f16:
+      return DType::f16;
+    case ir::DType::bf16:
+      return DType::bf16;
+    case ir::DType::f8e4m3fn:
+      return DType::f8e4m3;
+    case ir::DType::f8e5m2:
+      return DType::f8e5m2;
+    case ir::DType::i64:
+    case ir::DType::i32:
+      return DType::i32;
+    case ir::DType::i16:
+      return DType::i16;
+    case ir::DType::i8:
+      return DType::i8;
+    case ir::DType::u8:
+    case ir::DType::boolean:
+      return DType::u8;
+    case ir::DType::c64:
+      break;
+  }
+  throw Error("dtype " + std::string(ir::dtype_name(t)) + " has no device equivalent");
+}
+
+namespace {
+
+constexpr uint64_t kAlign = 64;
+uint64_t align_up(uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+int64_t numel(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+// Reads element `i` (row-major over the value's shape) of a payload as double.
+double payload_element(const ir::Value* v, int64_t i) {
+  const ir::ConstantPayload& p = *v->payload();
+  const std::vector<int64_t> shape = static_shape(v);
+  int64_t off = p.storage_offset;
+  if (p.strides.empty()) {
+    off += i;
+  } else {
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+      off += (i % shape[d]) * p.strides[d];
+      i /= shape[d];
+    }
+  }
+  const size_t es = ir::dtype_size(v->dtype());
+  if (static_cast<size_t>(off + 1) * es > p.nbytes)
+    throw Error("constant '" + v->name() + "' payload holds " + std::to_string(p.nbytes) +
+                " bytes but element offset " + std::to_string(off) + " needs more");
+  const std::byte* q = p.data + off * es;
+  switch (v->dtype()) {
+    case ir::DType::f64: {
+      double x;
+      std::memcpy(&x, q, 8);
+      return x;
+    }
+    case ir::DType::f32:
+      return device::load_f32(q, DType::f32);
+    case ir::DType::f16:
+      return device::load_f32(q, DType::f16);
+    case ir::DType::bf16:
+      return device::load_f32(q, DType::bf16);
+    case ir::DType::f8e4m3fn:
+      return device::load_f32(q, DType::f8e4m3);
+    case ir::DType::f8e5m2:
+      return device::load_f32(q, DType::f8e5m2);
+    case ir::DType::i64: {
+      int64_t x;
+      std::memcpy(&x, q, 8);
+      return static_cast<double>(x);
+    }
+    case ir::DType::i32:
+      return static_cast<double>(device::load_int(q, DType::i32));
+    case ir::DType::i16:
+      return static_cast<double>(device::load_int(q, DType::i16));
+    case ir::DType::i8:
+      return static_cast<double>(device::load_int(q, DType::i8));
+    case ir::DType::u8:
+    case ir::DType::boolean:
+      return static_cast<double>(device::load_int(q, DType::u8));
+    case ir::DType::c64:
+      break;
+  }
+  throw Error("constant '" + v->name() + "' is complex");
+}
+
+void store_element(std::byte* dst, DType t, double x) {
+  if (device::dtype_is_float(t)) {
+    device::store_f32(dst, t, static_cast<float>(x));
+  } else {
+    int64_t i = static_cast<int64_t>(std::trunc(x));
+    device::store_int(dst, t, i);
+  }
+}
+
+// Bytes of a constant in the device dtype; `transposed` stores the 2-D transpose.
+std::vector<std::byte> constant_bytes(const ir::Value* v, const std::vector<double>* values,
+                                      bool transposed) {
+  const std::vector<int64_t> shape = static_shape(v);
+  const int64_t n = numel(shape);
+  const DType dt = device_dtype(v->dtype());
+  const size_t es = device::dtype_size(dt);
+  std::vector<std::byte> out(static_cast<size_t>(n) * es);
+  const bool raw = values == nullptr && v->payload()->strides.empty() && !transposed &&
+                   ir::dtype_size(v->dtype()) == es && v->dtype() != ir::DType::f64 &&
+                   v->dtype() != ir::DType::i64;
+  if (raw) {
+    const ir::ConstantPayload& p = *v->payload();
+    const size_t need = static_cast<size_t>(p.storage_offset + n) * es;
+    if (need > p.nbytes)
+      throw Error("constant '" + v->name() + "' payload holds " + std::to_string(p.nbytes) +
+                  " bytes, expected " + std::to_string(need));
+    std::memcpy(out.data(), p.data + p.storage_offset * es, out.size());
+    return out;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t j = i;
+    if (transposed) {  // out[c][r] = in[r][c] for in [R, C]
+      const int64_t r = i / shape[1], c = i % shape[1];
+      j = c * shape[0] + r;
+    }
+    const double x = values ? (*values)[i] : payload_element(v, i);
+    store_element(out.data() + j * es, dt, x);
+  }
+  return out;
+}
+
+bool is_alias_op(const std::string& op) {
+  static const char* kOps[] = {
+      "aten.view.default",       "aten._unsafe_view.default", "aten.reshape.default",
+      "aten.flatten.using_ints", "aten.unflatten.int",        "aten.squeeze.dim",
+      "aten.squeeze.dims",       "aten.squeeze.default",      "aten.unsqueeze.default",
+      "aten.permute.default",    "aten.t.default",            "aten.transpose.int",
+      "aten.expand.default",     "aten.slice.Tensor",         "aten.select.int",
+      "aten.split.Tensor",       "aten.split_with_sizes.default", "aten.chunk.default",
+      "aten.unbind.int",         "aten.alias.default",        "aten.detach.default",
+      "aten.detach_.default",    "aten.clone.default",        "aten.contiguous.default",
+      "aten.lift_fresh_copy.default", "aten.dropout.default", "aten.expand_as.default"};
+  for (const char* s : kOps)
+    if (op == s) return true;
+  return false;
+}
+
+bool is_creation_op(const std::string& op) {
+  static const char* kOps[] = {
+      "aten.arange.default", "aten.arange.start",     "aten.arange.start_step",
+      "aten.full.default",   "aten.ones.default",     "aten.zeros.default",
+      "aten.scalar_tensor.default", "aten.new_ones.default", "aten.new_zeros.default",
+      "aten.new_full.default", "aten.full_like.default", "aten.zeros_like.default",
+      "aten.ones_like.default", "aten.fill.Scalar", "aten.empty.memory_format",
+      "aten.new_empty.default", "aten.empty_like.default"};
+  for (const char* s : kOps)
+    if (op == s) return true;
+  return false;
+}
+
+// Values of a creation op, row-major.
+std::vector<double> creation_values(const ir::Node& n) {
+  const std::vector<int64_t> shape = static_shape(n.output());
+  const int64_t count = numel(shape);
+  const std::string& op = n.op();
+  std::vector<double> v(static_cast<size_t>(count), 0.0);
+  if (op.rfind("aten.arange", 0) == 0) {
+    double start = 0, step = 1;
+    if (op == "aten.arange.default") {
+      start = 0;
+    } else {
+      start = scalar_attr(n, "start", 0);
+      if (op == "aten.arange.start_step") step = scalar_attr(n, "step", 1);
+    }
+    for (int64_t i = 0; i < count; ++i) v[i] = start + step * static_cast<double>(i);
+    return v;
+  }
+  double fill = 0;
+  if (op == "aten.full.default" || op == "aten.new_full.default" ||
+      op == "aten.full_like.default")
+    fill = scalar_attr(n, "fill_value", 0);
+  else if (op == "aten.fill.Scalar")
+    fill = scalar_attr(n, "value", 0);
+  else if (op == "aten.ones.default" || op == "aten.new_ones.default" ||
+           op == "aten.ones_like.default")
+    fill = 1;
+  else if (op == "aten.scalar_tensor.default")
+    fill = scalar_attr(n, "s", 0);
+  std::fill(v.begin(), v.end(), fill);
+  return v;
+}
+
+// Lowering for a compute node, or null.
+LowerFn find_lowering(const std::string& op) {
+  for (auto f : {matmul_lowering, elementwise_lowering, row_lowering, attention_lowering,
+                 gather_lowering, data_movement_lowering})
+    if (LowerFn fn = f(op)) return fn;
+  return nullptr;
+}
+
+struct Buffer {
+  enum Region { input, output, constant, scratch } region = scratch;
+  uint64_t bytes = 0;
+  int first = 0;  // kernel index that writes it (inputs/constants: -1)
+  int last = 0;   // last kernel index reading it
+  uint64_t offset = 0;
+};
+
+struct Kernel {
+  LowerFn fn = nullptr;
+  const ir::Node* node = nullptr;
+  uint32_t debug_id = 0;
+  // Output copies: copy `src` into `dst` (no node).
+  const ir::Value* copy_src = nullptr;
+  const ir::Value* copy_dst_value = nullptr;
+};
+
+void copy_kernel(KernelBuilder& kb, const HbmView& dst, const HbmView& src) {
+  copy_view(kb, dst, src);
+}
+
+}  // namespace
+
+CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const ir::Node*>& nodes,
+                                    const std::vector<const ir::Value*>& inputs,
+                                    const std::vector<const ir::Value*>& outputs,
+                                    const device::Target& target, const CodegenOptions& opts) {
+  // --- static shapes -------------------------------------------------------------------------
+  auto check_static = [&](const ir::Value* v, const ir::Node* n) {
+    for (const ir::Dim& d : v->shape()) {
+      if (d.is_symbolic()) {
+        const std::string what = "value '" + v->name() + "' has symbolic dimension " +
+                                 g.dim_to_string(d) + " (shape " + g.shape_to_string(v->shape()) +
+                                 "): codegen needs static shapes (shape bucketing is not done yet)";
+        if (n) fail(*n, what);
+        throw Error(what);
+      }
+    }
+    (void)device_dtype(v->dtype());
+  };
+  for (const ir::Value* v : inputs) check_static(v, nullptr);
+  for (const ir::Node* n : nodes)
+    for (const ir::Value* v : n->outputs()) check_static(v, n);
+
+  PartitionContext ctx(g, target);
+  std::vector<Buffer> buffers;
+  std::vector<std::pair<const ir::Value*, int>> constant_buffers;  // value, buffer
+  std::vector<std::vector<double>> synthetic_values;               // per constant buffer slot
+  std::vector<bool> constant_transposed;
+  std::vector<int> constant_synthetic;  // index into synthetic_values or -1
+
+  CompiledPartition result;
+  std::unordered_map<const ir::Value*, bool> is_output;
+  for (const ir::Value* v : outputs) is_output[v] = true;
+
+  // Weights stored transposed: 2-D constants whose every use is a linear weight or a
+  // permute([1, 0]) (which then reads them contiguously).
+  std::unordered_map<const ir::Node*, bool> in_partition;
+  for (const ir::Node* n : nodes) in_partition[n] = true;
+  auto store_transposed = [&](const ir::Value* v) {
+    if (!opts.transpose_matmul_weights || v->shape().size() != 2 || is_output.count(v))
+      return false;
+    if (!v->has_uses()) return false;
+    for (const ir::Use& u : v->uses()) {
+      if (!in_partition.count(u.node)) return false;
+      const std::string& op = u.node->op();
+      if (op == "aten.linear.default" && u.operand == 1) continue;
+      if (op == "aten.permute.default" && u.node->attr_ints("dims") == std::vector<int64_t>{1, 0})
+        continue;
+      if (op == "aten.t.default") continue;
+      return false;
+    }
+    return true;
+  };
+
+  auto new_constant = [&](const ir::Value* v, std::vector<double>* values) {
+    const std::vector<int64_t> shape = static_shape(v);
+    const DType dt = device_dtype(v->dtype());
+    const bool tr = values == nullptr && store_transposed(v);
+    Buffer b;
+    b.region = Buffer::constant;
+    b.bytes = static_cast<uint64_t>(numel(shape)) * device::dtype_size(dt);
+    b.first = -1;
+    buffers.push_back(b);
+    const int id = static_cast<int>(buffers.size()) - 1;
+    constant_buffers.push_back({v, id});
+    constant_transposed.push_back(tr);
+    if (values) {
+      synthetic_values.push_back(std::move(*values));
+      constant_synthetic.push_back(static_cast<int>(synthetic_values.size()) - 1);
+    } else {
+      constant_synthetic.push_back(-1);
+    }
+    ValueInfo vi;
+    if (tr) {
+      vi.view = HbmView::contiguous(dt, 0, {shape[1], shape[0]}).permute({1, 0});
+    } else {
+      vi.view = HbmView::contiguous(dt, 0, shape);
+    }
+    vi.buffer = id;
+    return vi;
+  };
+
+  // --- inputs ---------------------------------------------------------------------------------
+  std::vector<int> input_buffer(inputs.size(), -1);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ir::Value* v = inputs[i];
+    if (ctx.values.count(v)) continue;
+    if (v->payload()) {
+      ValueInfo vi = new_constant(v, nullptr);
+      if (numel(static_shape(v)) == 1) vi.splat = payload_element(v, 0);
+      ctx.values[v] = vi;
+      continue;
+    }
+    Buffer b;
+    b.region = Buffer::input;
+    const DType dt = device_dtype(v->dtype());
+    b.bytes = static_cast<uint64_t>(numel(static_shape(v))) * device::dtype_size(dt);
+    b.first = -1;
+    buffers.push_back(b);
+    input_buffer[i] = static_cast<int>(buffers.size()) - 1;
+    ValueInfo vi;
+    vi.view = HbmView::contiguous(dt, 0, static_shape(v));
+    vi.buffer = input_buffer[i];
+    ctx.values[v] = vi;
+  }
+
+  // --- nodes: views, constants, kernels -------------------------------------------------------
+  std::vector<Kernel> kernels;
+  auto use = [&](const ir::Value* v) {
+    const int b = ctx.info(v).buffer;
+    buffers[b].last = std::max(buffers[b].last, static_cast<int>(kernels.size()));
+  };
+  for (size_t ni = 0; ni < nodes.size(); ++ni) {
+    const ir::Node& n = *nodes[ni];
+    result.debug_names.push_back({n.name(), n.op(), n.location().to_string()});
+    const std::string& op = n.op();
+    for (const ir::Value* v : n.inputs())
+      if (v && !ctx.values.count(v))
+        fail(n, "operand '" + v->name() + "' is neither a partition input nor defined earlier");
+
+    if (is_creation_op(op)) {
+      std::vector<double> vals = creation_values(n);
+      const bool uniform = op.rfind("aten.arange", 0) != 0;
+      const double first = vals.empty() ? 0.0 : vals[0];
+      ValueInfo vi = new_constant(n.output(), &vals);
+      if (uniform) vi.splat = first;
+      ctx.values[n.output()] = vi;
+      continue;
+    }
+
+    // Views of the input's buffer.
+    bool aliased = false;
+    if (is_alias_op(op) || (op == "aten._to_copy.default" &&
+                            device_dtype(n.output()->dtype()) ==
+                                device_dtype(n.input(0)->dtype()))) {
+      const ValueInfo& in = ctx.info(n.input(0));
+      std::vector<ValueInfo> outs(n.outputs().size(), in);
+      const HbmView& x = in.view;
+      bool ok = true;
+      const std::vector<int64_t> out_shape = static_shape(n.output());
+      if (op == "aten.permute.default") {
+        outs[0].view = x.permute(n.attr_ints("dims"));
+      } else if (op == "aten.t.default" || op == "aten.transpose.int") {
+        std::vector<int64_t> perm(static_cast<size_t>(x.rank()));
+        std::iota(perm.begin(), perm.end(), 0);
+        if (x.rank() >= 2) {
+          int64_t a = x.rank() - 2, b = x.rank() - 1;
+          if (op == "aten.transpose.int") {
+            a = n.attr_int("dim0");
+            b = n.attr_int("dim1");
+            if (a < 0) a += x.rank();
+            if (b < 0) b += x.rank();
+          }
+          std::swap(perm[a], perm[b]);
+        }
+        outs[0].view = x.permute(perm);
+      } else if (op == "aten.expand.default" || op == "aten.expand_as.default") {
+        outs[0].view = x.expand(out_shape);
+      } else if (op == "aten.slice.Tensor") {
+        int64_t dim = n.attr_int("dim");
+        if (dim < 0) dim += x.rank();
+        const int64_t start = n.attr_is_none("start") ? 0 : n.attr_int("start");
+        const int64_t end = n.attr_is_none("end") ? INT64_MAX : n.attr_int("end");
+        const int64_t step = n.attr("step") ? n.attr_int("step") : 1;
+        outs[0].view = x.slice(dim, start, std::min(end, x.shape[dim]), step);
+      } else if (op == "aten.select.int") {
+        int64_t dim = n.attr_int("dim");
+        if (dim < 0) dim += x.rank();
+        outs[0].view = x.select(dim, n.attr_int("index"));
+      } else if (op == "aten.split.Tensor" || op == "aten.split_with_sizes.default" ||
+                 op == "aten.chunk.default" || op == "aten.unbind.int") {
+        int64_t dim = n.attr("dim") ? n.attr_int("dim") : 0;
+        if (dim < 0) dim += x.rank();
+        int64_t start = 0;
+        for (size_t k = 0; k < n.outputs().size(); ++k) {
+          const std::vector<int64_t> s = static_shape(n.output(k));
+          if (op == "aten.unbind.int") {
+            outs[k].view = x.select(dim, static_cast<int64_t>(k));
+          } else {
+            outs[k].view = x.slice(dim, start, start + s[dim], 1);
+            start += s[dim];
+          }
+        }
+      } else if (op == "aten.view.default" || op == "aten._unsafe_view.default" ||
+                 op == "aten.reshape.default" || op == "aten.flatten.using_ints" ||
+                 op == "aten.unflatten.int" || op.rfind("aten.squeeze", 0) == 0 ||
+                 op == "aten.unsqueeze.default") {
+        auto r = x.reshape(out_shape);
+        if (r) {
+          outs[0].view = *r;
+        } else {
+          ok = false;  // needs a copy: lowered as a materialising kernel below
+        }
+      }
+      // alias/detach/clone/contiguous/dropout/_to_copy(same dtype): same view.
+      if (ok) {
+        for (size_t k = 0; k < n.outputs().size(); ++k) {
+          outs[k].view.dtype = device_dtype(n.output(k)->dtype());
+          ctx.values[n.output(k)] = outs[k];
+        }
+        aliased = true;
+      }
+    }
+    if (aliased) continue;
+
+    LowerFn fn = find_lowering(op);
+    if (!fn) {
+      if (is_alias_op(op)) fn = data_movement_lowering("<materialize>");
+      if (!fn) fail(n, "codegen has no lowering for " + op);
+    }
+    for (const ir::Value* v : n.inputs())
+      if (v) use(v);
+    for (const ir::Value* v : n.outputs()) {
+      Buffer b;
+      b.region = is_output.count(v) ? Buffer::output : Buffer::scratch;
+      const DType dt = device_dtype(v->dtype());
+      b.bytes = static_cast<uint64_t>(numel(static_shape(v))) * device::dtype_size(dt);
+      b.first = static_cast<int>(kernels.size());
+      b.last = b.first;
+      buffers.push_back(b);
+      ValueInfo vi;
+      vi.view = HbmView::contiguous(dt, 0, static_shape(v));
+      vi.buffer = static_cast<int>(buffers.size()) - 1;
+      ctx.values[v] = vi;
+    }
+    kernels.push_back({fn, &n, static_cast<uint32_t>(ni), nullptr, nullptr});
+  }
+
+  // --- outputs ----------------------------------------------------------------------------------
+  // An output not written in place by its kernel (a view, an input, a constant) gets a copy.
+  std::vector<int> output_buffer(outputs.size(), -1);
+  std::unordered_map<const ir::Value*, int> output_copy_buffer;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const ir::Value* v = outputs[i];
+    const ValueInfo& vi = ctx.info(v);
+    const Buffer& b = buffers[vi.buffer];
+    const bool in_place = b.region == Buffer::output && vi.view.is_contiguous() &&
+                          vi.view.offset == 0 &&
+                          b.bytes == static_cast<uint64_t>(vi.view.numel()) *
+                                         device::dtype_size(vi.view.dtype);
+    if (in_place && !output_copy_buffer.count(v)) {
+      output_buffer[i] = vi.buffer;
+      continue;
+    }
+    if (auto it = output_copy_buffer.find(v); it != output_copy_buffer.end()) {
+      output_buffer[i] = it->second;
+      continue;
+    }
+    use(v);
+    Buffer ob;
+    ob.region = Buffer::output;
+    const DType dt = device_dtype(v->dtype());
+    ob.bytes = static_cast<uint64_t>(numel(static_shape(v))) * device::dtype_size(dt);
+    ob.first = static_cast<int>(kernels.size());
+    ob.last = ob.first;
+    buffers.push_back(ob);
+    output_buffer[i] = static_cast<int>(buffers.size()) - 1;
+    output_copy_buffer[v] = output_buffer[i];
+    result.debug_names.push_back({"<output copy>", v->name(), ""});
+    Kernel k;
+    k.debug_id = static_cast<uint32_t>(result.debug_names.size() - 1);
+    k.copy_src = v;
+    k.copy_dst_value = v;
+    kernels.push_back(k);
+  }
+
+  // --- HBM plan ---------------------------------------------------------------------------------
+  uint64_t cursor = 0;
+  for (auto region : {Buffer::input, Buffer::output, Buffer::constant}) {
+    for (Buffer& b : buffers) {
+      if (b.region != region) continue;
+      b.offset = cursor;
+      cursor = align_up(cursor + std::max<uint64_t>(b.bytes, 1));
+    }
+  }
+  const uint64_t scratch_base = cursor;
+  std::vector<int> order;
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].region == Buffer::scratch) order.push_back(static_cast<int>(i));
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return buffers[a].bytes > buffers[b].bytes; });
+  std::vector<int> placed;
+  uint64_t scratch_end = scratch_base, unshared = 0;
+  for (int id : order) {
+    Buffer& b = buffers[id];
+    const uint64_t size = align_up(std::max<uint64_t>(b.bytes, 1));
+    unshared += size;
+    std::vector<std::pair<uint64_t, uint64_t>> busy;
+    for (int o : placed) {
+      const Buffer& c = buffers[o];
+      if (c.first <= b.last && b.first <= c.last)
+        busy.push_back({c.offset, c.offset + align_up(std::max<uint64_t>(c.bytes, 1))});
+    }
+    std::sort(busy.begin(), busy.end());
+    uint64_t off = scratch_base;
+    for (const auto& [s, e] : busy) {
+      if (off + size <= s) break;
+      off = std::max(off, e);
+    }
+    b.offset = off;
+    scratch_end = std::max(scratch_end, off + size);
+    placed.push_back(id);
+  }
+  const uint64_t hbm_size = std::max<uint64_t>(scratch_end, kAlign);
+  for (auto& [v, vi] : ctx.values) vi.view.base = buffers[vi.buffer].offset;
+
+  // --- bindings ---------------------------------------------------------------------------------
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (input_buffer[i] < 0) continue;
+    const ir::Value* v = inputs[i];
+    const Buffer& b = buffers[input_buffer[i]];
+    result.inputs.push_back(
+        {v->name(), device_dtype(v->dtype()), static_shape(v), b.offset, b.bytes});
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const ir::Value* v = outputs[i];
+    const Buffer& b = buffers[output_buffer[i]];
+    result.outputs.push_back(
+        {v->name(), device_dtype(v->dtype()), static_shape(v), b.offset, b.bytes});
+  }
+  std::string no_target;
+  for (size_t c = 0; c < constant_buffers.size(); ++c) {
+    const auto& [v, id] = constant_buffers[c];
+    ConstantBinding cb;
+    cb.name = v->name();
+    for (const ir::GraphInput& gi : g.inputs())
+      if (gi.value == v) cb.target = gi.target;
+    cb.dtype = device_dtype(v->dtype());
+    cb.shape = static_shape(v);
+    cb.transposed = constant_transposed[c];
+    cb.offset = buffers[id].offset;
+    cb.data = constant_bytes(
+        v, constant_synthetic[c] >= 0 ? &synthetic_values[constant_synthetic[c]] : nullptr,
+        cb.transposed);
+    result.constants.push_back(std::move(cb));
+  }
+
+  // --- lowering (parallel) and emission (sequential) --------------------------------------------
+  std::vector<KernelCode> codes(kernels.size());
+  std::vector<std::string> errors(kernels.size());
+  auto lower_one = [&](size_t i) {
+    const Kernel& k = kernels[i];
+    KernelBuilder kb(target, k.debug_id);
+    try {
+      if (k.fn) {
+        k.fn(kb, *k.node, ctx);
+      } else {
+        HbmView dst = HbmView::contiguous(device_dtype(k.copy_dst_value->dtype()),
+                                          buffers[output_copy_buffer.at(k.copy_dst_value)].offset,
+                                          static_shape(k.copy_dst_value));
+        copy_kernel(kb, dst, ctx.view(k.copy_src));
+      }
+      codes[i] = kb.finish();
+    } catch (const std::exception& e) {
+      errors[i] = e.what();
+    }
+  };
+  if (opts.threads == 1) {
+    for (size_t i = 0; i < kernels.size(); ++i) lower_one(i);
+  } else {
+    tbb::task_arena arena(opts.threads > 0 ? opts.threads : tbb::task_arena::automatic);
+    arena.execute([&] {
+      tbb::parallel_for(size_t{0}, kernels.size(), [&](size_t i) { lower_one(i); });
+    });
+  }
+  for (size_t i = 0; i < kernels.size(); ++i)
+    if (!errors[i].empty()) throw Error(errors[i]);
+
+  ProgramEmitter emitter(target);
+  for (KernelCode& k : codes) {
+    result.stats.flops += k.flops;
+    emitter.append(std::move(k));
+  }
+  result.program = emitter.finish(hbm_size);
+
+  CodegenStats& st = result.stats;
+  for (int e = 0; e < device::kNumEngines; ++e) {
+    st.instructions[e] = result.program.cores[0].streams[e].size();
+    for (const auto& in : result.program.cores[0].streams[e])
+      st.dma_transfers += std::holds_alternative<device::DmaCopy>(in.op);
+  }
+  st.semaphore_waits = emitter.waits();
+  st.kernels = kernels.size();
+  st.hbm_bytes = hbm_size;
+  st.hbm_scratch_bytes = scratch_end - scratch_base;
+  st.hbm_scratch_unshared_bytes = unshared;
+  st.sbuf_peak_bytes = emitter.sbuf_peak();
+  st.psum_peak_bytes = emitter.psum_peak();
+  return result;
+}
+
+}  // namespace neuronc::codegen

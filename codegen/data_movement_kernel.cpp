@@ -1,0 +1,122 @@
+// Data movement that needs bytes to move: cat/stack (each input DMA'd into its slice of the
+// output), views the strides cannot express (materialised into a contiguous buffer), and the
+// driver's output copies. All are HBM-to-HBM DMAs whose access patterns do the permutation;
+// view/permute/expand/slice/select never reach here (they are views, compile_partition.cpp).
+#include "codegen/lowering.h"
+
+namespace neuronc::codegen {
+namespace {
+
+// Splits `sizes`/`strides` (one side of a copy, coalesced) into the DMA form: up to 5 dims
+// (partition + 4 levels), looping over the rest.
+struct Side {
+  std::vector<int64_t> sizes, strides;
+};
+
+Side coalesced(const HbmView& v) {
+  std::vector<int64_t> s = v.shape;
+  std::vector<std::vector<int64_t>> st = {v.strides};
+  coalesce(s, st);
+  return {s, st[0]};
+}
+
+}  // namespace
+
+void copy_view(KernelBuilder& kb, const HbmView& dst, const HbmView& src) {
+  std::vector<int64_t> sizes;
+  std::vector<std::vector<int64_t>> strides;
+  Side s, d;
+  if (dst.shape == src.shape) {
+    sizes = dst.shape;
+    strides = {dst.strides, src.strides};
+    coalesce(sizes, strides);
+    // Spread a long contiguous run over several descriptors (DMA engines run in parallel).
+    if (sizes.size() == 1 && strides[0][0] == 1 && strides[1][0] == 1 && sizes[0] >= 4096) {
+      for (int64_t a : {128, 64, 32, 16}) {
+        if (sizes[0] % a) continue;
+        const int64_t b = sizes[0] / a;
+        sizes = {a, b};
+        strides = {{b, 1}, {b, 1}};
+        break;
+      }
+    }
+    d = {sizes, strides[0]};
+    s = {sizes, strides[1]};
+  } else {
+    d = coalesced(dst);
+    s = coalesced(src);
+    if (d.sizes.size() > 5 || s.sizes.size() > 5)
+      throw Error("copy of a view with more than 5 non-mergeable dimensions (shape rank " +
+                  std::to_string(src.rank()) + ") is not supported");
+  }
+  // Loop over leading dims beyond 5 (same-shape case only) and over partition chunks of 65535.
+  const size_t nd = d.sizes.size();
+  const size_t lead = nd > 5 ? nd - 5 : 0;
+  std::vector<int64_t> idx(lead, 0);
+  while (true) {
+    int64_t doff = 0, soff = 0;
+    for (size_t i = 0; i < lead; ++i) {
+      doff += idx[i] * d.strides[i];
+      soff += idx[i] * s.strides[i];
+    }
+    auto ref = [&](const HbmView& v, const Side& side, int64_t off, int64_t p0, int64_t pc) {
+      std::vector<device::AccessLevel> lv;
+      const size_t first = side.sizes.size() > 5 ? side.sizes.size() - 5 : 0;
+      for (size_t i = first + 1; i < side.sizes.size(); ++i)
+        lv.push_back({static_cast<int32_t>(side.strides[i]),
+                      static_cast<uint32_t>(side.sizes[i])});
+      return KernelBuilder::hbm(v, off + p0 * side.strides[first], pc, side.strides[first], lv);
+    };
+    const size_t df = d.sizes.size() > 5 ? d.sizes.size() - 5 : 0;
+    const size_t sf = s.sizes.size() > 5 ? s.sizes.size() - 5 : 0;
+    if (d.sizes == s.sizes) {
+      for (int64_t p0 = 0; p0 < d.sizes[df]; p0 += 65535) {
+        const int64_t pc = std::min<int64_t>(65535, d.sizes[df] - p0);
+        kb.dma(ref(dst, d, doff, p0, pc), ref(src, s, soff, p0, pc), DmaRole::load);
+      }
+    } else {
+      if (d.sizes[df] > 65535 || s.sizes[sf] > 65535)
+        throw Error("copy with more than 65535 rows between differently shaped views");
+      kb.dma(ref(dst, d, doff, 0, d.sizes[df]), ref(src, s, soff, 0, s.sizes[sf]),
+             DmaRole::load);
+    }
+    size_t i = lead;
+    while (i > 0 && ++idx[i - 1] == d.sizes[i - 1]) idx[--i] = 0;
+    if (i == 0) break;
+  }
+}
+
+namespace {
+
+void lower_cat(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
+  const HbmView& out = ctx.view(n.output());
+  int64_t dim = n.attr("dim") ? n.attr_int("dim") : 0;
+  const bool stack = n.op() == "aten.stack.default";
+  if (dim < 0) dim += out.rank();
+  int64_t start = 0;
+  for (size_t i = 0; i < n.inputs().size(); ++i) {
+    const HbmView& in = ctx.view(n.input(i));
+    if (in.numel() == 0) continue;
+    if (stack) {
+      copy_view(kb, out.select(dim, static_cast<int64_t>(i)), in);
+    } else {
+      const int64_t len = in.shape[dim];
+      copy_view(kb, out.slice(dim, start, start + len, 1), in.expand(out.slice(dim, start, start + len, 1).shape));
+      start += len;
+    }
+  }
+}
+
+void lower_materialize(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
+  copy_view(kb, ctx.view(n.output()), ctx.view(n.input(0)));
+}
+
+}  // namespace
+
+LowerFn data_movement_lowering(const std::string& op) {
+  if (op == "aten.cat.default" || op == "aten.stack.default") return &lower_cat;
+  if (op == "<materialize>") return &lower_materialize;
+  return nullptr;
+}
+
+}  // namespace neuronc::codegen

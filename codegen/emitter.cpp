@@ -1,0 +1,174 @@
+// Kernel placement and semaphore wiring (emitter.h).
+#include "codegen/emitter.h"
+
+#include <algorithm>
+
+#include "codegen/codegen.h"
+#include "device/verifier.h"
+
+namespace neuronc::codegen {
+
+using device::Engine;
+using device::MemoryKind;
+using device::MemRef;
+
+ProgramEmitter::ProgramEmitter(const device::Target& t) : t_(t) {
+  program_.cores.resize(1);
+  known_.assign(kThreads, Clock(kThreads, -1));
+  snapshots_.resize(kThreads);
+  placed_.resize(kThreads);
+  needed_.resize(kThreads);
+  accesses_.resize(3);
+}
+
+ProgramEmitter::Rect ProgramEmitter::rect_of(const MemRef& m) const {
+  const device::ByteRange r = device::footprint(m);
+  if (m.memory == MemoryKind::hbm) return {m.memory, 0, 1, r.begin, r.end};
+  return {m.memory, m.partition_start,
+          static_cast<uint16_t>(m.partition_start + m.partition_count), r.begin, r.end};
+}
+
+namespace {
+bool overlaps(const auto& a, const auto& b) {
+  return a.memory == b.memory && a.p0 < b.p1 && b.p0 < a.p1 && a.b0 < b.b1 && b.b0 < a.b1;
+}
+bool covers(const auto& outer, const auto& inner) {
+  return outer.memory == inner.memory && outer.p0 <= inner.p0 && inner.p1 <= outer.p1 &&
+         outer.b0 <= inner.b0 && inner.b1 <= outer.b1;
+}
+}  // namespace
+
+void ProgramEmitter::append(KernelCode k) {
+  const uint32_t cap = t_.sbuf_partition_bytes;
+  if (k.sbuf_bytes > cap) throw Error("internal: kernel SBUF region exceeds the partition");
+  if (sbuf_cursor_ + k.sbuf_bytes > cap) sbuf_cursor_ = 0;
+  const uint32_t sbuf_base = sbuf_cursor_;
+  sbuf_cursor_ += k.sbuf_bytes;
+  const uint32_t banks = static_cast<uint32_t>(t_.psum_banks);
+  const uint32_t bank_base = psum_cursor_;
+  psum_cursor_ = (psum_cursor_ + k.psum_banks) % banks;
+  sbuf_peak_ = std::max(sbuf_peak_, k.sbuf_bytes);
+  psum_peak_ = std::max(psum_peak_, k.psum_banks * t_.psum_bank_bytes);
+  for (PendingInstruction& in : k.instructions) {
+    for_each_memref(in.op, [&](MemRef& m) {
+      if (m.memory == MemoryKind::sbuf) {
+        m.offset += sbuf_base;
+      } else if (m.memory == MemoryKind::psum) {
+        const uint64_t bank = m.offset / t_.psum_bank_bytes;
+        const uint64_t within = m.offset % t_.psum_bank_bytes;
+        m.offset = ((bank + bank_base) % banks) * t_.psum_bank_bytes + within;
+      }
+    });
+    place(std::move(in));
+  }
+}
+
+void ProgramEmitter::place(PendingInstruction in) {
+  const int sync_thread = static_cast<int>(Engine::sync);
+  int stream = static_cast<int>(in.engine);
+  int thread = stream;
+  if (auto* d = std::get_if<device::DmaCopy>(&in.op)) {
+    if (in.role == DmaRole::store) {
+      stream = static_cast<int>(Engine::gpsimd);
+      d->queue = static_cast<uint16_t>(8 + next_store_queue_);
+      next_store_queue_ = (next_store_queue_ + 1) % 8;
+    } else {
+      stream = sync_thread;
+      d->queue = static_cast<uint16_t>(next_load_queue_);
+      next_load_queue_ = (next_load_queue_ + 1) % 8;
+    }
+    thread = device::kNumEngines + d->queue;
+  }
+  const uint32_t seq = static_cast<uint32_t>(placed_[thread].size());
+
+  // Dependencies on other threads, from the bytes touched.
+  const device::Operands ops = device::operands(in.op);
+  std::vector<Rect> reads, writes;
+  for (const MemRef& m : ops.reads) reads.push_back(rect_of(m));
+  for (const MemRef& m : ops.writes) writes.push_back(rect_of(m));
+  std::vector<int64_t> need(kThreads, -1);
+  auto scan = [&](const Rect& r, bool write) {
+    for (const Access& a : accesses_[static_cast<int>(r.memory)]) {
+      if (a.thread == thread || !(write || a.write) || !overlaps(r, a.rect)) continue;
+      need[a.thread] = std::max<int64_t>(need[a.thread], a.seq);
+    }
+  };
+  for (const Rect& r : reads) scan(r, false);
+  for (const Rect& r : writes) scan(r, true);
+
+  // What the issuing stream already knows to be complete.
+  Clock know = known_[stream];
+  if (thread != stream)
+    for (int u = 0; u < kThreads; ++u) know[u] = std::max(know[u], known_[thread][u]);
+  std::vector<device::SemaphoreWait> waits;
+  for (int u = 0; u < kThreads; ++u) {
+    if (need[u] < 0 || need[u] <= know[u]) continue;
+    const Clock& snap = snapshots_[u][static_cast<size_t>(need[u])];
+    for (int v = 0; v < kThreads; ++v) know[v] = std::max(know[v], snap[v]);
+    know[u] = std::max<int32_t>(know[u], static_cast<int32_t>(need[u]));
+    needed_[u][static_cast<size_t>(need[u])] = 1;
+    auto& target_stream = program_.cores[0].streams[stream];
+    wait_refs_.push_back({static_cast<uint8_t>(stream), static_cast<uint32_t>(target_stream.size()),
+                          static_cast<uint32_t>(waits.size()), static_cast<uint8_t>(u),
+                          static_cast<uint32_t>(need[u])});
+    waits.push_back({static_cast<uint16_t>(u), 0});
+    ++waits_;
+  }
+  // The stream now knows everything it waited for (not the DMA it triggers).
+  Clock stream_know = know;
+  if (thread != stream) stream_know[thread] = known_[stream][thread];
+  known_[stream] = stream_know;
+  Clock self = know;
+  self[thread] = static_cast<int32_t>(seq);
+  known_[thread] = self;
+  snapshots_[thread].push_back(self);
+  needed_[thread].push_back(0);
+
+  // Record the accesses; a write supersedes the accesses it covers (they are ordered before
+  // it), a read supersedes this thread's earlier reads it covers.
+  for (const Rect& r : reads) {
+    auto& list = accesses_[static_cast<int>(r.memory)];
+    std::erase_if(list, [&](const Access& a) {
+      return !a.write && a.thread == thread && covers(r, a.rect);
+    });
+    list.push_back({r, false, static_cast<uint8_t>(thread), seq});
+  }
+  for (const Rect& r : writes) {
+    auto& list = accesses_[static_cast<int>(r.memory)];
+    std::erase_if(list, [&](const Access& a) { return covers(r, a.rect); });
+    list.push_back({r, true, static_cast<uint8_t>(thread), seq});
+  }
+
+  device::Instruction inst;
+  inst.op = std::move(in.op);
+  inst.waits = std::move(waits);
+  inst.debug_id = in.debug_id;
+  auto& s = program_.cores[0].streams[stream];
+  placed_[thread].push_back({static_cast<uint8_t>(stream), static_cast<uint32_t>(s.size())});
+  s.push_back(std::move(inst));
+}
+
+device::Program ProgramEmitter::finish(uint64_t hbm_size) {
+  std::vector<std::vector<uint32_t>> rank(kThreads);
+  for (int u = 0; u < kThreads; ++u) {
+    const uint32_t inc = u >= device::kNumEngines
+                             ? static_cast<uint32_t>(t_.dma_semaphore_increment)
+                             : 1u;
+    rank[u].assign(needed_[u].size(), 0);
+    uint32_t r = 0;
+    for (size_t s = 0; s < needed_[u].size(); ++s) {
+      if (!needed_[u][s]) continue;
+      rank[u][s] = ++r * inc;
+      const Placed& p = placed_[u][s];
+      program_.cores[0].streams[p.stream][p.index].signals.push_back(
+          {static_cast<uint16_t>(u), inc, device::kThisCore});
+    }
+  }
+  for (const WaitRef& w : wait_refs_)
+    program_.cores[0].streams[w.stream][w.index].waits[w.wait_slot].value = rank[w.thread][w.seq];
+  program_.num_semaphores = kThreads;
+  program_.hbm_size = hbm_size;
+  return std::move(program_);
+}
+
+}  // namespace neuronc::codegen

@@ -1,0 +1,86 @@
+// The ProgramEmitter places kernels into one NeuronCore program, in program order:
+//  - relocation: a kernel's SBUF region goes at a ring cursor (the next kernel starts where the
+//    previous one ended, so consecutive kernels overlap), its PSUM banks rotate likewise;
+//  - placement: compute instructions go to their engine's stream; loads trigger from SyncE on
+//    DMA queues 0-7, stores from GpSimdE on queues 8-15 (round robin);
+//  - synchronisation: every instruction's byte footprint is checked against earlier accesses
+//    (RAW, WAR, WAW) by other threads (engine streams and DMA queues); a wait is added only when
+//    the dependency is not already implied by the thread's order or by an earlier wait (vector
+//    clocks of known completions). One semaphore per thread counts completions; only waited-on
+//    instructions signal, so a wait value is the rank of its target among the signallers
+//    (times 16 for DMA queues, one write per DMA engine). Completions are in order per thread,
+//    which makes "semaphore >= rank" mean "that instruction is done".
+// Emission order is a topological order of all dependencies, so the program cannot deadlock.
+// Not thread-safe; deterministic.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "codegen/kernel.h"
+#include "device/isa.h"
+#include "device/target.h"
+
+namespace neuronc::codegen {
+
+class ProgramEmitter {
+ public:
+  explicit ProgramEmitter(const device::Target& t);
+
+  void append(KernelCode kernel);
+  // Patches wait values and signals; returns the program for one core.
+  device::Program finish(uint64_t hbm_size);
+
+  uint64_t waits() const { return waits_; }
+  uint32_t sbuf_peak() const { return sbuf_peak_; }
+  uint32_t psum_peak() const { return psum_peak_; }
+
+ private:
+  static constexpr int kQueues = 16;
+  static constexpr int kThreads = device::kNumEngines + kQueues;
+
+  struct Rect {
+    device::MemoryKind memory;
+    uint16_t p0, p1;
+    int64_t b0, b1;
+  };
+  struct Access {
+    Rect rect;
+    bool write;
+    uint8_t thread;
+    uint32_t seq;
+  };
+  struct Placed {
+    uint8_t stream;
+    uint32_t index;
+  };
+  struct WaitRef {
+    uint8_t stream;
+    uint32_t index;
+    uint32_t wait_slot;
+    uint8_t thread;
+    uint32_t seq;
+  };
+  using Clock = std::vector<int32_t>;
+
+  void place(PendingInstruction inst);
+  Rect rect_of(const device::MemRef& m) const;
+
+  const device::Target& t_;
+  device::Program program_;
+  uint32_t sbuf_cursor_ = 0;
+  uint32_t psum_cursor_ = 0;
+  uint32_t next_load_queue_ = 0;
+  uint32_t next_store_queue_ = 0;
+  std::vector<Clock> known_;                     // per thread: latest seq of each thread it follows
+  std::vector<std::vector<Clock>> snapshots_;    // per thread, per seq: knowledge at issue
+  std::vector<std::vector<Placed>> placed_;      // per thread, per seq
+  std::vector<std::vector<uint8_t>> needed_;     // per thread, per seq: someone waits on it
+  std::vector<WaitRef> wait_refs_;
+  std::vector<std::vector<Access>> accesses_;    // per memory kind
+  uint64_t waits_ = 0;
+  uint32_t sbuf_peak_ = 0;
+  uint32_t psum_peak_ = 0;
+};
+
+}  // namespace neuronc::codegen

@@ -1,0 +1,123 @@
+// A kernel is the instruction sequence one fused group of IR nodes lowers to, written against a
+// private SBUF region [0, sbuf_bytes) and private PSUM banks [0, psum_banks). Kernels are
+// lowered independently (in parallel) and then placed, relocated and wired with semaphores
+// in program order by the ProgramEmitter (emitter.h), which derives every dependency from the
+// bytes instructions touch — a kernel only has to emit instructions in a correct order.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/hbm_view.h"
+#include "device/isa.h"
+#include "device/target.h"
+
+namespace neuronc::codegen {
+
+// How the emitter places a DMA: loads and HBM copies trigger from SyncE, stores from GpSimdE,
+// so a store waiting for compute never blocks the next tile's prefetch.
+enum class DmaRole : uint8_t { none, load, store };
+
+struct PendingInstruction {
+  device::Engine engine = device::Engine::sync;
+  device::Operation op;
+  uint32_t debug_id = device::kNoDebugId;
+  DmaRole role = DmaRole::none;
+};
+
+struct KernelCode {
+  std::vector<PendingInstruction> instructions;
+  uint32_t sbuf_bytes = 0;  // per partition
+  uint32_t psum_banks = 0;
+  double flops = 0;  // model FLOPs (matmuls of the source graph)
+};
+
+// Calls fn(MemRef&) for every memory operand of `op` (scalar operands included).
+template <typename Fn>
+void for_each_memref(device::Operation& op, Fn&& fn) {
+  auto scalar = [&](auto& s) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(s)>, device::ScalarOperand>)
+      if (auto* m = std::get_if<device::MemRef>(&s)) fn(*m);
+  };
+  std::visit(
+      [&](auto& x) {
+        // Every MemRef member, whatever the opcode (new opcodes are picked up by name).
+        if constexpr (requires { x.dst; }) fn(x.dst);
+        if constexpr (requires { x.src; }) fn(x.src);
+        if constexpr (requires { x.in0; }) fn(x.in0);
+        if constexpr (requires { x.in1; }) fn(x.in1);
+        if constexpr (requires { x.stationary; }) fn(x.stationary);
+        if constexpr (requires { x.moving; }) fn(x.moving);
+        if constexpr (requires { x.predicate; }) fn(x.predicate);
+        if constexpr (requires { x.on_true; }) fn(x.on_true);
+        if constexpr (requires { x.index; }) fn(x.index);
+        if constexpr (requires { x.accumulate_dst; })
+          if (x.accumulate_dst) fn(*x.accumulate_dst);
+        if constexpr (requires { x.scale; }) scalar(x.scale);
+        if constexpr (requires { x.bias; }) scalar(x.bias);
+        if constexpr (requires { x.operand0; }) scalar(x.operand0);
+        if constexpr (requires { x.operand1; }) scalar(x.operand1);
+        if constexpr (requires { x.on_false; }) scalar(x.on_false);
+      },
+      op);
+}
+
+// One tile of rows: `chunk` consecutive indices of the split row dimension times every index
+// of the `inner` row dimensions (row-major), i.e. rows = chunk * prod(inner_sizes).
+struct RowTile {
+  int64_t rows = 1;
+  int64_t chunk = 1;
+  std::vector<int64_t> offset;        // per operand: element offset of the first row
+  std::vector<int64_t> split_stride;  // per operand
+  std::vector<int64_t> inner_sizes;
+  std::vector<std::vector<int64_t>> inner_strides;  // per operand
+};
+
+// Covers the row space `sizes` (outermost first; per-operand `strides`) with tiles of at most
+// `max_rows` rows using at most `max_inner` inner dimensions.
+std::vector<RowTile> row_tiles(const std::vector<int64_t>& sizes,
+                               const std::vector<std::vector<int64_t>>& strides, int64_t max_rows,
+                               int max_inner);
+
+// Builds one kernel. Not thread-safe; one per kernel.
+class KernelBuilder {
+ public:
+  KernelBuilder(const device::Target& t, uint32_t debug_id) : t_(t), debug_id_(debug_id) {}
+  const device::Target& target() const { return t_; }
+  uint32_t debug_id() const { return debug_id_; }
+  void set_debug_id(uint32_t id) { debug_id_ = id; }
+
+  // Per-partition SBUF bytes, 64-byte aligned; throws codegen::Error when the kernel outgrows
+  // SBUF (`what` names the caller).
+  uint32_t alloc(uint64_t bytes, const char* what);
+  uint32_t sbuf_used() const { return sbuf_; }
+  uint32_t sbuf_capacity() const { return t_.sbuf_partition_bytes; }
+  // Next PSUM bank of the kernel (rotates over the target's banks); returns its byte offset.
+  uint32_t psum_bank();
+
+  static device::MemRef sb(uint32_t offset, int64_t partitions, device::DType dt, int64_t free);
+  static device::MemRef ps(uint32_t offset, int64_t partitions, int64_t free,
+                           device::DType dt = device::DType::f32);
+  // HBM operand of a DMA: `off` elements from the view's origin, partitions (count, stride)
+  // and free levels (stride, count), outermost first; at most 4 levels.
+  static device::MemRef hbm(const HbmView& v, int64_t off, int64_t pcount, int64_t pstride,
+                            const std::vector<device::AccessLevel>& levels);
+
+  void emit(device::Engine e, device::Operation op);
+  void dma(const device::MemRef& dst, const device::MemRef& src, DmaRole role);
+  void add_flops(double f) { flops_ += f; }
+
+  KernelCode finish();
+
+ private:
+  const device::Target& t_;
+  uint32_t debug_id_;
+  uint32_t sbuf_ = 0;
+  uint32_t next_bank_ = 0;
+  uint32_t banks_used_ = 0;
+  double flops_ = 0;
+  std::vector<PendingInstruction> code_;
+};
+
+}  // namespace neuronc::codegen

@@ -1,0 +1,329 @@
+// Matmul family (linear, addmm, mm, bmm, baddbmm, matmul) on TensorE.
+//
+// C[M, N] = alpha * A[M, K] @ B[K, N] + beta * bias, per batch index. TensorE contracts over the
+// partitions: stationary A^T tiles [K<=128, M<=128], moving B tiles [K<=128, N<=512], PSUM
+// accumulation across the K tiles in one bank, then the epilogue (bias add, scaling) evacuates
+// PSUM to SBUF on VectorE/ScalarE and a DMA stores the tile.
+//
+// Operand layout: an operand whose free dimension is contiguous in HBM loads directly; one
+// whose contraction dimension is contiguous (row-major A, or B given as a transposed view)
+// loads naturally and is transposed on TensorE (identity matmul) through PSUM. Weights feeding
+// only matmuls are stored transposed by the driver, so they always load directly.
+//
+// Loop nest per batch: m-blocks of A^T tiles that fit SBUF are prepared once; for each n-tile
+// the B tiles (all of K) are loaded into one of two slots (double buffering: the next n-tile's
+// loads overlap this one's matmuls), then each m-tile of the block runs its K accumulation and
+// epilogue.
+#include "codegen/lowering.h"
+
+namespace neuronc::codegen {
+namespace {
+
+using device::DType;
+using device::Engine;
+using device::MemRef;
+
+struct Problem {
+  std::vector<int64_t> batch;
+  int64_t M = 1, K = 1, N = 1;
+  HbmView a, b, c;  // [batch..., M, K], [batch..., K, N], [batch..., M, N]
+  std::optional<HbmView> bias;  // broadcast to [batch..., M, N]
+  double alpha = 1, beta = 1;
+};
+
+std::vector<int64_t> concat(std::vector<int64_t> a, std::initializer_list<int64_t> b) {
+  a.insert(a.end(), b);
+  return a;
+}
+
+Problem make_problem(const ir::Node& n, const PartitionContext& ctx) {
+  const std::string& op = n.op();
+  Problem p;
+  const HbmView& out = ctx.view(n.output());
+  if (op == "aten.linear.default") {
+    HbmView x = ctx.view(n.input(0));
+    const HbmView& w = ctx.view(n.input(1));  // [N, K]
+    p.K = x.shape.back();
+    p.N = w.shape[0];
+    std::vector<int64_t> lead(x.shape.begin(), x.shape.end() - 1);
+    int64_t m = 1;
+    for (int64_t d : lead) m *= d;
+    if (auto flat = x.reshape({m, p.K})) {
+      p.a = *flat;
+      p.M = m;
+    } else {
+      p.batch.assign(lead.begin(), lead.end() - 1);
+      p.M = lead.back();
+      p.a = x;
+    }
+    p.b = w.permute({1, 0}).expand(concat(p.batch, {p.K, p.N}));
+    p.c = *out.reshape(concat(p.batch, {p.M, p.N}));
+    if (n.inputs().size() > 2 && n.input(2))
+      p.bias = ctx.view(n.input(2)).expand(concat(p.batch, {p.M, p.N}));
+    return p;
+  }
+  if (op == "aten.addmm.default" || op == "aten.baddbmm.default") {
+    const bool batched = op == "aten.baddbmm.default";
+    p.a = ctx.view(n.input(1));
+    p.b = ctx.view(n.input(2));
+    if (batched) p.batch = {p.a.shape[0]};
+    p.M = p.a.shape[p.a.rank() - 2];
+    p.K = p.a.shape.back();
+    p.N = p.b.shape.back();
+    p.c = out;
+    p.bias = ctx.view(n.input(0)).expand(concat(p.batch, {p.M, p.N}));
+    p.alpha = scalar_attr(n, "alpha", 1);
+    p.beta = scalar_attr(n, "beta", 1);
+    if (p.beta == 0) p.bias.reset();
+    return p;
+  }
+  // mm, bmm, matmul: torch.matmul semantics.
+  HbmView a = ctx.view(n.input(0));
+  HbmView b = ctx.view(n.input(1));
+  if (a.rank() == 1) a = *a.reshape({1, a.shape[0]});
+  if (b.rank() == 1) b = *b.reshape({b.shape[0], 1});
+  p.M = a.shape[a.rank() - 2];
+  p.K = a.shape.back();
+  p.N = b.shape.back();
+  std::vector<int64_t> ba(a.shape.begin(), a.shape.end() - 2);
+  std::vector<int64_t> bb(b.shape.begin(), b.shape.end() - 2);
+  const size_t r = std::max(ba.size(), bb.size());
+  p.batch.assign(r, 1);
+  for (size_t i = 0; i < r; ++i) {
+    const int64_t x = i + ba.size() >= r ? ba[i + ba.size() - r] : 1;
+    const int64_t y = i + bb.size() >= r ? bb[i + bb.size() - r] : 1;
+    p.batch[i] = std::max(x, y);
+  }
+  p.a = a.expand(concat(p.batch, {p.M, p.K}));
+  p.b = b.expand(concat(p.batch, {p.K, p.N}));
+  p.c = *out.reshape(concat(p.batch, {p.M, p.N}));
+  return p;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
+  Problem p = make_problem(n, ctx);
+  const device::Target& t = kb.target();
+  const int64_t P = t.partitions;
+  const int64_t maxN = std::min<int64_t>(t.matmul_max_moving, t.psum_bank_elems_f32());
+  const bool fp32 = p.a.dtype == DType::f32 || p.b.dtype == DType::f32 ||
+                    p.a.dtype == DType::tf32 || p.b.dtype == DType::tf32 ||
+                    !device::dtype_is_float(p.a.dtype) || !device::dtype_is_float(p.b.dtype);
+  const DType mdt = fp32 ? DType::f32 : p.a.dtype;  // operand dtype in SBUF
+  const uint32_t es = device::dtype_size(mdt);
+  const int64_t nK = ceil_div(p.K, P);
+  const int64_t nM = ceil_div(p.M, P);
+  const int rb = static_cast<int>(p.batch.size());
+  const int64_t sa_m = p.a.strides[rb], sa_k = p.a.strides[rb + 1];
+  const int64_t sb_k = p.b.strides[rb], sb_n = p.b.strides[rb + 1];
+  const bool a_transpose = sa_m != 1 && sa_k == 1 && p.M > 1;
+  const bool b_transpose = sb_n != 1 && sb_k == 1 && p.N > 1;
+
+  // Tile sizes within the SBUF budget.
+  int64_t nt = std::min<int64_t>(maxN, p.N);
+  while (nt > 32 && nK * nt * es > 32 * 1024) nt = std::max<int64_t>(32, nt / 2);
+  const int64_t nN = ceil_div(p.N, nt);
+  const int64_t a_tile_bytes = nK * std::min(P, p.M) * es;
+  const int64_t m_block = std::max<int64_t>(1, std::min(nM, (48 * 1024) / a_tile_bytes));
+
+  // SBUF layout.
+  std::vector<uint32_t> at_off(static_cast<size_t>(m_block));
+  for (auto& o : at_off) o = kb.alloc(a_tile_bytes, "matmul A^T");
+  uint32_t a_stage = 0, b_stage = 0;
+  if (a_transpose) a_stage = kb.alloc(p.K * device::dtype_size(p.a.dtype), "matmul A staging");
+  if (b_transpose) b_stage = kb.alloc(p.K * device::dtype_size(p.b.dtype), "matmul B staging");
+  uint32_t bt_off[2], out_off[2], bias_off[2], tmp_off[2];
+  for (int s = 0; s < 2; ++s) {
+    bt_off[s] = kb.alloc(nK * nt * es, "matmul B");
+    out_off[s] = kb.alloc(nt * device::dtype_size(p.c.dtype), "matmul output");
+    bias_off[s] = p.bias ? kb.alloc(nt * 4, "matmul bias") : 0;
+    tmp_off[s] = (p.alpha != 1 || p.beta != 1) ? kb.alloc(nt * 4, "matmul epilogue") : 0;
+  }
+
+  int copy_engine = 0;
+  auto evacuate = [&](const MemRef& dst, const MemRef& src) {
+    device::TensorCopy c;
+    c.dst = dst;
+    c.src = src;
+    kb.emit((copy_engine++ % 2) ? Engine::scalar : Engine::vector, c);
+  };
+  // Transposes src [rows, cols<=128] (SBUF) into dst [cols, rows] (SBUF) through PSUM.
+  auto transpose = [&](const MemRef& dst, const MemRef& src) {
+    const uint32_t bank = kb.psum_bank();
+    MemRef ps = KernelBuilder::ps(bank, src.free_size(), src.partition_count);
+    device::Transpose tr;
+    tr.dst = ps;
+    tr.src = src;
+    kb.emit(Engine::tensor, tr);
+    evacuate(dst, ps);
+  };
+
+  std::vector<int64_t> bidx(p.batch.size(), 0);
+  int64_t batch_count = 1;
+  for (int64_t d : p.batch) batch_count *= d;
+  int n_iter = 0, out_iter = 0;
+  for (int64_t bi = 0; bi < batch_count; ++bi) {
+    int64_t a_base = 0, b_base = 0, c_base = 0, bias_base = 0;
+    for (int d = 0; d < rb; ++d) {
+      a_base += bidx[d] * p.a.strides[d];
+      b_base += bidx[d] * p.b.strides[d];
+      c_base += bidx[d] * p.c.strides[d];
+      if (p.bias) bias_base += bidx[d] * p.bias->strides[d];
+    }
+    for (int64_t mb0 = 0; mb0 < nM; mb0 += m_block) {
+      const int64_t mb_count = std::min(m_block, nM - mb0);
+      // A^T tiles of the block.
+      for (int64_t mi = 0; mi < mb_count; ++mi) {
+        const int64_t m0 = (mb0 + mi) * P, mt = std::min(P, p.M - m0);
+        if (a_transpose) {
+          MemRef stage = KernelBuilder::sb(a_stage, mt, p.a.dtype, p.K);
+          kb.dma(stage,
+                 KernelBuilder::hbm(p.a, a_base + m0 * sa_m, mt, sa_m,
+                                    {{static_cast<int32_t>(sa_k), static_cast<uint32_t>(p.K)}}),
+                 DmaRole::load);
+          for (int64_t kc = 0; kc < nK; ++kc) {
+            const int64_t k0 = kc * P, kt = std::min(P, p.K - k0);
+            MemRef src = stage;
+            src.offset += k0 * device::dtype_size(p.a.dtype);
+            src.levels[0].count = static_cast<uint32_t>(kt);
+            transpose(KernelBuilder::sb(at_off[mi] + kc * mt * es, kt, mdt, mt), src);
+          }
+        } else {
+          for (int64_t kc = 0; kc < nK; ++kc) {
+            const int64_t k0 = kc * P, kt = std::min(P, p.K - k0);
+            kb.dma(KernelBuilder::sb(at_off[mi] + kc * mt * es, kt, mdt, mt),
+                   KernelBuilder::hbm(p.a, a_base + m0 * sa_m + k0 * sa_k, kt, sa_k,
+                                      {{static_cast<int32_t>(sa_m), static_cast<uint32_t>(mt)}}),
+                   DmaRole::load);
+          }
+        }
+      }
+      for (int64_t ni = 0; ni < nN; ++ni, ++n_iter) {
+        const int64_t n0 = ni * nt, ntc = std::min(nt, p.N - n0);
+        const uint32_t bslot = bt_off[n_iter % 2];
+        // B tiles [kt, ntc] for every K chunk.
+        if (b_transpose) {
+          for (int64_t s0 = 0; s0 < ntc; s0 += P) {
+            const int64_t st = std::min(P, ntc - s0);
+            MemRef stage = KernelBuilder::sb(b_stage, st, p.b.dtype, p.K);
+            kb.dma(stage,
+                   KernelBuilder::hbm(p.b, b_base + (n0 + s0) * sb_n, st, sb_n,
+                                      {{static_cast<int32_t>(sb_k), static_cast<uint32_t>(p.K)}}),
+                   DmaRole::load);
+            for (int64_t kc = 0; kc < nK; ++kc) {
+              const int64_t k0 = kc * P, kt = std::min(P, p.K - k0);
+              MemRef src = stage;
+              src.offset += k0 * device::dtype_size(p.b.dtype);
+              src.levels[0].count = static_cast<uint32_t>(kt);
+              MemRef dst = KernelBuilder::sb(bslot + (kc * ntc + s0) * es, kt, mdt, st);
+              transpose(dst, src);
+            }
+          }
+        } else {
+          for (int64_t kc = 0; kc < nK; ++kc) {
+            const int64_t k0 = kc * P, kt = std::min(P, p.K - k0);
+            kb.dma(KernelBuilder::sb(bslot + kc * ntc * es, kt, mdt, ntc),
+                   KernelBuilder::hbm(p.b, b_base + k0 * sb_k + n0 * sb_n, kt, sb_k,
+                                      {{static_cast<int32_t>(sb_n), static_cast<uint32_t>(ntc)}}),
+                   DmaRole::load);
+          }
+        }
+        for (int64_t mi = 0; mi < mb_count; ++mi, ++out_iter) {
+          const int64_t m0 = (mb0 + mi) * P, mt = std::min(P, p.M - m0);
+          const uint32_t bank = kb.psum_bank();
+          const MemRef acc = KernelBuilder::ps(bank, mt, ntc);
+          for (int64_t kc = 0; kc < nK; ++kc) {
+            const int64_t kt = std::min(P, p.K - kc * P);
+            device::MatMul mm;
+            mm.dst = acc;
+            mm.stationary = KernelBuilder::sb(at_off[mi] + kc * mt * es, kt, mdt, mt);
+            mm.moving = KernelBuilder::sb(bslot + kc * ntc * es, kt, mdt, ntc);
+            mm.accumulate = kc > 0;
+            kb.emit(Engine::tensor, mm);
+          }
+          kb.add_flops(2.0 * mt * ntc * p.K);
+          // Epilogue.
+          const int os = out_iter % 2;
+          const MemRef out_tile = KernelBuilder::sb(out_off[os], mt, p.c.dtype, ntc);
+          const int64_t sc_m = p.c.strides[rb], sc_n = p.c.strides[rb + 1];
+          if (p.bias) {
+            const int64_t sbm = p.bias->strides[rb], sbn = p.bias->strides[rb + 1];
+            const bool col = sbn == 0 && ntc > 1;
+            MemRef bt = KernelBuilder::sb(bias_off[os], mt, p.bias->dtype, col ? 1 : ntc);
+            std::vector<device::AccessLevel> lv;
+            if (!col) lv.push_back({static_cast<int32_t>(sbn), static_cast<uint32_t>(ntc)});
+            kb.dma(bt, KernelBuilder::hbm(*p.bias, bias_base + m0 * sbm + n0 * sbn, mt, sbm, lv),
+                   DmaRole::load);
+            MemRef sum_dst = (p.alpha != 1) ? KernelBuilder::sb(tmp_off[os], mt, DType::f32, ntc)
+                                            : out_tile;
+            if (col) {
+              device::TensorScalar ts;  // acc * (1) + beta/alpha*bias handled below
+              ts.dst = sum_dst;
+              ts.src = acc;
+              ts.op0 = device::AluOp::add;
+              ts.operand0 = bt;
+              if (p.beta != 1) {
+                device::TensorScalar sb;
+                sb.dst = bt;
+                sb.src = bt;
+                sb.op0 = device::AluOp::multiply;
+                sb.operand0 = static_cast<float>(p.beta / p.alpha);
+                kb.emit(Engine::vector, sb);
+              }
+              kb.emit(Engine::vector, ts);
+            } else {
+              if (p.beta != p.alpha) {
+                device::TensorScalar sb;
+                sb.dst = bt;
+                sb.src = bt;
+                sb.op0 = device::AluOp::multiply;
+                sb.operand0 = static_cast<float>(p.beta / p.alpha);
+                kb.emit(Engine::vector, sb);
+              }
+              device::TensorTensor tt;
+              tt.dst = sum_dst;
+              tt.in0 = acc;
+              tt.in1 = bt;
+              tt.op = device::AluOp::add;
+              kb.emit(Engine::vector, tt);
+            }
+            if (p.alpha != 1) {
+              device::Activation act;
+              act.dst = out_tile;
+              act.src = sum_dst;
+              act.scale = static_cast<float>(p.alpha);
+              kb.emit(Engine::scalar, act);
+            }
+          } else if (p.alpha != 1) {
+            device::Activation act;
+            act.dst = out_tile;
+            act.src = acc;
+            act.scale = static_cast<float>(p.alpha);
+            kb.emit(Engine::scalar, act);
+          } else {
+            evacuate(out_tile, acc);
+          }
+          kb.dma(KernelBuilder::hbm(p.c, c_base + m0 * sc_m + n0 * sc_n, mt, sc_m,
+                                    {{static_cast<int32_t>(sc_n), static_cast<uint32_t>(ntc)}}),
+                 out_tile, DmaRole::store);
+        }
+      }
+    }
+    for (int d = rb - 1; d >= 0; --d) {
+      if (++bidx[d] < p.batch[d]) break;
+      bidx[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+LowerFn matmul_lowering(const std::string& op) {
+  if (op == "aten.linear.default" || op == "aten.addmm.default" || op == "aten.mm.default" ||
+      op == "aten.bmm.default" || op == "aten.matmul.default" || op == "aten.baddbmm.default")
+    return &lower_matmul;
+  return nullptr;
+}
+
+}  // namespace neuronc::codegen

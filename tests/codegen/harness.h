@@ -1,0 +1,133 @@
+// Test harness: compiles a whole graph as one device partition, fills inputs and weights with
+// seeded random data, runs the program on the device model (functional, race checker on) and
+// returns the outputs beside the reference interpreter's.
+#pragma once
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "codegen/codegen.h"
+#include "device/numerics.h"
+#include "device/simulator.h"
+#include "ir/printer.h"
+#include "reference.h"
+
+namespace neuronc::codegen::testing {
+
+struct RunResult {
+  CompiledPartition part;
+  device::RunReport report;
+  std::map<std::string, RefTensor> device_outputs;
+  std::map<std::string, RefTensor> reference;  // every value
+  double max_abs_error = 0;   // over all outputs
+  double max_abs_reference = 0;
+};
+
+// Gives every parameter/buffer/constant input without a payload a random payload.
+inline void attach_random_payloads(ir::Graph& g, uint64_t seed) {
+  std::mt19937_64 rng(seed ^ 0x5eed);
+  for (const ir::GraphInput& gi : g.inputs()) {
+    if (gi.role == ir::InputRole::user_input || gi.value->payload()) continue;
+    int64_t n = 1;
+    for (const auto& d : gi.value->shape()) n *= d.value();
+    auto buf = std::make_shared<std::vector<float>>(static_cast<size_t>(n));
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (float& x : *buf) x = u(rng);
+    ir::ConstantPayload p;
+    p.data = reinterpret_cast<const std::byte*>(buf->data());
+    p.nbytes = buf->size() * 4;
+    p.owner = buf;
+    if (gi.value->dtype() != ir::DType::f32) throw std::runtime_error("random payloads are f32");
+    gi.value->set_payload(p);
+  }
+}
+
+inline double load_as_double(const std::byte* p, device::DType t) {
+  return device::dtype_is_float(t) ? device::load_f32(p, t)
+                                   : static_cast<double>(device::load_int(p, t));
+}
+
+// `int_range`: user inputs of integer type draw from [0, int_range).
+inline RunResult compile_and_run(const ir::Graph& g,
+                                 device::TargetKind kind = device::TargetKind::trn1,
+                                 CodegenOptions opts = {}, uint64_t seed = 1,
+                                 int64_t int_range = 10) {
+  RunResult r;
+  std::vector<const ir::Node*> nodes;
+  for (const auto& n : g.nodes()) nodes.push_back(n.get());
+  std::vector<const ir::Value*> inputs, outputs;
+  for (const ir::GraphInput& gi : g.inputs()) inputs.push_back(gi.value);
+  for (const ir::GraphOutput& go : g.outputs()) outputs.push_back(go.value);
+  const device::Target& t = device::target(kind);
+  r.part = compile_partition(g, nodes, inputs, outputs, t, opts);
+
+  std::vector<std::byte> hbm(r.part.program.hbm_size);
+  std::mt19937_64 rng(seed);
+  for (const TensorBinding& b : r.part.inputs) {
+    const ir::Value* v = g.find_value(b.name);
+    RefTensor ref;
+    ref.shape = b.shape;
+    const size_t es = device::dtype_size(b.dtype);
+    for (int64_t i = 0; i < ref.numel(); ++i) {
+      std::byte* p = hbm.data() + b.offset + i * es;
+      if (v->dtype() == ir::DType::boolean) {
+        device::store_int(p, b.dtype, static_cast<int64_t>(rng() % 4 != 0));
+      } else if (!ir::is_floating(v->dtype())) {
+        device::store_int(p, b.dtype, static_cast<int64_t>(rng() % int_range));
+      } else {
+        std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+        device::store_f32(p, b.dtype, u(rng));
+      }
+      ref.data.push_back(load_as_double(p, b.dtype));
+    }
+    r.reference[b.name] = ref;
+  }
+  for (const ConstantBinding& c : r.part.constants) {
+    std::memcpy(hbm.data() + c.offset, c.data.data(), c.data.size());
+    const ir::Value* v = g.find_value(c.name);
+    if (!v || v->producer()) continue;  // compile-time constants come from nodes
+    RefTensor ref;
+    ref.shape = c.shape;
+    const size_t es = device::dtype_size(c.dtype);
+    for (int64_t i = 0; i < ref.numel(); ++i) {
+      int64_t j = i;
+      if (c.transposed) j = (i % c.shape[1]) * c.shape[0] + i / c.shape[1];
+      ref.data.push_back(load_as_double(c.data.data() + j * es, c.dtype));
+    }
+    r.reference[c.name] = ref;
+  }
+  evaluate(g, r.reference);
+
+  device::SimulatorOptions so;
+  so.check_races = true;
+  so.poison = true;
+  device::Simulator sim(t, so);
+  auto rep = sim.run(r.part.program, hbm);
+  if (!rep.is_ok()) throw std::runtime_error("simulator: " + rep.status().message());
+  r.report = *rep;
+  for (const TensorBinding& b : r.part.outputs) {
+    RefTensor out;
+    out.shape = b.shape;
+    const size_t es = device::dtype_size(b.dtype);
+    for (int64_t i = 0; i < out.numel(); ++i)
+      out.data.push_back(load_as_double(hbm.data() + b.offset + i * es, b.dtype));
+    const RefTensor& ref = r.reference.at(b.name);
+    for (size_t i = 0; i < out.data.size(); ++i) {
+      const double e = std::fabs(out.data[i] - ref.data[i]);
+      if (std::isnan(out.data[i]) != std::isnan(ref.data[i]) ||
+          (!std::isnan(e) && e > r.max_abs_error) ||
+          (std::isinf(ref.data[i]) && out.data[i] != ref.data[i]))
+        r.max_abs_error = std::isnan(e) || std::isinf(e) ? INFINITY : e;
+      if (std::isfinite(ref.data[i]))
+        r.max_abs_reference = std::max(r.max_abs_reference, std::fabs(ref.data[i]));
+    }
+    r.device_outputs[b.name] = std::move(out);
+  }
+  return r;
+}
+
+}  // namespace neuronc::codegen::testing
