@@ -1,8 +1,311 @@
-// Row kernels (stub until written).
+// Row kernels: ops that reduce along some dimensions — sum/mean/amax/amin/any, _softmax,
+// _log_softmax, layer_norm, rms_norm. The reduced dimensions become the free axis of an SBUF
+// tile (the DMA access pattern gathers them, so any `dim` works, not only the last); the kept
+// dimensions are rows, 128 per tile. Per tile:
+//   reduce     TensorReduce (VectorE) -> [rows, 1], mean scales on the way out;
+//   softmax    -max (TensorReduce negate), exp(x - max) with the row sum accumulated for free
+//              (ScalarE Activation accumulate), 1/sum (ScalarE), scale (VectorE);
+//   layer_norm mean (TensorReduce), centre (VectorE), sum of squares (ScalarE square with
+//              accumulate), rsqrt(var + eps) (VectorE + ScalarE), scale, then * gamma + beta
+//              with gamma/beta loaded once, broadcast over partitions;
+//   rms_norm   sum of squares (ScalarE accumulate), rsqrt, scale, * gamma.
+// Tiles are double-buffered so the next tile's load overlaps this tile's compute.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include "codegen/lowering.h"
 
 namespace neuronc::codegen {
-LowerFn row_lowering(const std::string&) { return nullptr; }
+namespace {
+
+using device::ActivationFunction;
+using device::AluOp;
+using device::DType;
+using device::Engine;
+using device::MemRef;
+
+enum class RowOp { sum, mean, amax, amin, any, softmax, log_softmax, layer_norm, rms_norm };
+
+struct Layout {
+  // Row (kept) dims and free (reduced) dims, coalesced, with per-operand strides:
+  // operand 0 = x, 1 = out, 2 = gamma, 3 = beta.
+  std::vector<int64_t> row_sizes, free_sizes;
+  std::vector<std::vector<int64_t>> row_strides, free_strides;
+  int64_t free_total = 1;
+};
+
+void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
+  const std::string& op = n.op();
+  RowOp kind;
+  if (op == "aten.sum.dim_IntList" || op == "aten.sum.default") kind = RowOp::sum;
+  else if (op == "aten.mean.dim" || op == "aten.mean.default") kind = RowOp::mean;
+  else if (op == "aten.amax.default" || op == "aten.max.default") kind = RowOp::amax;
+  else if (op == "aten.amin.default" || op == "aten.min.default") kind = RowOp::amin;
+  else if (op == "aten.any.dim" || op == "aten.any.dims" || op == "aten.any.default") kind = RowOp::any;
+  else if (op == "aten._softmax.default" || op == "aten.softmax.int") kind = RowOp::softmax;
+  else if (op == "aten._log_softmax.default" || op == "aten.log_softmax.int") kind = RowOp::log_softmax;
+  else if (op == "aten.layer_norm.default") kind = RowOp::layer_norm;
+  else kind = RowOp::rms_norm;
+
+  const HbmView& x = ctx.view(n.input(0));
+  const int64_t r = x.rank();
+  std::vector<bool> reduced(static_cast<size_t>(r), false);
+  auto mark = [&](int64_t d) { reduced[static_cast<size_t>((d % r + r) % r)] = true; };
+  const bool is_norm = kind == RowOp::layer_norm || kind == RowOp::rms_norm;
+  if (kind == RowOp::softmax || kind == RowOp::log_softmax) {
+    if (r > 0) mark(n.attr_int("dim"));
+  } else if (is_norm) {
+    const int64_t k = static_cast<int64_t>(n.attr_ints("normalized_shape").size());
+    for (int64_t d = r - k; d < r; ++d) mark(d);
+  } else if (op == "aten.any.dim") {
+    mark(n.attr_int("dim"));
+  } else if (n.attr("dim") && !n.attr_is_none("dim") && !n.attr_ints("dim").empty()) {
+    for (int64_t d : n.attr_ints("dim")) mark(d);
+  } else {
+    for (int64_t d = 0; d < r; ++d) mark(d);
+  }
+  if (r == 0) {
+    // 0-d input: the "reduction" is a copy (or softmax of one element).
+    reduced.clear();
+  }
+
+  // Output view over x's shape: reduced dims get stride 0 for reductions.
+  const HbmView& out = ctx.view(n.output());
+  const bool same_shape = kind == RowOp::softmax || kind == RowOp::log_softmax || is_norm;
+  HbmView out_full = out;
+  if (!same_shape) {
+    std::vector<int64_t> keep_shape = x.shape;
+    for (int64_t d = 0; d < r; ++d)
+      if (reduced[d]) keep_shape[d] = 1;
+    out_full = out.reshape(keep_shape).value();
+    for (int64_t d = 0; d < r; ++d)
+      if (reduced[d]) out_full.strides[d] = 0;
+    out_full.shape = x.shape;
+  }
+  std::optional<HbmView> gamma, beta;
+  if (is_norm && n.inputs().size() > 1 && n.input(1)) gamma = ctx.view(n.input(1)).expand(x.shape);
+  if (kind == RowOp::layer_norm && n.inputs().size() > 2 && n.input(2))
+    beta = ctx.view(n.input(2)).expand(x.shape);
+
+  Layout L;
+  {
+    std::vector<int64_t> rs, fs;
+    std::vector<std::vector<int64_t>> rst(4), fst(4);
+    auto stride_of = [&](int k, int64_t d) -> int64_t {
+      if (k == 0) return x.strides[d];
+      if (k == 1) return out_full.strides[d];
+      if (k == 2) return gamma ? gamma->strides[d] : 0;
+      return beta ? beta->strides[d] : 0;
+    };
+    for (int64_t d = 0; d < r; ++d) {
+      auto& sz = reduced[d] ? fs : rs;
+      auto& st = reduced[d] ? fst : rst;
+      sz.push_back(x.shape[d]);
+      for (int k = 0; k < 4; ++k) st[k].push_back(stride_of(k, d));
+    }
+    coalesce(rs, rst);
+    coalesce(fs, fst);
+    L.row_sizes = rs;
+    L.row_strides = rst;
+    L.free_sizes = fs;
+    L.free_strides = fst;
+    for (int64_t s : fs) L.free_total *= s;
+  }
+  const int free_levels = static_cast<int>(L.free_sizes.size());
+  if (free_levels > 3)
+    fail(n, "reduction over " + std::to_string(free_levels) +
+                " non-adjacent dimension groups is not supported (at most 3)");
+  const int64_t R = L.free_total;
+  if (R > 12288)
+    fail(n, "reduced extent " + std::to_string(R) +
+                " exceeds the 12288 elements one SBUF row tile holds (chunked reductions are not "
+                "implemented yet)");
+
+  const int64_t P = kb.target().partitions;
+  const std::vector<RowTile> tiles = row_tiles(L.row_sizes, L.row_strides, P, 4 - free_levels);
+  int64_t max_rows = 1;
+  for (const RowTile& t : tiles) max_rows = std::max(max_rows, t.rows);
+
+  auto free_levels_of = [&](int k, const RowTile& t) {
+    std::vector<device::AccessLevel> lv;
+    for (size_t d = 0; d < t.inner_sizes.size(); ++d)
+      lv.push_back({static_cast<int32_t>(t.inner_strides[k][d]),
+                    static_cast<uint32_t>(t.inner_sizes[d])});
+    if (k != 1 || same_shape)
+      for (size_t d = 0; d < L.free_sizes.size(); ++d)
+        lv.push_back({static_cast<int32_t>(L.free_strides[k][d]),
+                      static_cast<uint32_t>(L.free_sizes[d])});
+    return lv;
+  };
+
+  // Affine parameters, loaded once for the largest tile (same values on every partition).
+  uint32_t gamma_off = 0, beta_off = 0;
+  auto load_param = [&](const HbmView& v, int k) {
+    const uint32_t off = kb.alloc(R * device::dtype_size(v.dtype), "norm weight");
+    std::vector<device::AccessLevel> lv;
+    for (size_t d = 0; d < L.free_sizes.size(); ++d)
+      lv.push_back({static_cast<int32_t>(L.free_strides[k][d]),
+                    static_cast<uint32_t>(L.free_sizes[d])});
+    kb.dma(KernelBuilder::sb(off, max_rows, v.dtype, R), KernelBuilder::hbm(v, 0, max_rows, 0, lv),
+           DmaRole::load);
+    return off;
+  };
+  if (gamma) gamma_off = load_param(*gamma, 2);
+  if (beta) beta_off = load_param(*beta, 3);
+
+  struct Slot {
+    uint32_t x, work, out, c0, c1, c2;
+  };
+  Slot slots[2];
+  for (Slot& s : slots) {
+    s.x = kb.alloc(R * device::dtype_size(x.dtype), "row input");
+    s.work = (same_shape) ? kb.alloc(R * 4, "row work") : 0;
+    s.out = kb.alloc((same_shape ? R : 1) * device::dtype_size(out.dtype), "row output");
+    s.c0 = kb.alloc(4, "row column");
+    s.c1 = kb.alloc(4, "row column");
+    s.c2 = kb.alloc(4, "row column");
+  }
+
+  int iter = 0;
+  for (const RowTile& t : tiles) {
+    const Slot& s = slots[iter++ % 2];
+    const int64_t rows = t.rows;
+    const MemRef xt = KernelBuilder::sb(s.x, rows, x.dtype, R);
+    kb.dma(xt, KernelBuilder::hbm(x, t.offset[0], t.chunk, t.split_stride[0], free_levels_of(0, t)),
+           DmaRole::load);
+    const MemRef c0 = KernelBuilder::sb(s.c0, rows, DType::f32, 1);
+    const MemRef c1 = KernelBuilder::sb(s.c1, rows, DType::f32, 1);
+    const MemRef c2 = KernelBuilder::sb(s.c2, rows, DType::f32, 1);
+    const MemRef work = KernelBuilder::sb(s.work, rows, DType::f32, R);
+    const MemRef ot = KernelBuilder::sb(s.out, rows, out.dtype, same_shape ? R : 1);
+    auto reduce = [&](const MemRef& dst, const MemRef& src, device::ReduceOp rop, bool negate) {
+      device::TensorReduce tr;
+      tr.dst = dst;
+      tr.src = src;
+      tr.op = rop;
+      tr.negate = negate;
+      kb.emit(Engine::vector, tr);
+    };
+    auto tscalar = [&](const MemRef& dst, const MemRef& src, AluOp o0, device::ScalarOperand a0,
+                       AluOp o1 = AluOp::bypass, device::ScalarOperand a1 = 0.0f) {
+      device::TensorScalar ts;
+      ts.dst = dst;
+      ts.src = src;
+      ts.op0 = o0;
+      ts.operand0 = a0;
+      ts.op1 = o1;
+      ts.operand1 = a1;
+      kb.emit(Engine::vector, ts);
+    };
+    auto act = [&](const MemRef& dst, const MemRef& src, ActivationFunction f,
+                   device::ScalarOperand bias = 0.0f, std::optional<MemRef> accumulate = {},
+                   float scale = 1.0f) {
+      device::Activation a;
+      a.dst = dst;
+      a.src = src;
+      a.function = f;
+      a.bias = bias;
+      a.scale = scale;
+      a.accumulate_dst = accumulate;
+      kb.emit(Engine::scalar, a);
+    };
+    switch (kind) {
+      case RowOp::sum:
+      case RowOp::mean:
+      case RowOp::amax:
+      case RowOp::amin:
+      case RowOp::any: {
+        const device::ReduceOp rop = kind == RowOp::amin ? device::ReduceOp::min
+                                     : (kind == RowOp::amax || kind == RowOp::any)
+                                         ? device::ReduceOp::max
+                                         : device::ReduceOp::sum;
+        if (kind == RowOp::mean) {
+          reduce(c0, xt, rop, false);
+          tscalar(ot, c0, AluOp::multiply, static_cast<float>(1.0 / R));
+        } else if (kind == RowOp::any) {
+          reduce(c0, xt, rop, false);
+          tscalar(ot, c0, AluOp::not_equal, 0.0f);
+        } else {
+          reduce(ot, xt, rop, false);
+        }
+        break;
+      }
+      case RowOp::softmax:
+      case RowOp::log_softmax: {
+        reduce(c0, xt, device::ReduceOp::max, true);  // -max
+        act(work, xt, ActivationFunction::exp, c0, c1);
+        if (kind == RowOp::softmax) {
+          act(c2, c1, ActivationFunction::reciprocal);
+          tscalar(ot, work, AluOp::multiply, c2);
+        } else {
+          act(c2, c1, ActivationFunction::log);
+          tscalar(ot, xt, AluOp::add, c0, AluOp::subtract, c2);
+        }
+        break;
+      }
+      case RowOp::layer_norm:
+      case RowOp::rms_norm: {
+        const double eps = scalar_attr(
+            n, "eps",
+            kind == RowOp::rms_norm ? std::numeric_limits<float>::epsilon() : 1e-5);
+        MemRef centred = xt;
+        if (kind == RowOp::layer_norm) {
+          reduce(c0, xt, device::ReduceOp::sum, false);
+          tscalar(c0, c0, AluOp::multiply, static_cast<float>(-1.0 / R));
+          tscalar(work, xt, AluOp::add, c0);  // x - mean
+          centred = work;
+        }
+        // Sum of squares (fp32 accumulators); the squares themselves land in `ot` and are
+        // overwritten by the result.
+        act(ot, centred, ActivationFunction::square, 0.0f, c1);
+        tscalar(c2, c1, AluOp::multiply, static_cast<float>(1.0 / R), AluOp::add,
+                static_cast<float>(eps));
+        act(c2, c2, ActivationFunction::rsqrt);
+        const MemRef src = kind == RowOp::layer_norm ? work : xt;
+        const bool affine = gamma || beta;
+        tscalar(affine ? work : ot, src, AluOp::multiply, c2);
+        if (gamma) {
+          device::TensorTensor tt;
+          tt.dst = beta ? work : ot;
+          tt.in0 = work;
+          tt.in1 = KernelBuilder::sb(gamma_off, rows, gamma->dtype, R);
+          tt.op = AluOp::multiply;
+          kb.emit(Engine::vector, tt);
+        }
+        if (beta) {
+          device::TensorTensor tt;
+          tt.dst = ot;
+          tt.in0 = work;
+          tt.in1 = KernelBuilder::sb(beta_off, rows, beta->dtype, R);
+          tt.op = AluOp::add;
+          kb.emit(Engine::vector, tt);
+        }
+        break;
+      }
+    }
+    kb.dma(KernelBuilder::hbm(out_full, t.offset[1], t.chunk, t.split_stride[1],
+                              free_levels_of(1, t)),
+           ot, DmaRole::store);
+  }
+}
+
+}  // namespace
+
+LowerFn row_lowering(const std::string& op) {
+  static const char* kOps[] = {
+      "aten.sum.dim_IntList", "aten.sum.default",       "aten.mean.dim",
+      "aten.mean.default",    "aten.amax.default",      "aten.amin.default",
+      "aten.max.default",     "aten.min.default",       "aten.any.dim",
+      "aten.any.dims",        "aten.any.default",       "aten._softmax.default",
+      "aten.softmax.int",     "aten._log_softmax.default", "aten.log_softmax.int",
+      "aten.layer_norm.default", "aten.rms_norm.default"};
+  for (const char* s : kOps)
+    if (op == s) return &lower_row;
+  return nullptr;
+}
+
 LowerFn attention_lowering(const std::string&) { return nullptr; }
 LowerFn gather_lowering(const std::string&) { return nullptr; }
+
 }  // namespace neuronc::codegen

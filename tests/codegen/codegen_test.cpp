@@ -47,3 +47,148 @@ TEST(CodegenMatmul, MlpLinearReluGelu) {
 
 }  // namespace
 }  // namespace neuronc::codegen::testing
+
+namespace neuronc::codegen::testing {
+namespace {
+
+TEST(CodegenMatmul, LargeTilesAccumulateAcrossK) {
+  // K = 300 (3 K tiles, ragged), M = 200 (2 M tiles), N = 700 (2 N tiles).
+  check(R"(graph {
+  input %x : f32[200, 300]
+  param %w : f32[700, 300] "w"
+  param %b : f32[700] "b"
+  %y : f32[200, 700] = aten.linear.default(%x, %w, %b)
+  output %y
+})",
+        1e-5);
+}
+
+TEST(CodegenMatmul, CoreAtenAddmmWithPermutedWeight) {
+  check(R"(graph {
+  input %x : f32[4, 16]
+  param %w : f32[32, 16] "w"
+  param %b : f32[32] "b"
+  %t : f32[16, 32] = aten.permute.default(%w) {dims = [1, 0]}
+  %y : f32[4, 32] = aten.addmm.default(%b, %x, %t)
+  output %y
+})");
+}
+
+TEST(CodegenMatmul, BmmWithTransposedActivation) {
+  // q @ k^T per batch: k^T is a permuted view (contraction dim contiguous) -> TensorE transpose.
+  check(R"(graph {
+  input %q : f32[3, 40, 16]
+  input %k : f32[3, 50, 16]
+  %kt : f32[3, 16, 50] = aten.permute.default(%k) {dims = [0, 2, 1]}
+  %s : f32[3, 40, 50] = aten.bmm.default(%q, %kt)
+  output %s
+})");
+}
+
+TEST(CodegenMatmul, MatmulBroadcastBatchBf16) {
+  check(R"(graph {
+  input %a : bf16[2, 3, 8, 32]
+  input %b : bf16[32, 24]
+  %y : bf16[2, 3, 8, 24] = aten.matmul.default(%a, %b)
+  output %y
+})",
+        1e-2);
+}
+
+TEST(CodegenElementwise, BroadcastArithmeticAndActivations) {
+  check(R"(graph {
+  input %x : f32[2, 3, 64]
+  input %y : f32[3, 1]
+  input %z : f32[64]
+  %a : f32[2, 3, 64] = aten.add.Tensor(%x, %y) {alpha = 2.0}
+  %b : f32[2, 3, 64] = aten.mul.Tensor(%a, %z)
+  %c : f32[2, 3, 64] = aten.sub.Tensor(%b, %x)
+  %d : f32[2, 3, 64] = aten.tanh.default(%c)
+  %e : f32[2, 3, 64] = aten.div.Scalar(%d) {other = 3.0}
+  %f : f32[2, 3, 64] = aten.silu.default(%e)
+  %g : f32[2, 3, 64] = aten.pow.Tensor_Scalar(%f) {exponent = 2.0}
+  %h : f32[2, 3, 64] = aten.rsqrt.default(%g)
+  %i : f32[2, 3, 64] = aten.neg.default(%h)
+  output %i
+})",
+        1e-4);
+}
+
+TEST(CodegenElementwise, ComparisonsWhereMaskedFillCasts) {
+  check(R"(graph {
+  input %x : f32[4, 8, 8]
+  input %m : bool[8, 8]
+  %g : bool[4, 8, 8] = aten.gt.Scalar(%x) {other = 0.25}
+  %n : bool[8, 8] = aten.logical_not.default(%m)
+  %a : bool[4, 8, 8] = aten.bitwise_and.Tensor(%g, %n)
+  %w : f32[4, 8, 8] = aten.where.self(%a, %x, %x)
+  %f : f32[4, 8, 8] = aten.masked_fill.Scalar(%w, %m) {value = -inf}
+  %s : f32[4, 8, 8] = aten.where.ScalarOther(%g, %f) {other = 0.5}
+  %c : bf16[4, 8, 8] = aten._to_copy.default(%s) {dtype = #bf16}
+  %i : i64[4, 8, 8] = aten._to_copy.default(%x) {dtype = #i64}
+  %fl : f32[4, 8, 8] = aten._to_copy.default(%a) {dtype = #f32}
+  output %c
+  output %i
+  output %fl
+})",
+        1e-2);
+}
+
+TEST(CodegenDataMovement, ViewsSlicesCatAndOutputCopies) {
+  check(R"(graph {
+  input %x : f32[2, 6, 8]
+  %p : f32[8, 6, 2] = aten.permute.default(%x) {dims = [2, 1, 0]}
+  %v : f32[8, 12] = aten.view.default(%p) {size = [8, 12]}
+  %s : f32[2, 3, 8] = aten.slice.Tensor(%x) {dim = 1, start = 1, end = 6, step = 2}
+  %e : f32[2, 2, 3, 8] = aten.expand.default(%s) {size = [2, 2, 3, 8]}
+  %c : f32[2, 9, 8] = aten.cat.default(%x, %s) {dim = 1}
+  %sel : f32[2, 8] = aten.select.int(%x) {dim = 1, index = -1}
+  output %v
+  output %e
+  output %c
+  output %sel
+})");
+}
+
+TEST(CodegenRow, ReductionsSoftmaxLayerNorm) {
+  check(R"(graph {
+  input %x : f32[3, 10, 48]
+  param %g : f32[48] "ln.weight"
+  param %b : f32[48] "ln.bias"
+  %s : f32[3, 48] = aten.sum.dim_IntList(%x) {dim = [1], keepdim = false}
+  %m : f32[3, 10, 1] = aten.mean.dim(%x) {dim = [-1], keepdim = true}
+  %a : f32[10] = aten.amax.default(%x) {dim = [0, 2], keepdim = false}
+  %sm : f32[3, 10, 48] = aten._softmax.default(%x) {dim = -1, half_to_float = false}
+  %sm1 : f32[3, 10, 48] = aten._softmax.default(%x) {dim = 1, half_to_float = false}
+  %ls : f32[3, 10, 48] = aten._log_softmax.default(%x) {dim = -1, half_to_float = false}
+  %ln : f32[3, 10, 48] = aten.layer_norm.default(%x, %g, %b) {normalized_shape = [48], eps = 1e-05}
+  output %s
+  output %m
+  output %a
+  output %sm
+  output %sm1
+  output %ls
+  output %ln
+})",
+        1e-5);
+}
+
+TEST(CodegenRow, RmsNormAsEmittedByLlama) {
+  check(R"(graph {
+  input %x : f32[1, 7, 64]
+  param %w : f32[64] "norm.weight"
+  %p : f32[1, 7, 64] = aten.pow.Tensor_Scalar(%x) {exponent = 2}
+  %m : f32[1, 7, 1] = aten.mean.dim(%p) {dim = [-1], keepdim = true}
+  %a : f32[1, 7, 1] = aten.add.Scalar(%m) {other = 1e-06}
+  %r : f32[1, 7, 1] = aten.rsqrt.default(%a)
+  %y : f32[1, 7, 64] = aten.mul.Tensor(%x, %r)
+  %z : f32[1, 7, 64] = aten.mul.Tensor(%w, %y)
+  %q : f32[1, 7, 64] = aten.rms_norm.default(%x, %w) {normalized_shape = [64], eps = 1e-06}
+  output %z
+  output %q
+})",
+        1e-5);
+}
+
+}  // namespace
+}  // namespace neuronc::codegen::testing
