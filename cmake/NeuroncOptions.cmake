@@ -12,8 +12,9 @@ if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_L
 endif()
 
 if(NEURONC_SANITIZE)
-  set(_valid_sanitizers "address;undefined" "address" "undefined" "thread")
-  if(NOT NEURONC_SANITIZE IN_LIST _valid_sanitizers)
+  # Compare the whole string: IN_LIST would split "address;undefined" at the semicolon.
+  if(NOT (NEURONC_SANITIZE STREQUAL "address;undefined" OR NEURONC_SANITIZE STREQUAL "address"
+          OR NEURONC_SANITIZE STREQUAL "undefined" OR NEURONC_SANITIZE STREQUAL "thread"))
     message(FATAL_ERROR "NEURONC_SANITIZE is '${NEURONC_SANITIZE}'; expected 'address;undefined', 'address', 'undefined' or 'thread'")
   endif()
   string(REPLACE ";" "," _san "${NEURONC_SANITIZE}")

@@ -351,7 +351,7 @@ const SchemaDtype kSchemaDtypes[] = {
     {7, "FLOAT", ir::DType::f32},
     {8, "DOUBLE", ir::DType::f64},
     {9, "COMPLEXHALF", std::nullopt},
-    {10, "COMPLEXFLOAT", std::nullopt},
+    {10, "COMPLEXFLOAT", ir::DType::c64},
     {11, "COMPLEXDOUBLE", std::nullopt},
     {12, "BOOL", ir::DType::boolean},
     {13, "BFLOAT16", ir::DType::bf16},

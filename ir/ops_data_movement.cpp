@@ -363,6 +363,13 @@ void register_data_movement_ops(OpRegistry& r) {
           }
           return {c.input(0)};
         });
+  r.add("dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)", Meta, D,
+        [](const ShapeContext& c) -> std::vector<TensorType> {
+          if (c.get_bool("train") && c.get_float("p") > 0) {
+            c.fail("dropout in training mode is not supported: export the model in eval mode");
+          }
+          return {c.input(0)};
+        });
   r.add("native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)", Meta, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {
           const TensorType& x = c.input(0);

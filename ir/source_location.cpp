@@ -19,17 +19,38 @@ std::string SourceLocation::to_string() const {
   return s;
 }
 
+namespace {
+
+// Frames inside PyTorch itself (nn.Module plumbing, functional wrappers) are not what a user
+// wants to see: "linear.py:134" says less than the line of the model that called nn.Linear.
+bool is_torch_library_frame(const std::string& trace, size_t frame) {
+  const size_t b = frame + 6;
+  const size_t e = trace.find('"', b);
+  if (e == std::string::npos) return false;
+  const std::string file = trace.substr(b, e - b);
+  return file.find("/torch/nn/") != std::string::npos ||
+         file.find("/torch/_") != std::string::npos ||
+         file.find("/torch/fx/") != std::string::npos ||
+         file.find("/torch/utils/") != std::string::npos ||
+         file.find("/torch/autograd/") != std::string::npos;
+}
+
+}  // namespace
+
 SourceLocation parse_python_stack_trace(const std::string& trace) {
   // Frames look like:   File "/path/model.py", line 12, in forward\n    return self.fc(x)
-  // The innermost frame is the last one.
+  // The innermost frame is the last one; the innermost frame outside PyTorch's own library
+  // code is preferred when there is one.
   SourceLocation loc;
   loc.stack_trace = trace;
   size_t pos = 0;
-  size_t last = std::string::npos;
+  size_t last = std::string::npos, last_user = std::string::npos;
   while ((pos = trace.find("File \"", pos)) != std::string::npos) {
     last = pos;
+    if (!is_torch_library_frame(trace, pos)) last_user = pos;
     pos += 6;
   }
+  if (last_user != std::string::npos) last = last_user;
   if (last == std::string::npos) return loc;
   const size_t name_begin = last + 6;
   const size_t name_end = trace.find('"', name_begin);

@@ -88,7 +88,7 @@ class Canonicalizer {
       forward_to(g_, n, n->input(0));
       return true;
     }
-    if (op == "aten.dropout.default") {
+    if (op == "aten.dropout.default" || op == "aten.dropout_.default") {
       forward_to(g_, n, n->input(0));  // shape rule refuses training-mode dropout
       return true;
     }

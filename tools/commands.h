@@ -8,5 +8,6 @@ class App;
 namespace neuronc::tools {
 
 void register_analyze_command(CLI::App& app);
+void register_compile_command(CLI::App& app);
 
 }  // namespace neuronc::tools

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.footer("Run 'neuronc <command> --help' for the options and an example of each command.");
   register_analyze_command(app);
+  register_compile_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

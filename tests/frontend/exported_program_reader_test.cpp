@@ -318,9 +318,9 @@ TEST(ExportedProgramErrors, WrongJsonTypes) {
 
 TEST(ExportedProgramErrors, UnsupportedDtypeAndLayout) {
   Prog p;
-  p.tensor_values = R"("x": )" + meta("[]", 10) + R"(, "relu": )" + meta("[]");
+  p.tensor_values = R"("x": )" + meta("[]", 11) + R"(, "relu": )" + meta("[]");
   EXPECT_THAT(error_of(p.json()),
-              HasSubstr("tensor 'x': dtype 10 (COMPLEXFLOAT) is not supported"));
+              HasSubstr("tensor 'x': dtype 11 (COMPLEXDOUBLE) is not supported"));
   p.tensor_values = R"("x": )" + meta("[]", 20) + R"(, "relu": )" + meta("[]");
   EXPECT_THAT(error_of(p.json()), HasSubstr("dtype 20 is not an export ScalarType"));
 }

@@ -140,6 +140,13 @@ TEST(SourceLocation, ParsesInnermostFrame) {
   loc.module_path = "fc";
   EXPECT_EQ(loc.to_string(), "/src/model.py:12 (fc)");
   EXPECT_TRUE(parse_python_stack_trace("").file.empty());
+  // PyTorch's own frames are skipped in favour of the model's line.
+  SourceLocation user = parse_python_stack_trace(
+      "  File \"/src/model.py\", line 7, in forward\n    return self.fc(x)\n"
+      "  File \"/usr/lib/python3/dist-packages/torch/nn/modules/linear.py\", line 134, in forward\n"
+      "    return F.linear(input, self.weight, self.bias)\n");
+  EXPECT_EQ(user.file, "/src/model.py");
+  EXPECT_EQ(user.line, 7);
 }
 
 TEST(DType, NamesSizesPromotion) {

@@ -1,0 +1,150 @@
+// `neuronc compile MODEL -o OUT.nca`: a PyTorch program into a Trainium artifact.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "tools/cli_output.h"
+#include "tools/commands.h"
+#include "tools/compiler_driver.h"
+
+namespace neuronc::tools {
+namespace {
+
+struct CompileCli {
+  std::string model, output, target = "trn1", auto_cast = "none", print_after;
+  int opt_level = 2, threads = 0;
+  std::vector<std::string> dims;
+  bool json = false;
+  bool o0 = false, o1 = false, o2 = false, o3 = false;
+};
+
+std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& dims) {
+  std::map<std::string, int64_t> out;
+  for (const std::string& d : dims) {
+    const size_t eq = d.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == d.size()) {
+      throw CommandExit{kExitUsage, "--dim '" + d + "': expected SYMBOL=VALUE, e.g. --dim s0=8", ""};
+    }
+    try {
+      out[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
+    } catch (...) {
+      throw CommandExit{kExitUsage, "--dim '" + d + "': the value is not an integer", ""};
+    }
+  }
+  return out;
+}
+
+void run_compile(const CompileCli& o) {
+  CompileRequest req;
+  req.model = o.model;
+  req.target = o.target;
+  req.auto_cast = *passes::parse_auto_cast(o.auto_cast);
+  req.opt_level = o.o0 ? 0 : o.o1 ? 1 : o.o3 ? 3 : o.opt_level;
+  req.threads = o.threads;
+  req.dims = parse_dims(o.dims);
+  if (!o.print_after.empty()) {
+    size_t b = 0;
+    while (b <= o.print_after.size()) {
+      size_t e = o.print_after.find(',', b);
+      if (e == std::string::npos) e = o.print_after.size();
+      req.print_after.insert(o.print_after.substr(b, e - b));
+      b = e + 1;
+    }
+  }
+  req.progress = [](const std::string& s) { progress(s); };
+  CompileResult r = compile_model(req);
+  progress_done();
+  std::string out = o.output;
+  if (out.empty()) {
+    out = o.model;
+    const size_t slash = out.find_last_of('/');
+    const size_t dot = out.find_last_of('.');
+    if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) out.resize(dot);
+    out += ".nca";
+  }
+  {
+    std::ofstream f(out, std::ios::binary);
+    if (!f) throw CommandExit{kExitError, "cannot create '" + out + "'", ""};
+    f.write(reinterpret_cast<const char*>(r.artifact.data()), static_cast<std::streamsize>(r.artifact.size()));
+    if (!f) throw CommandExit{kExitError, "writing '" + out + "' failed", ""};
+  }
+  size_t device_parts = 0, host_parts = 0;
+  uint64_t instructions = 0;
+  for (const PartitionReport& p : r.partitions) {
+    (p.device ? device_parts : host_parts) += 1;
+    instructions += p.instructions;
+  }
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["model"] = o.model;
+    j["artifact"] = out;
+    j["artifact_bytes"] = r.artifact.size();
+    j["target"] = o.target;
+    j["auto_cast"] = o.auto_cast;
+    j["opt_level"] = req.opt_level;
+    j["container"] = r.container;
+    j["torch_version"] = r.torch_version;
+    j["imported_nodes"] = r.imported_nodes;
+    j["optimized_nodes"] = r.optimized_nodes;
+    j["device_partitions"] = device_parts;
+    j["host_partitions"] = host_parts;
+    j["instructions"] = instructions;
+    j["constant_bytes"] = r.constant_bytes;
+    j["flops"] = r.flops;
+    j["specialized_dims"] = r.specialized;
+    j["host_nodes"] = nlohmann::ordered_json::array();
+    for (const HostNodeReport& h : r.host_nodes) {
+      j["host_nodes"].push_back({{"node", h.node}, {"op", h.op}, {"reason", h.reason}, {"location", h.location}});
+    }
+    j["seconds"] = {{"frontend", r.seconds_frontend}, {"passes", r.seconds_passes},
+                    {"codegen", r.seconds_codegen}, {"write", r.seconds_write}};
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::printf("%s -> %s (%zu bytes, target %s, auto-cast %s, -O%d)\n", o.model.c_str(), out.c_str(),
+              r.artifact.size(), o.target.c_str(), o.auto_cast.c_str(), req.opt_level);
+  std::printf("  %zu imported nodes, %zu after optimisation; %zu device and %zu host partitions; "
+              "%llu device instructions; %.2f MB constants\n",
+              r.imported_nodes, r.optimized_nodes, device_parts, host_parts,
+              static_cast<unsigned long long>(instructions), r.constant_bytes / 1e6);
+  for (const auto& [sym, v] : r.specialized) {
+    std::printf("  symbolic dim %s specialised to %lld (from %s)\n", sym.c_str(), static_cast<long long>(v),
+                r.specialized_from.c_str());
+  }
+  for (const HostNodeReport& h : r.host_nodes) {
+    std::printf("  host %s (%s): %s%s%s\n", h.node.c_str(), h.op.c_str(), h.reason.c_str(),
+                h.location.empty() ? "" : " at ", h.location.c_str());
+  }
+  std::printf("  compile time %.2f s (frontend %.2f, passes %.2f, codegen %.2f, write %.2f)\n",
+              r.seconds_frontend + r.seconds_passes + r.seconds_codegen + r.seconds_write,
+              r.seconds_frontend, r.seconds_passes, r.seconds_codegen, r.seconds_write);
+}
+
+}  // namespace
+
+void register_compile_command(CLI::App& app) {
+  auto o = std::make_shared<CompileCli>();
+  CLI::App* cmd = app.add_subcommand("compile", "Compile a PyTorch program into a Trainium artifact (.nca)");
+  cmd->footer(
+      "Example:\n  neuronc compile models/bert/model.pt2 -o bert.nca --target trn2 --auto-cast matmul\n"
+      "Symbolic dims are bound to the sample inputs' shapes unless --dim gives a value.");
+  cmd->add_option("model", o->model, "PyTorch program: .pt2 (torch.export) or .pt (TorchScript)")->required();
+  cmd->add_option("-o,--output", o->output, "Artifact path (default: MODEL with .nca)");
+  cmd->add_option("--target", o->target, "trn1, trn2 or trn3")->check(CLI::IsMember({"trn1", "trn2", "trn3"}));
+  cmd->add_option("--auto-cast", o->auto_cast, "Run fp32 work in bf16: none, matmul or all")
+      ->check(CLI::IsMember({"none", "matmul", "matmult", "all"}));
+  cmd->add_flag("-O0", o->o0, "No optional optimisation");
+  cmd->add_flag("-O1", o->o1, "Basic optimisation");
+  cmd->add_flag("-O2", o->o2, "Default optimisation");
+  cmd->add_flag("-O3", o->o3, "All optimisation");
+  cmd->add_option("--threads", o->threads, "Codegen worker threads (0 = all cores); output is identical for any value");
+  cmd->add_option("--dim", o->dims, "Bind a symbolic dim: SYMBOL=VALUE (repeatable)");
+  cmd->add_option("--print-after", o->print_after, "Print the IR after these passes (comma list, or 'all')");
+  cmd->add_flag("--json", o->json, "Print the compile report as JSON (fields in docs/CLI.md)");
+  cmd->callback([o] { run_compile(*o); });
+}
+
+}  // namespace neuronc::tools

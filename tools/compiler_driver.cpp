@@ -1,0 +1,511 @@
+// The compiler driver (see the header).
+#include "tools/compiler_driver.h"
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <unordered_map>
+
+#include "artifact_format/writer.h"
+#include "codegen/codegen.h"
+#include "device/target.h"
+#include "frontend/load.h"
+#include "ir/op_registry.h"
+#include "passes/canonicalize.h"
+#include "passes/common_subexpression_elimination.h"
+#include "passes/constant_folding.h"
+#include "passes/dead_code_elimination.h"
+#include "passes/partition.h"
+#include "passes/pass_manager.h"
+#include "passes/reference_eval.h"
+#include "passes/specialize_shapes.h"
+
+#ifndef NEURONC_VERSION
+#define NEURONC_VERSION "0.0.0"
+#endif
+
+namespace neuronc::tools {
+namespace {
+
+namespace art = neuronc::artifact;
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+art::TensorDType to_tensor_dtype(ir::DType t) {
+  switch (t) {
+    case ir::DType::f64: return art::TensorDType::f64;
+    case ir::DType::f32: return art::TensorDType::f32;
+    case ir::DType::f16: return art::TensorDType::f16;
+    case ir::DType::bf16: return art::TensorDType::bf16;
+    case ir::DType::f8e4m3fn: return art::TensorDType::f8e4m3;
+    case ir::DType::f8e5m2: return art::TensorDType::f8e5m2;
+    case ir::DType::i64: return art::TensorDType::i64;
+    case ir::DType::i32: return art::TensorDType::i32;
+    case ir::DType::i16: return art::TensorDType::i16;
+    case ir::DType::i8: return art::TensorDType::i8;
+    case ir::DType::u8: return art::TensorDType::u8;
+    case ir::DType::boolean: return art::TensorDType::boolean;
+    case ir::DType::c64: return art::TensorDType::c64;
+  }
+  return art::TensorDType::f32;
+}
+
+// The plan dtype whose bytes the device reads for a device dtype.
+art::TensorDType from_device_dtype(device::DType t) {
+  switch (t) {
+    case device::DType::f32: return art::TensorDType::f32;
+    case device::DType::bf16: return art::TensorDType::bf16;
+    case device::DType::f16: return art::TensorDType::f16;
+    case device::DType::f8e4m3: return art::TensorDType::f8e4m3;
+    case device::DType::f8e5m2: return art::TensorDType::f8e5m2;
+    case device::DType::i32: return art::TensorDType::i32;
+    case device::DType::i16: return art::TensorDType::i16;
+    case device::DType::i8: return art::TensorDType::i8;
+    case device::DType::u8: return art::TensorDType::u8;
+    default: throw ir::Error("device dtype " + std::string(device::dtype_name(t)) +
+                             " has no plan dtype");
+  }
+}
+
+// bool and u8 share their bytes: binding one as the other needs no conversion.
+bool same_bytes(art::TensorDType a, art::TensorDType b) {
+  auto norm = [](art::TensorDType t) { return t == art::TensorDType::boolean ? art::TensorDType::u8 : t; };
+  return norm(a) == norm(b);
+}
+
+std::vector<art::Dim> plan_dims(const ir::Shape& s) {
+  std::vector<art::Dim> out;
+  for (const ir::Dim& d : s) {
+    if (!d.is_constant()) throw ir::Error("internal: symbolic dim left after specialisation");
+    out.push_back(art::Dim::constant(d.value()));
+  }
+  return out;
+}
+
+std::vector<art::Dim> plan_dims(const std::vector<int64_t>& s) {
+  std::vector<art::Dim> out;
+  for (int64_t d : s) out.push_back(art::Dim::constant(d));
+  return out;
+}
+
+// Applies `f` to every MemRef an operation holds.
+template <typename F>
+void for_each_memref(device::Operation& op, F&& f) {
+  auto scalar = [&](device::ScalarOperand& s) {
+    if (auto* m = std::get_if<device::MemRef>(&s)) f(*m);
+  };
+  std::visit(
+      [&](auto& o) {
+        using T = std::decay_t<decltype(o)>;
+        if constexpr (std::is_same_v<T, device::MatMul>) {
+          f(o.dst), f(o.stationary), f(o.moving);
+        } else if constexpr (std::is_same_v<T, device::Activation>) {
+          f(o.dst), f(o.src), scalar(o.scale), scalar(o.bias);
+          if (o.accumulate_dst) f(*o.accumulate_dst);
+        } else if constexpr (std::is_same_v<T, device::TensorTensor> ||
+                             std::is_same_v<T, device::TensorTensorScan>) {
+          f(o.dst), f(o.in0), f(o.in1);
+        } else if constexpr (std::is_same_v<T, device::TensorScalar>) {
+          f(o.dst), f(o.src), scalar(o.operand0), scalar(o.operand1);
+        } else if constexpr (std::is_same_v<T, device::Memset> || std::is_same_v<T, device::Iota>) {
+          f(o.dst);
+        } else if constexpr (std::is_same_v<T, device::CopyPredicated>) {
+          f(o.dst), f(o.src), f(o.predicate);
+        } else if constexpr (std::is_same_v<T, device::Select>) {
+          f(o.dst), f(o.predicate), f(o.on_true), scalar(o.on_false);
+        } else if constexpr (std::is_same_v<T, device::LocalGather>) {
+          f(o.dst), f(o.src), f(o.index);
+        } else if constexpr (std::is_same_v<T, device::Nop>) {
+        } else {
+          f(o.dst), f(o.src);  // Transpose, TensorReduce, TensorCopy, AffineSelect, DmaCopy, Collective
+        }
+      },
+      op);
+}
+
+// Moves a program's HBM arena to start at `base` and its debug ids up by `debug_base`.
+void relocate(device::Program& p, uint64_t base, uint32_t debug_base) {
+  for (device::CoreProgram& core : p.cores) {
+    for (auto& stream : core.streams) {
+      for (device::Instruction& ins : stream) {
+        for_each_memref(ins.op, [&](device::MemRef& m) {
+          if (m.memory == device::MemoryKind::hbm) m.offset += base;
+        });
+        if (ins.debug_id != device::kNoDebugId) ins.debug_id += debug_base;
+      }
+    }
+  }
+  p.hbm_size += base;
+}
+
+// Contiguous bytes of a constant graph input, in its IR dtype.
+std::vector<std::byte> constant_bytes(const ir::Value& v) {
+  const ir::ConstantPayload* p = v.payload();
+  if (!p) throw ir::Error("constant '" + v.name() + "' has no data");
+  auto n = ir::numel(v.shape());
+  const size_t es = ir::dtype_size(v.dtype());
+  if (p->strides.empty()) {
+    const size_t off = static_cast<size_t>(p->storage_offset) * es;
+    const size_t bytes = static_cast<size_t>(n->coeff) * es;
+    return std::vector<std::byte>(p->data + off, p->data + off + bytes);
+  }
+  auto t = passes::read_constant(v);
+  if (!t) throw ir::Error("constant '" + v.name() + "': cannot read its strided payload");
+  return passes::encode(*t);
+}
+
+class ArtifactBuilder {
+ public:
+  ArtifactBuilder(ir::Graph& g, art::ArtifactWriter& w) : g_(g), w_(w) {}
+
+  uint32_t plan_value(const ir::Value* v) {
+    if (auto it = index_.find(v); it != index_.end()) return it->second;
+    if (v->payload() && !v->producer()) {
+      std::string target;
+      for (const ir::GraphInput& in : g_.inputs()) {
+        if (in.value == v) target = in.target;
+      }
+      const uint32_t idx = w_.add_constant(unique_constant_name(target.empty() ? v->name() : target),
+                                           to_tensor_dtype(v->dtype()), plan_dims(v->shape()),
+                                           constant_bytes(*v));
+      index_[v] = idx;
+      return idx;
+    }
+    throw ir::Error("internal: value '" + v->name() + "' has no plan value");
+  }
+
+  void define(const ir::Value* v, uint32_t idx) { index_[v] = idx; }
+
+  // The plan value holding `v` in dtype `want` (a host _to_copy when the bytes differ).
+  uint32_t as_dtype(const ir::Value* v, art::TensorDType want) {
+    const uint32_t src = plan_value(v);
+    if (same_bytes(to_tensor_dtype(v->dtype()), want)) return src;
+    auto key = std::make_pair(v, want);
+    if (auto it = converted_.find(key); it != converted_.end()) return it->second;
+    const uint32_t dst = w_.add_value(v->name() + "@" + std::string(art::tensor_dtype_name(want)), want,
+                                      plan_dims(v->shape()));
+    add_cast(src, dst, want);
+    converted_[key] = dst;
+    return dst;
+  }
+
+  void add_cast(uint32_t src, uint32_t dst, art::TensorDType to) {
+    art::HostOp op;
+    op.op = "aten._to_copy.default";
+    op.args = {art::Arg::tensor("self", static_cast<int32_t>(src)), art::Arg::scalar_type("dtype", to)};
+    op.outputs = {dst};
+    w_.add_host_op(std::move(op));
+  }
+
+  std::string unique_constant_name(const std::string& base) {
+    std::string name = base;
+    for (int i = 1; !constant_names_.insert(name).second; ++i) name = base + "#" + std::to_string(i);
+    return name;
+  }
+
+  void host_node(const ir::Node& n) {
+    const ir::OpInfo* info = n.info();
+    if (!info) throw ir::Error(n.describe() + ": operator is not supported by neuronc");
+    art::HostOp op;
+    op.op = n.op();
+    size_t slot = 0;
+    const size_t fixed = [&] {
+      size_t f = 0;
+      for (const ir::ArgSpec& a : info->args) f += a.type == ir::ArgType::tensor || a.type == ir::ArgType::opt_tensor;
+      return f;
+    }();
+    for (const ir::ArgSpec& a : info->args) {
+      if (a.type == ir::ArgType::tensor || a.type == ir::ArgType::opt_tensor) {
+        const ir::Value* v = n.inputs()[slot++];
+        op.args.push_back(v ? art::Arg::tensor(a.name, static_cast<int32_t>(plan_value(v))) : art::Arg::none(a.name));
+      } else if (a.type == ir::ArgType::tensor_list || a.type == ir::ArgType::opt_tensor_list) {
+        std::vector<int32_t> vals;
+        const size_t count = n.inputs().size() - fixed;
+        for (size_t i = 0; i < count; ++i) {
+          const ir::Value* v = n.inputs()[slot++];
+          vals.push_back(v ? static_cast<int32_t>(plan_value(v)) : -1);
+        }
+        op.args.push_back(art::Arg::tensor_list(a.name, vals));
+      } else {
+        op.args.push_back(convert_attr(a.name, n.attr(a.name)));
+      }
+    }
+    for (const ir::Value* out : n.outputs()) {
+      const uint32_t idx = w_.add_value(out->name(), to_tensor_dtype(out->dtype()), plan_dims(out->shape()));
+      op.outputs.push_back(idx);
+      define(out, idx);
+    }
+    op.debug_id = w_.add_debug_node(debug_node(n));
+    w_.add_host_op(std::move(op));
+  }
+
+  static art::DebugNode debug_node(const ir::Node& n) {
+    art::DebugNode d;
+    d.name = n.name();
+    d.op = n.op();
+    d.file = n.location().file;
+    d.line = n.location().line;
+    d.stack = n.location().module_path;
+    return d;
+  }
+
+ private:
+  static art::Arg convert_attr(const std::string& name, const ir::Attribute* a) {
+    if (!a) return art::Arg::none(name);
+    struct V {
+      const std::string& name;
+      art::Arg operator()(const ir::NoneAttr&) const { return art::Arg::none(name); }
+      art::Arg operator()(int64_t v) const { return art::Arg::integer(name, v); }
+      art::Arg operator()(double v) const { return art::Arg::real(name, v); }
+      art::Arg operator()(bool v) const { return art::Arg::boolean(name, v); }
+      art::Arg operator()(const std::string& v) const { return art::Arg::str(name, v); }
+      art::Arg operator()(const std::vector<int64_t>& v) const { return art::Arg::integers(name, v); }
+      art::Arg operator()(const std::vector<double>& v) const { return art::Arg::reals(name, v); }
+      art::Arg operator()(const std::vector<bool>& v) const { return art::Arg::booleans(name, v); }
+      art::Arg operator()(const std::vector<std::string>&) const { return art::Arg::none(name); }
+      art::Arg operator()(ir::DType d) const { return art::Arg::scalar_type(name, to_tensor_dtype(d)); }
+      art::Arg operator()(const ir::DeviceAttr&) const { return art::Arg::none(name); }
+      art::Arg operator()(ir::MemoryFormat) const { return art::Arg::none(name); }
+      art::Arg operator()(ir::Layout) const { return art::Arg::none(name); }
+      art::Arg operator()(const ir::SymIntList& l) const {
+        std::vector<int64_t> v;
+        for (const ir::Dim& d : l.dims) v.push_back(d.value());
+        return art::Arg::integers(name, v);
+      }
+      art::Arg operator()(const ir::Dim& d) const { return art::Arg::integer(name, d.value()); }
+    };
+    return std::visit(V{name}, *a);
+  }
+
+  ir::Graph& g_;
+  art::ArtifactWriter& w_;
+  std::unordered_map<const ir::Value*, uint32_t> index_;
+  std::map<std::pair<const ir::Value*, art::TensorDType>, uint32_t> converted_;
+  std::set<std::string> constant_names_;
+};
+
+std::vector<uint8_t> hex_to_bytes(const std::string& hex) {
+  std::vector<uint8_t> out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(static_cast<uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  return out;
+}
+
+}  // namespace
+
+CompileResult compile_model(const CompileRequest& req) {
+  CompileResult result;
+  auto progress = [&](const std::string& s) {
+    if (req.progress) req.progress(s);
+  };
+  const device::Target& target = [&]() -> const device::Target& {
+    auto kind = device::parse_target(req.target);
+    if (!kind.is_ok()) throw ir::Error(kind.status().message());
+    return device::target(*kind);
+  }();
+
+  auto t0 = Clock::now();
+  progress("[1/4] reading " + req.model);
+  frontend::LoadedProgram prog = frontend::load_program(req.model);
+  ir::Graph& g = *prog.graph;
+  result.container = prog.container;
+  result.torch_version = prog.torch_version;
+  result.imported_nodes = g.nodes().size();
+  result.seconds_frontend = since(t0);
+
+  // Bind symbolic dims: explicit --dim values first, then the program's sample inputs.
+  t0 = Clock::now();
+  progress("[2/4] optimising");
+  std::map<std::string, int64_t> dims = req.dims;
+  if (!g.symbols().empty()) {
+    result.specialized_from = req.dims.empty() ? "sample inputs" : "--dim";
+    for (const ir::GraphInput& in : g.inputs()) {
+      if (in.role != ir::InputRole::user_input) continue;
+      for (const frontend::SampleInput& s : prog.sample_inputs) {
+        if (s.name != in.value->name() || s.shape.size() != in.value->shape().size()) continue;
+        for (size_t i = 0; i < s.shape.size(); ++i) {
+          const ir::Dim& d = in.value->shape()[i];
+          if (d.is_symbolic() && s.shape[i] % d.coeff == 0)
+            dims.emplace(g.symbol(d.symbol).name, s.shape[i] / d.coeff);
+        }
+      }
+    }
+    for (const ir::Symbol& s : g.symbols()) {
+      if (!dims.count(s.name)) {
+        throw ir::Error("symbolic dim " + s.name + " in [" + std::to_string(s.min) + ", " +
+                        (s.max == INT64_MAX ? std::string("inf") : std::to_string(s.max)) +
+                        "] needs a value: pass --dim " + s.name +
+                        "=N (codegen compiles one static shape bucket)");
+      }
+    }
+  }
+  passes::PassManagerOptions pm_opts;
+  pm_opts.print_after = req.print_after;
+  passes::PassManager pm(pm_opts);
+  if (!dims.empty()) pm.add(std::make_unique<passes::SpecializeShapes>(dims));
+  pm.add(std::make_unique<passes::Canonicalize>());
+  pm.add(std::make_unique<passes::ConstantFolding>());
+  pm.add(std::make_unique<passes::DeadCodeElimination>());
+  if (req.opt_level >= 1) {
+    pm.add(std::make_unique<passes::CommonSubexpressionElimination>());
+    pm.add(std::make_unique<passes::DeadCodeElimination>());
+  }
+  if (req.auto_cast != passes::AutoCastMode::none) {
+    pm.add(std::make_unique<passes::AutoCast>(req.auto_cast));
+    pm.add(std::make_unique<passes::ConstantFolding>());
+    pm.add(std::make_unique<passes::DeadCodeElimination>());
+  }
+  pm.run(g);
+  result.specialized = dims;
+  result.optimized_nodes = g.nodes().size();
+  const passes::PartitionPlan plan = passes::partition_graph(g);
+  if (!plan.unsupported.empty()) {
+    const ir::Node* n = plan.unsupported.front();
+    throw ir::Error(n->describe() + ": operator is not supported (no NeuronCore lowering and no host kernel)" +
+                    (plan.unsupported.size() > 1
+                         ? " (and " + std::to_string(plan.unsupported.size() - 1) + " more unsupported nodes)"
+                         : ""));
+  }
+  for (const passes::HostReason& r : plan.host_reasons) {
+    result.host_nodes.push_back({r.node->name(), r.node->op(), r.reason, r.node->location().to_string()});
+  }
+  result.seconds_passes = since(t0);
+
+  // Artifact metadata.
+  art::ArtifactWriter w;
+  art::ArtifactContents& c = w.contents();
+  c.producer = {"neuronc", NEURONC_VERSION};
+  c.source.container = prog.container;
+  c.source.schema_version = std::to_string(prog.schema_major) + "." + std::to_string(prog.schema_minor);
+  c.source.torch_version = prog.torch_version;
+  c.source.sha256 = hex_to_bytes(prog.sha256);
+  c.source.file_name = std::filesystem::path(req.model).filename().string();
+  c.target = req.target;
+  c.num_cores = 1;
+  c.options.auto_cast = passes::auto_cast_name(req.auto_cast);
+  c.options.opt_level = req.opt_level;
+  for (const auto& [name, value] : dims) c.options.extra.emplace_back("dim." + name, std::to_string(value));
+
+  ArtifactBuilder b(g, w);
+  for (const ir::GraphInput& in : g.inputs()) {
+    if (in.role != ir::InputRole::user_input) continue;
+    b.define(in.value, w.add_input(in.value->name(), to_tensor_dtype(in.value->dtype()), plan_dims(in.value->shape())));
+  }
+
+  t0 = Clock::now();
+  uint64_t arena = 0;
+  uint32_t sbuf_peak = 0, psum_peak = 0;
+  size_t part_no = 0;
+  for (const passes::Partition& p : plan.partitions) {
+    ++part_no;
+    PartitionReport rep;
+    rep.device = p.kind == passes::PartitionKind::device;
+    rep.nodes = p.nodes.size();
+    if (!rep.device) {
+      for (const ir::Node* n : p.nodes) b.host_node(*n);
+      result.partitions.push_back(rep);
+      continue;
+    }
+    progress("[3/4] generating code for device partition " + std::to_string(part_no) + " of " +
+             std::to_string(plan.partitions.size()) + " (" + std::to_string(p.nodes.size()) + " nodes)");
+    codegen::CodegenOptions copts;
+    copts.threads = req.threads;
+    codegen::CompiledPartition cp = codegen::compile_partition(g, p.nodes, p.inputs, p.outputs, target, copts);
+    const uint64_t base = (arena + 4095) / 4096 * 4096;
+    // Debug nodes of this partition, in debug-id order.
+    const uint32_t debug_base = static_cast<uint32_t>(c.debug_nodes.size());
+    for (const codegen::DebugName& d : cp.debug_names) {
+      art::DebugNode dn;
+      if (const ir::Node* n = g.find_node(d.node)) {
+        dn = ArtifactBuilder::debug_node(*n);
+      } else {
+        dn.name = d.node;
+        dn.op = d.op;
+      }
+      w.add_debug_node(dn);
+    }
+    relocate(cp.program, base, debug_base);
+    arena = cp.program.hbm_size;
+
+    art::DeviceCall call;
+    std::unordered_map<std::string, const ir::Value*> by_name;
+    for (const ir::Value* v : p.inputs) by_name[v->name()] = v;
+    for (const ir::Value* v : p.outputs) by_name[v->name()] = v;
+    for (const codegen::TensorBinding& tb : cp.inputs) {
+      const ir::Value* v = by_name.at(tb.name);
+      call.inputs.push_back({b.as_dtype(v, from_device_dtype(tb.dtype)), base + tb.offset});
+    }
+    for (const codegen::ConstantBinding& cb : cp.constants) {
+      std::vector<int64_t> shape = cb.shape;
+      if (cb.transposed && shape.size() == 2) std::swap(shape[0], shape[1]);
+      result.constant_bytes += cb.data.size();
+      w.add_constant(b.unique_constant_name(cb.target.empty() ? cb.name : cb.target),
+                     from_device_dtype(cb.dtype), plan_dims(shape), std::vector<std::byte>(cb.data),
+                     base + cb.offset);
+    }
+    std::vector<std::pair<uint32_t, const ir::Value*>> casts_back;
+    for (const codegen::TensorBinding& tb : cp.outputs) {
+      const ir::Value* v = by_name.at(tb.name);
+      const art::TensorDType dev = from_device_dtype(tb.dtype);
+      const art::TensorDType want = to_tensor_dtype(v->dtype());
+      if (same_bytes(dev, want)) {
+        const uint32_t idx = w.add_value(v->name(), want, plan_dims(v->shape()));
+        b.define(v, idx);
+        call.outputs.push_back({idx, base + tb.offset});
+      } else {
+        const uint32_t raw = w.add_value(v->name() + "@device", dev, plan_dims(tb.shape));
+        call.outputs.push_back({raw, base + tb.offset});
+        casts_back.emplace_back(raw, v);
+      }
+    }
+
+    {
+      art::DeviceProgram dp;
+      dp.name = "partition" + std::to_string(part_no);
+      dp.program = std::move(cp.program);
+      dp.sbuf_peak_bytes = cp.stats.sbuf_peak_bytes;
+      dp.psum_peak_bytes = cp.stats.psum_peak_bytes;
+      call.program = w.add_program(std::move(dp));
+    }
+    w.add_device_call(std::move(call));
+    for (const auto& [raw, v] : casts_back) {
+      const uint32_t idx = w.add_value(v->name(), to_tensor_dtype(v->dtype()), plan_dims(v->shape()));
+      b.add_cast(raw, idx, to_tensor_dtype(v->dtype()));
+      b.define(v, idx);
+    }
+    uint64_t instructions = 0;
+    for (uint64_t n : cp.stats.instructions) instructions += n;
+    rep.instructions = instructions;
+    rep.hbm_bytes = cp.stats.hbm_bytes;
+    rep.sbuf_peak_bytes = cp.stats.sbuf_peak_bytes;
+    rep.psum_peak_bytes = cp.stats.psum_peak_bytes;
+    rep.flops = cp.stats.flops;
+    result.flops += cp.stats.flops;
+    sbuf_peak = std::max(sbuf_peak, cp.stats.sbuf_peak_bytes);
+    psum_peak = std::max(psum_peak, cp.stats.psum_peak_bytes);
+    result.partitions.push_back(rep);
+  }
+  result.seconds_codegen = since(t0);
+
+  // Signature outputs: the user outputs in order, then buffer mutations (named after the
+  // buffer) so no result of the program is lost.
+  for (const ir::GraphOutput& o : g.outputs()) {
+    if (o.role == ir::OutputRole::user_output) w.add_output(o.value->name(), b.plan_value(o.value));
+  }
+  for (const ir::GraphOutput& o : g.outputs()) {
+    if (o.role != ir::OutputRole::user_output) w.add_output(o.target, b.plan_value(o.value));
+  }
+  c.memory_plan.sbuf_peak_bytes = sbuf_peak;
+  c.memory_plan.psum_peak_bytes = psum_peak;
+
+  t0 = Clock::now();
+  progress("[4/4] writing the artifact");
+  art::Result<std::vector<std::byte>> bytes = w.write_memory();
+  if (!bytes.is_ok()) throw ir::Error("writing the artifact: " + bytes.status().message());
+  result.artifact = std::move(*bytes);
+  result.seconds_write = since(t0);
+  return result;
+}
+
+}  // namespace neuronc::tools

@@ -1,0 +1,60 @@
+// The compiler driver: a PyTorch program file in, artifact bytes out. Runs the frontend, the
+// pass pipeline, partitioning, codegen for each device partition and host-op emission for each
+// host partition, then lays out the artifact (signature, plan, programs, constants, debug info).
+// Lives in tools/ because it is the one place allowed to see every module.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "passes/auto_cast.h"
+
+namespace neuronc::tools {
+
+struct CompileRequest {
+  std::string model;
+  std::string target = "trn1";
+  passes::AutoCastMode auto_cast = passes::AutoCastMode::none;
+  int opt_level = 2;
+  int threads = 0;                          // codegen workers; 0 = oneTBB default
+  std::set<std::string> print_after;        // pass names (or "all") to print the IR after
+  std::map<std::string, int64_t> dims;      // symbol bindings (shape bucket)
+  std::function<void(const std::string&)> progress;  // optional progress callback
+};
+
+struct HostNodeReport {
+  std::string node, op, reason, location;
+};
+
+struct PartitionReport {
+  bool device = true;
+  size_t nodes = 0;
+  uint64_t instructions = 0;
+  uint64_t hbm_bytes = 0;
+  uint32_t sbuf_peak_bytes = 0;
+  uint32_t psum_peak_bytes = 0;
+  double flops = 0;
+};
+
+struct CompileResult {
+  std::vector<std::byte> artifact;
+  std::string container, torch_version;
+  size_t imported_nodes = 0, optimized_nodes = 0;
+  std::vector<PartitionReport> partitions;
+  std::vector<HostNodeReport> host_nodes;
+  std::map<std::string, int64_t> specialized;  // symbol -> bound value
+  std::string specialized_from;                // "--dim", "sample inputs"
+  uint64_t constant_bytes = 0;
+  double flops = 0;
+  double seconds_frontend = 0, seconds_passes = 0, seconds_codegen = 0, seconds_write = 0;
+};
+
+// Compiles `req.model`. Throws std::runtime_error subclasses (frontend::Error, ir::Error,
+// codegen::Error) whose message names the file or the node.
+CompileResult compile_model(const CompileRequest& req);
+
+}  // namespace neuronc::tools
