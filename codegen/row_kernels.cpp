@@ -305,7 +305,5 @@ LowerFn row_lowering(const std::string& op) {
   return nullptr;
 }
 
-LowerFn attention_lowering(const std::string&) { return nullptr; }
-LowerFn gather_lowering(const std::string&) { return nullptr; }
 
 }  // namespace neuronc::codegen

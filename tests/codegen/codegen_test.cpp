@@ -12,10 +12,11 @@ namespace {
 // Runs `text` and expects every output within `tol` x max|reference| (absolute when the
 // reference is all zeros).
 RunResult check(const std::string& text, double tol = 1e-5,
-                device::TargetKind kind = device::TargetKind::trn1, CodegenOptions opts = {}) {
+                device::TargetKind kind = device::TargetKind::trn1, CodegenOptions opts = {},
+                int64_t int_range = 10) {
   auto g = ir::parse(text);
   attach_random_payloads(*g, 7);
-  RunResult r = compile_and_run(*g, kind, opts);
+  RunResult r = compile_and_run(*g, kind, opts, 1, int_range);
   EXPECT_LE(r.max_abs_error, tol * std::max(1.0, r.max_abs_reference))
       << "max |ref| " << r.max_abs_reference;
   return r;
@@ -188,6 +189,55 @@ TEST(CodegenRow, RmsNormAsEmittedByLlama) {
   output %q
 })",
         1e-5);
+}
+
+}  // namespace
+}  // namespace neuronc::codegen::testing
+
+namespace neuronc::codegen::testing {
+namespace {
+
+TEST(CodegenAttention, SdpaFloatMaskAcrossKeyTiles) {
+  // Sk = 600 > 512: two key tiles, online softmax rescaling.
+  check(R"(graph {
+  input %q : f32[1, 2, 130, 32]
+  input %k : f32[1, 2, 600, 32]
+  input %v : f32[1, 2, 600, 48]
+  input %m : f32[1, 1, 130, 600]
+  %o : f32[1, 2, 130, 48] = aten.scaled_dot_product_attention.default(%q, %k, %v, %m)
+  output %o
+})",
+        1e-5);
+}
+
+TEST(CodegenAttention, SdpaCausalGqaBoolMaskBf16) {
+  check(R"(graph {
+  input %q : bf16[2, 4, 40, 16]
+  input %k : bf16[2, 2, 40, 16]
+  input %v : bf16[2, 2, 40, 16]
+  %o : bf16[2, 4, 40, 16] = aten.scaled_dot_product_attention.default(%q, %k, %v) {is_causal = true, enable_gqa = true}
+  output %o
+})",
+        2e-2);
+  check(R"(graph {
+  input %q : f32[2, 3, 20, 8]
+  input %k : f32[2, 3, 24, 8]
+  input %v : f32[2, 3, 24, 8]
+  input %m : bool[2, 1, 1, 24]
+  %o : f32[2, 3, 20, 8] = aten.scaled_dot_product_attention.default(%q, %k, %v, %m) {scale = 0.5}
+  output %o
+})",
+        1e-5);
+}
+
+TEST(CodegenGather, EmbeddingOneHotMatmul) {
+  check(R"(graph {
+  input %ids : i64[2, 7]
+  param %w : f32[300, 40] "emb.weight"
+  %e : f32[2, 7, 40] = aten.embedding.default(%w, %ids)
+  output %e
+})",
+        0.0, device::TargetKind::trn1, {}, 300);
 }
 
 }  // namespace
