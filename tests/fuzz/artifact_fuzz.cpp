@@ -21,10 +21,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     neuronc::Shape shape;
     int64_t n = 1;
     for (const auto& d : spec.dims) {
+      if (d.value > (1 << 20) || d.coeff > (1 << 20) || d.min > (1 << 20)) return 0;
       const int64_t v = d.is_symbolic() ? d.coeff * d.min : d.value;
+      if (v < 0 || (v > 0 && n > (1 << 20) / v)) return 0;  // not interested in huge inputs
       shape.push_back(v);
       n *= v;
-      if (v < 0 || n > (1 << 20)) return 0;  // not interested in huge inputs
     }
     storage.emplace_back(static_cast<size_t>(n) * neuronc::dtype_size(spec.dtype));
     inputs.push_back({spec.name, neuronc::TensorView(storage.back().data(), spec.dtype, shape)});
