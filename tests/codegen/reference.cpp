@@ -208,14 +208,21 @@ RefTensor slice(const RefTensor& x, int64_t dim, int64_t start, int64_t end, int
 
 }  // namespace
 
-void evaluate(const ir::Graph& g, std::map<std::string, RefTensor>& env) {
+void evaluate(const ir::Graph& g, Env& env, const Fallback& fallback) {
+  std::vector<const ir::Node*> nodes;
+  for (const auto& n : g.nodes()) nodes.push_back(n.get());
+  evaluate_nodes(nodes, env, fallback);
+}
+
+void evaluate_nodes(const std::vector<const ir::Node*>& nodes, Env& env,
+                    const Fallback& fallback) {
   auto get = [&](const ir::Value* v) -> const RefTensor& {
     auto it = env.find(v->name());
     if (it == env.end()) throw std::runtime_error("reference: no value " + v->name());
     return it->second;
   };
-  for (const auto& up : g.nodes()) {
-    const ir::Node& n = *up;
+  for (const ir::Node* np : nodes) {
+    const ir::Node& n = *np;
     const std::string& op = n.op();
     const std::string base = op.substr(5, op.find('.', 5) - 5);
     const std::string ovl = op.substr(op.rfind('.') + 1);
@@ -530,7 +537,7 @@ void evaluate(const ir::Graph& g, std::map<std::string, RefTensor>& env) {
                                                                                   : 0;
       t.data.assign(t.numel(), v);
       set(0, t);
-    } else {
+    } else if (!fallback || !fallback(n, env)) {
       throw std::runtime_error("reference: no implementation of " + op);
     }
   }

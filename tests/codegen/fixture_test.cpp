@@ -1,0 +1,196 @@
+// The committed model fixtures through the real pipeline: load, passes, partition, then every
+// device partition compiled for the target and run on the device model (functional, race
+// checker on) with inputs chained from earlier partitions; host partitions run on the reference
+// interpreter. Checks each device partition against the reference interpreter and the model
+// outputs against PyTorch's (output_<i>.npy), and prints the simulated latency.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "frontend/load.h"
+#include "harness.h"
+#include "passes/partition.h"
+#include "passes/pass_manager.h"
+#include "passes/pipeline.h"
+#include "passes/reference_eval.h"
+
+namespace neuronc::codegen::testing {
+namespace {
+
+// Minimal .npy reader (little-endian f4/f8/i8/i4/b1/u1, C order).
+RefTensor read_npy(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot open " + path);
+  std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const uint16_t hlen = static_cast<uint8_t>(all[8]) | (static_cast<uint8_t>(all[9]) << 8);
+  const std::string header = all.substr(10, hlen);
+  const size_t d = header.find("'descr': '") + 10;
+  const std::string descr = header.substr(d, header.find('\'', d) - d);
+  const size_t s = header.find("'shape': (") + 10;
+  std::string shape = header.substr(s, header.find(')', s) - s);
+  RefTensor t;
+  std::stringstream ss(shape);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (item.find_first_not_of(' ') != std::string::npos) t.shape.push_back(std::stoll(item));
+  const char* p = all.data() + 10 + hlen;
+  const int64_t n = t.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    double v = 0;
+    if (descr == "<f4") { float x; std::memcpy(&x, p + 4 * i, 4); v = x; }
+    else if (descr == "<f8") { std::memcpy(&v, p + 8 * i, 8); }
+    else if (descr == "<i8") { int64_t x; std::memcpy(&x, p + 8 * i, 8); v = double(x); }
+    else if (descr == "<i4") { int32_t x; std::memcpy(&x, p + 4 * i, 4); v = x; }
+    else if (descr == "|b1" || descr == "|u1") { v = static_cast<uint8_t>(p[i]); }
+    else throw std::runtime_error(path + ": dtype " + descr);
+    t.data.push_back(v);
+  }
+  return t;
+}
+
+bool fallback(const ir::Node& n, Env& env) {
+  std::vector<passes::HostTensor> hs;
+  std::vector<const passes::HostTensor*> ptrs;
+  hs.reserve(n.inputs().size());
+  for (const ir::Value* v : n.inputs()) {
+    if (!v) {
+      ptrs.push_back(nullptr);
+      continue;
+    }
+    const RefTensor& r = env.at(v->name());
+    hs.push_back({v->dtype(), r.shape, r.data});
+    ptrs.push_back(&hs.back());
+  }
+  auto out = passes::evaluate(n, ptrs);
+  if (!out) return false;
+  for (size_t k = 0; k < out->size(); ++k)
+    env[n.output(k)->name()] = RefTensor{(*out)[k].shape, (*out)[k].data};
+  return true;
+}
+
+struct Case {
+  std::string model;
+  std::string file;
+  device::TargetKind target;
+};
+
+class Fixture : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Fixture, DevicePartitionsMatch) {
+  const Case& c = GetParam();
+  const std::string dir = std::string(NEURONC_SOURCE_DIR) + "/models/" + c.model + "/";
+  auto prog = frontend::load_program(dir + c.file);
+  ir::Graph& g = *prog.graph;
+  passes::PassManager pm;
+  passes::build_pipeline(pm);
+  pm.run(g);
+  const passes::PartitionPlan plan = passes::partition_graph(g);
+
+  Env ref, dev;
+  int ui = 0;
+  for (const ir::GraphInput& gi : g.inputs()) {
+    if (gi.role == ir::InputRole::user_input) {
+      RefTensor t = read_npy(dir + "input_" + std::to_string(ui++) + ".npy");
+      ref[gi.value->name()] = dev[gi.value->name()] = t;
+    } else if (auto h = passes::read_constant(*gi.value)) {
+      ref[gi.value->name()] = dev[gi.value->name()] = RefTensor{h->shape, h->data};
+    }
+  }
+  const device::Target& t = device::target(c.target);
+  double total_ns = 0, worst_rel = 0;
+  int device_parts = 0;
+  for (const passes::Partition& p : plan.partitions) {
+    if (p.kind == passes::PartitionKind::host) {
+      evaluate_nodes(p.nodes, ref, fallback);
+      evaluate_nodes(p.nodes, dev, fallback);
+      continue;
+    }
+    ++device_parts;
+    CompiledPartition part;
+    ASSERT_NO_THROW(part = compile_partition(g, p.nodes, p.inputs, p.outputs, t, {}))
+        << c.model << " partition " << device_parts;
+    evaluate_nodes(p.nodes, ref, fallback);
+    std::vector<std::byte> hbm(part.program.hbm_size);
+    for (const TensorBinding& b : part.inputs) {
+      const RefTensor& v = dev.at(b.name);
+      const size_t es = device::dtype_size(b.dtype);
+      for (int64_t i = 0; i < v.numel(); ++i) {
+        std::byte* q = hbm.data() + b.offset + i * es;
+        if (device::dtype_is_float(b.dtype))
+          device::store_f32(q, b.dtype, static_cast<float>(v.data[i]));
+        else
+          device::store_int(q, b.dtype, static_cast<int64_t>(v.data[i]));
+      }
+    }
+    for (const ConstantBinding& cb : part.constants)
+      std::memcpy(hbm.data() + cb.offset, cb.data.data(), cb.data.size());
+    device::SimulatorOptions so;
+    so.check_races = true;
+    so.poison = true;
+    device::Simulator sim(t, so);
+    auto rep = sim.run(part.program, hbm);
+    ASSERT_TRUE(rep.is_ok()) << rep.status().message();
+    total_ns += rep->total_time_ns;
+    for (const TensorBinding& b : part.outputs) {
+      RefTensor out;
+      out.shape = b.shape;
+      const size_t es = device::dtype_size(b.dtype);
+      double err = 0, mx = 0;
+      const RefTensor& r = ref.at(b.name);
+      for (int64_t i = 0; i < out.numel(); ++i) {
+        out.data.push_back(load_as_double(hbm.data() + b.offset + i * es, b.dtype));
+        if (std::isfinite(r.data[i])) {
+          err = std::max(err, std::fabs(out.data.back() - r.data[i]));
+          mx = std::max(mx, std::fabs(r.data[i]));
+        }
+      }
+      worst_rel = std::max(worst_rel, err / std::max(mx, 1e-30));
+      EXPECT_LE(err, 1e-4 * std::max(mx, 1.0)) << c.model << ": " << b.name;
+      dev[b.name] = std::move(out);
+    }
+  }
+  // Model outputs against PyTorch.
+  double out_err = 0, out_max = 0;
+  int oi = 0;
+  for (const ir::GraphOutput& go : g.outputs()) {
+    if (go.role != ir::OutputRole::user_output) continue;
+    const std::string file = dir + "output_" + std::to_string(oi++) + ".npy";
+    if (!std::ifstream(file)) continue;
+    RefTensor want = read_npy(file);
+    const RefTensor& got = dev.at(go.value->name());
+    ASSERT_EQ(want.numel(), got.numel()) << go.value->name();
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      out_err = std::max(out_err, std::fabs(want.data[i] - got.data[i]));
+      out_max = std::max(out_max, std::fabs(want.data[i]));
+    }
+  }
+  EXPECT_LE(out_err, 1e-4 * std::max(out_max, 1.0)) << c.model;
+  std::printf("%-20s %-15s %s: %d device partition(s), simulated %.2f us, max abs err vs "
+              "PyTorch %.3g (max |out| %.3g)\n",
+              c.model.c_str(), c.file.c_str(), std::string(t.name).c_str(), device_parts,
+              total_ns / 1000, out_err, out_max);
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> v;
+  for (const char* m : {"mlp", "transformer_encoder", "bert", "gpt2", "llama", "vit"})
+    for (const char* f : {"model.pt2", "model_core.pt2"})
+      v.push_back({m, f, device::TargetKind::trn1});
+  for (auto k : {device::TargetKind::trn2, device::TargetKind::trn3})
+    v.push_back({"transformer_encoder", "model.pt2", k});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Fixture, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& i) {
+                           std::string s = i.param.model + "_" + i.param.file + "_" +
+                                           std::string(device::target_name(i.param.target));
+                           for (char& ch : s)
+                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return s;
+                         });
+
+}  // namespace
+}  // namespace neuronc::codegen::testing
