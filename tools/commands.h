@@ -9,5 +9,7 @@ namespace neuronc::tools {
 
 void register_analyze_command(CLI::App& app);
 void register_compile_command(CLI::App& app);
+void register_run_command(CLI::App& app);
+void register_verify_command(CLI::App& app);
 
 }  // namespace neuronc::tools

@@ -18,7 +18,6 @@ struct CompileCli {
   int opt_level = 2, threads = 0;
   std::vector<std::string> dims;
   bool json = false;
-  bool o0 = false, o1 = false, o2 = false, o3 = false;
 };
 
 std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& dims) {
@@ -42,7 +41,7 @@ void run_compile(const CompileCli& o) {
   req.model = o.model;
   req.target = o.target;
   req.auto_cast = *passes::parse_auto_cast(o.auto_cast);
-  req.opt_level = o.o0 ? 0 : o.o1 ? 1 : o.o3 ? 3 : o.opt_level;
+  req.opt_level = o.opt_level;
   req.threads = o.threads;
   req.dims = parse_dims(o.dims);
   if (!o.print_after.empty()) {
@@ -136,10 +135,8 @@ void register_compile_command(CLI::App& app) {
   cmd->add_option("--target", o->target, "trn1, trn2 or trn3")->check(CLI::IsMember({"trn1", "trn2", "trn3"}));
   cmd->add_option("--auto-cast", o->auto_cast, "Run fp32 work in bf16: none, matmul or all")
       ->check(CLI::IsMember({"none", "matmul", "matmult", "all"}));
-  cmd->add_flag("-O0", o->o0, "No optional optimisation");
-  cmd->add_flag("-O1", o->o1, "Basic optimisation");
-  cmd->add_flag("-O2", o->o2, "Default optimisation");
-  cmd->add_flag("-O3", o->o3, "All optimisation");
+  cmd->add_option("-O,--opt-level", o->opt_level, "Optimisation level 0-3 (-O0 .. -O3; default 2)")
+      ->check(CLI::Range(0, 3));
   cmd->add_option("--threads", o->threads, "Codegen worker threads (0 = all cores); output is identical for any value");
   cmd->add_option("--dim", o->dims, "Bind a symbolic dim: SYMBOL=VALUE (repeatable)");
   cmd->add_option("--print-after", o->print_after, "Print the IR after these passes (comma list, or 'all')");

@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   app.footer("Run 'neuronc <command> --help' for the options and an example of each command.");
   register_analyze_command(app);
   register_compile_command(app);
+  register_run_command(app);
+  register_verify_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,38 @@
+// Running an artifact on .npy inputs through the loader library, shared by `run`, `verify` and
+// `bench`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <neuronc/model.h>
+#include <neuronc/session.h>
+
+#include "tools/npy.h"
+
+namespace neuronc::tools {
+
+NpyType npy_type_of(neuronc::DType t);
+neuronc::DType dtype_of(NpyType t);
+
+// `--input` values: "NAME=FILE.npy" or "FILE.npy" (by position). Every model input must be
+// given exactly once. Throws CommandExit with a usage message otherwise.
+std::vector<std::pair<std::string, NpyArray>> read_inputs(const neuronc::Model& model,
+                                                          const std::vector<std::string>& args);
+
+// Sample inputs saved in a .pt2 (torch.export's example inputs), in the model's input order.
+std::vector<std::pair<std::string, NpyArray>> sample_inputs(const neuronc::Model& model,
+                                                            const std::string& pt2_path);
+
+struct RunResult {
+  std::vector<std::string> names;  // the model's output order
+  std::vector<NpyArray> outputs;
+  neuronc::RunStats stats;
+};
+
+// Runs one inference. Throws CommandExit with the loader's message on failure.
+RunResult run_once(neuronc::Session& session, const std::vector<std::pair<std::string, NpyArray>>& inputs);
+
+neuronc::Model load_model_or_exit(const std::string& path);
+
+}  // namespace neuronc::tools

@@ -1,0 +1,196 @@
+// `neuronc verify MODEL`: compile, run on the device model, and compare every output with the
+// reference PyTorch computed (output_<i>.npy next to the model, or --reference DIR).
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "tools/cli_output.h"
+#include "tools/commands.h"
+#include "tools/compiler_driver.h"
+#include "tools/runner.h"
+
+namespace neuronc::tools {
+namespace {
+
+struct VerifyCli {
+  std::string model, reference, target = "trn1", auto_cast = "none";
+  std::vector<std::string> inputs, dims;
+  double atol = -1, rtol = -1;
+  bool json = false;
+};
+
+std::vector<double> to_doubles(const NpyArray& a) {
+  std::vector<double> out(a.numel());
+  const std::byte* p = a.data.data();
+  for (size_t i = 0; i < out.size(); ++i) {
+    switch (a.type) {
+      case NpyType::f64: { double x; std::memcpy(&x, p + 8 * i, 8); out[i] = x; break; }
+      case NpyType::f32: { float x; std::memcpy(&x, p + 4 * i, 4); out[i] = x; break; }
+      case NpyType::f16: { _Float16 x; std::memcpy(&x, p + 2 * i, 2); out[i] = static_cast<float>(x); break; }
+      case NpyType::bf16: { uint16_t x; std::memcpy(&x, p + 2 * i, 2); out[i] = std::bit_cast<float>(uint32_t{x} << 16); break; }
+      case NpyType::i64: { int64_t x; std::memcpy(&x, p + 8 * i, 8); out[i] = static_cast<double>(x); break; }
+      case NpyType::i32: { int32_t x; std::memcpy(&x, p + 4 * i, 4); out[i] = x; break; }
+      case NpyType::i16: { int16_t x; std::memcpy(&x, p + 2 * i, 2); out[i] = x; break; }
+      case NpyType::i8: { int8_t x; std::memcpy(&x, p + i, 1); out[i] = x; break; }
+      case NpyType::u8:
+      case NpyType::boolean: out[i] = static_cast<double>(static_cast<uint8_t>(p[i])); break;
+      case NpyType::c64: { float x; std::memcpy(&x, p + 8 * i, 4); out[i] = x; break; }
+    }
+  }
+  return out;
+}
+
+struct Comparison {
+  std::string name;
+  bool shape_ok = true, pass = true;
+  double max_abs = 0, max_rel = 0, cosine = 1;
+  size_t mismatches = 0, first_mismatch = 0, numel = 0;
+};
+
+Comparison compare(const std::string& name, const NpyArray& got, const NpyArray& want, double atol, double rtol) {
+  Comparison c;
+  c.name = name;
+  c.numel = want.numel();
+  if (got.shape != want.shape) {
+    c.shape_ok = c.pass = false;
+    return c;
+  }
+  const std::vector<double> a = to_doubles(got), b = to_doubles(want);
+  double dot = 0, na = 0, nb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double d = std::fabs(a[i] - b[i]);
+    const bool same_special = (std::isnan(a[i]) && std::isnan(b[i])) || (std::isinf(b[i]) && a[i] == b[i]);
+    if (!same_special) {
+      if (!(d <= atol + rtol * std::fabs(b[i]))) {
+        if (c.mismatches++ == 0) c.first_mismatch = i;
+      }
+      if (std::isfinite(d)) {
+        c.max_abs = std::max(c.max_abs, d);
+        if (std::fabs(b[i]) > 1e-6) c.max_rel = std::max(c.max_rel, d / std::fabs(b[i]));
+      } else {
+        c.max_abs = INFINITY;
+      }
+    }
+    if (std::isfinite(a[i]) && std::isfinite(b[i])) {
+      dot += a[i] * b[i];
+      na += a[i] * a[i];
+      nb += b[i] * b[i];
+    }
+  }
+  c.cosine = na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : (na == nb ? 1.0 : 0.0);
+  c.pass = c.mismatches == 0;
+  return c;
+}
+
+void run_verify(const VerifyCli& o) {
+  const std::string ref_dir = o.reference.empty() ? std::filesystem::path(o.model).parent_path().string() : o.reference;
+  CompileRequest req;
+  req.model = o.model;
+  req.target = o.target;
+  req.auto_cast = *passes::parse_auto_cast(o.auto_cast);
+  for (const std::string& d : o.dims) {
+    const size_t eq = d.find('=');
+    if (eq == std::string::npos) throw CommandExit{kExitUsage, "--dim '" + d + "': expected SYMBOL=VALUE", ""};
+    req.dims[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
+  }
+  req.progress = [](const std::string& s) { progress(s); };
+  CompileResult compiled = compile_model(req);
+  progress("verifying");
+  auto m = neuronc::Model::load_from_memory(compiled.artifact);
+  if (!m.is_ok()) throw CommandExit{kExitError, m.status().message(), ""};
+  neuronc::Model model = std::move(m).value();
+
+  std::vector<std::pair<std::string, NpyArray>> inputs;
+  if (!o.inputs.empty()) {
+    inputs = read_inputs(model, o.inputs);
+  } else {
+    // The reference inputs: input_<i>.npy in the model's input order.
+    std::vector<std::string> files;
+    for (size_t i = 0; i < model.inputs().size(); ++i) {
+      const std::string f = (std::filesystem::path(ref_dir) / ("input_" + std::to_string(i) + ".npy")).string();
+      if (!std::filesystem::exists(f)) {
+        throw CommandExit{kExitUsage, "no reference input " + f + ": pass --input or --reference DIR", ""};
+      }
+      files.push_back(f);
+    }
+    inputs = read_inputs(model, files);
+  }
+  neuronc::Session session(model);
+  if (!session.status().is_ok()) throw CommandExit{kExitError, session.status().message(), ""};
+  RunResult r = run_once(session, inputs);
+  progress_done();
+
+  const bool narrow = req.auto_cast != passes::AutoCastMode::none;
+  const double atol = o.atol >= 0 ? o.atol : (narrow ? 5e-2 : 1e-4);
+  const double rtol = o.rtol >= 0 ? o.rtol : (narrow ? 5e-2 : 1e-3);
+  std::vector<Comparison> results;
+  bool all_pass = true;
+  for (size_t i = 0; i < r.outputs.size(); ++i) {
+    const std::string f = (std::filesystem::path(ref_dir) / ("output_" + std::to_string(i) + ".npy")).string();
+    if (!std::filesystem::exists(f)) {
+      if (i == 0) throw CommandExit{kExitUsage, "no reference output " + f + ": pass --reference DIR", ""};
+      break;  // extra outputs (buffer mutations) have no reference
+    }
+    NpyArray want = read_npy(f);
+    results.push_back(compare(r.names[i], r.outputs[i], want, atol, rtol));
+    all_pass &= results.back().pass;
+  }
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["model"] = o.model;
+    j["target"] = o.target;
+    j["auto_cast"] = o.auto_cast;
+    j["atol"] = atol;
+    j["rtol"] = rtol;
+    j["pass"] = all_pass;
+    j["simulated_latency_us"] = r.stats.latency_ns / 1e3;
+    j["outputs"] = nlohmann::ordered_json::array();
+    for (const Comparison& c : results) {
+      j["outputs"].push_back({{"name", c.name}, {"pass", c.pass}, {"shape_ok", c.shape_ok}, {"max_abs_error", c.max_abs},
+                              {"max_rel_error", c.max_rel}, {"cosine", c.cosine}, {"mismatches", c.mismatches},
+                              {"numel", c.numel}});
+    }
+    std::cout << j.dump(2) << "\n";
+  } else {
+    for (const Comparison& c : results) {
+      if (!c.shape_ok) {
+        std::printf("FAIL %s: shape differs from the reference\n", c.name.c_str());
+        continue;
+      }
+      std::printf("%s %s: max abs error %.3g, max rel error %.3g, cosine %.8f, %zu/%zu outside atol %.0e + rtol %.0e\n",
+                  c.pass ? "ok  " : "FAIL", c.name.c_str(), c.max_abs, c.max_rel, c.cosine, c.mismatches, c.numel,
+                  atol, rtol);
+    }
+    std::printf("%s on %s (auto-cast %s): simulated latency %.2f us\n", all_pass ? "match" : "MISMATCH",
+                o.target.c_str(), o.auto_cast.c_str(), r.stats.latency_ns / 1e3);
+  }
+  if (!all_pass) throw CommandExit{kExitMismatch, "", ""};
+}
+
+}  // namespace
+
+void register_verify_command(CLI::App& app) {
+  auto o = std::make_shared<VerifyCli>();
+  CLI::App* cmd = app.add_subcommand("verify", "Compile, run on the device model and compare with PyTorch's outputs");
+  cmd->footer("Example:\n  neuronc verify models/bert/model.pt2 --target trn2 --auto-cast matmul\n"
+              "Reads input_<i>.npy and output_<i>.npy from the model's folder (or --reference DIR).\n"
+              "Exit code 3 when an output differs beyond the tolerance.");
+  cmd->add_option("model", o->model, "PyTorch program (.pt2)")->required();
+  cmd->add_option("--reference", o->reference, "Folder with input_<i>.npy and output_<i>.npy (default: the model's)");
+  cmd->add_option("-i,--input", o->inputs, "Inputs instead of the reference's, by position or NAME=FILE.npy");
+  cmd->add_option("--target", o->target, "trn1, trn2 or trn3")->check(CLI::IsMember({"trn1", "trn2", "trn3"}));
+  cmd->add_option("--auto-cast", o->auto_cast, "none, matmul or all")->check(CLI::IsMember({"none", "matmul", "matmult", "all"}));
+  cmd->add_option("--dim", o->dims, "Bind a symbolic dim: SYMBOL=VALUE");
+  cmd->add_option("--atol", o->atol, "Absolute tolerance (default 1e-4; 5e-2 with auto-cast)");
+  cmd->add_option("--rtol", o->rtol, "Relative tolerance (default 1e-3; 5e-2 with auto-cast)");
+  cmd->add_flag("--json", o->json, "Print the comparison as JSON (fields in docs/CLI.md)");
+  cmd->callback([o] { run_verify(*o); });
+}
+
+}  // namespace neuronc::tools
