@@ -29,6 +29,38 @@ const ValueInfo& PartitionContext::info(const ir::Value* v) const {
   return it->second;
 }
 
+namespace {
+double payload_element(const ir::Value* v, int64_t i);
+}
+
+std::optional<std::vector<double>> PartitionContext::constant_values(const ir::Value* v) const {
+  const ValueInfo& vi = info(v);
+  auto it = constant_buffers.find(vi.buffer);
+  if (it == constant_buffers.end()) return std::nullopt;
+  const ir::Value* src = it->second.value;
+  std::vector<int64_t> sshape;
+  for (const ir::Dim& d : src->shape()) sshape.push_back(d.value());
+  const std::vector<double>* syn = nullptr;
+  if (auto s = synthetic.find(src); s != synthetic.end()) syn = &s->second;
+  // Element k of the buffer (its stored layout) as a value of `src`.
+  auto buffer_element = [&](int64_t k) {
+    if (it->second.transposed) k = (k % sshape[0]) * sshape[1] + k / sshape[0];
+    return syn ? (*syn)[k] : payload_element(src, k);
+  };
+  const HbmView& view = vi.view;
+  const int64_t n = view.numel();
+  std::vector<double> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i, off = view.offset;
+    for (int64_t d = view.rank() - 1; d >= 0; --d) {
+      off += (rem % view.shape[d]) * view.strides[d];
+      rem /= view.shape[d];
+    }
+    out[i] = buffer_element(off);
+  }
+  return out;
+}
+
 [[noreturn]] void fail(const ir::Node& n, const std::string& message) {
   throw Error(n.describe() + ": " + message);
 }
@@ -247,7 +279,7 @@ std::vector<double> creation_values(const ir::Node& n) {
 // Lowering for a compute node, or null.
 LowerFn find_lowering(const std::string& op) {
   for (auto f : {matmul_lowering, elementwise_lowering, row_lowering, attention_lowering,
-                 gather_lowering, data_movement_lowering})
+                 gather_lowering, conv_lowering, data_movement_lowering})
     if (LowerFn fn = f(op)) return fn;
   return nullptr;
 }
@@ -338,6 +370,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     buffers.push_back(b);
     const int id = static_cast<int>(buffers.size()) - 1;
     constant_buffers.push_back({v, id});
+    ctx.constant_buffers[id] = {v, tr};
     constant_transposed.push_back(tr);
     if (values) {
       synthetic_values.push_back(std::move(*values));
@@ -395,6 +428,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
 
     if (is_creation_op(op)) {
       std::vector<double> vals = creation_values(n);
+      ctx.synthetic[n.output()] = vals;
       const bool uniform = op.rfind("aten.arange", 0) != 0;
       const double first = vals.empty() ? 0.0 : vals[0];
       ValueInfo vi = new_constant(n.output(), &vals);

@@ -107,6 +107,89 @@ void lower_cat(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
   }
 }
 
+// gather / index_select with a compile-time index: the source offset of every output element
+// is known, so the gather is a list of strided HBM-to-HBM DMAs (one per run of output elements
+// whose sources are equally spaced).
+void lower_static_gather(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
+  const std::string& op = n.op();
+  const HbmView& self = ctx.view(n.input(0));
+  const HbmView& out = ctx.view(n.output());
+  const std::vector<int64_t> oshape = out.shape;
+  const int64_t count = out.numel();
+  // Index tensors (compile-time), one per indexed dimension of `self`.
+  std::vector<std::vector<double>> index;
+  std::vector<std::vector<int64_t>> ishape;
+  for (size_t i = 1; i < n.inputs().size(); ++i) {
+    const ir::Value* v = n.input(i);
+    if (!v) fail(n, "index with a None (slice) entry is not lowered");
+    auto vals = ctx.constant_values(v);
+    if (!vals)
+      fail(n, "the index '" + v->name() +
+                  "' is only known at run time; codegen lowers gather/index_select/index with "
+                  "compile-time indices only (data-dependent gathers need an indirect DMA)");
+    index.push_back(std::move(*vals));
+    ishape.push_back(static_shape(v));
+  }
+  int64_t dim = 0;
+  if (op != "aten.index.Tensor") {
+    dim = n.attr_int("dim");
+    if (dim < 0) dim += self.rank();
+  }
+  std::vector<int64_t> src(static_cast<size_t>(count));
+  std::vector<int64_t> idx(oshape.size(), 0);
+  auto checked = [&](int64_t sel, int64_t d) {
+    if (sel < 0) sel += self.shape[d];
+    if (sel < 0 || sel >= self.shape[d])
+      fail(n, "index " + std::to_string(sel) + " is out of range for dimension " +
+                  std::to_string(d) + " of size " + std::to_string(self.shape[d]));
+    return sel;
+  };
+  for (int64_t e = 0; e < count; ++e) {
+    int64_t rem = e;
+    for (int64_t d = static_cast<int64_t>(oshape.size()) - 1; d >= 0; --d) {
+      idx[d] = rem % oshape[d];
+      rem /= oshape[d];
+    }
+    int64_t off = 0;
+    if (op == "aten.index.Tensor") {
+      // out = [broadcast(index shapes)..., self.shape[k:]...]
+      const size_t k = index.size();
+      const size_t br = oshape.size() - (static_cast<size_t>(self.rank()) - k);
+      for (size_t j = 0; j < k; ++j) {
+        const auto& is = ishape[j];
+        int64_t pos = 0, st = 1;
+        for (int64_t d = static_cast<int64_t>(is.size()) - 1; d >= 0; --d) {
+          const int64_t od = static_cast<int64_t>(br) - static_cast<int64_t>(is.size()) + d;
+          pos += (is[d] == 1 ? 0 : idx[od]) * st;
+          st *= is[d];
+        }
+        off += checked(static_cast<int64_t>(index[j][pos]), static_cast<int64_t>(j)) *
+               self.strides[j];
+      }
+      for (size_t d = k; d < static_cast<size_t>(self.rank()); ++d)
+        off += idx[br + d - k] * self.strides[d];
+    } else {
+      const int64_t sel = op == "aten.index_select.default"
+                              ? static_cast<int64_t>(index[0][idx[dim]])
+                              : static_cast<int64_t>(index[0][e]);  // gather: index ~ out
+      for (size_t d = 0; d < oshape.size(); ++d)
+        off += (static_cast<int64_t>(d) == dim ? checked(sel, dim) : idx[d]) * self.strides[d];
+    }
+    src[e] = off;
+  }
+  for (int64_t e = 0; e < count;) {
+    int64_t len = 1;
+    const int64_t stride = e + 1 < count ? src[e + 1] - src[e] : 1;
+    while (e + len < count && src[e + len] - src[e + len - 1] == stride) ++len;
+    kb.dma(KernelBuilder::hbm(out, e, 1, 0, {{1, static_cast<uint32_t>(len)}}),
+           KernelBuilder::hbm(self, src[e], 1, 0,
+                              {{static_cast<int32_t>(len > 1 ? stride : 1),
+                                static_cast<uint32_t>(len)}}),
+           DmaRole::load);
+    e += len;
+  }
+}
+
 void lower_materialize(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
   copy_view(kb, ctx.view(n.output()), ctx.view(n.input(0)));
 }
@@ -116,6 +199,9 @@ void lower_materialize(KernelBuilder& kb, const ir::Node& n, const PartitionCont
 LowerFn data_movement_lowering(const std::string& op) {
   if (op == "aten.cat.default" || op == "aten.stack.default") return &lower_cat;
   if (op == "<materialize>") return &lower_materialize;
+  if (op == "aten.gather.default" || op == "aten.index_select.default" ||
+      op == "aten.index.Tensor")
+    return &lower_static_gather;
   return nullptr;
 }
 

@@ -31,6 +31,17 @@ class PartitionContext {
 
   const ValueInfo& info(const ir::Value* v) const;
   const HbmView& view(const ir::Value* v) const { return info(v).view; }
+  // Row-major element values of a compile-time constant (weight payload or a tensor codegen
+  // computed), or nullopt when `v` is only known at run time.
+  std::optional<std::vector<double>> constant_values(const ir::Value* v) const;
+
+  std::unordered_map<const ir::Value*, std::vector<double>> synthetic;  // computed constants
+  // Constant buffers: the value whose bytes fill it and whether they are stored transposed.
+  struct ConstantSource {
+    const ir::Value* value = nullptr;
+    bool transposed = false;
+  };
+  std::unordered_map<int, ConstantSource> constant_buffers;
 };
 
 using LowerFn = void (*)(KernelBuilder&, const ir::Node&, const PartitionContext&);
@@ -41,6 +52,7 @@ LowerFn elementwise_lowering(const std::string& op);
 LowerFn row_lowering(const std::string& op);  // reductions, softmax, layer/rms norm
 LowerFn attention_lowering(const std::string& op);
 LowerFn gather_lowering(const std::string& op);  // embedding
+LowerFn conv_lowering(const std::string& op);
 LowerFn data_movement_lowering(const std::string& op);  // cat, materialising copies
 
 // Copies the elements of `src` (any strides) into `dst` (same numel, any strides), both read

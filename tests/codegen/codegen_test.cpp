@@ -242,3 +242,39 @@ TEST(CodegenGather, EmbeddingOneHotMatmul) {
 
 }  // namespace
 }  // namespace neuronc::codegen::testing
+
+namespace neuronc::codegen::testing {
+namespace {
+
+TEST(CodegenConv, PatchEmbeddingAndPaddedStridedConv) {
+  check(R"(graph {
+  input %x : f32[1, 3, 32, 32]
+  param %w : f32[16, 3, 8, 8] "conv.weight"
+  param %b : f32[16] "conv.bias"
+  %y : f32[1, 16, 4, 4] = aten.conv2d.default(%x, %w, %b) {stride = [8, 8]}
+  output %y
+})",
+        1e-5);
+  check(R"(graph {
+  input %x : f32[2, 5, 9, 11]
+  param %w : f32[7, 5, 3, 3] "conv.weight"
+  %y : f32[2, 7, 5, 6] = aten.conv2d.default(%x, %w) {stride = [2, 2], padding = [1, 1]}
+  output %y
+})",
+        1e-5);
+}
+
+TEST(CodegenDataMovement, GatherWithConstantIndex) {
+  check(R"(graph {
+  param %t : f32[1, 16] "token_type_ids"
+  input %x : f32[1, 5]
+  %i : i64[5] = aten.arange.default() {end = 5}
+  %iv : i64[1, 5] = aten.view.default(%i) {size = [1, 5]}
+  %g : f32[1, 5] = aten.gather.default(%t, %iv) {dim = 1}
+  %y : f32[1, 5] = aten.add.Tensor(%g, %x)
+  output %y
+})");
+}
+
+}  // namespace
+}  // namespace neuronc::codegen::testing

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -87,6 +88,7 @@ TEST_P(Fixture, DevicePartitionsMatch) {
   passes::build_pipeline(pm);
   pm.run(g);
   const passes::PartitionPlan plan = passes::partition_graph(g);
+  if (std::getenv("NEURONC_CODEGEN_DUMP")) std::printf("%s\n", ir::print(g).c_str());
 
   Env ref, dev;
   int ui = 0;

@@ -513,6 +513,68 @@ void evaluate_nodes(const std::vector<const ir::Node*>& nodes, Env& env,
           }
         }
       set(0, out);
+    } else if (base == "gather" || op == "aten.index.Tensor") {
+      const RefTensor& x = in(0);
+      RefTensor out;
+      out.shape = shape_of(n.output());
+      const auto xs = strides_of(x.shape);
+      const int64_t r = static_cast<int64_t>(x.shape.size());
+      std::vector<int64_t> idx(out.shape.size());
+      const size_t k = n.inputs().size() - 1;
+      for (int64_t e = 0; e < out.numel(); ++e) {
+        int64_t rem = e;
+        for (int64_t d = static_cast<int64_t>(out.shape.size()) - 1; d >= 0; --d) {
+          idx[d] = rem % out.shape[d];
+          rem /= out.shape[d];
+        }
+        int64_t off = 0;
+        if (base == "gather") {
+          const int64_t dim = (n.attr_int("dim") + r) % r;
+          for (int64_t d = 0; d < r; ++d)
+            off += (d == dim ? static_cast<int64_t>(in(1).data[e]) : idx[d]) * xs[d];
+        } else {
+          const size_t br = out.shape.size() - (static_cast<size_t>(r) - k);
+          Shape bshape(out.shape.begin(), out.shape.begin() + br);
+          std::vector<int64_t> bidx(idx.begin(), idx.begin() + br);
+          for (size_t j = 0; j < k; ++j)
+            off += static_cast<int64_t>(at_broadcast(in(j + 1), bshape, bidx)) * xs[j];
+          for (size_t d = k; d < static_cast<size_t>(r); ++d) off += idx[br + d - k] * xs[d];
+        }
+        out.data.push_back(x.data[off]);
+      }
+      set(0, out);
+    } else if (base == "conv2d" || base == "convolution") {
+      const RefTensor &x = in(0), &w = in(1);
+      auto pr = [&](const char* nm, int64_t d) {
+        std::vector<int64_t> v = n.attr(nm) ? n.attr_ints(nm) : std::vector<int64_t>{d};
+        if (v.size() == 1) v.push_back(v[0]);
+        return v;
+      };
+      const auto st = pr("stride", 1), pd = pr("padding", 0), dl = pr("dilation", 1);
+      RefTensor out;
+      out.shape = shape_of(n.output());
+      out.data.assign(out.numel(), 0);
+      const int64_t B = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+      const int64_t O = w.shape[0], KH = w.shape[2], KW = w.shape[3];
+      const int64_t Ho = out.shape[2], Wo = out.shape[3];
+      const bool hb = n.inputs().size() > 2 && n.input(2);
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t o = 0; o < O; ++o)
+          for (int64_t y = 0; y < Ho; ++y)
+            for (int64_t xx = 0; xx < Wo; ++xx) {
+              double acc = hb ? in(2).data[o] : 0;
+              for (int64_t c = 0; c < C; ++c)
+                for (int64_t kh = 0; kh < KH; ++kh)
+                  for (int64_t kw = 0; kw < KW; ++kw) {
+                    const int64_t iy = y * st[0] - pd[0] + kh * dl[0];
+                    const int64_t ix = xx * st[1] - pd[1] + kw * dl[1];
+                    if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                    acc += x.data[((b * C + c) * H + iy) * W + ix] *
+                           w.data[((o * C + c) * KH + kh) * KW + kw];
+                  }
+              out.data[((b * O + o) * Ho + y) * Wo + xx] = acc;
+            }
+      set(0, out);
     } else if (base == "embedding") {
       const RefTensor &w = in(0), &idx = in(1);
       const int64_t D = w.shape[1];
