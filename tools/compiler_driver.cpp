@@ -359,6 +359,16 @@ CompileResult compile_model(const CompileRequest& req) {
   pm.run(g);
   result.specialized = dims;
   result.optimized_nodes = g.nodes().size();
+  std::vector<const ir::Value*> debug_outputs;
+  if (req.debug_all_values) {
+    for (const auto& n : g.nodes()) {
+      for (ir::Value* v : n->outputs()) {
+        debug_outputs.push_back(v);
+        result.debug_values.push_back({v->name(), n->name(), n->op(), n->location().to_string()});
+        g.add_output(v, ir::OutputRole::user_output, "debug");
+      }
+    }
+  }
   const passes::PartitionPlan plan = passes::partition_graph(g);
   if (!plan.unsupported.empty()) {
     const ir::Node* n = plan.unsupported.front();
@@ -491,11 +501,13 @@ CompileResult compile_model(const CompileRequest& req) {
   // Signature outputs: the user outputs in order, then buffer mutations (named after the
   // buffer) so no result of the program is lost.
   for (const ir::GraphOutput& o : g.outputs()) {
-    if (o.role == ir::OutputRole::user_output) w.add_output(o.value->name(), b.plan_value(o.value));
+    if (o.role == ir::OutputRole::user_output && o.target != "debug")
+      w.add_output(o.value->name(), b.plan_value(o.value));
   }
   for (const ir::GraphOutput& o : g.outputs()) {
     if (o.role != ir::OutputRole::user_output) w.add_output(o.target, b.plan_value(o.value));
   }
+  for (const ir::Value* v : debug_outputs) w.add_output("debug:" + v->name(), b.plan_value(v));
   c.memory_plan.sbuf_peak_bytes = sbuf_peak;
   c.memory_plan.psum_peak_bytes = psum_peak;
 

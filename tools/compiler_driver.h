@@ -24,6 +24,14 @@ struct CompileRequest {
   std::set<std::string> print_after;        // pass names (or "all") to print the IR after
   std::map<std::string, int64_t> dims;      // symbol bindings (shape bucket)
   std::function<void(const std::string&)> progress;  // optional progress callback
+  // Also expose every node result as an output named "debug:<value>" (for per-node
+  // verification against PyTorch's intermediates).
+  bool debug_all_values = false;
+};
+
+// A node result exposed by CompileRequest::debug_all_values, in execution order.
+struct DebugValue {
+  std::string value, node, op, location;
 };
 
 struct HostNodeReport {
@@ -48,6 +56,7 @@ struct CompileResult {
   std::vector<HostNodeReport> host_nodes;
   std::map<std::string, int64_t> specialized;  // symbol -> bound value
   std::string specialized_from;                // "--dim", "sample inputs"
+  std::vector<DebugValue> debug_values;
   uint64_t constant_bytes = 0;
   double flops = 0;
   double seconds_frontend = 0, seconds_passes = 0, seconds_codegen = 0, seconds_write = 0;

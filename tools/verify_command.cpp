@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include "frontend/mapped_file.h"
+#include "frontend/zip_reader.h"
 #include "tools/cli_output.h"
 #include "tools/commands.h"
 #include "tools/compiler_driver.h"
@@ -22,8 +24,9 @@ struct VerifyCli {
   std::string model, reference, target = "trn1", auto_cast = "none";
   std::vector<std::string> inputs, dims;
   double atol = -1, rtol = -1;
-  bool json = false;
+  bool json = false, intermediates = true;
 };
+
 
 std::vector<double> to_doubles(const NpyArray& a) {
   std::vector<double> out(a.numel());
@@ -88,6 +91,14 @@ Comparison compare(const std::string& name, const NpyArray& got, const NpyArray&
   return c;
 }
 
+// First node (in execution order) whose result differs from PyTorch's intermediate value.
+struct Divergence {
+  DebugValue where;
+  Comparison cmp;
+  size_t compared = 0;
+  bool found = false;
+};
+
 void run_verify(const VerifyCli& o) {
   const std::string ref_dir = o.reference.empty() ? std::filesystem::path(o.model).parent_path().string() : o.reference;
   CompileRequest req;
@@ -141,6 +152,40 @@ void run_verify(const VerifyCli& o) {
     results.push_back(compare(r.names[i], r.outputs[i], want, atol, rtol));
     all_pass &= results.back().pass;
   }
+  // Per node: every result the compiled program computed, against intermediates.npz.
+  Divergence div;
+  const std::string npz = (std::filesystem::path(ref_dir) / "intermediates.npz").string();
+  if (o.intermediates && !all_pass && std::filesystem::exists(npz)) {
+    progress("locating the first diverging node");
+    CompileRequest dreq = req;
+    dreq.debug_all_values = true;
+    dreq.progress = nullptr;
+    CompileResult dbg = compile_model(dreq);
+    auto dm = neuronc::Model::load_from_memory(dbg.artifact);
+    if (!dm.is_ok()) throw CommandExit{kExitError, dm.status().message(), ""};
+    neuronc::Session ds(*dm);
+    RunResult dr = run_once(ds, inputs);
+    std::shared_ptr<frontend::MappedFile> file = frontend::MappedFile::open(npz);
+    frontend::ZipArchive zip = frontend::ZipArchive::open(file->bytes(), npz);
+    for (const DebugValue& dv : dbg.debug_values) {
+      const frontend::ZipEntry* e = zip.find(dv.value + ".npy");
+      if (!e) continue;
+      size_t k = 0;
+      while (k < dr.names.size() && dr.names[k] != "debug:" + dv.value) ++k;
+      if (k == dr.names.size()) continue;
+      NpyArray want = parse_npy(zip.data(*e), npz + "!" + dv.value + ".npy");
+      Comparison c = compare(dv.value, dr.outputs[k], want, atol, rtol);
+      ++div.compared;
+      if (!c.pass) {
+        div.where = dv;
+        div.cmp = c;
+        div.found = true;
+        break;
+      }
+    }
+    progress_done();
+  }
+
   if (o.json) {
     nlohmann::ordered_json j;
     j["model"] = o.model;
@@ -156,6 +201,11 @@ void run_verify(const VerifyCli& o) {
                               {"max_rel_error", c.max_rel}, {"cosine", c.cosine}, {"mismatches", c.mismatches},
                               {"numel", c.numel}});
     }
+    if (div.found) {
+      j["first_divergence"] = {{"node", div.where.node}, {"op", div.where.op}, {"location", div.where.location},
+                               {"max_abs_error", div.cmp.max_abs}, {"mismatches", div.cmp.mismatches},
+                               {"nodes_compared", div.compared}};
+    }
     std::cout << j.dump(2) << "\n";
   } else {
     for (const Comparison& c : results) {
@@ -169,6 +219,16 @@ void run_verify(const VerifyCli& o) {
     }
     std::printf("%s on %s (auto-cast %s): simulated latency %.2f us\n", all_pass ? "match" : "MISMATCH",
                 o.target.c_str(), o.auto_cast.c_str(), r.stats.latency_ns / 1e3);
+    if (div.found) {
+      std::printf("first diverging node: %s (%s), max abs error %.3g, %zu/%zu elements outside tolerance "
+                  "(%zu nodes compared)\n",
+                  div.where.node.c_str(), div.where.op.c_str(), div.cmp.max_abs, div.cmp.mismatches,
+                  div.cmp.numel, div.compared);
+      if (!div.where.location.empty()) std::printf("  at %s\n", div.where.location.c_str());
+    } else if (!all_pass && div.compared > 0) {
+      std::printf("every one of %zu intermediate results matched; the difference arises in the outputs\n",
+                  div.compared);
+    }
   }
   if (!all_pass) throw CommandExit{kExitMismatch, "", ""};
 }
@@ -190,6 +250,8 @@ void register_verify_command(CLI::App& app) {
   cmd->add_option("--atol", o->atol, "Absolute tolerance (default 1e-4; 5e-2 with auto-cast)");
   cmd->add_option("--rtol", o->rtol, "Relative tolerance (default 1e-3; 5e-2 with auto-cast)");
   cmd->add_flag("--json", o->json, "Print the comparison as JSON (fields in docs/CLI.md)");
+  cmd->add_flag("!--no-intermediates", o->intermediates,
+                "On a mismatch, do not look for the first diverging node in intermediates.npz");
   cmd->callback([o] { run_verify(*o); });
 }
 
