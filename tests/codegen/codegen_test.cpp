@@ -1,5 +1,6 @@
 // codegen: each op family compiled, run on the device model (functional, race checker on) and
 // compared with the reference interpreter.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -274,6 +275,95 @@ TEST(CodegenDataMovement, GatherWithConstantIndex) {
   %y : f32[1, 5] = aten.add.Tensor(%g, %x)
   output %y
 })");
+}
+
+}  // namespace
+}  // namespace neuronc::codegen::testing
+
+namespace neuronc::codegen::testing {
+namespace {
+
+TEST(CodegenParallel, ByteIdenticalForAnyThreadCount) {
+  auto g = ir::parse(R"(graph {
+  input %x : f32[64, 96]
+  param %w1 : f32[128, 96] "w1"
+  param %b1 : f32[128] "b1"
+  param %w2 : f32[96, 128] "w2"
+  param %g : f32[96] "g"
+  %a : f32[64, 128] = aten.linear.default(%x, %w1, %b1)
+  %r : f32[64, 128] = aten.gelu.default(%a)
+  %s : f32[64, 128] = aten._softmax.default(%r) {dim = -1, half_to_float = false}
+  %c : f32[64, 96] = aten.linear.default(%s, %w2)
+  %d : f32[64, 96] = aten.add.Tensor(%c, %x)
+  %n : f32[64, 96] = aten.layer_norm.default(%d, %g) {normalized_shape = [96]}
+  output %n
+})");
+  attach_random_payloads(*g, 3);
+  std::vector<const ir::Node*> nodes;
+  for (const auto& n : g->nodes()) nodes.push_back(n.get());
+  std::vector<const ir::Value*> inputs, outputs;
+  for (const auto& gi : g->inputs()) inputs.push_back(gi.value);
+  for (const auto& go : g->outputs()) outputs.push_back(go.value);
+  const device::Target& t = device::target(device::TargetKind::trn2);
+  CompiledPartition base;
+  for (int threads : {1, 2, 4, 0}) {
+    CodegenOptions o;
+    o.threads = threads;
+    CompiledPartition p = compile_partition(*g, nodes, inputs, outputs, t, o);
+    if (threads == 1) {
+      base = std::move(p);
+      continue;
+    }
+    EXPECT_TRUE(p.program == base.program) << "threads " << threads;
+    ASSERT_EQ(p.constants.size(), base.constants.size());
+    for (size_t i = 0; i < p.constants.size(); ++i) {
+      EXPECT_EQ(p.constants[i].offset, base.constants[i].offset);
+      EXPECT_TRUE(p.constants[i].data == base.constants[i].data);
+    }
+  }
+}
+
+TEST(CodegenErrors, NamesTheNodeAndWhatIsUnsupported) {
+  auto g = ir::parse(R"(graph {
+  sym s0 [1, 8]
+  input %x : f32[s0, 4]
+  %y : f32[s0, 4] = aten.relu.default(%x) loc("model.py", 3, "fc")
+  output %y
+})");
+  std::vector<const ir::Node*> nodes = {g->nodes()[0].get()};
+  try {
+    compile_partition(*g, nodes, {g->inputs()[0].value}, {g->outputs()[0].value},
+                      device::target(device::TargetKind::trn1), {});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("symbolic dimension s0"));
+  }
+  auto h = ir::parse(R"(graph {
+  input %x : f32[4, 4]
+  %y : f32[4] = aten.cumsum.default(%x) {dim = 0} loc("model.py", 3, "fc")
+  output %y
+})");
+  try {
+    compile_partition(*h, {h->nodes()[0].get()}, {h->inputs()[0].value},
+                      {h->outputs()[0].value}, device::target(device::TargetKind::trn1), {});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("node 'y' (aten.cumsum.default) at model.py:3"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("codegen has no lowering for aten.cumsum.default"));
+  }
+}
+
+TEST(CodegenMemory, ScratchIsReusedAcrossKernels) {
+  RunResult r = check(R"(graph {
+  input %x : f32[128, 256]
+  %a : f32[128, 256] = aten.relu.default(%x)
+  %b : f32[128, 256] = aten.exp.default(%a)
+  %c : f32[128, 256] = aten.sin.default(%b)
+  %d : f32[128, 256] = aten.cos.default(%c)
+  %e : f32[128, 256] = aten.tanh.default(%d)
+  output %e
+})");
+  EXPECT_LT(r.part.stats.hbm_scratch_bytes, r.part.stats.hbm_scratch_unshared_bytes);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "frontend/load.h"
 #include "harness.h"
+#include "passes/auto_cast.h"
 #include "passes/partition.h"
 #include "passes/pass_manager.h"
 #include "passes/pipeline.h"
@@ -75,6 +76,7 @@ struct Case {
   std::string model;
   std::string file;
   device::TargetKind target;
+  bool autocast = false;  // --auto-cast matmul: cosine similarity >= 0.999 instead
 };
 
 class Fixture : public ::testing::TestWithParam<Case> {};
@@ -86,6 +88,7 @@ TEST_P(Fixture, DevicePartitionsMatch) {
   ir::Graph& g = *prog.graph;
   passes::PassManager pm;
   passes::build_pipeline(pm);
+  if (c.autocast) pm.add(std::make_unique<passes::AutoCast>(passes::AutoCastMode::matmul));
   pm.run(g);
   const passes::PartitionPlan plan = passes::partition_graph(g);
   if (std::getenv("NEURONC_CODEGEN_DUMP")) std::printf("%s\n", ir::print(g).c_str());
@@ -149,12 +152,12 @@ TEST_P(Fixture, DevicePartitionsMatch) {
         }
       }
       worst_rel = std::max(worst_rel, err / std::max(mx, 1e-30));
-      EXPECT_LE(err, 1e-4 * std::max(mx, 1.0)) << c.model << ": " << b.name;
+      if (!c.autocast) EXPECT_LE(err, 1e-4 * std::max(mx, 1.0)) << c.model << ": " << b.name;
       dev[b.name] = std::move(out);
     }
   }
   // Model outputs against PyTorch.
-  double out_err = 0, out_max = 0;
+  double out_err = 0, out_max = 0, dot = 0, nw = 0, ng = 0;
   int oi = 0;
   for (const ir::GraphOutput& go : g.outputs()) {
     if (go.role != ir::OutputRole::user_output) continue;
@@ -166,13 +169,20 @@ TEST_P(Fixture, DevicePartitionsMatch) {
     for (int64_t i = 0; i < want.numel(); ++i) {
       out_err = std::max(out_err, std::fabs(want.data[i] - got.data[i]));
       out_max = std::max(out_max, std::fabs(want.data[i]));
+      dot += want.data[i] * got.data[i];
+      nw += want.data[i] * want.data[i];
+      ng += got.data[i] * got.data[i];
     }
   }
-  EXPECT_LE(out_err, 1e-4 * std::max(out_max, 1.0)) << c.model;
-  std::printf("%-20s %-15s %s: %d device partition(s), simulated %.2f us, max abs err vs "
-              "PyTorch %.3g (max |out| %.3g)\n",
-              c.model.c_str(), c.file.c_str(), std::string(t.name).c_str(), device_parts,
-              total_ns / 1000, out_err, out_max);
+  const double cosine = (nw == 0 && ng == 0) ? 1.0 : dot / std::sqrt(nw * ng);
+  if (c.autocast)
+    EXPECT_GE(cosine, 0.999) << c.model;
+  else
+    EXPECT_LE(out_err, 1e-4 * std::max(out_max, 1.0)) << c.model;
+  std::printf("%-20s %-15s %s%s: %d device partition(s), simulated %.2f us, max abs err vs "
+              "PyTorch %.3g (max |out| %.3g), cosine %.6f\n",
+              c.model.c_str(), c.file.c_str(), std::string(t.name).c_str(),
+              c.autocast ? " bf16" : "", device_parts, total_ns / 1000, out_err, out_max, cosine);
 }
 
 std::vector<Case> cases() {
@@ -181,14 +191,18 @@ std::vector<Case> cases() {
     for (const char* f : {"model.pt2", "model_core.pt2"})
       v.push_back({m, f, device::TargetKind::trn1});
   for (auto k : {device::TargetKind::trn2, device::TargetKind::trn3})
-    v.push_back({"transformer_encoder", "model.pt2", k});
+    for (const char* m : {"transformer_encoder", "bert", "llama"})
+      v.push_back({m, "model.pt2", k});
+  for (const char* m : {"mlp", "transformer_encoder", "bert", "gpt2", "llama", "vit"})
+    v.push_back({m, "model.pt2", device::TargetKind::trn1, true});
   return v;
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Fixture, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case>& i) {
                            std::string s = i.param.model + "_" + i.param.file + "_" +
-                                           std::string(device::target_name(i.param.target));
+                                           std::string(device::target_name(i.param.target)) +
+                                           (i.param.autocast ? "_bf16" : "");
                            for (char& ch : s)
                              if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return s;
