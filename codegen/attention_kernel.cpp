@@ -26,7 +26,9 @@ using device::DType;
 using device::Engine;
 using device::MemRef;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
   const HbmView& q = ctx.view(n.input(0));
@@ -38,7 +40,8 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
     fail(n, "dropout_p must be 0 on the device (inference)");
   const bool causal = n.attr("is_causal") && n.attr_bool("is_causal");
   const int64_t r = q.rank();
-  if (r < 2 || k.rank() != r || v.rank() != r) fail(n, "query, key and value need equal ranks >= 2");
+  if (r < 2 || k.rank() != r || v.rank() != r)
+    fail(n, "query, key and value need equal ranks >= 2");
   const int64_t Sq = q.shape[r - 2], D = q.shape[r - 1];
   const int64_t Sk = k.shape[r - 2], Dv = v.shape[r - 1];
   const double scale = (n.attr("scale") && !n.attr_is_none("scale"))
@@ -46,7 +49,8 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
                            : 1.0 / std::sqrt(static_cast<double>(D));
   const device::Target& t = kb.target();
   const int64_t P = t.partitions;
-  if (Dv > t.psum_bank_elems_f32()) fail(n, "value head dim " + std::to_string(Dv) + " exceeds 512");
+  if (Dv > t.psum_bank_elems_f32())
+    fail(n, "value head dim " + std::to_string(Dv) + " exceeds 512");
 
   // Leading (batch, head) dims of the output; key/value dims broadcast or grouped.
   std::vector<int64_t> lead(out.shape.begin(), out.shape.end() - 2);
@@ -65,8 +69,10 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
     for (size_t d = 0; d < nl; ++d) {
       int64_t i = idx[d];
       const int64_t size = x.shape[d];
-      if (size == 1) i = 0;
-      else if (size != lead[d]) i = i / (lead[d] / size);  // grouped-query heads
+      if (size == 1)
+        i = 0;
+      else if (size != lead[d])
+        i = i / (lead[d] / size);  // grouped-query heads
       off += i * x.strides[d];
     }
     return off;
@@ -118,7 +124,9 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
     c.src = ps;
     kb.emit((copy_engine++ % 2) ? Engine::scalar : Engine::vector, c);
   };
-  auto col = [&](uint32_t off, int64_t rows) { return KernelBuilder::sb(off, rows, DType::f32, 1); };
+  auto col = [&](uint32_t off, int64_t rows) {
+    return KernelBuilder::sb(off, rows, DType::f32, 1);
+  };
   auto ts = [&](const MemRef& dst, const MemRef& src, AluOp o0, device::ScalarOperand a0,
                 AluOp o1 = AluOp::bypass, device::ScalarOperand a1 = 0.0f) {
     device::TensorScalar x;
@@ -138,9 +146,9 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
   };
   // Loads rows [row0, row0 + rows) of a [S, D] matrix (strides s_s, s_d) and writes its
   // transpose [D, rows] (per 128-chunk of D) at `dst_off` with row pitch `pitch` elements.
-  auto load_transposed = [&](const HbmView& x, int64_t base, int64_t s_s, int64_t s_d,
-                             int64_t row0, int64_t rows, uint32_t stage, uint32_t dst_off,
-                             int64_t pitch, int64_t col0) {
+  auto load_transposed = [&](const HbmView& x, int64_t base, int64_t s_s, int64_t s_d, int64_t row0,
+                             int64_t rows, uint32_t stage, uint32_t dst_off, int64_t pitch,
+                             int64_t col0) {
     if (s_s == 1 && rows > 1) {  // already [D, S] in memory
       for (int64_t dc = 0; dc < nD; ++dc) {
         const int64_t d0 = dc * P, dt = std::min(P, D - d0);

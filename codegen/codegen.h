@@ -72,12 +72,12 @@ struct CodegenStats {
   uint64_t dma_transfers = 0;
   uint64_t semaphore_waits = 0;
   uint64_t kernels = 0;
-  uint64_t hbm_bytes = 0;          // arena size
-  uint64_t hbm_scratch_bytes = 0;  // intermediates after liveness-based reuse
+  uint64_t hbm_bytes = 0;                   // arena size
+  uint64_t hbm_scratch_bytes = 0;           // intermediates after liveness-based reuse
   uint64_t hbm_scratch_unshared_bytes = 0;  // the same without reuse
-  uint32_t sbuf_peak_bytes = 0;  // per partition, largest kernel
-  uint32_t psum_peak_bytes = 0;  // per partition, largest kernel
-  double flops = 0;              // model matmul FLOPs (2*M*N*K), no transposes or one-hots
+  uint32_t sbuf_peak_bytes = 0;             // per partition, largest kernel
+  uint32_t psum_peak_bytes = 0;             // per partition, largest kernel
+  double flops = 0;  // model matmul FLOPs (2*M*N*K), no transposes or one-hots
 };
 
 struct CompiledPartition {

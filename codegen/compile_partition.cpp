@@ -112,7 +112,9 @@ DType device_dtype(ir::DType t) {
 namespace {
 
 constexpr uint64_t kAlign = 64;
-uint64_t align_up(uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+uint64_t align_up(uint64_t x) {
+  return (x + kAlign - 1) / kAlign * kAlign;
+}
 
 int64_t numel(const std::vector<int64_t>& s) {
   int64_t n = 1;
@@ -216,16 +218,33 @@ std::vector<std::byte> constant_bytes(const ir::Value* v, const std::vector<doub
 }
 
 bool is_alias_op(const std::string& op) {
-  static const char* kOps[] = {
-      "aten.view.default",       "aten._unsafe_view.default", "aten.reshape.default",
-      "aten.flatten.using_ints", "aten.unflatten.int",        "aten.squeeze.dim",
-      "aten.squeeze.dims",       "aten.squeeze.default",      "aten.unsqueeze.default",
-      "aten.permute.default",    "aten.t.default",            "aten.transpose.int",
-      "aten.expand.default",     "aten.slice.Tensor",         "aten.select.int",
-      "aten.split.Tensor",       "aten.split_with_sizes.default", "aten.chunk.default",
-      "aten.unbind.int",         "aten.alias.default",        "aten.detach.default",
-      "aten.detach_.default",    "aten.clone.default",        "aten.contiguous.default",
-      "aten.lift_fresh_copy.default", "aten.dropout.default", "aten.expand_as.default"};
+  static const char* kOps[] = {"aten.view.default",
+                               "aten._unsafe_view.default",
+                               "aten.reshape.default",
+                               "aten.flatten.using_ints",
+                               "aten.unflatten.int",
+                               "aten.squeeze.dim",
+                               "aten.squeeze.dims",
+                               "aten.squeeze.default",
+                               "aten.unsqueeze.default",
+                               "aten.permute.default",
+                               "aten.t.default",
+                               "aten.transpose.int",
+                               "aten.expand.default",
+                               "aten.slice.Tensor",
+                               "aten.select.int",
+                               "aten.split.Tensor",
+                               "aten.split_with_sizes.default",
+                               "aten.chunk.default",
+                               "aten.unbind.int",
+                               "aten.alias.default",
+                               "aten.detach.default",
+                               "aten.detach_.default",
+                               "aten.clone.default",
+                               "aten.contiguous.default",
+                               "aten.lift_fresh_copy.default",
+                               "aten.dropout.default",
+                               "aten.expand_as.default"};
   for (const char* s : kOps)
     if (op == s) return true;
   return false;
@@ -233,12 +252,12 @@ bool is_alias_op(const std::string& op) {
 
 bool is_creation_op(const std::string& op) {
   static const char* kOps[] = {
-      "aten.arange.default", "aten.arange.start",     "aten.arange.start_step",
-      "aten.full.default",   "aten.ones.default",     "aten.zeros.default",
-      "aten.scalar_tensor.default", "aten.new_ones.default", "aten.new_zeros.default",
-      "aten.new_full.default", "aten.full_like.default", "aten.zeros_like.default",
-      "aten.ones_like.default", "aten.fill.Scalar", "aten.empty.memory_format",
-      "aten.new_empty.default", "aten.empty_like.default"};
+      "aten.arange.default",        "aten.arange.start",      "aten.arange.start_step",
+      "aten.full.default",          "aten.ones.default",      "aten.zeros.default",
+      "aten.scalar_tensor.default", "aten.new_ones.default",  "aten.new_zeros.default",
+      "aten.new_full.default",      "aten.full_like.default", "aten.zeros_like.default",
+      "aten.ones_like.default",     "aten.fill.Scalar",       "aten.empty.memory_format",
+      "aten.new_empty.default",     "aten.empty_like.default"};
   for (const char* s : kOps)
     if (op == s) return true;
   return false;
@@ -262,8 +281,7 @@ std::vector<double> creation_values(const ir::Node& n) {
     return v;
   }
   double fill = 0;
-  if (op == "aten.full.default" || op == "aten.new_full.default" ||
-      op == "aten.full_like.default")
+  if (op == "aten.full.default" || op == "aten.new_full.default" || op == "aten.full_like.default")
     fill = scalar_attr(n, "fill_value", 0);
   else if (op == "aten.fill.Scalar")
     fill = scalar_attr(n, "value", 0);
@@ -439,9 +457,9 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
 
     // Views of the input's buffer.
     bool aliased = false;
-    if (is_alias_op(op) || (op == "aten._to_copy.default" &&
-                            device_dtype(n.output()->dtype()) ==
-                                device_dtype(n.input(0)->dtype()))) {
+    if (is_alias_op(op) ||
+        (op == "aten._to_copy.default" &&
+         device_dtype(n.output()->dtype()) == device_dtype(n.input(0)->dtype()))) {
       const ValueInfo& in = ctx.info(n.input(0));
       std::vector<ValueInfo> outs(n.outputs().size(), in);
       const HbmView& x = in.view;
@@ -543,10 +561,9 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     const ir::Value* v = outputs[i];
     const ValueInfo& vi = ctx.info(v);
     const Buffer& b = buffers[vi.buffer];
-    const bool in_place = b.region == Buffer::output && vi.view.is_contiguous() &&
-                          vi.view.offset == 0 &&
-                          b.bytes == static_cast<uint64_t>(vi.view.numel()) *
-                                         device::dtype_size(vi.view.dtype);
+    const bool in_place =
+        b.region == Buffer::output && vi.view.is_contiguous() && vi.view.offset == 0 &&
+        b.bytes == static_cast<uint64_t>(vi.view.numel()) * device::dtype_size(vi.view.dtype);
     if (in_place && !output_copy_buffer.count(v)) {
       output_buffer[i] = vi.buffer;
       continue;
@@ -668,9 +685,8 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     for (size_t i = 0; i < kernels.size(); ++i) lower_one(i);
   } else {
     tbb::task_arena arena(opts.threads > 0 ? opts.threads : tbb::task_arena::automatic);
-    arena.execute([&] {
-      tbb::parallel_for(size_t{0}, kernels.size(), [&](size_t i) { lower_one(i); });
-    });
+    arena.execute(
+        [&] { tbb::parallel_for(size_t{0}, kernels.size(), [&](size_t i) { lower_one(i); }); });
   }
   for (size_t i = 0; i < kernels.size(); ++i)
     if (!errors[i].empty()) throw Error(errors[i]);

@@ -17,7 +17,9 @@ using device::DType;
 using device::Engine;
 using device::MemRef;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 std::vector<int64_t> pair_attr(const ir::Node& n, const char* name, int64_t dflt) {
   if (!n.attr(name)) return {dflt, dflt};
@@ -51,7 +53,8 @@ void lower_conv2d(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
   const int64_t KK = KH * KW;
   const int64_t maxN = t.psum_bank_elems_f32();
   if (Wo > maxN) fail(n, "output width " + std::to_string(Wo) + " exceeds 512");
-  if (stride[0] * Wp > 32767 || stride[1] > 32767) fail(n, "stride too large for an access pattern");
+  if (stride[0] * Wp > 32767 || stride[1] > 32767)
+    fail(n, "stride too large for an access pattern");
 
   std::vector<uint32_t> xpad(static_cast<size_t>(nC)), wt(static_cast<size_t>(nC));
   for (int64_t cc = 0; cc < nC; ++cc) {

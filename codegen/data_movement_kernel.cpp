@@ -63,8 +63,7 @@ void copy_view(KernelBuilder& kb, const HbmView& dst, const HbmView& src) {
       std::vector<device::AccessLevel> lv;
       const size_t first = side.sizes.size() > 5 ? side.sizes.size() - 5 : 0;
       for (size_t i = first + 1; i < side.sizes.size(); ++i)
-        lv.push_back({static_cast<int32_t>(side.strides[i]),
-                      static_cast<uint32_t>(side.sizes[i])});
+        lv.push_back({static_cast<int32_t>(side.strides[i]), static_cast<uint32_t>(side.sizes[i])});
       return KernelBuilder::hbm(v, off + p0 * side.strides[first], pc, side.strides[first], lv);
     };
     const size_t df = d.sizes.size() > 5 ? d.sizes.size() - 5 : 0;
@@ -77,8 +76,7 @@ void copy_view(KernelBuilder& kb, const HbmView& dst, const HbmView& src) {
     } else {
       if (d.sizes[df] > 65535 || s.sizes[sf] > 65535)
         throw Error("copy with more than 65535 rows between differently shaped views");
-      kb.dma(ref(dst, d, doff, 0, d.sizes[df]), ref(src, s, soff, 0, s.sizes[sf]),
-             DmaRole::load);
+      kb.dma(ref(dst, d, doff, 0, d.sizes[df]), ref(src, s, soff, 0, s.sizes[sf]), DmaRole::load);
     }
     size_t i = lead;
     while (i > 0 && ++idx[i - 1] == d.sizes[i - 1]) idx[--i] = 0;
@@ -101,7 +99,8 @@ void lower_cat(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
       copy_view(kb, out.select(dim, static_cast<int64_t>(i)), in);
     } else {
       const int64_t len = in.shape[dim];
-      copy_view(kb, out.slice(dim, start, start + len, 1), in.expand(out.slice(dim, start, start + len, 1).shape));
+      copy_view(kb, out.slice(dim, start, start + len, 1),
+                in.expand(out.slice(dim, start, start + len, 1).shape));
       start += len;
     }
   }
@@ -163,8 +162,8 @@ void lower_static_gather(KernelBuilder& kb, const ir::Node& n, const PartitionCo
           pos += (is[d] == 1 ? 0 : idx[od]) * st;
           st *= is[d];
         }
-        off += checked(static_cast<int64_t>(index[j][pos]), static_cast<int64_t>(j)) *
-               self.strides[j];
+        off +=
+            checked(static_cast<int64_t>(index[j][pos]), static_cast<int64_t>(j)) * self.strides[j];
       }
       for (size_t d = k; d < static_cast<size_t>(self.rank()); ++d)
         off += idx[br + d - k] * self.strides[d];
@@ -182,9 +181,9 @@ void lower_static_gather(KernelBuilder& kb, const ir::Node& n, const PartitionCo
     const int64_t stride = e + 1 < count ? src[e + 1] - src[e] : 1;
     while (e + len < count && src[e + len] - src[e + len - 1] == stride) ++len;
     kb.dma(KernelBuilder::hbm(out, e, 1, 0, {{1, static_cast<uint32_t>(len)}}),
-           KernelBuilder::hbm(self, src[e], 1, 0,
-                              {{static_cast<int32_t>(len > 1 ? stride : 1),
-                                static_cast<uint32_t>(len)}}),
+           KernelBuilder::hbm(
+               self, src[e], 1, 0,
+               {{static_cast<int32_t>(len > 1 ? stride : 1), static_cast<uint32_t>(len)}}),
            DmaRole::load);
     e += len;
   }
@@ -199,8 +198,7 @@ void lower_materialize(KernelBuilder& kb, const ir::Node& n, const PartitionCont
 LowerFn data_movement_lowering(const std::string& op) {
   if (op == "aten.cat.default" || op == "aten.stack.default") return &lower_cat;
   if (op == "<materialize>") return &lower_materialize;
-  if (op == "aten.gather.default" || op == "aten.index_select.default" ||
-      op == "aten.index.Tensor")
+  if (op == "aten.gather.default" || op == "aten.index_select.default" || op == "aten.index.Tensor")
     return &lower_static_gather;
   return nullptr;
 }

@@ -30,8 +30,12 @@ struct Arg {
   int index = 0;
   double value = 0;
 };
-Arg imm(double v) { return {ArgKind::imm, 0, v}; }
-Arg reg(int i) { return {ArgKind::reg, i, 0}; }
+Arg imm(double v) {
+  return {ArgKind::imm, 0, v};
+}
+Arg reg(int i) {
+  return {ArgKind::reg, i, 0};
+}
 
 enum class StepKind { act, alu, select };
 struct Step {
@@ -39,7 +43,7 @@ struct Step {
   ActivationFunction fn = ActivationFunction::identity;
   float scale = 1, bias = 0;
   AluOp op = AluOp::add;
-  Arg a, b, c;  // select: a ? b : c
+  Arg a, b, c;           // select: a ? b : c
   bool boolean = false;  // result is 0/1 (stored as u8)
 };
 
@@ -104,18 +108,27 @@ std::string base_name(const std::string& op) {
 
 const std::map<std::string, ActivationFunction>& unary_activations() {
   static const std::map<std::string, ActivationFunction> m = {
-      {"relu", ActivationFunction::relu},   {"silu", ActivationFunction::silu},
-      {"sigmoid", ActivationFunction::sigmoid}, {"tanh", ActivationFunction::tanh},
-      {"exp", ActivationFunction::exp},     {"log", ActivationFunction::log},
-      {"sqrt", ActivationFunction::sqrt},   {"rsqrt", ActivationFunction::rsqrt},
-      {"reciprocal", ActivationFunction::reciprocal}, {"square", ActivationFunction::square},
-      {"abs", ActivationFunction::abs},     {"sign", ActivationFunction::sign},
-      {"sin", ActivationFunction::sin},     {"cos", ActivationFunction::cos},
+      {"relu", ActivationFunction::relu},
+      {"silu", ActivationFunction::silu},
+      {"sigmoid", ActivationFunction::sigmoid},
+      {"tanh", ActivationFunction::tanh},
+      {"exp", ActivationFunction::exp},
+      {"log", ActivationFunction::log},
+      {"sqrt", ActivationFunction::sqrt},
+      {"rsqrt", ActivationFunction::rsqrt},
+      {"reciprocal", ActivationFunction::reciprocal},
+      {"square", ActivationFunction::square},
+      {"abs", ActivationFunction::abs},
+      {"sign", ActivationFunction::sign},
+      {"sin", ActivationFunction::sin},
+      {"cos", ActivationFunction::cos},
       {"erf", ActivationFunction::erf}};
   return m;
 }
 
-bool is_float_ir(ir::DType t) { return ir::is_floating(t); }
+bool is_float_ir(ir::DType t) {
+  return ir::is_floating(t);
+}
 
 // Builds the step program of node `n`; the last step's register is the result. Returns false
 // when the op is not element-wise.
@@ -125,15 +138,15 @@ bool build(const ir::Node& n, const PartitionContext& ctx, EwProgram& p) {
   const std::string overload = op.substr(op.rfind('.') + 1);
   auto in = [&](size_t i) { return p.operand(ctx, n.input(i)); };
   auto scalar = [&](const char* name, double d) { return scalar_attr(n, name, d); };
-  if (auto it = unary_activations().find(base); it != unary_activations().end() &&
-                                                 n.inputs().size() == 1 && overload == "default") {
+  if (auto it = unary_activations().find(base);
+      it != unary_activations().end() && n.inputs().size() == 1 && overload == "default") {
     p.act(in(0), it->second);
     return true;
   }
   if (op == "aten.gelu.default") {
     const ir::Attribute* a = n.attr("approximate");
-    const bool tanh = a && std::holds_alternative<std::string>(*a) &&
-                      std::get<std::string>(*a) == "tanh";
+    const bool tanh =
+        a && std::holds_alternative<std::string>(*a) && std::get<std::string>(*a) == "tanh";
     p.act(in(0), tanh ? ActivationFunction::gelu_tanh : ActivationFunction::gelu_erf);
     return true;
   }
@@ -178,8 +191,8 @@ bool build(const ir::Node& n, const PartitionContext& ctx, EwProgram& p) {
     Arg a = in(0);
     Arg b = overload == "Tensor" ? in(1) : imm(scalar("other", 0));
     const double alpha = scalar("alpha", 1);
-    if (alpha != 1) b = b.kind == ArgKind::imm ? imm(b.value * alpha)
-                                               : p.alu(b, AluOp::multiply, imm(alpha));
+    if (alpha != 1)
+      b = b.kind == ArgKind::imm ? imm(b.value * alpha) : p.alu(b, AluOp::multiply, imm(alpha));
     if (base == "add") p.alu(a, AluOp::add, b);
     if (base == "sub") p.alu(a, AluOp::subtract, b);
     if (base == "rsub") p.alu(b, AluOp::subtract, a);
@@ -201,13 +214,20 @@ bool build(const ir::Node& n, const PartitionContext& ctx, EwProgram& p) {
   if (op == "aten.pow.Tensor_Scalar") {
     const double e = scalar("exponent", 1);
     Arg x = in(0);
-    if (e == 2) p.act(x, ActivationFunction::square);
-    else if (e == 1) p.act(x, ActivationFunction::identity);
-    else if (e == 0.5) p.act(x, ActivationFunction::sqrt);
-    else if (e == -0.5) p.act(x, ActivationFunction::rsqrt);
-    else if (e == -1) p.act(x, ActivationFunction::reciprocal);
-    else if (e == 3) p.alu(p.act(x, ActivationFunction::square), AluOp::multiply, x);
-    else p.alu(x, AluOp::pow, imm(e));
+    if (e == 2)
+      p.act(x, ActivationFunction::square);
+    else if (e == 1)
+      p.act(x, ActivationFunction::identity);
+    else if (e == 0.5)
+      p.act(x, ActivationFunction::sqrt);
+    else if (e == -0.5)
+      p.act(x, ActivationFunction::rsqrt);
+    else if (e == -1)
+      p.act(x, ActivationFunction::reciprocal);
+    else if (e == 3)
+      p.alu(p.act(x, ActivationFunction::square), AluOp::multiply, x);
+    else
+      p.alu(x, AluOp::pow, imm(e));
     return true;
   }
   if (op == "aten.pow.Tensor_Tensor") {
@@ -247,7 +267,7 @@ bool build(const ir::Node& n, const PartitionContext& ctx, EwProgram& p) {
   if (base == "where") {
     Arg c = in(0);
     Arg a = overload == "ScalarSelf" ? imm(scalar("self", 0)) : in(1);
-    Arg b = overload == "ScalarOther" ? imm(scalar("other", 0))
+    Arg b = overload == "ScalarOther"  ? imm(scalar("other", 0))
             : overload == "ScalarSelf" ? in(1)
                                        : in(2);
     p.select(c, a, b);
@@ -260,8 +280,8 @@ bool build(const ir::Node& n, const PartitionContext& ctx, EwProgram& p) {
     p.select(m, v, x);
     return true;
   }
-  if (op == "aten._to_copy.default" || op == "aten.type_as.default" ||
-      op == "aten.to.dtype" || op == "aten.to.dtype_layout" || op == "aten.to.device") {
+  if (op == "aten._to_copy.default" || op == "aten.type_as.default" || op == "aten.to.dtype" ||
+      op == "aten.to.dtype_layout" || op == "aten.to.device") {
     const ir::DType from = n.input(0)->dtype(), to = n.output()->dtype();
     Arg x = in(0);
     if (to == ir::DType::boolean) {
@@ -285,24 +305,42 @@ bool build(const ir::Node& n, const PartitionContext& ctx, EwProgram& p) {
 
 double fold(AluOp op, double a, double b) {
   switch (op) {
-    case AluOp::add: return a + b;
-    case AluOp::subtract: return a - b;
-    case AluOp::multiply: return a * b;
-    case AluOp::divide: return a / b;
-    case AluOp::max: return std::fmax(a, b);
-    case AluOp::min: return std::fmin(a, b);
-    case AluOp::pow: return std::pow(a, b);
-    case AluOp::mod: return std::fmod(a, b);
-    case AluOp::is_equal: return a == b;
-    case AluOp::not_equal: return a != b;
-    case AluOp::is_gt: return a > b;
-    case AluOp::is_ge: return a >= b;
-    case AluOp::is_lt: return a < b;
-    case AluOp::is_le: return a <= b;
-    case AluOp::logical_and: return a != 0 && b != 0;
-    case AluOp::logical_or: return a != 0 || b != 0;
-    case AluOp::logical_xor: return (a != 0) != (b != 0);
-    default: return a;
+    case AluOp::add:
+      return a + b;
+    case AluOp::subtract:
+      return a - b;
+    case AluOp::multiply:
+      return a * b;
+    case AluOp::divide:
+      return a / b;
+    case AluOp::max:
+      return std::fmax(a, b);
+    case AluOp::min:
+      return std::fmin(a, b);
+    case AluOp::pow:
+      return std::pow(a, b);
+    case AluOp::mod:
+      return std::fmod(a, b);
+    case AluOp::is_equal:
+      return a == b;
+    case AluOp::not_equal:
+      return a != b;
+    case AluOp::is_gt:
+      return a > b;
+    case AluOp::is_ge:
+      return a >= b;
+    case AluOp::is_lt:
+      return a < b;
+    case AluOp::is_le:
+      return a <= b;
+    case AluOp::logical_and:
+      return a != 0 && b != 0;
+    case AluOp::logical_or:
+      return a != 0 || b != 0;
+    case AluOp::logical_xor:
+      return (a != 0) != (b != 0);
+    default:
+      return a;
   }
 }
 
@@ -318,7 +356,11 @@ class TileEval {
  public:
   TileEval(KernelBuilder& kb, int64_t rows, int64_t F, std::vector<uint32_t> reg_off,
            std::vector<uint32_t> col_off, uint32_t bcast_off)
-      : kb_(kb), rows_(rows), F_(F), reg_off_(std::move(reg_off)), col_off_(std::move(col_off)),
+      : kb_(kb),
+        rows_(rows),
+        F_(F),
+        reg_off_(std::move(reg_off)),
+        col_off_(std::move(col_off)),
         bcast_off_(bcast_off) {}
 
   // Register tile for step i.
@@ -534,8 +576,8 @@ void lower_elementwise(KernelBuilder& kb, const ir::Node& n, const PartitionCont
   Slot slots[2];
   for (Slot& s : slots) {
     for (size_t i = 0; i < nin; ++i)
-      s.in_off.push_back(kb.alloc(
-          is_col[i] ? 4 : F * device::dtype_size(views[i + 1].dtype), "element-wise input"));
+      s.in_off.push_back(kb.alloc(is_col[i] ? 4 : F * device::dtype_size(views[i + 1].dtype),
+                                  "element-wise input"));
     for (size_t i = 0; i < nsteps; ++i) {
       s.reg_off.push_back(kb.alloc(F * 4, "element-wise register"));
       s.col_off.push_back(kb.alloc(4, "element-wise register"));
@@ -625,21 +667,30 @@ LowerFn elementwise_lowering(const std::string& op) {
   static const std::set<std::string> kOps = [] {
     std::set<std::string> s;
     for (const auto& [k, v] : unary_activations()) s.insert("aten." + k + ".default");
-    for (const char* o :
-         {"aten.gelu.default", "aten.neg.default", "aten.relu6.default", "aten.hardtanh.default",
-          "aten.clamp.default", "aten.clamp_min.default", "aten.clamp_max.default",
-          "aten.leaky_relu.default", "aten.hardsigmoid.default", "aten.hardswish.default",
-          "aten.add.Tensor", "aten.add.Scalar", "aten.sub.Tensor", "aten.sub.Scalar",
-          "aten.rsub.Tensor", "aten.rsub.Scalar", "aten.mul.Tensor", "aten.mul.Scalar",
-          "aten.div.Tensor", "aten.div.Scalar", "aten.div.Tensor_mode", "aten.maximum.default",
-          "aten.minimum.default", "aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor",
-          "aten.pow.Scalar", "aten.logical_not.default", "aten.bitwise_not.default",
-          "aten.logical_and.default", "aten.logical_or.default", "aten.logical_xor.default",
-          "aten.bitwise_and.Tensor", "aten.bitwise_or.Tensor", "aten.__and__.Tensor",
-          "aten.__or__.Tensor", "aten.isnan.default", "aten.where.self",
-          "aten.where.ScalarOther", "aten.where.ScalarSelf", "aten.masked_fill.Scalar",
-          "aten.masked_fill.Tensor", "aten._to_copy.default", "aten.type_as.default",
-          "aten.to.dtype", "aten.to.dtype_layout", "aten.to.device", "aten.fill.Tensor"})
+    for (const char* o : {"aten.gelu.default",        "aten.neg.default",
+                          "aten.relu6.default",       "aten.hardtanh.default",
+                          "aten.clamp.default",       "aten.clamp_min.default",
+                          "aten.clamp_max.default",   "aten.leaky_relu.default",
+                          "aten.hardsigmoid.default", "aten.hardswish.default",
+                          "aten.add.Tensor",          "aten.add.Scalar",
+                          "aten.sub.Tensor",          "aten.sub.Scalar",
+                          "aten.rsub.Tensor",         "aten.rsub.Scalar",
+                          "aten.mul.Tensor",          "aten.mul.Scalar",
+                          "aten.div.Tensor",          "aten.div.Scalar",
+                          "aten.div.Tensor_mode",     "aten.maximum.default",
+                          "aten.minimum.default",     "aten.pow.Tensor_Scalar",
+                          "aten.pow.Tensor_Tensor",   "aten.pow.Scalar",
+                          "aten.logical_not.default", "aten.bitwise_not.default",
+                          "aten.logical_and.default", "aten.logical_or.default",
+                          "aten.logical_xor.default", "aten.bitwise_and.Tensor",
+                          "aten.bitwise_or.Tensor",   "aten.__and__.Tensor",
+                          "aten.__or__.Tensor",       "aten.isnan.default",
+                          "aten.where.self",          "aten.where.ScalarOther",
+                          "aten.where.ScalarSelf",    "aten.masked_fill.Scalar",
+                          "aten.masked_fill.Tensor",  "aten._to_copy.default",
+                          "aten.type_as.default",     "aten.to.dtype",
+                          "aten.to.dtype_layout",     "aten.to.device",
+                          "aten.fill.Tensor"})
       s.insert(o);
     for (const char* c : {"eq", "ne", "gt", "ge", "lt", "le"}) {
       s.insert(std::string("aten.") + c + ".Tensor");

@@ -17,7 +17,9 @@ using device::DType;
 using device::Engine;
 using device::MemRef;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 void lower_embedding(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
   const HbmView& w = ctx.view(n.input(0));
@@ -90,11 +92,11 @@ void lower_embedding(KernelBuilder& kb, const ir::Node& n, const PartitionContex
         for (int64_t dc = 0; dc < nDT; ++dc) {
           const int64_t d0 = dc * DT, dn = std::min(DT, D - d0);
           const MemRef wr = KernelBuilder::sb(wt[(iter * nDT + dc) % 2], vn, mdt, dn);
-          kb.dma(wr,
-                 KernelBuilder::hbm(w, v0 * w.strides[0] + d0 * w.strides[1], vn, w.strides[0],
-                                    {{static_cast<int32_t>(w.strides[1]),
-                                      static_cast<uint32_t>(dn)}}),
-                 DmaRole::load);
+          kb.dma(
+              wr,
+              KernelBuilder::hbm(w, v0 * w.strides[0] + d0 * w.strides[1], vn, w.strides[0],
+                                 {{static_cast<int32_t>(w.strides[1]), static_cast<uint32_t>(dn)}}),
+              DmaRole::load);
           device::MatMul mm;
           mm.dst = KernelBuilder::ps(banks[dc], tt, dn);
           mm.stationary = oh;
@@ -110,8 +112,9 @@ void lower_embedding(KernelBuilder& kb, const ir::Node& n, const PartitionContex
         c.dst = ot;
         c.src = KernelBuilder::ps(banks[dc], tt, dn);
         kb.emit(Engine::vector, c);
-        kb.dma(KernelBuilder::hbm(out, (token + t0) * D + d0, tt, D, {{1, static_cast<uint32_t>(dn)}}),
-               ot, DmaRole::store);
+        kb.dma(
+            KernelBuilder::hbm(out, (token + t0) * D + d0, tt, D, {{1, static_cast<uint32_t>(dn)}}),
+            ot, DmaRole::store);
       }
     }
     token += inner;

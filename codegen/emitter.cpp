@@ -24,8 +24,8 @@ ProgramEmitter::ProgramEmitter(const device::Target& t) : t_(t) {
 ProgramEmitter::Rect ProgramEmitter::rect_of(const MemRef& m) const {
   const device::ByteRange r = device::footprint(m);
   if (m.memory == MemoryKind::hbm) return {m.memory, 0, 1, r.begin, r.end};
-  return {m.memory, m.partition_start,
-          static_cast<uint16_t>(m.partition_start + m.partition_count), r.begin, r.end};
+  return {m.memory, m.partition_start, static_cast<uint16_t>(m.partition_start + m.partition_count),
+          r.begin, r.end};
 }
 
 namespace {
@@ -128,9 +128,8 @@ void ProgramEmitter::place(PendingInstruction in) {
   // it), a read supersedes this thread's earlier reads it covers.
   for (const Rect& r : reads) {
     auto& list = accesses_[static_cast<int>(r.memory)];
-    std::erase_if(list, [&](const Access& a) {
-      return !a.write && a.thread == thread && covers(r, a.rect);
-    });
+    std::erase_if(
+        list, [&](const Access& a) { return !a.write && a.thread == thread && covers(r, a.rect); });
     list.push_back({r, false, static_cast<uint8_t>(thread), seq});
   }
   for (const Rect& r : writes) {
@@ -151,9 +150,8 @@ void ProgramEmitter::place(PendingInstruction in) {
 device::Program ProgramEmitter::finish(uint64_t hbm_size) {
   std::vector<std::vector<uint32_t>> rank(kThreads);
   for (int u = 0; u < kThreads; ++u) {
-    const uint32_t inc = u >= device::kNumEngines
-                             ? static_cast<uint32_t>(t_.dma_semaphore_increment)
-                             : 1u;
+    const uint32_t inc =
+        u >= device::kNumEngines ? static_cast<uint32_t>(t_.dma_semaphore_increment) : 1u;
     rank[u].assign(needed_[u].size(), 0);
     uint32_t r = 0;
     for (size_t s = 0; s < needed_[u].size(); ++s) {

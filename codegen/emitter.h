@@ -72,12 +72,12 @@ class ProgramEmitter {
   uint32_t psum_cursor_ = 0;
   uint32_t next_load_queue_ = 0;
   uint32_t next_store_queue_ = 0;
-  std::vector<Clock> known_;                     // per thread: latest seq of each thread it follows
-  std::vector<std::vector<Clock>> snapshots_;    // per thread, per seq: knowledge at issue
-  std::vector<std::vector<Placed>> placed_;      // per thread, per seq
-  std::vector<std::vector<uint8_t>> needed_;     // per thread, per seq: someone waits on it
+  std::vector<Clock> known_;                   // per thread: latest seq of each thread it follows
+  std::vector<std::vector<Clock>> snapshots_;  // per thread, per seq: knowledge at issue
+  std::vector<std::vector<Placed>> placed_;    // per thread, per seq
+  std::vector<std::vector<uint8_t>> needed_;   // per thread, per seq: someone waits on it
   std::vector<WaitRef> wait_refs_;
-  std::vector<std::vector<Access>> accesses_;    // per memory kind
+  std::vector<std::vector<Access>> accesses_;  // per memory kind
   uint64_t waits_ = 0;
   uint32_t sbuf_peak_ = 0;
   uint32_t psum_peak_ = 0;

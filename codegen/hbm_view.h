@@ -13,8 +13,8 @@ namespace neuronc::codegen {
 
 struct HbmView {
   device::DType dtype = device::DType::f32;
-  uint64_t base = 0;    // byte offset of the buffer in the arena (set after planning)
-  int64_t offset = 0;   // elements from `base` to element [0, ..., 0]
+  uint64_t base = 0;   // byte offset of the buffer in the arena (set after planning)
+  int64_t offset = 0;  // elements from `base` to element [0, ..., 0]
   std::vector<int64_t> shape;
   std::vector<int64_t> strides;  // elements; 0 for broadcast dimensions
 

@@ -26,7 +26,7 @@ using device::MemRef;
 struct Problem {
   std::vector<int64_t> batch;
   int64_t M = 1, K = 1, N = 1;
-  HbmView a, b, c;  // [batch..., M, K], [batch..., K, N], [batch..., M, N]
+  HbmView a, b, c;              // [batch..., M, K], [batch..., K, N], [batch..., M, N]
   std::optional<HbmView> bias;  // broadcast to [batch..., M, N]
   double alpha = 1, beta = 1;
 };
@@ -100,7 +100,9 @@ Problem make_problem(const ir::Node& n, const PartitionContext& ctx) {
   return p;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
   Problem p = make_problem(n, ctx);
@@ -255,8 +257,8 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
             if (!col) lv.push_back({static_cast<int32_t>(sbn), static_cast<uint32_t>(ntc)});
             kb.dma(bt, KernelBuilder::hbm(*p.bias, bias_base + m0 * sbm + n0 * sbn, mt, sbm, lv),
                    DmaRole::load);
-            MemRef sum_dst = (p.alpha != 1) ? KernelBuilder::sb(tmp_off[os], mt, DType::f32, ntc)
-                                            : out_tile;
+            MemRef sum_dst =
+                (p.alpha != 1) ? KernelBuilder::sb(tmp_off[os], mt, DType::f32, ntc) : out_tile;
             if (col) {
               device::TensorScalar ts;  // acc * (1) + beta/alpha*bias handled below
               ts.dst = sum_dst;

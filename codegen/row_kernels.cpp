@@ -38,15 +38,24 @@ struct Layout {
 void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
   const std::string& op = n.op();
   RowOp kind;
-  if (op == "aten.sum.dim_IntList" || op == "aten.sum.default") kind = RowOp::sum;
-  else if (op == "aten.mean.dim" || op == "aten.mean.default") kind = RowOp::mean;
-  else if (op == "aten.amax.default" || op == "aten.max.default") kind = RowOp::amax;
-  else if (op == "aten.amin.default" || op == "aten.min.default") kind = RowOp::amin;
-  else if (op == "aten.any.dim" || op == "aten.any.dims" || op == "aten.any.default") kind = RowOp::any;
-  else if (op == "aten._softmax.default" || op == "aten.softmax.int") kind = RowOp::softmax;
-  else if (op == "aten._log_softmax.default" || op == "aten.log_softmax.int") kind = RowOp::log_softmax;
-  else if (op == "aten.layer_norm.default") kind = RowOp::layer_norm;
-  else kind = RowOp::rms_norm;
+  if (op == "aten.sum.dim_IntList" || op == "aten.sum.default")
+    kind = RowOp::sum;
+  else if (op == "aten.mean.dim" || op == "aten.mean.default")
+    kind = RowOp::mean;
+  else if (op == "aten.amax.default" || op == "aten.max.default")
+    kind = RowOp::amax;
+  else if (op == "aten.amin.default" || op == "aten.min.default")
+    kind = RowOp::amin;
+  else if (op == "aten.any.dim" || op == "aten.any.dims" || op == "aten.any.default")
+    kind = RowOp::any;
+  else if (op == "aten._softmax.default" || op == "aten.softmax.int")
+    kind = RowOp::softmax;
+  else if (op == "aten._log_softmax.default" || op == "aten.log_softmax.int")
+    kind = RowOp::log_softmax;
+  else if (op == "aten.layer_norm.default")
+    kind = RowOp::layer_norm;
+  else
+    kind = RowOp::rms_norm;
 
   const HbmView& x = ctx.view(n.input(0));
   const int64_t r = x.rank();
@@ -130,12 +139,12 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
   auto free_levels_of = [&](int k, const RowTile& t) {
     std::vector<device::AccessLevel> lv;
     for (size_t d = 0; d < t.inner_sizes.size(); ++d)
-      lv.push_back({static_cast<int32_t>(t.inner_strides[k][d]),
-                    static_cast<uint32_t>(t.inner_sizes[d])});
+      lv.push_back(
+          {static_cast<int32_t>(t.inner_strides[k][d]), static_cast<uint32_t>(t.inner_sizes[d])});
     if (k != 1 || same_shape)
       for (size_t d = 0; d < L.free_sizes.size(); ++d)
-        lv.push_back({static_cast<int32_t>(L.free_strides[k][d]),
-                      static_cast<uint32_t>(L.free_sizes[d])});
+        lv.push_back(
+            {static_cast<int32_t>(L.free_strides[k][d]), static_cast<uint32_t>(L.free_sizes[d])});
     return lv;
   };
 
@@ -145,8 +154,8 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
     const uint32_t off = kb.alloc(R * device::dtype_size(v.dtype), "norm weight");
     std::vector<device::AccessLevel> lv;
     for (size_t d = 0; d < L.free_sizes.size(); ++d)
-      lv.push_back({static_cast<int32_t>(L.free_strides[k][d]),
-                    static_cast<uint32_t>(L.free_sizes[d])});
+      lv.push_back(
+          {static_cast<int32_t>(L.free_strides[k][d]), static_cast<uint32_t>(L.free_sizes[d])});
     kb.dma(KernelBuilder::sb(off, max_rows, v.dtype, R), KernelBuilder::hbm(v, 0, max_rows, 0, lv),
            DmaRole::load);
     return off;
@@ -247,8 +256,7 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
       case RowOp::layer_norm:
       case RowOp::rms_norm: {
         const double eps = scalar_attr(
-            n, "eps",
-            kind == RowOp::rms_norm ? std::numeric_limits<float>::epsilon() : 1e-5);
+            n, "eps", kind == RowOp::rms_norm ? std::numeric_limits<float>::epsilon() : 1e-5);
         MemRef centred = xt;
         if (kind == RowOp::layer_norm) {
           reduce(c0, xt, device::ReduceOp::sum, false);
@@ -284,9 +292,9 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
         break;
       }
     }
-    kb.dma(KernelBuilder::hbm(out_full, t.offset[1], t.chunk, t.split_stride[1],
-                              free_levels_of(1, t)),
-           ot, DmaRole::store);
+    kb.dma(
+        KernelBuilder::hbm(out_full, t.offset[1], t.chunk, t.split_stride[1], free_levels_of(1, t)),
+        ot, DmaRole::store);
   }
 }
 
@@ -294,16 +302,15 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
 
 LowerFn row_lowering(const std::string& op) {
   static const char* kOps[] = {
-      "aten.sum.dim_IntList", "aten.sum.default",       "aten.mean.dim",
-      "aten.mean.default",    "aten.amax.default",      "aten.amin.default",
-      "aten.max.default",     "aten.min.default",       "aten.any.dim",
-      "aten.any.dims",        "aten.any.default",       "aten._softmax.default",
-      "aten.softmax.int",     "aten._log_softmax.default", "aten.log_softmax.int",
+      "aten.sum.dim_IntList",    "aten.sum.default",          "aten.mean.dim",
+      "aten.mean.default",       "aten.amax.default",         "aten.amin.default",
+      "aten.max.default",        "aten.min.default",          "aten.any.dim",
+      "aten.any.dims",           "aten.any.default",          "aten._softmax.default",
+      "aten.softmax.int",        "aten._log_softmax.default", "aten.log_softmax.int",
       "aten.layer_norm.default", "aten.rms_norm.default"};
   for (const char* s : kOps)
     if (op == s) return &lower_row;
   return nullptr;
 }
-
 
 }  // namespace neuronc::codegen

@@ -344,8 +344,8 @@ TEST(CodegenErrors, NamesTheNodeAndWhatIsUnsupported) {
   output %y
 })");
   try {
-    compile_partition(*h, {h->nodes()[0].get()}, {h->inputs()[0].value},
-                      {h->outputs()[0].value}, device::target(device::TargetKind::trn1), {});
+    compile_partition(*h, {h->nodes()[0].get()}, {h->inputs()[0].value}, {h->outputs()[0].value},
+                      device::target(device::TargetKind::trn1), {});
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("node 'y' (aten.cumsum.default) at model.py:3"));

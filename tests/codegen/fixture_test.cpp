@@ -41,12 +41,24 @@ RefTensor read_npy(const std::string& path) {
   const int64_t n = t.numel();
   for (int64_t i = 0; i < n; ++i) {
     double v = 0;
-    if (descr == "<f4") { float x; std::memcpy(&x, p + 4 * i, 4); v = x; }
-    else if (descr == "<f8") { std::memcpy(&v, p + 8 * i, 8); }
-    else if (descr == "<i8") { int64_t x; std::memcpy(&x, p + 8 * i, 8); v = double(x); }
-    else if (descr == "<i4") { int32_t x; std::memcpy(&x, p + 4 * i, 4); v = x; }
-    else if (descr == "|b1" || descr == "|u1") { v = static_cast<uint8_t>(p[i]); }
-    else throw std::runtime_error(path + ": dtype " + descr);
+    if (descr == "<f4") {
+      float x;
+      std::memcpy(&x, p + 4 * i, 4);
+      v = x;
+    } else if (descr == "<f8") {
+      std::memcpy(&v, p + 8 * i, 8);
+    } else if (descr == "<i8") {
+      int64_t x;
+      std::memcpy(&x, p + 8 * i, 8);
+      v = double(x);
+    } else if (descr == "<i4") {
+      int32_t x;
+      std::memcpy(&x, p + 4 * i, 4);
+      v = x;
+    } else if (descr == "|b1" || descr == "|u1") {
+      v = static_cast<uint8_t>(p[i]);
+    } else
+      throw std::runtime_error(path + ": dtype " + descr);
     t.data.push_back(v);
   }
   return t;
@@ -152,7 +164,9 @@ TEST_P(Fixture, DevicePartitionsMatch) {
         }
       }
       worst_rel = std::max(worst_rel, err / std::max(mx, 1e-30));
-      if (!c.autocast) EXPECT_LE(err, 1e-4 * std::max(mx, 1.0)) << c.model << ": " << b.name;
+      if (!c.autocast) {
+        EXPECT_LE(err, 1e-4 * std::max(mx, 1.0)) << c.model << ": " << b.name;
+      }
       dev[b.name] = std::move(out);
     }
   }
@@ -179,10 +193,11 @@ TEST_P(Fixture, DevicePartitionsMatch) {
     EXPECT_GE(cosine, 0.999) << c.model;
   else
     EXPECT_LE(out_err, 1e-4 * std::max(out_max, 1.0)) << c.model;
-  std::printf("%-20s %-15s %s%s: %d device partition(s), simulated %.2f us, max abs err vs "
-              "PyTorch %.3g (max |out| %.3g), cosine %.6f\n",
-              c.model.c_str(), c.file.c_str(), std::string(t.name).c_str(),
-              c.autocast ? " bf16" : "", device_parts, total_ns / 1000, out_err, out_max, cosine);
+  std::printf(
+      "%-20s %-15s %s%s: %d device partition(s), simulated %.2f us, max abs err vs "
+      "PyTorch %.3g (max |out| %.3g), cosine %.6f\n",
+      c.model.c_str(), c.file.c_str(), std::string(t.name).c_str(), c.autocast ? " bf16" : "",
+      device_parts, total_ns / 1000, out_err, out_max, cosine);
 }
 
 std::vector<Case> cases() {
@@ -191,8 +206,7 @@ std::vector<Case> cases() {
     for (const char* f : {"model.pt2", "model_core.pt2"})
       v.push_back({m, f, device::TargetKind::trn1});
   for (auto k : {device::TargetKind::trn2, device::TargetKind::trn3})
-    for (const char* m : {"transformer_encoder", "bert", "llama"})
-      v.push_back({m, "model.pt2", k});
+    for (const char* m : {"transformer_encoder", "bert", "llama"}) v.push_back({m, "model.pt2", k});
   for (const char* m : {"mlp", "transformer_encoder", "bert", "gpt2", "llama", "vit"})
     v.push_back({m, "model.pt2", device::TargetKind::trn1, true});
   return v;

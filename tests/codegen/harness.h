@@ -23,7 +23,7 @@ struct RunResult {
   device::RunReport report;
   std::map<std::string, RefTensor> device_outputs;
   std::map<std::string, RefTensor> reference;  // every value
-  double max_abs_error = 0;   // over all outputs
+  double max_abs_error = 0;                    // over all outputs
   double max_abs_reference = 0;
 };
 

@@ -214,8 +214,7 @@ void evaluate(const ir::Graph& g, Env& env, const Fallback& fallback) {
   evaluate_nodes(nodes, env, fallback);
 }
 
-void evaluate_nodes(const std::vector<const ir::Node*>& nodes, Env& env,
-                    const Fallback& fallback) {
+void evaluate_nodes(const std::vector<const ir::Node*>& nodes, Env& env, const Fallback& fallback) {
   auto get = [&](const ir::Value* v) -> const RefTensor& {
     auto it = env.find(v->name());
     if (it == env.end()) throw std::runtime_error("reference: no value " + v->name());
@@ -235,7 +234,8 @@ void evaluate_nodes(const std::vector<const ir::Node*>& nodes, Env& env,
     auto un = [&](std::function<double(double)> f) {
       set(0, map_n({&in(0)}, [&](const std::vector<double>& a) { return f(a[0]); }));
     };
-    auto bin = [&](const RefTensor& a, const RefTensor& b, std::function<double(double, double)> f) {
+    auto bin = [&](const RefTensor& a, const RefTensor& b,
+                   std::function<double(double, double)> f) {
       return map_n({&a, &b}, [&](const std::vector<double>& v) { return f(v[0], v[1]); });
     };
     auto scalar_t = [&](double v) {
@@ -359,10 +359,10 @@ void evaluate_nodes(const std::vector<const ir::Node*>& nodes, Env& env,
     } else if (op == "aten.pow.Tensor_Scalar") {
       const double e = attr_num(n, "exponent", 1);
       un([&](double x) { return std::pow(x, e); });
-    } else if (base == "add" || base == "sub" || base == "mul" || base == "div" ||
-               base == "eq" || base == "ne" || base == "gt" || base == "ge" || base == "lt" ||
-               base == "le" || base == "bitwise_and" || base == "logical_and" ||
-               base == "__and__" || base == "logical_or" || base == "bitwise_or") {
+    } else if (base == "add" || base == "sub" || base == "mul" || base == "div" || base == "eq" ||
+               base == "ne" || base == "gt" || base == "ge" || base == "lt" || base == "le" ||
+               base == "bitwise_and" || base == "logical_and" || base == "__and__" ||
+               base == "logical_or" || base == "bitwise_or") {
       RefTensor b = ovl == "Scalar" ? scalar_t(attr_num(n, "other", 0)) : in(1);
       const double alpha = attr_num(n, "alpha", 1);
       std::function<double(double, double)> f;
@@ -383,7 +383,7 @@ void evaluate_nodes(const std::vector<const ir::Node*>& nodes, Env& env,
       set(0, bin(in(0), b, f));
     } else if (base == "where") {
       RefTensor a = ovl == "ScalarSelf" ? scalar_t(attr_num(n, "self", 0)) : in(1);
-      RefTensor b = ovl == "ScalarOther" ? scalar_t(attr_num(n, "other", 0))
+      RefTensor b = ovl == "ScalarOther"  ? scalar_t(attr_num(n, "other", 0))
                     : ovl == "ScalarSelf" ? in(1)
                                           : in(2);
       set(0, map_n({&in(0), &a, &b},
@@ -399,8 +399,10 @@ void evaluate_nodes(const std::vector<const ir::Node*>& nodes, Env& env,
       RefTensor x = in(0);
       const int64_t r = static_cast<int64_t>(x.shape.size());
       std::vector<int64_t> dims;
-      if (base == "any") dims = {n.attr_int("dim")};
-      else if (n.attr("dim") && !n.attr_is_none("dim")) dims = n.attr_ints("dim");
+      if (base == "any")
+        dims = {n.attr_int("dim")};
+      else if (n.attr("dim") && !n.attr_is_none("dim"))
+        dims = n.attr_ints("dim");
       if (dims.empty())
         for (int64_t d = 0; d < r; ++d) dims.push_back(d);
       for (auto& d : dims) d = (d + r) % r;
@@ -409,9 +411,12 @@ void evaluate_nodes(const std::vector<const ir::Node*>& nodes, Env& env,
         x = along(x, dims[i], true, [&](const std::vector<double>& v) {
           double acc = base == "amax" || base == "any" ? -kInf : base == "amin" ? kInf : 0;
           for (double e : v) {
-            if (base == "amax" || base == "any") acc = std::max(acc, e);
-            else if (base == "amin") acc = std::min(acc, e);
-            else acc += e;
+            if (base == "amax" || base == "any")
+              acc = std::max(acc, e);
+            else if (base == "amin")
+              acc = std::min(acc, e);
+            else
+              acc += e;
           }
           if (base == "mean") acc /= static_cast<double>(v.size());
           if (base == "any") acc = acc != 0;
@@ -596,7 +601,7 @@ void evaluate_nodes(const std::vector<const ir::Node*>& nodes, Env& env,
       double v = base == "full" || base == "full_like" ? attr_num(n, "fill_value", 0)
                  : base == "scalar_tensor"             ? attr_num(n, "s", 0)
                  : (base == "ones" || base == "ones_like" || base == "new_ones") ? 1
-                                                                                  : 0;
+                                                                                 : 0;
       t.data.assign(t.numel(), v);
       set(0, t);
     } else if (!fallback || !fallback(n, env)) {
