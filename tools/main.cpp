@@ -7,6 +7,7 @@
 
 #include "tools/cli_output.h"
 #include "tools/commands.h"
+#include "tools/inspect_command.h"
 
 int main(int argc, char** argv) {
   using namespace neuronc::tools;
@@ -18,6 +19,7 @@ int main(int argc, char** argv) {
   register_compile_command(app);
   register_run_command(app);
   register_verify_command(app);
+  register_inspect_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
