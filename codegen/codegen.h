@@ -35,6 +35,9 @@ struct CodegenOptions {
   // Store 2-D weights that only feed matmuls transposed ([in, out]) so TensorE's moving operand
   // loads contiguously. The constant's binding says so (`ConstantBinding::transposed`).
   bool transpose_matmul_weights = true;
+  // Fuse single-use element-wise chains into one kernel and unary activations into the
+  // producing matmul's epilogue (intermediates then never reach HBM).
+  bool fuse = true;
 };
 
 // A partition input or output: a row-major contiguous tensor of `dtype` at `offset` in the HBM

@@ -314,6 +314,7 @@ struct Kernel {
   LowerFn fn = nullptr;
   const ir::Node* node = nullptr;
   uint32_t debug_id = 0;
+  std::vector<const void*> fused;  // see KernelBuilder::fused
   // Output copies: copy `src` into `dst` (no node).
   const ir::Value* copy_src = nullptr;
   const ir::Value* copy_dst_value = nullptr;
@@ -380,7 +381,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
   auto new_constant = [&](const ir::Value* v, std::vector<double>* values) {
     const std::vector<int64_t> shape = static_shape(v);
     const DType dt = device_dtype(v->dtype());
-    const bool tr = values == nullptr && store_transposed(v);
+    const bool tr = store_transposed(v);
     Buffer b;
     b.region = Buffer::constant;
     b.bytes = static_cast<uint64_t>(numel(shape)) * device::dtype_size(dt);
@@ -430,6 +431,73 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     ctx.values[v] = vi;
   }
 
+  // --- fusion ------------------------------------------------------------------------------------
+  // A node whose only result feeds exactly one later node of the partition, and is not a
+  // partition output, is computed inside that consumer's kernel: element-wise producers of an
+  // element-wise consumer with the same shape (one tile program), and a matmul whose only
+  // consumer is a unary activation (the epilogue applies it). The value never reaches HBM.
+  std::unordered_map<const ir::Node*, const ir::Node*> absorbed_into;  // producer -> consumer
+  std::unordered_map<const ir::Node*, const ir::Node*> epilogue_of;    // activation -> matmul
+  auto elementwise_kernel = [&](const ir::Node* n) {
+    if (!elementwise_lowering(n->op())) return false;
+    if (n->op() == "aten._to_copy.default" &&
+        device_dtype(n->output()->dtype()) == device_dtype(n->input(0)->dtype()))
+      return false;  // a view
+    return n->outputs().size() == 1;
+  };
+  // Float casts feeding a matmul operand: the matmul's DMA converts while loading.
+  if (opts.fuse) {
+    for (const ir::Node* n : nodes) {
+      if (n->op() != "aten._to_copy.default" || n->input(0)->payload()) continue;
+      const ir::Value* v = n->output();
+      if (!ir::is_floating(v->dtype()) || !ir::is_floating(n->input(0)->dtype()) ||
+          device_dtype(v->dtype()) == device_dtype(n->input(0)->dtype()))
+        continue;
+      if (is_output.count(v) || v->uses().size() != 1) continue;
+      const ir::Node* m = v->uses()[0].node;
+      if (!in_partition.count(m) || !matmul_lowering(m->op())) continue;
+      const bool bias_slot = (m->op() == "aten.addmm.default" || m->op() == "aten.baddbmm.default")
+                                 ? v->uses()[0].operand == 0
+                                 : v->uses()[0].operand == 2;
+      if (bias_slot) continue;
+      ctx.read_through[v] = n->input(0);
+    }
+  }
+
+  if (opts.fuse) {
+    for (const ir::Node* n : nodes) {
+      if (n->outputs().size() != 1 || epilogue_of.count(n)) continue;
+      const ir::Value* v = n->output();
+      if (is_output.count(v) || v->uses().size() != 1) continue;
+      const ir::Node* m = v->uses()[0].node;
+      if (!in_partition.count(m) || m->outputs().size() != 1) continue;
+      if (ctx.read_through.count(v) || ctx.read_through.count(m->output())) continue;
+      if (!(m->output()->shape() == v->shape())) continue;
+      bool multiple = false;  // the consumer reads v once
+      int count = 0;
+      for (const ir::Value* in : m->inputs()) count += in == v;
+      multiple = count != 1;
+      if (multiple) continue;
+      if (elementwise_kernel(n) && elementwise_kernel(m)) {
+        absorbed_into[n] = m;
+      } else if (matmul_lowering(n->op()) && epilogue_activation(*m) && !absorbed_into.count(n)) {
+        absorbed_into[n] = m;
+        epilogue_of[m] = n;
+      }
+    }
+  }
+  // Producers fused into `m`, in node order.
+  auto producers_of = [&](const ir::Node* m) {
+    std::vector<const void*> chain;
+    for (const ir::Node* n : nodes) {
+      const ir::Node* c = n;
+      while (absorbed_into.count(c) && !epilogue_of.count(absorbed_into.at(c)))
+        c = absorbed_into.at(c);
+      if (c == m && n != m) chain.push_back(n);
+    }
+    return chain;
+  };
+
   // --- nodes: views, constants, kernels -------------------------------------------------------
   std::vector<Kernel> kernels;
   auto use = [&](const ir::Value* v) {
@@ -441,9 +509,23 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     result.debug_names.push_back({n.name(), n.op(), n.location().to_string()});
     const std::string& op = n.op();
     for (const ir::Value* v : n.inputs())
-      if (v && !ctx.values.count(v))
+      if (v && !ctx.values.count(v) && !(v->producer() && absorbed_into.count(v->producer())) &&
+          !ctx.read_through.count(v))
         fail(n, "operand '" + v->name() + "' is neither a partition input nor defined earlier");
 
+    // A dtype conversion of a compile-time constant (auto-cast weights) is done now: the
+    // constant segment holds the converted tensor.
+    if ((op == "aten._to_copy.default" || op == "aten.to.dtype") &&
+        device_dtype(n.output()->dtype()) != device_dtype(n.input(0)->dtype()) &&
+        ctx.values.count(n.input(0)) &&
+        ctx.constant_buffers.count(ctx.values.at(n.input(0)).buffer) &&
+        ir::is_floating(n.output()->dtype()) && !absorbed_into.count(&n)) {
+      std::vector<double> vals = *ctx.constant_values(n.input(0));
+      ctx.synthetic[n.output()] = vals;
+      ValueInfo vi = new_constant(n.output(), &vals);
+      ctx.values[n.output()] = vi;
+      continue;
+    }
     if (is_creation_op(op)) {
       std::vector<double> vals = creation_values(n);
       ctx.synthetic[n.output()] = vals;
@@ -530,13 +612,31 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     }
     if (aliased) continue;
 
+    if (absorbed_into.count(&n)) continue;             // computed inside its consumer's kernel
+    if (ctx.read_through.count(n.output())) continue;  // converted by the consuming matmul
     LowerFn fn = find_lowering(op);
     if (!fn) {
       if (is_alias_op(op)) fn = data_movement_lowering("<materialize>");
       if (!fn) fail(n, "codegen has no lowering for " + op);
     }
-    for (const ir::Value* v : n.inputs())
-      if (v) use(v);
+    Kernel kernel{fn, &n, static_cast<uint32_t>(ni), {}, nullptr, nullptr};
+    std::vector<const ir::Node*> group;
+    if (auto e = epilogue_of.find(&n); e != epilogue_of.end()) {
+      kernel.fn = find_lowering(e->second->op());
+      kernel.node = e->second;
+      kernel.fused = {&n};
+      group = {e->second, &n};
+    } else {
+      kernel.fused = producers_of(&n);
+      for (const void* f : kernel.fused) group.push_back(static_cast<const ir::Node*>(f));
+      group.push_back(&n);
+    }
+    std::unordered_map<const ir::Value*, bool> internal;
+    for (const ir::Node* g2 : group)
+      if (g2 != &n) internal[g2->output()] = true;
+    for (const ir::Node* g2 : group)
+      for (const ir::Value* v : g2->inputs())
+        if (v && !internal.count(v)) use(ctx.read_through.count(v) ? ctx.read_through.at(v) : v);
     for (const ir::Value* v : n.outputs()) {
       Buffer b;
       b.region = is_output.count(v) ? Buffer::output : Buffer::scratch;
@@ -550,7 +650,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
       vi.buffer = static_cast<int>(buffers.size()) - 1;
       ctx.values[v] = vi;
     }
-    kernels.push_back({fn, &n, static_cast<uint32_t>(ni), nullptr, nullptr});
+    kernels.push_back(std::move(kernel));
   }
 
   // --- outputs ----------------------------------------------------------------------------------
@@ -585,6 +685,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     result.debug_names.push_back({"<output copy>", v->name(), ""});
     Kernel k;
     k.debug_id = static_cast<uint32_t>(result.debug_names.size() - 1);
+    k.fn = nullptr;
     k.copy_src = v;
     k.copy_dst_value = v;
     kernels.push_back(k);
@@ -667,6 +768,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
   auto lower_one = [&](size_t i) {
     const Kernel& k = kernels[i];
     KernelBuilder kb(target, k.debug_id);
+    kb.fused = k.fused;
     try {
       if (k.fn) {
         k.fn(kb, *k.node, ctx);

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "codegen/lowering.h"
 
@@ -50,8 +51,10 @@ struct Step {
 struct EwProgram {
   std::vector<const ir::Value*> inputs;
   std::vector<Step> steps;
+  std::unordered_map<const ir::Value*, Arg> fused;  // results of fused producers
 
   Arg operand(const PartitionContext& ctx, const ir::Value* v) {
+    if (auto it = fused.find(v); it != fused.end()) return it->second;
     const ValueInfo& vi = ctx.info(v);
     if (vi.splat) return imm(*vi.splat);
     for (size_t i = 0; i < inputs.size(); ++i)
@@ -519,6 +522,10 @@ class TileEval {
 
 void lower_elementwise(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
   EwProgram prog;
+  for (const ir::Node* f : fused_nodes(kb)) {
+    if (!build(*f, ctx, prog)) fail(*f, "codegen has no element-wise lowering for " + f->op());
+    prog.fused[f->output()] = reg(static_cast<int>(prog.steps.size()) - 1);
+  }
   if (!build(n, ctx, prog)) fail(n, "codegen has no element-wise lowering for " + n.op());
   const std::vector<int64_t> out_shape = static_shape(n.output());
   const HbmView& out = ctx.view(n.output());
@@ -662,6 +669,25 @@ void lower_elementwise(KernelBuilder& kb, const ir::Node& n, const PartitionCont
 }
 
 }  // namespace
+
+std::optional<ActivationFunction> epilogue_activation(const ir::Node& n) {
+  const std::string& op = n.op();
+  if (n.inputs().size() != 1) return std::nullopt;
+  if (op == "aten._to_copy.default" && ir::is_floating(n.input(0)->dtype()) &&
+      ir::is_floating(n.output()->dtype()))
+    return ActivationFunction::identity;  // the epilogue stores in the new dtype
+  if (op == "aten.relu.default") return ActivationFunction::relu;
+  if (op == "aten.silu.default") return ActivationFunction::silu;
+  if (op == "aten.sigmoid.default") return ActivationFunction::sigmoid;
+  if (op == "aten.tanh.default") return ActivationFunction::tanh;
+  if (op == "aten.gelu.default") {
+    const ir::Attribute* a = n.attr("approximate");
+    const bool tanh =
+        a && std::holds_alternative<std::string>(*a) && std::get<std::string>(*a) == "tanh";
+    return tanh ? ActivationFunction::gelu_tanh : ActivationFunction::gelu_erf;
+  }
+  return std::nullopt;
+}
 
 LowerFn elementwise_lowering(const std::string& op) {
   static const std::set<std::string> kOps = [] {

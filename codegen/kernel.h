@@ -86,6 +86,9 @@ class KernelBuilder {
   KernelBuilder(const device::Target& t, uint32_t debug_id) : t_(t), debug_id_(debug_id) {}
   const device::Target& target() const { return t_; }
   uint32_t debug_id() const { return debug_id_; }
+  // Nodes fused into this kernel besides its own: element-wise producers (in order) for an
+  // element-wise kernel, the activation applied in a matmul's epilogue.
+  std::vector<const void*> fused;
   void set_debug_id(uint32_t id) { debug_id_ = id; }
 
   // Per-partition SBUF bytes, 64-byte aligned; throws codegen::Error when the kernel outgrows

@@ -42,6 +42,14 @@ class PartitionContext {
     bool transposed = false;
   };
   std::unordered_map<int, ConstantSource> constant_buffers;
+  // Float-to-float casts read through by the matmul that consumes them (the DMA converts on
+  // load): cast result -> cast source. The cast result has no buffer.
+  std::unordered_map<const ir::Value*, const ir::Value*> read_through;
+  // The view a kernel reads for `v` (through a fused cast).
+  const HbmView& operand_view(const ir::Value* v) const {
+    auto it = read_through.find(v);
+    return view(it == read_through.end() ? v : it->second);
+  }
 };
 
 using LowerFn = void (*)(KernelBuilder&, const ir::Node&, const PartitionContext&);
@@ -58,6 +66,17 @@ LowerFn data_movement_lowering(const std::string& op);  // cat, materialising co
 // Copies the elements of `src` (any strides) into `dst` (same numel, any strides), both read
 // in row-major order of their own shapes, with HBM-to-HBM DMAs (casting when dtypes differ).
 void copy_view(KernelBuilder& kb, const HbmView& dst, const HbmView& src);
+
+// The ScalarE function when `n` is a unary activation that a matmul epilogue can apply
+// (relu, gelu, silu, sigmoid, tanh), else nullopt.
+std::optional<device::ActivationFunction> epilogue_activation(const ir::Node& n);
+
+// Fused nodes of the kernel being built (see KernelBuilder::fused).
+inline std::vector<const ir::Node*> fused_nodes(const KernelBuilder& kb) {
+  std::vector<const ir::Node*> v;
+  for (const void* p : kb.fused) v.push_back(static_cast<const ir::Node*>(p));
+  return v;
+}
 
 // [[noreturn]] helper: "node 'x' (op) at loc: message".
 [[noreturn]] void fail(const ir::Node& n, const std::string& message);

@@ -36,13 +36,12 @@ std::vector<int64_t> concat(std::vector<int64_t> a, std::initializer_list<int64_
   return a;
 }
 
-Problem make_problem(const ir::Node& n, const PartitionContext& ctx) {
+Problem make_problem(const ir::Node& n, const PartitionContext& ctx, const HbmView& out) {
   const std::string& op = n.op();
   Problem p;
-  const HbmView& out = ctx.view(n.output());
   if (op == "aten.linear.default") {
-    HbmView x = ctx.view(n.input(0));
-    const HbmView& w = ctx.view(n.input(1));  // [N, K]
+    HbmView x = ctx.operand_view(n.input(0));
+    const HbmView& w = ctx.operand_view(n.input(1));  // [N, K]
     p.K = x.shape.back();
     p.N = w.shape[0];
     std::vector<int64_t> lead(x.shape.begin(), x.shape.end() - 1);
@@ -64,8 +63,8 @@ Problem make_problem(const ir::Node& n, const PartitionContext& ctx) {
   }
   if (op == "aten.addmm.default" || op == "aten.baddbmm.default") {
     const bool batched = op == "aten.baddbmm.default";
-    p.a = ctx.view(n.input(1));
-    p.b = ctx.view(n.input(2));
+    p.a = ctx.operand_view(n.input(1));
+    p.b = ctx.operand_view(n.input(2));
     if (batched) p.batch = {p.a.shape[0]};
     p.M = p.a.shape[p.a.rank() - 2];
     p.K = p.a.shape.back();
@@ -78,8 +77,8 @@ Problem make_problem(const ir::Node& n, const PartitionContext& ctx) {
     return p;
   }
   // mm, bmm, matmul: torch.matmul semantics.
-  HbmView a = ctx.view(n.input(0));
-  HbmView b = ctx.view(n.input(1));
+  HbmView a = ctx.operand_view(n.input(0));
+  HbmView b = ctx.operand_view(n.input(1));
   if (a.rank() == 1) a = *a.reshape({1, a.shape[0]});
   if (b.rank() == 1) b = *b.reshape({b.shape[0], 1});
   p.M = a.shape[a.rank() - 2];
@@ -105,14 +104,25 @@ int64_t ceil_div(int64_t a, int64_t b) {
 }
 
 void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
-  Problem p = make_problem(n, ctx);
+  // A fused activation (epilogue) writes the activation's value instead of the matmul's.
+  const std::vector<const ir::Node*> fused = fused_nodes(kb);
+  std::optional<device::ActivationFunction> act;
+  const ir::Value* result = n.output();
+  if (!fused.empty()) {
+    act = epilogue_activation(*fused[0]);
+    result = fused[0]->output();
+  }
+  Problem p = make_problem(n, ctx, ctx.view(result));
   const device::Target& t = kb.target();
   const int64_t P = t.partitions;
   const int64_t maxN = std::min<int64_t>(t.matmul_max_moving, t.psum_bank_elems_f32());
-  const bool fp32 = p.a.dtype == DType::f32 || p.b.dtype == DType::f32 ||
-                    p.a.dtype == DType::tf32 || p.b.dtype == DType::tf32 ||
-                    !device::dtype_is_float(p.a.dtype) || !device::dtype_is_float(p.b.dtype);
-  const DType mdt = fp32 ? DType::f32 : p.a.dtype;  // operand dtype in SBUF
+  // Operand dtype in SBUF: the IR operands' (a fused cast's source converts on load).
+  const bool batched_bias = n.op() == "aten.addmm.default" || n.op() == "aten.baddbmm.default";
+  const DType ta = device_dtype(n.input(batched_bias ? 1 : 0)->dtype());
+  const DType tb = device_dtype(n.input(batched_bias ? 2 : 1)->dtype());
+  const bool fp32 = ta == DType::f32 || tb == DType::f32 || !device::dtype_is_float(ta) ||
+                    !device::dtype_is_float(tb);
+  const DType mdt = fp32 ? DType::f32 : ta;
   const uint32_t es = device::dtype_size(mdt);
   const int64_t nK = ceil_div(p.K, P);
   const int64_t nM = ceil_div(p.M, P);
@@ -297,14 +307,23 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
               act.scale = static_cast<float>(p.alpha);
               kb.emit(Engine::scalar, act);
             }
-          } else if (p.alpha != 1) {
-            device::Activation act;
-            act.dst = out_tile;
-            act.src = acc;
-            act.scale = static_cast<float>(p.alpha);
-            kb.emit(Engine::scalar, act);
+          } else if (p.alpha != 1 || act) {
+            // Evacuate PSUM through ScalarE with the scale and activation in one instruction.
+            device::Activation a;
+            a.dst = out_tile;
+            a.src = acc;
+            a.scale = static_cast<float>(p.alpha);
+            if (act) a.function = *act;
+            kb.emit(Engine::scalar, a);
           } else {
             evacuate(out_tile, acc);
+          }
+          if (act && p.bias) {
+            device::Activation a;
+            a.dst = out_tile;
+            a.src = out_tile;
+            a.function = *act;
+            kb.emit(Engine::scalar, a);
           }
           kb.dma(KernelBuilder::hbm(p.c, c_base + m0 * sc_m + n0 * sc_n, mt, sc_m,
                                     {{static_cast<int32_t>(sc_n), static_cast<uint32_t>(ntc)}}),

@@ -354,6 +354,8 @@ TEST(CodegenErrors, NamesTheNodeAndWhatIsUnsupported) {
 }
 
 TEST(CodegenMemory, ScratchIsReusedAcrossKernels) {
+  CodegenOptions unfused;
+  unfused.fuse = false;
   RunResult r = check(R"(graph {
   input %x : f32[128, 256]
   %a : f32[128, 256] = aten.relu.default(%x)
@@ -362,8 +364,44 @@ TEST(CodegenMemory, ScratchIsReusedAcrossKernels) {
   %d : f32[128, 256] = aten.cos.default(%c)
   %e : f32[128, 256] = aten.tanh.default(%d)
   output %e
-})");
+})",
+                      1e-5, device::TargetKind::trn1, unfused);
+  EXPECT_EQ(r.part.stats.kernels, 5u);
   EXPECT_LT(r.part.stats.hbm_scratch_bytes, r.part.stats.hbm_scratch_unshared_bytes);
+}
+
+TEST(CodegenFusion, ElementwiseChainsAndMatmulEpilogues) {
+  const char* text = R"(graph {
+  input %x : f32[32, 64]
+  param %w : f32[48, 64] "w"
+  param %b : f32[48] "b"
+  %l : f32[32, 48] = aten.linear.default(%x, %w, %b)
+  %g : f32[32, 48] = aten.gelu.default(%l) {approximate = "tanh"}
+  %m : f32[32, 48] = aten.mul.Tensor(%g, %g)
+  %s : f32[32, 48] = aten.sigmoid.default(%m)
+  %c : f32[32, 48] = aten.mul.Scalar(%s) {other = 0.5}
+  output %c
+})";
+  CodegenOptions unfused;
+  unfused.fuse = false;
+  RunResult a = check(text, 1e-5);
+  RunResult b = check(text, 1e-5, device::TargetKind::trn1, unfused);
+  // linear+gelu fuse; mul/sigmoid/mul fuse (gelu's value is read twice, so it stays).
+  EXPECT_EQ(a.part.stats.kernels, 2u);
+  EXPECT_EQ(b.part.stats.kernels, 5u);
+  EXPECT_LT(a.report.total_time_ns, b.report.total_time_ns);
+}
+
+TEST(CodegenConstants, CastsOfWeightsHappenAtCompileTime) {
+  RunResult r = check(R"(graph {
+  input %x : bf16[8, 32]
+  param %w : f32[16, 32] "w"
+  %wb : bf16[16, 32] = aten._to_copy.default(%w) {dtype = #bf16}
+  %y : bf16[8, 16] = aten.linear.default(%x, %wb)
+  output %y
+})",
+                      1e-2);
+  EXPECT_EQ(r.part.stats.kernels, 1u);
 }
 
 }  // namespace
