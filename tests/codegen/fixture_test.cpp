@@ -118,6 +118,8 @@ TEST_P(Fixture, DevicePartitionsMatch) {
   const device::Target& t = device::target(c.target);
   double total_ns = 0, worst_rel = 0;
   int device_parts = 0;
+  uint64_t kernels = 0, instructions = 0, waits = 0;
+  double tensor_busy = 0;
   for (const passes::Partition& p : plan.partitions) {
     if (p.kind == passes::PartitionKind::host) {
       evaluate_nodes(p.nodes, ref, fallback);
@@ -150,6 +152,10 @@ TEST_P(Fixture, DevicePartitionsMatch) {
     auto rep = sim.run(part.program, hbm);
     ASSERT_TRUE(rep.is_ok()) << rep.status().message();
     total_ns += rep->total_time_ns;
+    kernels += part.stats.kernels;
+    instructions += rep->instructions;
+    waits += part.stats.semaphore_waits;
+    tensor_busy += rep->cores[0].engines[0].busy_ns;
     for (const TensorBinding& b : part.outputs) {
       RefTensor out;
       out.shape = b.shape;
@@ -194,10 +200,13 @@ TEST_P(Fixture, DevicePartitionsMatch) {
   else
     EXPECT_LE(out_err, 1e-4 * std::max(out_max, 1.0)) << c.model;
   std::printf(
-      "%-20s %-15s %s%s: %d device partition(s), simulated %.2f us, max abs err vs "
-      "PyTorch %.3g (max |out| %.3g), cosine %.6f\n",
+      "%-20s %-15s %s%s: %d device partition(s), %llu kernels, %llu instructions, "
+      "%llu waits, simulated %.2f us (TensorE busy %.1f%%), max abs err vs PyTorch %.3g "
+      "(max |out| %.3g), cosine %.6f\n",
       c.model.c_str(), c.file.c_str(), std::string(t.name).c_str(), c.autocast ? " bf16" : "",
-      device_parts, total_ns / 1000, out_err, out_max, cosine);
+      device_parts, (unsigned long long)kernels, (unsigned long long)instructions,
+      (unsigned long long)waits, total_ns / 1000, 100.0 * tensor_busy / std::max(total_ns, 1.0),
+      out_err, out_max, cosine);
 }
 
 std::vector<Case> cases() {
