@@ -314,7 +314,7 @@ struct Kernel {
   LowerFn fn = nullptr;
   const ir::Node* node = nullptr;
   uint32_t debug_id = 0;
-  std::vector<const void*> fused;  // see KernelBuilder::fused
+  std::vector<const ir::Node*> fused;  // see KernelBuilder::fused
   // Output copies: copy `src` into `dst` (no node).
   const ir::Value* copy_src = nullptr;
   const ir::Value* copy_dst_value = nullptr;
@@ -488,7 +488,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
   }
   // Producers fused into `m`, in node order.
   auto producers_of = [&](const ir::Node* m) {
-    std::vector<const void*> chain;
+    std::vector<const ir::Node*> chain;
     for (const ir::Node* n : nodes) {
       const ir::Node* c = n;
       while (absorbed_into.count(c) && !epilogue_of.count(absorbed_into.at(c)))
@@ -628,7 +628,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
       group = {e->second, &n};
     } else {
       kernel.fused = producers_of(&n);
-      for (const void* f : kernel.fused) group.push_back(static_cast<const ir::Node*>(f));
+      for (const ir::Node* f : kernel.fused) group.push_back(f);
       group.push_back(&n);
     }
     std::unordered_map<const ir::Value*, bool> internal;

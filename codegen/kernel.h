@@ -13,6 +13,10 @@
 #include "device/isa.h"
 #include "device/target.h"
 
+namespace neuronc::ir {
+class Node;
+}
+
 namespace neuronc::codegen {
 
 // How the emitter places a DMA: loads and HBM copies trigger from SyncE, stores from GpSimdE,
@@ -88,7 +92,7 @@ class KernelBuilder {
   uint32_t debug_id() const { return debug_id_; }
   // Nodes fused into this kernel besides its own: element-wise producers (in order) for an
   // element-wise kernel, the activation applied in a matmul's epilogue.
-  std::vector<const void*> fused;
+  std::vector<const ir::Node*> fused;
   void set_debug_id(uint32_t id) { debug_id_ = id; }
 
   // Per-partition SBUF bytes, 64-byte aligned; throws codegen::Error when the kernel outgrows

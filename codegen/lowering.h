@@ -72,10 +72,8 @@ void copy_view(KernelBuilder& kb, const HbmView& dst, const HbmView& src);
 std::optional<device::ActivationFunction> epilogue_activation(const ir::Node& n);
 
 // Fused nodes of the kernel being built (see KernelBuilder::fused).
-inline std::vector<const ir::Node*> fused_nodes(const KernelBuilder& kb) {
-  std::vector<const ir::Node*> v;
-  for (const void* p : kb.fused) v.push_back(static_cast<const ir::Node*>(p));
-  return v;
+inline const std::vector<const ir::Node*>& fused_nodes(const KernelBuilder& kb) {
+  return kb.fused;
 }
 
 // [[noreturn]] helper: "node 'x' (op) at loc: message".

@@ -105,7 +105,7 @@ int64_t ceil_div(int64_t a, int64_t b) {
 
 void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
   // A fused activation (epilogue) writes the activation's value instead of the matmul's.
-  const std::vector<const ir::Node*> fused = fused_nodes(kb);
+  const std::vector<const ir::Node*>& fused = fused_nodes(kb);
   std::optional<device::ActivationFunction> act;
   const ir::Value* result = n.output();
   if (!fused.empty()) {
