@@ -121,6 +121,17 @@ void register_data_movement_ops(OpRegistry& r) {
           out.insert(out.end(), x.shape.begin() + e + 1, x.shape.end());
           return {{x.dtype, out}};
         });
+  // A strided view of the input's storage: the host runs it (general strides are not an
+  // access pattern the device can always express).
+  r.add("as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) "
+        "-> Tensor(a)",
+        M, Placement::host, [](const ShapeContext& c) -> std::vector<TensorType> {
+          const std::vector<Dim> size = c.get_dims("size");
+          if (size.size() != c.get_dims("stride").size()) {
+            c.fail("size and stride have different ranks");
+          }
+          return {{c.input(0).dtype, size}};
+        });
   r.add("permute(Tensor(a) self, int[] dims) -> Tensor(a)", M, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {
           const TensorType& x = c.input(0);

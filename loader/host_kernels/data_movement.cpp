@@ -82,6 +82,33 @@ Status permute(const HostOpContext& c) {
   return Status::ok();
 }
 
+// as_strided over the input's contiguous storage; every element the view reaches must lie
+// inside the input (checked before any read).
+Status as_strided(const HostOpContext& c) {
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("self"));
+  NEURONC_RETURN_IF_ERROR_(c.expect_outputs(1));
+  const std::vector<int64_t> size = c.get_ints("size");
+  const std::vector<int64_t> stride = c.get_ints("stride");
+  const int64_t offset = c.opt_int("storage_offset").value_or(0);
+  if (size.size() != stride.size())
+    return c.error("size " + shape_str(size) + " and stride " + shape_str(stride) +
+                   " have different ranks");
+  int64_t last = offset;
+  bool empty = false;
+  for (size_t i = 0; i < size.size(); ++i) {
+    if (size[i] < 0 || stride[i] < 0)
+      return c.error("negative size or stride in " + shape_str(size) + " / " + shape_str(stride));
+    if (size[i] == 0) empty = true;
+    else last += (size[i] - 1) * stride[i];
+  }
+  if (offset < 0 || (!empty && last >= x->numel()))
+    return c.error("view reaches element " + std::to_string(last) + " of an input with " +
+                   std::to_string(x->numel()) + " elements");
+  NEURONC_RETURN_IF_ERROR_(expect_view(c, *x, size));
+  if (!c.dry_run()) gather_strided(*x, offset, size, stride, c.output(0));
+  return Status::ok();
+}
+
 Status expand(const HostOpContext& c) {
   NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("self"));
   NEURONC_RETURN_IF_ERROR_(c.expect_outputs(1));
@@ -293,6 +320,7 @@ void register_data_movement_kernels(KernelTable& t) {
   t.add("aten.transpose.int", permute);
   t.add("aten.t.default", permute);
   t.add("aten.expand.default", expand);
+  t.add("aten.as_strided.default", as_strided);
   t.add("aten.slice.Tensor", slice);
   t.add("aten.select.int", select);
   t.add("aten.flip.default", flip);

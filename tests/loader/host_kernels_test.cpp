@@ -274,6 +274,19 @@ TEST(HostKernels, DataMovement) {
   EXPECT_THAT(run1("aten.flip.default", {{"self", T::f32, {2, 3}, x}},
                    {A::integers("dims", {0, 1})}, {T::f32, {2, 3}}),
               ElementsAre(5, 4, 3, 2, 1, 0));
+  // as_strided: overlapping windows of the storage [0..5].
+  EXPECT_THAT(run1("aten.as_strided.default", {{"self", T::f32, {2, 3}, x}},
+                   {A::integers("size", {2, 2}), A::integers("stride", {2, 1}),
+                    A::integer("storage_offset", 1)},
+                   {T::f32, {2, 2}}),
+              ElementsAre(1, 2, 3, 4));
+  auto outside = run_host_op("aten.as_strided.default", {{"self", T::f32, {2, 3}, x}},
+                             {A::integers("size", {2, 2}), A::integers("stride", {3, 2}),
+                              A::integer("storage_offset", 1)},
+                             {{T::f32, {2, 2}}});
+  ASSERT_FALSE(outside.is_ok());
+  EXPECT_THAT(outside.status().message(),
+              HasSubstr("view reaches element 6 of an input with 6 elements"));
   EXPECT_THAT(run1("aten.index_select.default",
                    {{"self", T::f32, {2, 3}, x}, {"index", T::i64, {2}, {2, 0}}},
                    {A::integer("dim", 1)}, {T::f32, {2, 2}}),
