@@ -11,5 +11,7 @@ void register_analyze_command(CLI::App& app);
 void register_compile_command(CLI::App& app);
 void register_run_command(CLI::App& app);
 void register_verify_command(CLI::App& app);
+void register_bench_command(CLI::App& app);
+void register_profile_command(CLI::App& app);
 
 }  // namespace neuronc::tools

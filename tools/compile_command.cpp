@@ -9,12 +9,13 @@
 #include "tools/cli_output.h"
 #include "tools/commands.h"
 #include "tools/compiler_driver.h"
+#include "tools/report_html.h"
 
 namespace neuronc::tools {
 namespace {
 
 struct CompileCli {
-  std::string model, output, target = "trn1", auto_cast = "none", print_after;
+  std::string model, output, target = "trn1", auto_cast = "none", print_after, report;
   int opt_level = 2, threads = 0;
   std::vector<std::string> dims;
   bool json = false;
@@ -70,6 +71,7 @@ void run_compile(const CompileCli& o) {
     f.write(reinterpret_cast<const char*>(r.artifact.data()), static_cast<std::streamsize>(r.artifact.size()));
     if (!f) throw CommandExit{kExitError, "writing '" + out + "' failed", ""};
   }
+  if (!o.report.empty()) write_compile_report(o.report, r, {o.model, out, o.target, o.auto_cast, req.opt_level});
   size_t device_parts = 0, host_parts = 0;
   uint64_t instructions = 0;
   for (const PartitionReport& p : r.partitions) {
@@ -141,6 +143,7 @@ void register_compile_command(CLI::App& app) {
   cmd->add_option("--dim", o->dims, "Bind a symbolic dim: SYMBOL=VALUE (repeatable)");
   cmd->add_option("--print-after", o->print_after, "Print the IR after these passes (comma list, or 'all')");
   cmd->add_flag("--json", o->json, "Print the compile report as JSON (fields in docs/CLI.md)");
+  cmd->add_option("--report", o->report, "Also write a self-contained HTML report (coverage, memory, timeline, roofline)");
   cmd->callback([o] { run_compile(*o); });
 }
 

@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   register_run_command(app);
   register_verify_command(app);
   register_inspect_command(app);
+  register_bench_command(app);
+  register_profile_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,621 @@
+// `neuronc bench ARTIFACT`: runs the artifact on varied random inputs through the loader (as a
+// service would), and once more through the device model's timing half for the utilisation
+// figures; prices the result from the instance price table.
+#include "tools/bench_command.h"
+
+#include <neuronc/model.h>
+#include <neuronc/session.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "artifact_format/mapped_file.h"
+#include "artifact_format/reader.h"
+#include "device/numerics.h"
+#include "tools/cli_output.h"
+#include "tools/commands.h"
+#include "tools/runner.h"
+#include "tools/trace_timeline.h"
+
+namespace neuronc::tools {
+
+extern const char* const kBuiltinPriceTableJson;  // generated from tools/data/instance_prices.json
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+[[noreturn]] void table_error(const std::string& origin, const std::string& what) {
+  throw CommandExit{kExitError, "price table " + origin + ": " + what, ""};
+}
+
+const json& field(const json& obj, const char* name, json::value_t type, const std::string& origin,
+                  const std::string& where) {
+  auto it = obj.find(name);
+  if (it == obj.end()) table_error(origin, where + " has no '" + name + "'");
+  const bool ok = type == json::value_t::number_float
+                      ? it->is_number()
+                      : it->type() == type || (type == json::value_t::number_unsigned &&
+                                               it->is_number_integer() && *it >= 0);
+  if (!ok) {
+    const char* want = type == json::value_t::string            ? "a string"
+                       : type == json::value_t::boolean         ? "true or false"
+                       : type == json::value_t::array           ? "an array"
+                       : type == json::value_t::number_unsigned ? "a non-negative integer"
+                                                                : "a number";
+    table_error(origin, where + "." + name + " is " + it->dump() + ", expected " + want);
+  }
+  return *it;
+}
+
+// Deterministic on every platform (std distributions are not): 53 random bits -> [0, 1).
+double unit_double(std::mt19937_64& rng) {
+  return static_cast<double>(rng() >> 11) * 0x1.0p-53;
+}
+
+// Fills `bytes` with values of `dtype`: floats uniform in [-1, 1), integers in [0, int_high),
+// booleans 0/1.
+void fill_random(std::vector<std::byte>& bytes, neuronc::DType dtype, int64_t numel,
+                 int64_t int_high, std::mt19937_64& rng) {
+  using neuronc::DType;
+  const size_t es = neuronc::dtype_size(dtype);
+  bytes.assign(static_cast<size_t>(numel) * es, std::byte{0});
+  std::byte* p = bytes.data();
+  const auto put = [&](int64_t i, const auto v) { std::memcpy(p + i * sizeof(v), &v, sizeof(v)); };
+  const int64_t values = dtype == DType::c64 ? numel * 2 : numel;
+  for (int64_t i = 0; i < values; ++i) {
+    const float f = static_cast<float>(unit_double(rng) * 2.0 - 1.0);
+    const int64_t k = static_cast<int64_t>(unit_double(rng) * static_cast<double>(int_high));
+    switch (dtype) {
+      case DType::f32:
+      case DType::c64:
+        put(i, f);
+        break;
+      case DType::f64:
+        put(i, static_cast<double>(f));
+        break;
+      case DType::f16:
+        put(i, device::f32_to_f16(f));
+        break;
+      case DType::bf16:
+        put(i, device::f32_to_bf16(f));
+        break;
+      case DType::f8e4m3:
+        put(i, device::f32_to_f8e4m3(f));
+        break;
+      case DType::f8e5m2:
+        put(i, device::f32_to_f8e5m2(f));
+        break;
+      case DType::i64:
+        put(i, k);
+        break;
+      case DType::i32:
+        put(i, static_cast<int32_t>(k));
+        break;
+      case DType::i16:
+        put(i, static_cast<int16_t>(k));
+        break;
+      case DType::i8:
+        put(i, static_cast<int8_t>(std::min<int64_t>(k, 127)));
+        break;
+      case DType::u8:
+        put(i, static_cast<uint8_t>(std::min<int64_t>(k, 255)));
+        break;
+      case DType::boolean:
+        put(i, static_cast<uint8_t>(k & 1));
+        break;
+    }
+  }
+}
+
+struct InputShape {
+  std::string name;
+  neuronc::DType dtype;
+  neuronc::Shape shape;
+};
+
+// Concrete input shapes: fixed dims as given; a symbolic dim at the value the artifact was
+// specialised to (compile option dim.<symbol>), else the smallest value its range allows.
+std::vector<InputShape> input_shapes(const neuronc::Model& model,
+                                     const artifact::ArtifactContents& c) {
+  std::vector<InputShape> out;
+  for (const neuronc::TensorSpec& s : model.inputs()) {
+    InputShape in{s.name, s.dtype, {}};
+    for (const neuronc::DimSpec& d : s.dims) {
+      if (!d.is_symbolic()) {
+        in.shape.push_back(d.value);
+        continue;
+      }
+      int64_t v = std::max<int64_t>(d.min, 1);
+      for (const auto& [k, val] : c.options.extra) {
+        if (k == "dim." + d.symbol) v = std::clamp<int64_t>(std::stoll(val), d.min, d.max);
+      }
+      in.shape.push_back(d.coeff * v);
+    }
+    out.push_back(std::move(in));
+  }
+  return out;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
+}
+
+json assumption_json(const std::string& name, double value, const std::string& unit,
+                     const std::string& why) {
+  return {{"name", name}, {"value", value}, {"unit", unit}, {"why", why}};
+}
+
+struct BenchCli {
+  BenchOptions o;
+  bool json = false;
+  std::string price_text;
+};
+
+void run_bench_cli(const BenchCli& cli) {
+  progress("benchmarking " + cli.o.artifact);
+  const json r = run_bench(cli.o);
+  progress_done();
+  if (cli.json) {
+    std::cout << r.dump(2) << "\n";
+    return;
+  }
+  std::cout << format_bench_text(r);
+}
+
+}  // namespace
+
+const char* builtin_price_table_json() {
+  return kBuiltinPriceTableJson;
+}
+
+const InstanceInfo* PriceTable::find(const std::string& instance) const {
+  for (const InstanceInfo& i : instances) {
+    if (i.instance == instance) return &i;
+  }
+  return nullptr;
+}
+
+std::string PriceTable::default_instance(const std::string& target) const {
+  for (const auto& [t, i] : defaults) {
+    if (t == target) return i;
+  }
+  return "";
+}
+
+PriceTable parse_price_table(const std::string& text, const std::string& origin) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    table_error(origin, std::string("not valid JSON: ") + e.what());
+  }
+  if (!doc.is_object()) table_error(origin, "expected a JSON object with 'instances'");
+  PriceTable t;
+  if (auto d = doc.find("defaults"); d != doc.end()) {
+    if (!d->is_object()) table_error(origin, "'defaults' is " + d->dump() + ", expected an object");
+    for (const auto& [target, inst] : d->items()) {
+      if (!inst.is_string()) table_error(origin, "defaults." + target + " is not a string");
+      t.defaults.emplace_back(target, inst.get<std::string>());
+    }
+  }
+  const json& instances = field(doc, "instances", json::value_t::array, origin, "the table");
+  for (size_t i = 0; i < instances.size(); ++i) {
+    const json& e = instances[i];
+    const std::string where = "instances[" + std::to_string(i) + "]";
+    if (!e.is_object()) table_error(origin, where + " is not an object");
+    InstanceInfo info;
+    info.instance = field(e, "instance", json::value_t::string, origin, where).get<std::string>();
+    const std::string at = where + " (" + info.instance + ")";
+    info.target = field(e, "target", json::value_t::string, origin, at).get<std::string>();
+    info.chips = field(e, "chips", json::value_t::number_unsigned, origin, at).get<int>();
+    info.neuron_cores =
+        field(e, "neuron_cores", json::value_t::number_unsigned, origin, at).get<int>();
+    if (info.neuron_cores <= 0) table_error(origin, at + ".neuron_cores is 0, expected at least 1");
+    if (auto fs = e.find("facts_source"); fs != e.end() && fs->is_string())
+      info.facts_source = fs->get<std::string>();
+    const json& prices = field(e, "prices", json::value_t::array, origin, at);
+    for (size_t k = 0; k < prices.size(); ++k) {
+      const std::string pw = at + ".prices[" + std::to_string(k) + "]";
+      const json& p = prices[k];
+      if (!p.is_object()) table_error(origin, pw + " is not an object");
+      InstancePrice ip;
+      ip.pricing = field(p, "pricing", json::value_t::string, origin, pw).get<std::string>();
+      ip.usd_per_hour =
+          field(p, "usd_per_hour", json::value_t::number_float, origin, pw).get<double>();
+      if (!(ip.usd_per_hour > 0))
+        table_error(origin, pw + ".usd_per_hour is " + p["usd_per_hour"].dump() + ", expected > 0");
+      ip.source = field(p, "source", json::value_t::string, origin, pw).get<std::string>();
+      ip.date = field(p, "date", json::value_t::string, origin, pw).get<std::string>();
+      ip.unverified = field(p, "unverified", json::value_t::boolean, origin, pw).get<bool>();
+      if (ip.source.empty())
+        table_error(origin, pw + ".source is empty: every price names its source");
+      if (ip.date.empty()) table_error(origin, pw + ".date is empty: every price carries its date");
+      info.prices.push_back(std::move(ip));
+    }
+    if (t.find(info.instance))
+      table_error(origin, at + " repeats instance '" + info.instance + "'");
+    t.instances.push_back(std::move(info));
+  }
+  return t;
+}
+
+PriceTable load_price_table(const std::string& user_file) {
+  PriceTable t =
+      parse_price_table(builtin_price_table_json(), "(built in: tools/data/instance_prices.json)");
+  if (user_file.empty()) return t;
+  std::ifstream f(user_file);
+  if (!f) throw CommandExit{kExitError, "cannot read price table '" + user_file + "'", ""};
+  std::stringstream ss;
+  ss << f.rdbuf();
+  PriceTable user = parse_price_table(ss.str(), "'" + user_file + "'");
+  for (InstanceInfo& u : user.instances) {
+    auto it = std::find_if(t.instances.begin(), t.instances.end(),
+                           [&](const InstanceInfo& i) { return i.instance == u.instance; });
+    if (it != t.instances.end()) {
+      *it = std::move(u);
+    } else {
+      t.instances.push_back(std::move(u));
+    }
+  }
+  for (auto& [target, inst] : user.defaults) {
+    auto it = std::find_if(t.defaults.begin(), t.defaults.end(),
+                           [&](const auto& d) { return d.first == target; });
+    if (it != t.defaults.end()) {
+      it->second = inst;
+    } else {
+      t.defaults.emplace_back(target, inst);
+    }
+  }
+  return t;
+}
+
+json run_bench(const BenchOptions& o) {
+  if (o.iterations < 1)
+    throw CommandExit{kExitUsage,
+                      "--iterations is " + std::to_string(o.iterations) + ", expected at least 1",
+                      ""};
+  if (o.threads < 1)
+    throw CommandExit{kExitUsage,
+                      "--threads is " + std::to_string(o.threads) + ", expected at least 1", ""};
+  if (o.int_high < 1)
+    throw CommandExit{kExitUsage,
+                      "--int-high is " + std::to_string(o.int_high) + ", expected at least 1", ""};
+  if (o.price_per_hour && !(*o.price_per_hour > 0)) {
+    throw CommandExit{kExitUsage,
+                      "--price-per-hour is " + std::to_string(*o.price_per_hour) + ", expected > 0",
+                      ""};
+  }
+  const PriceTable prices = load_price_table(o.prices_file);
+
+  neuronc::Model model = load_model_or_exit(o.artifact);
+  auto file = artifact::MappedFile::open(o.artifact);
+  if (!file.is_ok()) throw CommandExit{kExitError, file.status().message(), ""};
+  auto art = artifact::read_artifact(file->bytes());
+  if (!art.is_ok()) throw CommandExit{kExitError, o.artifact + ": " + art.status().message(), ""};
+  Timeline tl;
+  try {
+    tl = simulate_timeline(art->contents, {.trace = false});
+  } catch (const std::exception& e) {
+    throw CommandExit{kExitError, e.what(), ""};
+  }
+
+  // Instance and price.
+  const std::string instance_name =
+      o.instance.empty() ? prices.default_instance(tl.target) : o.instance;
+  const InstanceInfo* instance = instance_name.empty() ? nullptr : prices.find(instance_name);
+  if (!o.instance.empty() && !instance) {
+    std::string names;
+    for (const InstanceInfo& i : prices.instances)
+      names += (names.empty() ? "" : ", ") + i.instance;
+    throw CommandExit{kExitUsage,
+                      "--instance '" + o.instance + "' is not in the price table (" + names +
+                          "); add it with --prices FILE",
+                      ""};
+  }
+  if (instance && instance->target != tl.target) {
+    throw CommandExit{kExitUsage,
+                      "instance " + instance->instance + " has " + instance->target +
+                          " NeuronCores but the artifact is compiled for " + tl.target +
+                          ": recompile with --target " + instance->target +
+                          " or pick another --instance",
+                      ""};
+  }
+
+  // Runs: iteration i uses seed (seed, i) whatever thread runs it, so inputs are reproducible.
+  const std::vector<InputShape> shapes = input_shapes(model, art->contents);
+  std::vector<neuronc::RunStats> stats(static_cast<size_t>(o.iterations));
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  const auto worker = [&](int w) {
+    try {
+      neuronc::Session session(model);
+      if (!session.status().is_ok()) throw CommandExit{kExitError, session.status().message(), ""};
+      std::vector<std::vector<std::byte>> buffers(shapes.size());
+      for (int i = w; i < o.iterations; i += o.threads) {
+        std::mt19937_64 rng(o.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(i));
+        std::vector<neuronc::NamedInput> inputs;
+        for (size_t k = 0; k < shapes.size(); ++k) {
+          fill_random(buffers[k], shapes[k].dtype, neuronc::numel(shapes[k].shape), o.int_high,
+                      rng);
+          inputs.push_back({shapes[k].name, neuronc::TensorView(buffers[k].data(), shapes[k].dtype,
+                                                                shapes[k].shape)});
+        }
+        auto out = session.run(inputs);
+        if (!out.is_ok()) {
+          throw CommandExit{kExitError,
+                            "iteration " + std::to_string(i) + ": " + out.status().message(), ""};
+        }
+        stats[static_cast<size_t>(i)] = session.stats();
+        if (w == 0)
+          progress("benchmarking " + o.artifact + ": " + std::to_string(i + 1) + "/" +
+                   std::to_string(o.iterations));
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+    }
+  };
+  const auto wall0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> pool;
+  for (int w = 1; w < o.threads; ++w) pool.emplace_back(worker, w);
+  worker(0);
+  for (std::thread& th : pool) th.join();
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  if (failure) std::rethrow_exception(failure);
+
+  std::vector<double> latency_us;
+  double host_ns = 0, host_ops_ns = 0, device_ns = 0;
+  for (const neuronc::RunStats& s : stats) {
+    latency_us.push_back(s.latency_ns / 1e3);
+    host_ns += s.host_wall_ns;
+    host_ops_ns += s.host_ops_ns;
+    device_ns += s.device_ns;
+  }
+  const double n = static_cast<double>(stats.size());
+  double mean_us = 0;
+  for (double v : latency_us) mean_us += v / n;
+
+  json r;
+  r["artifact"] = o.artifact;
+  r["target"] = tl.target;
+  r["neuron_core"] = tl.core_version;
+  r["neuron_cores_per_inference"] = tl.num_cores;
+  r["iterations"] = o.iterations;
+  r["threads"] = o.threads;
+  r["seed"] = o.seed;
+  r["inputs"] = json::array();
+  for (const InputShape& s : shapes) {
+    r["inputs"].push_back({{"name", s.name},
+                           {"dtype", std::string(neuronc::dtype_name(s.dtype))},
+                           {"shape", s.shape}});
+  }
+  r["simulated_latency_us"] = {{"p50", percentile(latency_us, 50)},
+                               {"p99", percentile(latency_us, 99)},
+                               {"mean", mean_us},
+                               {"min", *std::min_element(latency_us.begin(), latency_us.end())},
+                               {"max", *std::max_element(latency_us.begin(), latency_us.end())},
+                               {"device", device_ns / n / 1e3},
+                               {"host_ops", host_ops_ns / n / 1e3}};
+  // One inference in flight per copy of the model; a copy occupies the artifact's cores.
+  const double per_copy = mean_us > 0 ? 1e6 / mean_us : 0;
+  json tp;
+  tp["per_neuron_core"] = per_copy / tl.num_cores;
+  if (instance) {
+    const int copies = instance->neuron_cores / static_cast<int>(tl.num_cores);
+    tp["per_instance"] = per_copy * copies;
+    tp["instance"] = instance->instance;
+    tp["neuron_cores_per_instance"] = instance->neuron_cores;
+    tp["model_copies_per_instance"] = copies;
+  } else {
+    tp["per_instance"] = nullptr;
+    tp["instance"] = nullptr;
+  }
+  r["throughput_per_s"] = tp;
+  r["mfu"] = tl.mfu();
+  r["hfu"] = tl.hfu();
+  r["mbu"] = tl.mbu();
+  r["model_flops"] = tl.model_flops;
+  r["model_flops_source"] = tl.model_flops_source;
+  json util;
+  for (int e = 0; e < device::kNumEngines; ++e) {
+    util[std::string(device::engine_name(static_cast<device::Engine>(e)))] =
+        tl.engine_utilization(static_cast<device::Engine>(e));
+  }
+  util["dma"] = tl.dma_utilization();
+  r["engine_utilization"] = util;
+  r["hbm_bytes"] = {
+      {"read", tl.hbm_read_bytes}, {"write", tl.hbm_write_bytes}, {"total", tl.hbm_bytes()}};
+  r["instructions"] = tl.instructions;
+  r["host_seconds_per_inference"] = host_ns / n / 1e9;
+  r["host_wall_seconds"] = wall_s;
+
+  // Price.
+  json price;
+  std::optional<double> usd_per_hour;
+  if (o.price_per_hour) {
+    usd_per_hour = *o.price_per_hour;
+    price = {{"instance", instance ? json(instance->instance) : json(nullptr)},
+             {"usd_per_hour", *o.price_per_hour},
+             {"pricing", "user"},
+             {"source", "--price-per-hour"},
+             {"date", nullptr},
+             {"unverified", false}};
+  } else if (instance) {
+    const InstancePrice* chosen = nullptr;
+    for (const InstancePrice& p : instance->prices) {
+      if (p.pricing == o.pricing) chosen = &p;
+    }
+    if (chosen) {
+      usd_per_hour = chosen->usd_per_hour;
+      price = {{"instance", instance->instance}, {"usd_per_hour", chosen->usd_per_hour},
+               {"pricing", chosen->pricing},     {"source", chosen->source},
+               {"date", chosen->date},           {"unverified", chosen->unverified}};
+    } else {
+      price = {{"instance", instance->instance},
+               {"usd_per_hour", nullptr},
+               {"pricing", o.pricing},
+               {"source", "no " + o.pricing + " price for " + instance->instance +
+                              " in the table: pass --price-per-hour USD or --prices FILE"},
+               {"date", nullptr},
+               {"unverified", true}};
+    }
+  } else {
+    price = {{"instance", nullptr},
+             {"usd_per_hour", nullptr},
+             {"pricing", o.pricing},
+             {"source", "no instance known for target " + tl.target +
+                            ": pass --instance and --prices, or --price-per-hour"},
+             {"date", nullptr},
+             {"unverified", true}};
+  }
+  r["price"] = price;
+  // The instance price buys all its cores; cost per inference = price / 3600 / throughput.
+  double instance_throughput = 0;
+  if (instance) {
+    instance_throughput = tp["per_instance"].get<double>();
+  } else {
+    instance_throughput = per_copy;  // --price-per-hour alone: the price of one model copy's cores
+  }
+  if (usd_per_hour && instance_throughput > 0) {
+    r["cost_per_million_usd"] = *usd_per_hour / 3600.0 / instance_throughput * 1e6;
+  } else {
+    r["cost_per_million_usd"] = nullptr;
+  }
+
+  json as = json::array();
+  for (const device::Assumption& a : tl.assumptions)
+    as.push_back(assumption_json(a.name, a.value, a.unit, a.why));
+  as.push_back(assumption_json(
+      "bench_model_copies_per_core", 1, "copies",
+      "throughput = cores per instance / cores per inference / mean latency: one inference "
+      "in flight per model copy, no batching across requests (data parallel, TRAINIUM.md §6.2)"));
+  as.push_back(assumption_json(
+      "bench_input_float_range", 1, "abs",
+      "float inputs uniform in [-1, 1); simulated device time does not depend on the data"));
+  as.push_back(assumption_json(
+      "bench_input_int_high", static_cast<double>(o.int_high), "exclusive",
+      "integer inputs uniform in [0, int_high) so index inputs stay inside small tables"));
+  as.push_back(assumption_json(
+      "bench_peak_flops_per_core", tl.peak_flops_per_ns * 1e9 / 1e12, "TFLOPS",
+      "MFU denominator: dense BF16 TensorE peak, clock x 128 x 128 x 2 (TRAINIUM.md §2.3)"));
+  as.push_back(assumption_json(
+      "bench_host_ops_time", 1, "measured",
+      "host-fallback ops are timed on this machine's CPU and added to the simulated latency"));
+  r["assumptions"] = as;
+  return r;
+}
+
+std::string format_bench_text(const json& r) {
+  char buf[512];
+  std::string s;
+  const json& lat = r["simulated_latency_us"];
+  const json& tp = r["throughput_per_s"];
+  std::snprintf(buf, sizeof buf, "%s on %s (%s), %d iterations on %d thread(s), seed %llu\n",
+                r["artifact"].get<std::string>().c_str(), r["target"].get<std::string>().c_str(),
+                r["neuron_core"].get<std::string>().c_str(), r["iterations"].get<int>(),
+                r["threads"].get<int>(),
+                static_cast<unsigned long long>(r["seed"].get<uint64_t>()));
+  s += buf;
+  std::snprintf(
+      buf, sizeof buf,
+      "  simulated latency  P50 %.2f us  P99 %.2f us  (device %.2f us, host ops %.2f us)\n",
+      lat["p50"].get<double>(), lat["p99"].get<double>(), lat["device"].get<double>(),
+      lat["host_ops"].get<double>());
+  s += buf;
+  std::snprintf(buf, sizeof buf, "  throughput         %.1f /s per NeuronCore",
+                tp["per_neuron_core"].get<double>());
+  s += buf;
+  if (!tp["instance"].is_null()) {
+    std::snprintf(buf, sizeof buf, ", %.1f /s per %s (%d cores)", tp["per_instance"].get<double>(),
+                  tp["instance"].get<std::string>().c_str(),
+                  tp["neuron_cores_per_instance"].get<int>());
+    s += buf;
+  }
+  s += "\n";
+  std::snprintf(
+      buf, sizeof buf, "  MFU %.3g%%  HFU %.3g%%  MBU %.3g%%  HBM %llu B read, %llu B written\n",
+      100 * r["mfu"].get<double>(), 100 * r["hfu"].get<double>(), 100 * r["mbu"].get<double>(),
+      static_cast<unsigned long long>(r["hbm_bytes"]["read"].get<uint64_t>()),
+      static_cast<unsigned long long>(r["hbm_bytes"]["write"].get<uint64_t>()));
+  s += buf;
+  s += "  engine utilisation";
+  for (const auto& [k, v] : r["engine_utilization"].items()) {
+    std::snprintf(buf, sizeof buf, " %s %.1f%%", k.c_str(), 100 * v.get<double>());
+    s += buf;
+  }
+  s += "\n";
+  std::snprintf(buf, sizeof buf, "  host time        %.3f ms per simulated inference\n",
+                1e3 * r["host_seconds_per_inference"].get<double>());
+  s += buf;
+  const json& p = r["price"];
+  if (r["cost_per_million_usd"].is_null()) {
+    s += "  cost               unknown: " + p["source"].get<std::string>() + "\n";
+  } else {
+    std::snprintf(
+        buf, sizeof buf, "  cost               $%.4f per million inferences at $%.3f/h (%s%s%s)\n",
+        r["cost_per_million_usd"].get<double>(), p["usd_per_hour"].get<double>(),
+        p["pricing"].get<std::string>().c_str(),
+        p["unverified"].get<bool>() ? ", UNVERIFIED price" : "",
+        p["date"].is_null() ? "" : (", recorded " + p["date"].get<std::string>()).c_str());
+    s += buf;
+    s += "                     price source: " + p["source"].get<std::string>() + "\n";
+  }
+  s += "  model FLOPs        " + r["model_flops_source"].get<std::string>() + "\n";
+  s += "  assumptions in effect:\n";
+  for (const json& a : r["assumptions"]) {
+    std::snprintf(buf, sizeof buf, "    %-34s %g %s\n", a["name"].get<std::string>().c_str(),
+                  a["value"].get<double>(), a["unit"].get<std::string>().c_str());
+    s += buf;
+  }
+  return s;
+}
+
+void register_bench_command(CLI::App& app) {
+  auto cli = std::make_shared<BenchCli>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench",
+      "Simulated latency, throughput, utilisation and cost per million inferences of an artifact");
+  cmd->footer(
+      "Example:\n  neuronc bench mlp.nca --iterations 50 --instance inf2.xlarge\n"
+      "  neuronc bench bert.nca --price-per-hour 1.34 --json | jq .cost_per_million_usd\n"
+      "Inputs are random (fixed seed) in the signature's dtypes and shapes. Prices come from a "
+      "table with\n"
+      "each entry's source and date (built in; see --prices); unverified prices are flagged.");
+  cmd->add_option("artifact", cli->o.artifact, "Compiled artifact (.nca)")->required();
+  cmd->add_option("-n,--iterations", cli->o.iterations,
+                  "Inferences to run, each on new random inputs (default 20)");
+  cmd->add_option("--threads", cli->o.threads, "Host threads, one Session each (default 1)");
+  cmd->add_option("--instance", cli->o.instance,
+                  "Instance to price and size throughput for (default: trn1.2xlarge for trn1, "
+                  "trn2.48xlarge for trn2)");
+  cmd->add_option("--price-per-hour", cli->o.price_per_hour,
+                  "USD per instance-hour; overrides the table");
+  cmd->add_option("--pricing", cli->o.pricing,
+                  "Which table price: on_demand (default) or reserved_effective");
+  cmd->add_option("--prices", cli->o.prices_file,
+                  "JSON price table whose instances replace the built-in ones (layout: "
+                  "tools/data/instance_prices.json)");
+  cmd->add_option("--seed", cli->o.seed, "Seed of the random inputs (default 0)");
+  cmd->add_option("--int-high", cli->o.int_high,
+                  "Integer inputs are drawn from [0, N) (default 8)");
+  cmd->add_flag("--json", cli->json, "Print the report as JSON (fields in docs/CLI.md)");
+  cmd->callback([cli] { run_bench_cli(*cli); });
+}
+
+}  // namespace neuronc::tools

@@ -1,0 +1,66 @@
+// `neuronc bench`: simulated latency (P50/P99 over varied random inputs), throughput per
+// NeuronCore and per instance, utilisation, HBM traffic, host cost of the simulation and cost
+// per million inferences from a price table that is data (tools/data/instance_prices.json,
+// embedded; --prices FILE overrides it). The pieces are here so tests can call them.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace neuronc::tools {
+
+struct InstancePrice {
+  std::string pricing;  // "on_demand", "reserved_effective", ...
+  double usd_per_hour = 0;
+  std::string source;
+  std::string date;  // when the figure was recorded from its source
+  bool unverified = false;
+};
+
+struct InstanceInfo {
+  std::string instance;  // "trn1.2xlarge"
+  std::string target;    // the neuronc target whose cores it has: "trn1" (also inf2), "trn2"
+  int chips = 0;
+  int neuron_cores = 0;
+  std::string facts_source;
+  std::vector<InstancePrice> prices;
+};
+
+struct PriceTable {
+  std::vector<InstanceInfo> instances;
+  std::vector<std::pair<std::string, std::string>> defaults;  // target -> instance
+  const InstanceInfo* find(const std::string& instance) const;
+  std::string default_instance(const std::string& target) const;
+};
+
+// The built-in table (tools/data/instance_prices.json, compiled in).
+const char* builtin_price_table_json();
+// Parses a table; `origin` names it in errors. Throws CommandExit naming the entry and field.
+PriceTable parse_price_table(const std::string& json_text, const std::string& origin);
+// Built-in table, with the instances of `user_file` (if not empty) replacing those of the same
+// name and adding new ones.
+PriceTable load_price_table(const std::string& user_file);
+
+struct BenchOptions {
+  std::string artifact;
+  int iterations = 20;
+  int threads = 1;
+  std::string instance;                  // empty: the table's default for the artifact's target
+  std::optional<double> price_per_hour;  // overrides the table
+  std::string pricing = "on_demand";
+  std::string prices_file;
+  uint64_t seed = 0;
+  int64_t int_high = 8;  // integer inputs are drawn from [0, int_high)
+};
+
+// Runs the benchmark and returns the `--json` document (fields in docs/CLI.md). Throws
+// CommandExit on bad options or a failing run.
+nlohmann::ordered_json run_bench(const BenchOptions& options);
+
+// The human-readable form of a run_bench() document.
+std::string format_bench_text(const nlohmann::ordered_json& report);
+
+}  // namespace neuronc::tools
