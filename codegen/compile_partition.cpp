@@ -217,6 +217,8 @@ std::vector<std::byte> constant_bytes(const ir::Value* v, const std::vector<doub
   return out;
 }
 
+}  // namespace
+
 bool is_alias_op(const std::string& op) {
   static const char* kOps[] = {"aten.view.default",
                                "aten._unsafe_view.default",
@@ -301,6 +303,8 @@ LowerFn find_lowering(const std::string& op) {
     if (LowerFn fn = f(op)) return fn;
   return nullptr;
 }
+
+namespace {
 
 struct Buffer {
   enum Region { input, output, constant, scratch } region = scratch;

@@ -63,6 +63,12 @@ LowerFn gather_lowering(const std::string& op);  // embedding
 LowerFn conv_lowering(const std::string& op);
 LowerFn data_movement_lowering(const std::string& op);  // cat, materialising copies
 
+// Ops that are views of their operand (view, permute, expand, slice, ...), lowered without a
+// kernel when the view is expressible, else by a materialising copy.
+bool is_alias_op(const std::string& op);
+// The lowering of `op` from any family, or null.
+LowerFn find_lowering(const std::string& op);
+
 // Copies the elements of `src` (any strides) into `dst` (same numel, any strides), both read
 // in row-major order of their own shapes, with HBM-to-HBM DMAs (casting when dtypes differ).
 void copy_view(KernelBuilder& kb, const HbmView& dst, const HbmView& src);

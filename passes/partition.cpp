@@ -9,7 +9,26 @@
 
 namespace neuronc::passes {
 
-PartitionPlan partition_graph(const ir::Graph& g) {
+Placement registry_placement(const ir::Node& node) {
+  const ir::OpInfo* info = node.info();
+  if (!info) return {Placement::unsupported, "operator is not in neuronc's registry"};
+  if (info->placement == ir::Placement::host) {
+    return {Placement::host, "no NeuronCore lowering for " + info->name};
+  }
+  for (const ir::Value* v : node.inputs()) {
+    if (v && ir::is_complex(v->dtype())) {
+      return {Placement::host, "complex operand '" + v->name() + "' (the NeuronCore has no complex types)"};
+    }
+  }
+  for (const ir::Value* v : node.outputs()) {
+    if (ir::is_complex(v->dtype())) {
+      return {Placement::host, "complex result '" + v->name() + "' (the NeuronCore has no complex types)"};
+    }
+  }
+  return {Placement::device, ""};
+}
+
+PartitionPlan partition_graph(const ir::Graph& g, const PlacementOracle& oracle) {
   PartitionPlan plan;
   const auto& nodes = g.nodes();
   const size_t n = nodes.size();
@@ -19,35 +38,11 @@ PartitionPlan partition_graph(const ir::Graph& g) {
   std::vector<PartitionKind> kind(n, PartitionKind::device);
   for (size_t i = 0; i < n; ++i) {
     const ir::Node* node = nodes[i].get();
-    const ir::OpInfo* info = node->info();
-    if (!info) {
-      plan.unsupported.push_back(node);
-      kind[i] = PartitionKind::host;
-      continue;
-    }
-    bool host = info->placement == ir::Placement::host;
-    std::string reason;
-    if (host) {
-      reason = "no NeuronCore lowering for " + info->name;
-    } else {
-      for (const ir::Value* v : node->inputs()) {
-        if (v && ir::is_complex(v->dtype())) {
-          host = true;
-          reason = "complex operand '" + v->name() + "' (the NeuronCore has no complex types)";
-          break;
-        }
-      }
-      for (const ir::Value* v : node->outputs()) {
-        if (!host && ir::is_complex(v->dtype())) {
-          host = true;
-          reason = "complex result '" + v->name() + "' (the NeuronCore has no complex types)";
-        }
-      }
-    }
-    if (host) {
-      kind[i] = PartitionKind::host;
-      plan.host_reasons.push_back({node, reason});
-    }
+    const Placement p = oracle(*node);
+    if (p.kind == Placement::device) continue;
+    kind[i] = PartitionKind::host;
+    if (p.kind == Placement::unsupported) plan.unsupported.push_back({node, p.reason});
+    else plan.host_reasons.push_back({node, p.reason});
   }
 
   // Dependency counts.

@@ -9,6 +9,7 @@
 // around a host op. Deterministic: ties break on the original node index.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,11 +34,21 @@ struct HostReason {
 struct PartitionPlan {
   std::vector<Partition> partitions;
   std::vector<HostReason> host_reasons;  // one per host node, in node order
-  std::vector<const ir::Node*> unsupported;  // nodes no path can run
+  std::vector<HostReason> unsupported;  // nodes no path can run, with the reason
 };
 
-// Decides the placement of each node: the registry's placement, host for unknown operators
-// that the host can run (none yet), unsupported otherwise. Then partitions.
-PartitionPlan partition_graph(const ir::Graph& g);
+// Where one node can run, and why it is not on the device when it is not.
+struct Placement {
+  enum Kind { device, host, unsupported } kind = device;
+  std::string reason;
+};
+using PlacementOracle = std::function<Placement(const ir::Node&)>;
+
+// The registry's answer: its placement for registered operators (host for complex operands,
+// which the NeuronCore cannot hold), unsupported for unknown ones.
+Placement registry_placement(const ir::Node& n);
+
+// Places every node with `oracle`, then partitions.
+PartitionPlan partition_graph(const ir::Graph& g, const PlacementOracle& oracle = registry_placement);
 
 }  // namespace neuronc::passes

@@ -12,6 +12,7 @@
 #include "ir/printer.h"
 #include "passes/partition.h"
 #include "passes/pipeline.h"
+#include "tools/compiler_driver.h"
 #include "tools/cli_output.h"
 #include "tools/commands.h"
 
@@ -51,6 +52,7 @@ void run_analyze(const AnalyzeOptions& o) {
   progress_done();
   const ir::Graph& g = *prog.graph;
 
+  const passes::PlacementOracle oracle = placement_oracle(g);
   // Group by operator, in first-use order for a stable report.
   std::map<std::string, size_t> index;
   std::vector<OpUse> ops;
@@ -59,19 +61,12 @@ void run_analyze(const AnalyzeOptions& o) {
     if (inserted) {
       OpUse u;
       u.op = n->op();
-      if (const ir::OpInfo* info = n->info()) {
-        u.category = ir::op_category_name(info->category);
-        if (info->placement == ir::Placement::device) {
-          u.support = Support::device;
-        } else {
-          u.support = Support::host;
-          u.reason = "no NeuronCore lowering for " + std::string(ir::op_category_name(info->category)) +
-                     " op; runs on the host between device partitions";
-        }
-      } else {
-        u.support = Support::unsupported;
-        u.reason = "operator is not in neuronc's registry";
-      }
+      if (const ir::OpInfo* info = n->info()) u.category = ir::op_category_name(info->category);
+      const passes::Placement p = oracle(*n);
+      u.support = p.kind == passes::Placement::device ? Support::device
+                  : p.kind == passes::Placement::host ? Support::host
+                                                      : Support::unsupported;
+      u.reason = p.reason;
       ops.push_back(u);
     }
     OpUse& u = ops[it->second];
@@ -90,7 +85,7 @@ void run_analyze(const AnalyzeOptions& o) {
   passes::PassManager pm(pm_opts);
   passes::build_pipeline(pm);
   pm.run(*prog.graph);
-  const passes::PartitionPlan plan = passes::partition_graph(*prog.graph);
+  const passes::PartitionPlan plan = passes::partition_graph(*prog.graph, placement_oracle(*prog.graph));
   size_t device_parts = 0, host_parts = 0, device_nodes = 0, host_nodes = 0;
   for (const passes::Partition& p : plan.partitions) {
     if (p.kind == passes::PartitionKind::device) {

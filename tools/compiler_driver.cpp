@@ -9,6 +9,8 @@
 
 #include "artifact_format/writer.h"
 #include "codegen/codegen.h"
+#include "codegen/support.h"
+#include "loader/host_kernel.h"
 #include "device/target.h"
 #include "frontend/load.h"
 #include "ir/op_registry.h"
@@ -294,6 +296,24 @@ std::vector<uint8_t> hex_to_bytes(const std::string& hex) {
 
 }  // namespace
 
+passes::PlacementOracle placement_oracle(const ir::Graph& g) {
+  return [&g](const ir::Node& n) -> passes::Placement {
+    passes::Placement p = passes::registry_placement(n);
+    if (p.kind == passes::Placement::device) {
+      std::optional<std::string> why = codegen::unsupported_reason(g, n);
+      if (!why) return p;
+      p = {passes::Placement::host, *why};
+    }
+    // The host runs it when the loader has a kernel for the operator.
+    if (!host::find_host_kernel(n.op())) {
+      return {passes::Placement::unsupported,
+              p.reason + "; the loader has no host kernel for " + n.op() + " either"};
+    }
+    if (p.kind == passes::Placement::unsupported) p.kind = passes::Placement::host;
+    return p;
+  };
+}
+
 CompileResult compile_model(const CompileRequest& req) {
   CompileResult result;
   auto progress = [&](const std::string& s) {
@@ -369,10 +389,10 @@ CompileResult compile_model(const CompileRequest& req) {
       }
     }
   }
-  const passes::PartitionPlan plan = passes::partition_graph(g);
+  const passes::PartitionPlan plan = passes::partition_graph(g, placement_oracle(g));
   if (!plan.unsupported.empty()) {
-    const ir::Node* n = plan.unsupported.front();
-    throw ir::Error(n->describe() + ": operator is not supported (no NeuronCore lowering and no host kernel)" +
+    const ir::Node* n = plan.unsupported.front().node;
+    throw ir::Error(n->describe() + ": not supported: " + plan.unsupported.front().reason +
                     (plan.unsupported.size() > 1
                          ? " (and " + std::to_string(plan.unsupported.size() - 1) + " more unsupported nodes)"
                          : ""));

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "passes/auto_cast.h"
+#include "passes/partition.h"
 
 namespace neuronc::tools {
 
@@ -61,6 +62,10 @@ struct CompileResult {
   double flops = 0;
   double seconds_frontend = 0, seconds_passes = 0, seconds_codegen = 0, seconds_write = 0;
 };
+
+// The placement the compiler uses: the device when the registry and codegen both can, else
+// the host when the loader has a kernel for the operator, else unsupported (with the reason).
+passes::PlacementOracle placement_oracle(const ir::Graph& g);
 
 // Compiles `req.model`. Throws std::runtime_error subclasses (frontend::Error, ir::Error,
 // codegen::Error) whose message names the file or the node.

@@ -74,7 +74,8 @@ TEST(Partition, UnknownOpsAreUnsupported) {
 })");
   PartitionPlan plan = partition_graph(*g);
   ASSERT_EQ(plan.unsupported.size(), 1u);
-  EXPECT_EQ(plan.unsupported[0]->name(), "h");
+  EXPECT_EQ(plan.unsupported[0].node->name(), "h");
+  EXPECT_EQ(plan.unsupported[0].reason, "operator is not in neuronc's registry");
 }
 
 }  // namespace
