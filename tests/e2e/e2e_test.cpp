@@ -1,0 +1,153 @@
+// Compile -> artifact -> loader -> device model -> compare with PyTorch, per fixture, target
+// and auto-cast mode. Tolerances (issue 7): with --auto-cast none, max abs error <= 1e-4 x max
+// |reference| per output; with --auto-cast matmul, cosine similarity >= 0.999.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <neuronc/model.h>
+#include <neuronc/session.h>
+
+#include "tools/compiler_driver.h"
+#include "tools/npy.h"
+#include "tools/runner.h"
+
+namespace neuronc::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fixture_dir(const std::string& name) { return fs::path(NEURONC_SOURCE_DIR) / "models" / name; }
+
+std::vector<double> values(const NpyArray& a) {
+  std::vector<double> v(a.numel());
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::byte* p = a.data.data() + i * npy_type_size(a.type);
+    switch (a.type) {
+      case NpyType::f32: { float x; std::memcpy(&x, p, 4); v[i] = x; break; }
+      case NpyType::f64: { double x; std::memcpy(&x, p, 8); v[i] = x; break; }
+      case NpyType::i64: { int64_t x; std::memcpy(&x, p, 8); v[i] = static_cast<double>(x); break; }
+      case NpyType::i32: { int32_t x; std::memcpy(&x, p, 4); v[i] = x; break; }
+      case NpyType::bf16: { uint16_t x; std::memcpy(&x, p, 2); v[i] = std::bit_cast<float>(uint32_t{x} << 16); break; }
+      case NpyType::boolean:
+      case NpyType::u8: v[i] = static_cast<double>(static_cast<uint8_t>(*p)); break;
+      default: ADD_FAILURE() << "unexpected output dtype " << npy_type_name(a.type);
+    }
+  }
+  return v;
+}
+
+// Repeats the rows (dim 0) of `a` cyclically to `rows` rows.
+NpyArray tile_rows(const NpyArray& a, int64_t rows) {
+  NpyArray out = a;
+  const size_t row_bytes = a.data.size() / static_cast<size_t>(a.shape[0]);
+  out.shape[0] = rows;
+  out.data.resize(row_bytes * static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(out.data.data() + r * row_bytes, a.data.data() + (r % a.shape[0]) * row_bytes, row_bytes);
+  }
+  return out;
+}
+
+struct Case {
+  std::string fixture;
+  std::string target;
+  passes::AutoCastMode cast;
+  int64_t batch = 0;  // dynamic_batch: the bound to compile and run at (0: the sample's)
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.fixture << " " << c.target << " auto-cast " << passes::auto_cast_name(c.cast);
+  if (c.batch) *os << " batch " << c.batch;
+}
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  std::string s = info.param.fixture + "_" + info.param.target + "_" + passes::auto_cast_name(info.param.cast);
+  if (info.param.batch) s += "_batch" + std::to_string(info.param.batch);
+  return s;
+}
+
+class EndToEnd : public ::testing::TestWithParam<Case> {};
+
+TEST_P(EndToEnd, MatchesPyTorch) {
+  const Case& c = GetParam();
+  const fs::path dir = fixture_dir(c.fixture);
+  CompileRequest req;
+  req.model = (dir / "model.pt2").string();
+  req.target = c.target;
+  req.auto_cast = c.cast;
+  if (c.batch) {
+    std::ifstream in(dir / "meta.json");
+    const nlohmann::json meta = nlohmann::json::parse(in);
+    ASSERT_EQ(meta["range_constraints"].size(), 1u);
+    const auto& [sym, range] = *meta["range_constraints"].items().begin();
+    EXPECT_TRUE(c.batch == range[0].get<int64_t>() || c.batch == range[1].get<int64_t>());
+    req.dims[sym] = c.batch;
+  }
+  CompileResult compiled = compile_model(req);
+  auto model = neuronc::Model::load_from_memory(compiled.artifact);
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+
+  std::vector<std::pair<std::string, NpyArray>> inputs;
+  for (size_t i = 0; i < model->inputs().size(); ++i) {
+    NpyArray a = read_npy((dir / ("input_" + std::to_string(i) + ".npy")).string());
+    if (c.batch) a = tile_rows(a, c.batch);
+    inputs.emplace_back(model->inputs()[i].name, std::move(a));
+  }
+  neuronc::Session session(*model);
+  ASSERT_TRUE(session.status().is_ok()) << session.status().message();
+  RunResult r = run_once(session, inputs);
+  EXPECT_GT(r.stats.device_ns, 0);
+
+  size_t compared = 0;
+  for (size_t i = 0; i < r.outputs.size(); ++i) {
+    const fs::path ref = dir / ("output_" + std::to_string(i) + ".npy");
+    if (!fs::exists(ref)) break;
+    NpyArray want = read_npy(ref.string());
+    if (c.batch) want = tile_rows(want, c.batch);
+    ASSERT_EQ(r.outputs[i].shape, want.shape) << r.names[i];
+    const std::vector<double> got = values(r.outputs[i]), exp = values(want);
+    double max_ref = 0, max_err = 0, dot = 0, ng = 0, ne = 0;
+    for (size_t k = 0; k < exp.size(); ++k) {
+      max_ref = std::max(max_ref, std::fabs(exp[k]));
+      max_err = std::max(max_err, std::fabs(got[k] - exp[k]));
+      dot += got[k] * exp[k];
+      ng += got[k] * got[k];
+      ne += exp[k] * exp[k];
+    }
+    if (c.cast == passes::AutoCastMode::none) {
+      EXPECT_LE(max_err, 1e-4 * max_ref) << c.fixture << " output " << r.names[i] << ": max abs error " << max_err
+                                         << ", max |reference| " << max_ref;
+    } else {
+      const double cosine = ng > 0 && ne > 0 ? dot / std::sqrt(ng * ne) : (ng == ne ? 1.0 : 0.0);
+      EXPECT_GE(cosine, 0.999) << c.fixture << " output " << r.names[i];
+    }
+    ++compared;
+  }
+  EXPECT_GT(compared, 0u) << "no reference outputs in " << dir;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (const char* f : {"mlp", "transformer_encoder", "bert", "gpt2", "llama", "vit", "dynamic_batch", "fallback",
+                        "buffers"}) {
+    for (const char* t : {"trn1", "trn2", "trn3"}) {
+      for (passes::AutoCastMode m : {passes::AutoCastMode::none, passes::AutoCastMode::matmul}) {
+        out.push_back({f, t, m, 0});
+      }
+    }
+  }
+  // The dynamic-batch model at the bounds of its batch range.
+  for (int64_t b : {int64_t{1}, int64_t{64}}) out.push_back({"dynamic_batch", "trn1", passes::AutoCastMode::none, b});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, EndToEnd, ::testing::ValuesIn(cases()), case_name);
+
+}  // namespace
+}  // namespace neuronc::tools
