@@ -217,8 +217,16 @@ void run_verify(const VerifyCli& o) {
                   c.pass ? "ok  " : "FAIL", c.name.c_str(), c.max_abs, c.max_rel, c.cosine, c.mismatches, c.numel,
                   atol, rtol);
     }
-    std::printf("%s on %s (auto-cast %s): simulated latency %.2f us\n", all_pass ? "match" : "MISMATCH",
-                o.target.c_str(), o.auto_cast.c_str(), r.stats.latency_ns / 1e3);
+    std::printf("%s on %s (auto-cast %s): simulated latency %.2f us (device %.2f us, host ops %.2f us), "
+                "%llu instructions\n",
+                all_pass ? "match" : "MISMATCH", o.target.c_str(), o.auto_cast.c_str(), r.stats.latency_ns / 1e3,
+                r.stats.device_ns / 1e3, r.stats.host_ops_ns / 1e3, static_cast<unsigned long long>(r.stats.instructions));
+    std::printf("engine utilisation:");
+    for (size_t e = 0; e < kEngineNames.size(); ++e) {
+      std::printf(" %s %.1f%%", std::string(kEngineNames[e]).c_str(),
+                  r.stats.device_ns > 0 ? 100.0 * r.stats.engine_busy_ns[e] / r.stats.device_ns : 0.0);
+    }
+    std::printf("\n");
     if (div.found) {
       std::printf("first diverging node: %s (%s), max abs error %.3g, %zu/%zu elements outside tolerance "
                   "(%zu nodes compared)\n",
