@@ -1,0 +1,214 @@
+// `neuronc bench`: the price table is well-formed data with a source and date on every price,
+// user tables override it, and the benchmark report has the documented fields with numbers
+// that agree with each other and with the device model, on every fixture that compiles.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "tests/tools/fixture_artifacts.h"
+#include "tools/bench_command.h"
+#include "tools/cli_output.h"
+#include "tools/trace_timeline.h"
+
+namespace neuronc::tools {
+namespace {
+
+using json = nlohmann::ordered_json;
+using testing::fixture_artifact;
+using testing::kFixtures;
+using testing::scratch_dir;
+
+TEST(PriceTable, BuiltinEntriesCarrySourceDateAndFlag) {
+  const PriceTable t = parse_price_table(builtin_price_table_json(), "builtin");
+  for (const char* name :
+       {"trn1.2xlarge", "trn1.32xlarge", "trn2.48xlarge", "inf2.xlarge", "inf2.48xlarge"}) {
+    EXPECT_NE(t.find(name), nullptr) << name;
+  }
+  size_t prices = 0, unverified = 0;
+  for (const InstanceInfo& i : t.instances) {
+    EXPECT_GT(i.neuron_cores, 0) << i.instance;
+    EXPECT_FALSE(i.facts_source.empty()) << i.instance;
+    for (const InstancePrice& p : i.prices) {
+      ++prices;
+      unverified += p.unverified;
+      EXPECT_FALSE(p.source.empty()) << i.instance;
+      EXPECT_EQ(p.date.size(), 10u) << i.instance << ": date " << p.date;
+      EXPECT_GT(p.usd_per_hour, 0) << i.instance;
+    }
+  }
+  EXPECT_GE(prices, 8u);
+  EXPECT_GE(unverified, 1u);  // TRAINIUM.md §6.4 marks some on-demand prices unverified
+  // Cores per instance from TRAINIUM.md §2.2.
+  EXPECT_EQ(t.find("trn1.2xlarge")->neuron_cores, 2);
+  EXPECT_EQ(t.find("trn1.32xlarge")->neuron_cores, 32);
+  EXPECT_EQ(t.find("inf2.48xlarge")->neuron_cores, 24);
+  EXPECT_EQ(t.default_instance("trn1"), "trn1.2xlarge");
+}
+
+TEST(PriceTable, RejectsAPriceWithoutSource) {
+  const std::string bad = R"({"instances": [{"instance": "x.large", "target": "trn1", "chips": 1,
+    "neuron_cores": 2, "prices": [{"pricing": "on_demand", "usd_per_hour": 1.0, "date": "2026-01-01",
+    "unverified": false}]}]})";
+  try {
+    (void)parse_price_table(bad, "'mine.json'");
+    FAIL() << "expected an error";
+  } catch (const CommandExit& e) {
+    EXPECT_NE(e.message.find("'mine.json'"), std::string::npos) << e.message;
+    EXPECT_NE(e.message.find("instances[0] (x.large).prices[0] has no 'source'"), std::string::npos)
+        << e.message;
+  }
+  try {
+    (void)parse_price_table(
+        R"({"instances": [{"instance": "y", "target": "trn1", "chips": 1, "neuron_cores": "2", "prices": []}]})",
+        "t");
+    FAIL() << "expected an error";
+  } catch (const CommandExit& e) {
+    EXPECT_NE(e.message.find("neuron_cores is \"2\", expected a non-negative integer"),
+              std::string::npos)
+        << e.message;
+  }
+}
+
+TEST(PriceTable, UserFileReplacesAndAdds) {
+  const std::string path = (scratch_dir() / "prices.json").string();
+  std::ofstream(path) << R"({"instances": [
+    {"instance": "trn1.2xlarge", "target": "trn1", "chips": 1, "neuron_cores": 2,
+     "prices": [{"pricing": "on_demand", "usd_per_hour": 2.0, "source": "our AWS bill", "date": "2026-10-01", "unverified": false}]},
+    {"instance": "lab.box", "target": "trn1", "chips": 1, "neuron_cores": 4, "prices": []}]})";
+  const PriceTable t = load_price_table(path);
+  ASSERT_NE(t.find("trn1.2xlarge"), nullptr);
+  ASSERT_EQ(t.find("trn1.2xlarge")->prices.size(), 1u);
+  EXPECT_EQ(t.find("trn1.2xlarge")->prices[0].source, "our AWS bill");
+  EXPECT_NE(t.find("lab.box"), nullptr);
+  EXPECT_NE(t.find("inf2.xlarge"), nullptr);  // untouched built-in entries stay
+}
+
+class BenchFixture : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(BenchFixture, ReportHasTheDocumentedFieldsAndConsistentNumbers) {
+  BenchOptions o;
+  o.artifact = fixture_artifact(GetParam());
+  o.iterations = 6;
+  o.threads = 2;
+  const json r = run_bench(o);
+  for (const char* f :
+       {"simulated_latency_us", "throughput_per_s", "mfu", "mbu", "engine_utilization", "hbm_bytes",
+        "host_seconds_per_inference", "cost_per_million_usd", "assumptions"}) {
+    EXPECT_TRUE(r.contains(f)) << f;
+  }
+  const json& lat = r["simulated_latency_us"];
+  EXPECT_GT(lat["p50"].get<double>(), 0);
+  EXPECT_LE(lat["p50"].get<double>(), lat["p99"].get<double>());
+  EXPECT_LE(lat["min"].get<double>(), lat["p50"].get<double>());
+  EXPECT_LE(lat["p99"].get<double>(), lat["max"].get<double>());
+
+  // The loader's simulated device time equals the timing-only timeline's.
+  const Timeline t = simulate_artifact_file(o.artifact, {.trace = false});
+  EXPECT_NEAR(lat["device"].get<double>(), t.device_ns / 1e3, 1e-6 * t.device_ns);
+  EXPECT_EQ(r["hbm_bytes"]["total"].get<uint64_t>(), t.hbm_bytes());
+  EXPECT_GT(r["hbm_bytes"]["read"].get<uint64_t>(), 0u);
+
+  const json& tp = r["throughput_per_s"];
+  EXPECT_EQ(tp["instance"], "trn1.2xlarge");
+  EXPECT_NEAR(tp["per_neuron_core"].get<double>(), 1e6 / lat["mean"].get<double>(),
+              1e-6 * tp["per_neuron_core"].get<double>());
+  EXPECT_NEAR(tp["per_instance"].get<double>(), 2 * tp["per_neuron_core"].get<double>(),
+              1e-6 * tp["per_instance"].get<double>());
+
+  const double mfu = r["mfu"].get<double>(), mbu = r["mbu"].get<double>();
+  EXPECT_GT(mfu, 0);
+  EXPECT_LE(mfu, 1);
+  EXPECT_GT(mbu, 0);
+  EXPECT_LE(mbu, 1);
+  for (const auto& [engine, u] : r["engine_utilization"].items()) {
+    EXPECT_GE(u.get<double>(), 0) << engine;
+    EXPECT_LE(u.get<double>(), 1.0 + 1e-9) << engine;
+  }
+  EXPECT_GT(r["engine_utilization"]["dma"].get<double>(), 0);
+  EXPECT_GT(r["host_seconds_per_inference"].get<double>(), 0);
+
+  // Cost = price / 3600 / instance throughput, from the table's on-demand trn1.2xlarge entry.
+  const json& p = r["price"];
+  EXPECT_EQ(p["pricing"], "on_demand");
+  EXPECT_FALSE(p["source"].get<std::string>().empty());
+  EXPECT_FALSE(p["date"].is_null());
+  EXPECT_NEAR(r["cost_per_million_usd"].get<double>(),
+              p["usd_per_hour"].get<double>() / 3600 / tp["per_instance"].get<double>() * 1e6,
+              1e-12);
+
+  // Every device-model assumption is reported (TRAINIUM.md §1), plus bench's own.
+  bool has_sem = false, has_bench = false;
+  for (const json& a : r["assumptions"]) {
+    EXPECT_TRUE(a.contains("value") && a.contains("why")) << a.dump();
+    has_sem |= a["name"] == "semaphore_latency_cycles";
+    has_bench |= a["name"] == "bench_model_copies_per_core";
+  }
+  EXPECT_TRUE(has_sem);
+  EXPECT_TRUE(has_bench);
+  EXPECT_FALSE(format_bench_text(r).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, BenchFixture, ::testing::ValuesIn(kFixtures));
+
+TEST(Bench, HostFallbackTimeIsPartOfTheLatency) {
+  BenchOptions o;
+  o.artifact = fixture_artifact("fallback");
+  o.iterations = 3;
+  const json r = run_bench(o);
+  const json& lat = r["simulated_latency_us"];
+  EXPECT_GT(lat["host_ops"].get<double>(), 0);
+  EXPECT_NEAR(lat["mean"].get<double>(),
+              lat["device"].get<double>() + lat["host_ops"].get<double>(),
+              1e-6 * lat["mean"].get<double>());
+}
+
+TEST(Bench, PriceOverrideAndInstanceChoice) {
+  BenchOptions o;
+  o.artifact = fixture_artifact("mlp");
+  o.iterations = 2;
+  o.instance = "trn1.32xlarge";
+  o.price_per_hour = 3.6;
+  const json r = run_bench(o);
+  EXPECT_EQ(r["throughput_per_s"]["neuron_cores_per_instance"], 32);
+  EXPECT_EQ(r["price"]["source"], "--price-per-hour");
+  EXPECT_NEAR(r["cost_per_million_usd"].get<double>(),
+              3.6 / 3600 / r["throughput_per_s"]["per_instance"].get<double>() * 1e6, 1e-12);
+
+  o.price_per_hour.reset();
+  o.pricing = "reserved_effective";
+  const json rr = run_bench(o);
+  EXPECT_EQ(rr["price"]["usd_per_hour"], 8.197);
+
+  o.instance = "trn2.48xlarge";  // NeuronCore-v3: a trn1 artifact does not run there
+  try {
+    (void)run_bench(o);
+    FAIL() << "expected a target mismatch";
+  } catch (const CommandExit& e) {
+    EXPECT_EQ(e.code, kExitUsage);
+    EXPECT_NE(e.message.find("compiled for trn1"), std::string::npos) << e.message;
+  }
+  o.instance = "p5.48xlarge";
+  try {
+    (void)run_bench(o);
+    FAIL() << "expected an unknown instance";
+  } catch (const CommandExit& e) {
+    EXPECT_NE(e.message.find("not in the price table"), std::string::npos) << e.message;
+  }
+}
+
+TEST(Bench, SameSeedSameSimulatedLatency) {
+  BenchOptions o;
+  o.artifact = fixture_artifact("dynamic_batch");
+  o.iterations = 4;
+  o.seed = 7;
+  const json a = run_bench(o);
+  o.threads = 3;
+  const json b = run_bench(o);
+  EXPECT_EQ(a["simulated_latency_us"]["device"], b["simulated_latency_us"]["device"]);
+  EXPECT_EQ(a["hbm_bytes"], b["hbm_bytes"]);
+  EXPECT_EQ(a["inputs"], b["inputs"]);
+}
+
+}  // namespace
+}  // namespace neuronc::tools

@@ -1,0 +1,55 @@
+// Test helper: compiles a committed fixture (models/<name>/model.pt2) once per process into a
+// temporary .nca, for the bench / profile / report tests.
+#pragma once
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "tools/compiler_driver.h"
+
+namespace neuronc::tools::testing {
+
+// The fixtures the compiler handles end to end today (issue 9 tests run on each).
+inline const char* const kFixtures[] = {"mlp", "dynamic_batch", "fallback"};
+
+inline std::filesystem::path scratch_dir() {
+  static const std::filesystem::path dir = [] {
+    std::filesystem::path d = std::filesystem::temp_directory_path() /
+                              ("neuronc_tools_test_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+inline std::string fixture_model(const std::string& name) {
+  return std::string(NEURONC_SOURCE_DIR) + "/models/" + name + "/model.pt2";
+}
+
+inline const CompileResult& compiled_fixture(const std::string& name) {
+  static std::map<std::string, CompileResult> cache;
+  auto it = cache.find(name);
+  if (it != cache.end()) return it->second;
+  CompileRequest req;
+  req.model = fixture_model(name);
+  return cache.emplace(name, compile_model(req)).first->second;
+}
+
+// Path of the fixture's artifact (written on first use).
+inline std::string fixture_artifact(const std::string& name) {
+  const std::filesystem::path p = scratch_dir() / (name + ".nca");
+  if (!std::filesystem::exists(p)) {
+    const CompileResult& r = compiled_fixture(name);
+    std::ofstream f(p, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(r.artifact.data()),
+            static_cast<std::streamsize>(r.artifact.size()));
+  }
+  return p.string();
+}
+
+}  // namespace neuronc::tools::testing
