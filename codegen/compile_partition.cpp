@@ -784,7 +784,10 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
       }
       codes[i] = kb.finish();
     } catch (const std::exception& e) {
-      errors[i] = e.what();
+      // Name the node when the lowering's message does not already start with it.
+      std::string msg = e.what();
+      if (k.node && msg.rfind("node '", 0) != 0) msg = k.node->describe() + ": " + msg;
+      errors[i] = msg;
     }
   };
   if (opts.threads == 1) {
