@@ -388,7 +388,7 @@ const char* kStyle = R"css(
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#222;max-width:1200px}
 h1{font-size:22px;margin-bottom:4px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd;padding-bottom:4px}
 table{border-collapse:collapse;font-size:13px;margin:8px 0}th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
-th{background:#f4f6f8}td.n{text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f4f6f8}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .legend span{margin-right:14px;font-size:12px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px}
 .note{color:#555;font-size:12px}#hover{position:fixed;right:12px;bottom:12px;background:#fffbe6;border:1px solid #e0d080;
 padding:4px 8px;font-size:12px;display:none;max-width:480px}code{font-size:12px}
