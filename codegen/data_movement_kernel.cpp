@@ -22,7 +22,15 @@ Side coalesced(const HbmView& v) {
 
 }  // namespace
 
-void copy_view(KernelBuilder& kb, const HbmView& dst, const HbmView& src) {
+void copy_view(KernelBuilder& kb, const HbmView& dst_in, const HbmView& src_in) {
+  // Both sides are read in row-major order of their own shapes: when one side can be viewed
+  // with the other's shape (a contiguous destination always can), the copy becomes a
+  // same-shape copy, which splits over partitions without the 65535-row limit below.
+  HbmView dst = dst_in, src = src_in;
+  if (dst.shape != src.shape) {
+    if (auto r = dst.reshape(src.shape)) dst = *r;
+    else if (auto r2 = src.reshape(dst.shape)) src = *r2;
+  }
   std::vector<int64_t> sizes;
   std::vector<std::vector<int64_t>> strides;
   Side s, d;
