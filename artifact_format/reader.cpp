@@ -93,6 +93,19 @@ Result<LoadedArtifact> read_artifact(std::span<const std::byte> file, const Read
     return Status::ok();
   };
   NEURONC_ARTIFACT_RETURN_IF_ERROR(zero_gap(h.root_offset + h.root_size, h.segments_offset));
+  // The root is verified before any segment is decompressed, so nothing of a size the root
+  // declares is allocated before every size and index in it has been checked.
+  if (options.verify) {
+    NEURONC_ARTIFACT_RETURN_IF_ERROR(verify_contents(c));
+  } else {
+    // Even unverified, constant ranges must hold so constant_bytes() is safe.
+    for (uint32_t i = 0; i < c.constants.size(); ++i) {
+      const Constant& k = c.constants[i];
+      if (k.segment >= c.segments.size() || !fits(k.offset, k.size, c.segments[k.segment].raw_size))
+        return Status(StatusCode::out_of_range,
+                      "constant " + to_string(i) + " is outside its segment");
+    }
+  }
   // Segments: inside the region, aligned, CRC, decompress.
   const std::span<const std::byte> region = file.subspan(h.segments_offset, h.segments_size);
   for (uint32_t i = 0; i < c.segments.size(); ++i) {
@@ -122,8 +135,8 @@ Result<LoadedArtifact> read_artifact(std::span<const std::byte> file, const Read
       continue;
     }
     // A hostile raw size must not make us allocate without bound: zstd cannot expand more than
-    // ~ 1:32768 per block, and we refuse anything past 1 GiB of expansion per MiB stored.
-    const uint64_t limit = std::max<uint64_t>(s.stored_size, 1) * 1024 * 1024;
+    // 1:32768 (a 4-byte RLE block yields at most 128 KiB), so anything more is refused.
+    const uint64_t limit = std::max<uint64_t>(s.stored_size, 1) * 32768;
     if (s.raw_size > limit || s.raw_size > (uint64_t{1} << 40))
       return Status(StatusCode::corrupt, name + " declares " + to_string(s.raw_size) +
                                              " raw bytes from " + to_string(s.stored_size) +
@@ -146,17 +159,6 @@ Result<LoadedArtifact> read_artifact(std::span<const std::byte> file, const Read
       at = e;
     }
     NEURONC_ARTIFACT_RETURN_IF_ERROR(zero_gap(h.segments_offset + at, file.size()));
-  }
-  if (options.verify) {
-    NEURONC_ARTIFACT_RETURN_IF_ERROR(verify_contents(c));
-  } else {
-    // Even unverified, constant ranges must hold so constant_bytes() is safe.
-    for (uint32_t i = 0; i < c.constants.size(); ++i) {
-      const Constant& k = c.constants[i];
-      if (k.segment >= c.segments.size() || !fits(k.offset, k.size, c.segments[k.segment].raw_size))
-        return Status(StatusCode::out_of_range,
-                      "constant " + to_string(i) + " is outside its segment");
-    }
   }
   return out;
 }

@@ -2,6 +2,8 @@
 // outermost thing that is wrong.
 #include "artifact_format/verifier.h"
 
+#include <algorithm>
+#include <limits>
 #include <set>
 #include <string>
 
@@ -38,9 +40,11 @@ Status check_value_index(const ArtifactContents& c, int64_t v, const std::string
 // Byte size of a value with a static shape.
 Result<uint64_t> static_bytes(const ArtifactContents& c, uint32_t v, const std::string& what) {
   const Value& val = c.plan.values[v];
+  for (const Dim& d : val.dims)
+    if (!d.is_constant()) return invalid(what + ": " + vname(c, v) + " needs a static shape");
   const auto n = static_numel(val);
   const uint64_t size = tensor_dtype_size(val.dtype);
-  if (!n) return invalid(what + ": " + vname(c, v) + " needs a static shape");
+  if (!n) return range(what + ": " + vname(c, v) + " element count overflows");
   if (size != 0 && *n > std::numeric_limits<uint64_t>::max() / size)
     return range(what + ": " + vname(c, v) + " byte size overflows");
   return *n * size;
@@ -145,6 +149,12 @@ Status verify_contents(const ArtifactContents& c) {
         return range(what + " refers to symbol " + to_string(dim.symbol) + " x " +
                      to_string(dim.coeff) + " but there are " + to_string(syms.size()) +
                      " symbols (coefficient must be >= 1)");
+      // coeff x max must fit in int64 so sessions can compute the extent without overflow.
+      if (!dim.is_constant() && dim.coeff > std::numeric_limits<int64_t>::max() /
+                                                std::max<int64_t>(syms[dim.symbol].max, 1))
+        return range(what + " is " + to_string(dim.coeff) + " x '" + syms[dim.symbol].name +
+                     "' with '" + syms[dim.symbol].name + "' up to " +
+                     to_string(syms[dim.symbol].max) + ": the extent overflows");
     }
     if (val.kind == ValueKind::input &&
         (val.index >= c.signature.inputs.size() || c.signature.inputs[val.index].value != v))

@@ -45,8 +45,6 @@ double ns_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
 }
 
-constexpr uint64_t kMaxValueBytes = uint64_t{1} << 46;  // 64 TiB: anything larger is hostile
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -201,7 +199,10 @@ Result<Outputs> Session::Impl::run(const std::vector<NamedInput>& inputs,
       return Status(StatusCode::invalid_argument, who + ": data pointer is null");
   }
 
-  // 3. Resolve every value's shape and give it memory.
+  // 3. Resolve every value's shape and give it memory. No tensor may be larger than the whole
+  // chip's HBM: that is refused before anything is allocated.
+  const uint64_t max_value_bytes =
+      m->target->hbm_bytes_per_core * static_cast<uint64_t>(m->target->cores_per_chip);
   for (uint32_t v = 0; v < c.plan.values.size(); ++v) {
     const art::Value& val = c.plan.values[v];
     host::HostTensor& slot = slots[v];
@@ -209,12 +210,14 @@ Result<Outputs> Session::Impl::run(const std::vector<NamedInput>& inputs,
     slot.shape.clear();
     uint64_t bytes = art::tensor_dtype_size(val.dtype);
     for (const art::Dim& d : val.dims) {
+      // coeff x max fits in int64 (verified), and sym <= max.
       const int64_t n = d.is_constant() ? d.value : d.coeff * sym[d.symbol];
       slot.shape.push_back(n);
-      if (n != 0 && bytes > kMaxValueBytes / static_cast<uint64_t>(n))
-        return Status(StatusCode::resource_exhausted, "value '" + val.name +
-                                                          "' would need more than " +
-                                                          to_string(kMaxValueBytes) + " bytes");
+      if (n != 0 && bytes > max_value_bytes / static_cast<uint64_t>(n))
+        return Status(StatusCode::resource_exhausted,
+                      "value '" + val.name + "' would need more than the " +
+                          to_string(max_value_bytes) + " bytes of " + std::string(m->target->name) +
+                          "'s hbm (" + to_string(m->target->cores_per_chip) + " cores)");
       bytes *= static_cast<uint64_t>(n);
     }
     switch (val.kind) {
