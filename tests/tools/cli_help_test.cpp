@@ -38,7 +38,7 @@ Ran neuronc(const std::string& args) {
 
 TEST(CliHelp, EverySubcommandHasAnExample) {
   // `inspect` is missing from this list until its --help gains an example (its owner's file).
-  for (const char* sub : {"analyze", "compile", "run", "verify", "bench", "profile"}) {
+  for (const char* sub : {"analyze", "compile", "run", "verify", "bench", "profile", "inspect"}) {
     const Ran r = neuronc(std::string(sub) + " --help");
     EXPECT_EQ(r.code, 0) << sub;
     EXPECT_NE(r.out.find("Example"), std::string::npos) << sub << " --help:\n" << r.out;
