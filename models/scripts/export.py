@@ -16,6 +16,7 @@ Usage: export.py --out DIR [--set small|key|full] [--only a,b] [--no-intermediat
 import argparse
 import collections
 import copy
+import hashlib
 import io
 import json
 import os
@@ -365,6 +366,14 @@ def export_one(entry, out_dir, with_intermediates=True, log=print):
     core_fmt, core_prog = serialized_program_json(os.path.join(out_dir, "model_core.pt2"))
     flops, flops_per_op = flop_count(fresh(pristine), clone_tree(args))
 
+    # SHA-256 of every state-dict tensor's contiguous little-endian bytes, so readers can check
+    # the weights they map bit for bit.
+    weights = {}
+    for fqn, t in pristine.state_dict().items():
+        c = t.detach().contiguous().cpu()
+        raw = c.reshape(-1).view(torch.uint8).numpy().tobytes() if c.numel() else b""
+        weights[fqn] = {"dtype": str(c.dtype).replace("torch.", ""), "shape": list(c.shape),
+                        "sha256": hashlib.sha256(raw).hexdigest()}
     n_params = sum(p.numel() for p in pristine.parameters())
     n_buffers = sum(b.numel() for b in pristine.buffers())
     ops = graph_ops(prog)
@@ -387,6 +396,7 @@ def export_one(entry, out_dir, with_intermediates=True, log=print):
         "config": fx.config,
         "parameters": int(n_params),
         "buffer_elements": int(n_buffers),
+        "weights": weights,
         "flops": flops,
         "flops_note": "torch.utils.flop_counter.FlopCounterMode on the eager forward: 2 FLOPs per"
                       " multiply-add, counts matmul/conv/SDPA-family ops only",

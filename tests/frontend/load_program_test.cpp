@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -14,6 +15,8 @@
 #include "frontend/container.h"
 #include "frontend/load.h"
 #include "frontend/mapped_file.h"
+#include "frontend/sha256.h"
+#include "frontend/tensor_view.h"
 
 namespace neuronc::frontend {
 namespace {
@@ -256,6 +259,46 @@ std::string case_name(const ::testing::TestParamInfo<ZooCase>& info) {
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   }
   return rel;
+}
+
+// Every weight the reader maps is bit-identical to the tensor PyTorch held: the SHA-256 of its
+// contiguous bytes equals the one export.py recorded from the module's state dict.
+TEST_P(Zoo, WeightsMatchPyTorchChecksums) {
+  const ZooCase& c = GetParam();
+  std::ifstream in(c.dir + "/meta.json");
+  const nlohmann::json meta = nlohmann::json::parse(in);
+  ASSERT_TRUE(meta.contains("weights")) << c.dir << "/meta.json has no weight checksums";
+  const nlohmann::json& weights = meta["weights"];
+  LoadedProgram p = load_program(c.dir + "/" + c.file);
+  size_t checked = 0;
+  for (const ir::GraphInput& gi : p.graph->inputs()) {
+    if (gi.role != ir::InputRole::parameter && gi.role != ir::InputRole::buffer) continue;
+    if (!weights.contains(gi.target)) continue;  // e.g. buffers that are not in the state dict
+    const ir::Value& v = *gi.value;
+    const ir::ConstantPayload* pl = v.payload();
+    ASSERT_NE(pl, nullptr) << gi.target;
+    std::vector<int64_t> shape;
+    for (const ir::Dim& d : v.shape()) shape.push_back(d.value());
+    EXPECT_EQ(shape, weights[gi.target]["shape"].get<std::vector<int64_t>>()) << gi.target;
+    // Gather the elements in row-major order (payloads may be views of a shared storage).
+    const size_t es = ir::dtype_size(v.dtype());
+    std::vector<int64_t> strides = pl->strides.empty() ? contiguous_strides(shape) : pl->strides;
+    int64_t numel = 1;
+    for (int64_t d : shape) numel *= d;
+    std::vector<std::byte> bytes(static_cast<size_t>(numel) * es);
+    for (int64_t i = 0; i < numel; ++i) {
+      int64_t rem = i, off = pl->storage_offset;
+      for (size_t k = shape.size(); k-- > 0;) {
+        off += (rem % shape[k]) * strides[k];
+        rem /= shape[k];
+      }
+      ASSERT_LE(static_cast<size_t>(off + 1) * es, pl->nbytes) << gi.target;
+      std::memcpy(bytes.data() + static_cast<size_t>(i) * es, pl->data + static_cast<size_t>(off) * es, es);
+    }
+    EXPECT_EQ(sha256_hex(bytes), weights[gi.target]["sha256"].get<std::string>()) << gi.target;
+    ++checked;
+  }
+  EXPECT_GT(checked, 0u) << "no weight of " << c.dir << "/" << c.file << " was checked";
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Zoo, ::testing::ValuesIn(zoo_cases()), case_name);
