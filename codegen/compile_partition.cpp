@@ -299,7 +299,7 @@ std::vector<double> creation_values(const ir::Node& n) {
 // Lowering for a compute node, or null.
 LowerFn find_lowering(const std::string& op) {
   for (auto f : {matmul_lowering, elementwise_lowering, row_lowering, attention_lowering,
-                 gather_lowering, conv_lowering, data_movement_lowering})
+                 gather_lowering, conv_lowering, pool_lowering, data_movement_lowering})
     if (LowerFn fn = f(op)) return fn;
   return nullptr;
 }
@@ -484,7 +484,8 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
       if (multiple) continue;
       if (elementwise_kernel(n) && elementwise_kernel(m)) {
         absorbed_into[n] = m;
-      } else if (matmul_lowering(n->op()) && epilogue_activation(*m) && !absorbed_into.count(n)) {
+      } else if ((matmul_lowering(n->op()) || conv_lowering(n->op())) && epilogue_activation(*m) &&
+                 !absorbed_into.count(n)) {
         absorbed_into[n] = m;
         epilogue_of[m] = n;
       }

@@ -1,11 +1,24 @@
-// 2-D convolution (conv2d / convolution, groups = 1) as an implicit GEMM on TensorE: channels
-// on the partitions, one matmul per (input-channel chunk, kernel row, kernel column)
-// accumulated in one PSUM bank:
+// Convolution (conv1d / conv2d / convolution; any stride, padding, dilation and groups) as an
+// implicit GEMM on TensorE. Contraction on the partitions, output channels on the PSUM
+// partitions, output positions on the moving free axis, accumulation in one PSUM bank:
 //   out[o, y, x] += sum_c W[o, c, kh, kw] * xpad[c, y*sh + kh*dh, x*sw + kw*dw]
-// The moving operand is a strided window of the zero-padded input tile in SBUF (a two-level
-// access pattern, no im2col copy); the stationary operand is a strided view of the weights
-// loaded once as [C, O, KH*KW]. Output channels land on partitions, so the bias is a
-// per-partition operand fused into the ScalarE evacuation, and the tile stores as NCHW rows.
+// Three ways to put the contraction on the partitions:
+//  - channels (C_in >= 128 / KH, most layers): partitions = input channels in chunks of 128, one
+//    matmul per (chunk, kh, kw); the moving operand is a two-level strided window of the
+//    zero-padded input band in SBUF (no im2col copy).
+//  - packed rows (few input channels, C_in * KH <= 128): partition (c, kh) holds only the input
+//    rows its kernel row reads (row y*sh + kh*dh for output row y), so one matmul per kw
+//    contracts over C_in * KH partitions. When C_in * KH * KW <= 128 the band is also copied
+//    (SBUF-to-SBUF DMA) into KW partition blocks shifted by kw*dw columns, and one matmul per
+//    output tile contracts over all C_in * KH * KW taps: a 3-channel first layer uses 27 (3x3)
+//    or 21 x 7 (7x7) rows of the PE array instead of 3.
+//  - depthwise (groups = C_in = C_out): per 128-channel chunk and tap, the stationary operand is
+//    diag(w[:, tap]) built in SBUF (identity x per-partition weight, one VectorE op per tap), so
+//    depthwise layers also run on TensorE with PSUM accumulation over the taps.
+// Other grouped convolutions run the channel scheme per group. Input bands (output rows whose
+// inputs fit the SBUF budget) double-buffer so the next band loads while this one computes.
+// Bias (and batch norm folded into it) and a fused unary activation are applied by the ScalarE
+// PSUM evacuation with a per-partition bias; the tile stores as NCHW rows.
 #include <algorithm>
 
 #include "codegen/lowering.h"
@@ -21,128 +34,421 @@ int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
-std::vector<int64_t> pair_attr(const ir::Node& n, const char* name, int64_t dflt) {
-  if (!n.attr(name)) return {dflt, dflt};
-  std::vector<int64_t> v = n.attr_ints(name);
-  if (v.size() == 1) v.push_back(v[0]);
+// SBUF bytes per partition a conv kernel may use for its input bands (two slots) and weights.
+constexpr int64_t kBandBudget = 40 * 1024;
+constexpr int64_t kWeightBudget = 48 * 1024;
+
+std::vector<int64_t> spatial_attr(const ir::Node& n, const char* name, int64_t dflt, size_t k) {
+  std::vector<int64_t> v;
+  if (n.attr(name) && !n.attr_is_none(name)) {
+    const ir::Attribute* a = n.attr(name);
+    if (std::holds_alternative<std::string>(*a)) return std::vector<int64_t>(k, dflt);
+    v = n.attr_ints(name);
+  }
+  if (v.empty()) v.push_back(dflt);
+  while (v.size() < k) v.push_back(v.back());
   return v;
 }
 
-void lower_conv2d(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
+}  // namespace
+
+std::optional<std::string> conv_geometry(const ir::Node& n, ConvGeometry& g) {
+  const int64_t r = n.input(0)->type().rank();
+  if (r != 3 && r != 4) return "only 1-D and 2-D convolutions are lowered";
+  if (n.input(1)->type().rank() != r) return "weight rank differs from input rank";
+  if (n.attr("transposed") && n.attr_bool("transposed"))
+    return "transposed convolution is not lowered yet";
+  const size_t k = static_cast<size_t>(r - 2);
+  const auto x = static_shape(n.input(0)), w = static_shape(n.input(1)),
+             o = static_shape(n.output());
+  const auto stride = spatial_attr(n, "stride", 1, k), dil = spatial_attr(n, "dilation", 1, k);
+  std::vector<int64_t> pad = spatial_attr(n, "padding", 0, k);
+  g.B = x[0];
+  g.C = x[1];
+  g.O = w[0];
+  g.groups = n.attr("groups") ? n.attr_int("groups") : 1;
+  if (k == 1) {
+    g.H = 1, g.W = x[2], g.KH = 1, g.KW = w[2], g.Ho = 1, g.Wo = o[2];
+    g.sh = 1, g.sw = stride[0], g.dh = 1, g.dw = dil[0];
+  } else {
+    g.H = x[2], g.W = x[3], g.KH = w[2], g.KW = w[3], g.Ho = o[2], g.Wo = o[3];
+    g.sh = stride[0], g.sw = stride[1], g.dh = dil[0], g.dw = dil[1];
+  }
+  // String padding ("same" / "valid"): PyTorch puts the odd element of "same" on the far side.
+  const ir::Attribute* pa = n.attr("padding");
+  if (pa && std::holds_alternative<std::string>(*pa)) {
+    const bool same = std::get<std::string>(*pa) == "same";
+    auto lo = [&](int64_t kk, int64_t d) { return same ? d * (kk - 1) / 2 : 0; };
+    g.pt = k == 1 ? 0 : lo(g.KH, g.dh);
+    g.pl = lo(g.KW, g.dw);
+  } else {
+    g.pt = k == 1 ? 0 : pad[0];
+    g.pl = k == 1 ? pad[0] : pad[1];
+  }
+  if (g.groups < 1 || g.C % g.groups || g.O % g.groups) return "invalid groups";
+  if (g.sh * ((g.Ho - 1) * g.sh + (g.KH - 1) * g.dh + 1) > 32767 || g.sw > 32767 || g.dw > 32767)
+    return "stride too large for an SBUF access pattern";
+  const int64_t wp = (g.Wo - 1) * g.sw + (g.KW - 1) * g.dw + 1;
+  if (wp * 4 > kBandBudget) return "input row of " + std::to_string(wp) + " elements is too long";
+  return std::nullopt;
+}
+
+namespace {
+
+struct ConvJob {
+  int64_t ci0, CI;  // input channels
+  int64_t o0, OJ;   // output channels
+  int64_t wc0;      // weight input-channel index of ci0
+  bool diagonal;    // depthwise: stationary = diag(w[c, tap])
+};
+
+void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
+  ConvGeometry g;
+  if (auto why = conv_geometry(n, g)) fail(n, *why);
   const HbmView& x = ctx.view(n.input(0));
   const HbmView& w = ctx.view(n.input(1));
-  const HbmView& out = ctx.view(n.output());
   const bool has_bias = n.inputs().size() > 2 && n.input(2);
-  if (x.rank() != 4 || w.rank() != 4) fail(n, "only 2-D convolutions (NCHW) are lowered");
-  if (n.attr("groups") && n.attr_int("groups") != 1)
-    fail(n, "grouped convolution (groups = " + std::to_string(n.attr_int("groups")) +
-                ") is not lowered yet");
-  if (n.attr("transposed") && n.attr_bool("transposed"))
-    fail(n, "transposed convolution is not lowered yet");
-  const auto stride = pair_attr(n, "stride", 1), pad = pair_attr(n, "padding", 0),
-             dil = pair_attr(n, "dilation", 1);
-  const int64_t B = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
-  const int64_t O = w.shape[0], KH = w.shape[2], KW = w.shape[3];
-  const int64_t Ho = out.shape[2], Wo = out.shape[3];
-  const int64_t Hp = H + 2 * pad[0], Wp = W + 2 * pad[1];
+  // A fused activation (epilogue) writes the activation's value instead of the convolution's.
+  device::ActivationFunction act = device::ActivationFunction::identity;
+  const ir::Value* result = n.output();
+  if (!fused_nodes(kb).empty()) {
+    act = *epilogue_activation(*fused_nodes(kb)[0]);
+    result = fused_nodes(kb)[0]->output();
+  }
+  const HbmView& out = ctx.view(result);
+  const bool one_d = x.rank() == 3;
+  // Strides as 2-D NCHW (a 1-D tensor's H stride is unused).
+  const int64_t xs0 = x.strides[0], xs1 = x.strides[1], xs2 = one_d ? 0 : x.strides[2],
+                xs3 = x.strides[one_d ? 2 : 3];
+  const int64_t ws0 = w.strides[0], ws1 = w.strides[1], ws2 = one_d ? 0 : w.strides[2],
+                ws3 = w.strides[one_d ? 2 : 3];
+  const int64_t os0 = out.strides[0], os1 = out.strides[1], os2 = one_d ? 0 : out.strides[2],
+                os3 = out.strides[one_d ? 2 : 3];
+
   const device::Target& t = kb.target();
   const int64_t P = t.partitions;
   const DType mdt = (x.dtype == DType::f32 || w.dtype == DType::f32) ? DType::f32 : x.dtype;
   const uint32_t es = device::dtype_size(mdt);
-  const int64_t nC = ceil_div(C, P), nO = ceil_div(O, P);
-  const int64_t KK = KH * KW;
+  const int64_t KK = g.KH * g.KW;
+  const int64_t Cg = g.C / g.groups, Og = g.O / g.groups;
+  const int64_t Wp = (g.Wo - 1) * g.sw + (g.KW - 1) * g.dw + 1;
   const int64_t maxN = t.psum_bank_elems_f32();
-  if (Wo > maxN) fail(n, "output width " + std::to_string(Wo) + " exceeds 512");
-  if (stride[0] * Wp > 32767 || stride[1] > 32767)
-    fail(n, "stride too large for an access pattern");
+  const int64_t wc = std::min(g.Wo, maxN);  // output columns per matmul
 
-  std::vector<uint32_t> xpad(static_cast<size_t>(nC)), wt(static_cast<size_t>(nC));
-  for (int64_t cc = 0; cc < nC; ++cc) {
-    xpad[cc] = kb.alloc(Hp * Wp * es, "convolution input tile");
-    wt[cc] = kb.alloc(O * KK * es, "convolution weights");
+  // Contraction layout.
+  enum class Mode { channels, packed_rows, packed_taps } mode = Mode::channels;
+  std::vector<ConvJob> jobs;
+  const bool depthwise = g.groups > 1 && Cg == 1 && Og == 1;
+  if (depthwise) {
+    for (int64_t c0 = 0; c0 < g.C; c0 += P) {
+      const int64_t cn = std::min(P, g.C - c0);
+      jobs.push_back({c0, cn, c0, cn, 0, true});
+    }
+  } else {
+    for (int64_t gi = 0; gi < g.groups; ++gi) jobs.push_back({gi * Cg, Cg, gi * Og, Og, 0, false});
+    if (g.groups == 1 && KK > 1 && g.C * g.KH <= P && g.C < 64) {
+      mode = g.C * KK <= P ? Mode::packed_taps : Mode::packed_rows;
+    }
   }
-  const int64_t rows_per = std::max<int64_t>(1, std::min(Ho, maxN / Wo));
-  uint32_t o_sb[2] = {kb.alloc(rows_per * Wo * device::dtype_size(out.dtype), "convolution out"),
-                      kb.alloc(rows_per * Wo * device::dtype_size(out.dtype), "convolution out")};
-  const uint32_t bias_sb = has_bias ? kb.alloc(4 * nO, "convolution bias") : 0;
+  const bool packed = mode != Mode::channels;
+  // Rows of the contraction held by one chunk of partitions, and the tile rows per band.
+  const int64_t KP = mode == Mode::packed_taps   ? g.C * KK
+                     : mode == Mode::packed_rows ? g.C * g.KH
+                                                 : 0;
+  const int64_t in_rows_per_out = packed ? 1 : g.sh;  // tile rows added per output row
+  const int64_t row_extra = packed ? 0 : (g.KH - 1) * g.dh;
+  const int64_t nC_max = packed ? 1 : ceil_div(depthwise ? std::min(g.C, P) : Cg, P);
+  // Output rows per band: the band's input tiles (all channel chunks) fit the budget.
+  const int64_t per_row = nC_max * in_rows_per_out * Wp * es;
+  int64_t RB = std::max<int64_t>(
+      1, (kBandBudget - nC_max * row_extra * Wp * es) / std::max<int64_t>(per_row, 1));
+  RB = std::min(RB, g.Ho);
+  const int64_t band_rows = packed ? RB : (RB - 1) * g.sh + row_extra + 1;
+  if (nC_max * band_rows * Wp * es > kBandBudget + 64 * 1024)
+    fail(n, "convolution input band of " + std::to_string(band_rows) + " x " + std::to_string(Wp) +
+                " elements does not fit SBUF");
+  const int64_t nbands = ceil_div(g.Ho, RB);
+  const int64_t slots = (nbands > 1 || g.B > 1 || jobs.size() > 1) ? 2 : 1;
+  std::vector<std::vector<uint32_t>> band(static_cast<size_t>(slots));
+  for (auto& s : band)
+    for (int64_t cc = 0; cc < nC_max; ++cc)
+      s.push_back(kb.alloc(band_rows * Wp * es, "conv input"));
 
-  // Weights [c, o, kh*kw] per channel chunk; bias per output chunk.
-  for (int64_t cc = 0; cc < nC; ++cc) {
-    const int64_t c0 = cc * P, cn = std::min(P, C - c0);
-    kb.dma(KernelBuilder::sb(wt[cc], cn, mdt, O * KK),
-           KernelBuilder::hbm(w, c0 * w.strides[1], cn, w.strides[1],
-                              {{static_cast<int32_t>(w.strides[0]), static_cast<uint32_t>(O)},
-                               {static_cast<int32_t>(w.strides[2]), static_cast<uint32_t>(KH)},
-                               {static_cast<int32_t>(w.strides[3]), static_cast<uint32_t>(KW)}}),
-           DmaRole::load);
+  // Weights. Dense: per channel chunk [cn, OJ, KK] (channels) or [KP, O, KW or 1] (packed).
+  // Resident for the whole kernel when they fit, else per output chunk (double-buffered).
+  const int64_t w_per_chunk_cols =
+      packed ? g.O * (mode == Mode::packed_rows ? g.KW : 1) : (depthwise ? KK : Og * KK);
+  const int64_t w_total = (packed || depthwise ? 1 : ceil_div(Cg, P)) * w_per_chunk_cols * es;
+  const bool w_resident = depthwise || packed || (g.groups == 1 && w_total <= kWeightBudget);
+  const int64_t OPo = std::min(P, g.O);  // output chunk width
+  std::vector<uint32_t> wt_slot;
+  if (w_resident) {
+    wt_slot.push_back(kb.alloc(static_cast<uint64_t>(w_total), "conv weights"));
+  } else {
+    const int64_t per_oc = ceil_div(std::min(Cg, g.C), P) * OPo * KK * es;
+    if (per_oc > kWeightBudget)
+      fail(n, "convolution weights need " + std::to_string(per_oc) +
+                  " SBUF bytes per partition per output chunk");
+    wt_slot.push_back(kb.alloc(per_oc, "conv weights"));
+    wt_slot.push_back(kb.alloc(per_oc, "conv weights"));
+  }
+  uint32_t ident = 0, diag[2] = {0, 0};
+  if (depthwise) {
+    ident = kb.alloc(P * es, "depthwise identity");
+    diag[0] = kb.alloc(KK * P * es, "depthwise diagonal");
+    diag[1] = kb.alloc(KK * P * es, "depthwise diagonal");
+    device::Memset ms;
+    ms.dst = KernelBuilder::sb(ident, P, mdt, P);
+    ms.value = 1.0;
+    kb.emit(Engine::vector, ms);
+    device::AffineSelect sel;  // keep column i of partition p where p - i == 0
+    sel.dst = sel.src = KernelBuilder::sb(ident, P, mdt, P);
+    sel.channel_multiplier = 1;
+    sel.pattern = {-1, 0, 0, 0};
+    sel.compare = device::CompareOp::eq;
+    sel.on_false = 0.0f;
+    kb.emit(Engine::gpsimd, sel);
+  }
+  const int64_t rc_max = std::max<int64_t>(1, std::min(RB, maxN / wc));
+  const uint32_t ob = device::dtype_size(out.dtype);
+  uint32_t o_sb[2] = {kb.alloc(rc_max * wc * ob, "conv out"),
+                      kb.alloc(rc_max * wc * ob, "conv out")};
+  // One bias column per (job, output chunk), loaded once.
+  int64_t n_out_chunks = 0;
+  for (const ConvJob& job : jobs) n_out_chunks += ceil_div(job.OJ, P);
+  const uint32_t bias_sb = has_bias ? kb.alloc(4 * n_out_chunks, "conv bias") : 0;
+
+  // Resident weights.
+  if (packed) {
+    // Partition (kwrep, c, kh) <- w[o, c, kh, kw]: one DMA per (c, kw block).
+    const int64_t kwn = mode == Mode::packed_taps ? g.KW : 1;
+    for (int64_t r = 0; r < kwn; ++r)
+      for (int64_t c = 0; c < g.C; ++c) {
+        const int64_t p0 = r * g.C * g.KH + c * g.KH;
+        MemRef dst = KernelBuilder::sb(wt_slot[0], g.KH, mdt, w_per_chunk_cols);
+        dst.partition_start = static_cast<uint16_t>(p0);
+        std::vector<device::AccessLevel> lv = {
+            {static_cast<int32_t>(ws0), static_cast<uint32_t>(g.O)}};
+        if (mode == Mode::packed_rows)
+          lv.push_back({static_cast<int32_t>(ws3), static_cast<uint32_t>(g.KW)});
+        kb.dma(dst, KernelBuilder::hbm(w, c * ws1 + r * ws3, g.KH, ws2, lv), DmaRole::load);
+      }
+  } else if (w_resident && !depthwise) {
+    for (int64_t cc = 0; cc < ceil_div(Cg, P); ++cc) {
+      const int64_t c0 = cc * P, cn = std::min(P, Cg - c0);
+      kb.dma(KernelBuilder::sb(wt_slot[0] + cc * w_per_chunk_cols * es, cn, mdt, w_per_chunk_cols),
+             KernelBuilder::hbm(w, c0 * ws1, cn, ws1,
+                                {{static_cast<int32_t>(ws0), static_cast<uint32_t>(Og)},
+                                 {static_cast<int32_t>(ws2), static_cast<uint32_t>(g.KH)},
+                                 {static_cast<int32_t>(ws3), static_cast<uint32_t>(g.KW)}}),
+             DmaRole::load);
+    }
   }
   std::optional<HbmView> bias;
   if (has_bias) {
     bias = ctx.view(n.input(2));
-    for (int64_t oc = 0; oc < nO; ++oc) {
-      const int64_t o0 = oc * P, on = std::min(P, O - o0);
-      kb.dma(KernelBuilder::sb(bias_sb + 4 * oc, on, DType::f32, 1),
-             KernelBuilder::hbm(*bias, o0 * bias->strides[0], on, bias->strides[0], {}),
-             DmaRole::load);
-    }
-  }
-  int iter = 0;
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t cc = 0; cc < nC; ++cc) {
-      const int64_t c0 = cc * P, cn = std::min(P, C - c0);
-      MemRef tile = KernelBuilder::sb(xpad[cc], cn, mdt, Hp * Wp);
-      if (pad[0] || pad[1]) {
-        device::Memset ms;
-        ms.dst = tile;
-        kb.emit(Engine::vector, ms);
+    int64_t k = 0;
+    for (const ConvJob& job : jobs)
+      for (int64_t oq = 0; oq < job.OJ; oq += P, ++k) {
+        const int64_t o0 = job.o0 + oq, on = std::min(P, job.OJ - oq);
+        kb.dma(KernelBuilder::sb(bias_sb + 4 * k, on, DType::f32, 1),
+               KernelBuilder::hbm(*bias, o0 * bias->strides[0], on, bias->strides[0], {}),
+               DmaRole::load);
       }
-      MemRef interior = tile;
-      interior.offset += (pad[0] * Wp + pad[1]) * es;
-      interior.num_levels = 2;
-      interior.levels[0] = {static_cast<int32_t>(Wp), static_cast<uint32_t>(H)};
-      interior.levels[1] = {1, static_cast<uint32_t>(W)};
-      kb.dma(interior,
-             KernelBuilder::hbm(x, b * x.strides[0] + c0 * x.strides[1], cn, x.strides[1],
-                                {{static_cast<int32_t>(x.strides[2]), static_cast<uint32_t>(H)},
-                                 {static_cast<int32_t>(x.strides[3]), static_cast<uint32_t>(W)}}),
+  }
+
+  int band_iter = 0, out_iter = 0, w_iter = 0, diag_iter = 0;
+  int64_t chunk_base = 0;  // bias column of the job's first output chunk
+  for (const ConvJob& job : jobs) {
+    const int64_t job_chunk_base = chunk_base;
+    chunk_base += ceil_div(job.OJ, P);
+    const int64_t nC = packed ? 1 : ceil_div(job.CI, P);
+    uint32_t dw_w = 0;  // depthwise weights of this chunk: [cn, KK]
+    uint32_t dslot = 0;
+    if (depthwise) {
+      dw_w = wt_slot[0];
+      // Reuse the weight slot: one chunk at a time (the emitter orders the reuse).
+      kb.dma(KernelBuilder::sb(dw_w, job.CI, mdt, KK),
+             KernelBuilder::hbm(w, job.o0 * ws0, job.CI, ws0,
+                                {{static_cast<int32_t>(ws2), static_cast<uint32_t>(g.KH)},
+                                 {static_cast<int32_t>(ws3), static_cast<uint32_t>(g.KW)}}),
              DmaRole::load);
+      dslot = diag[diag_iter++ % 2];
+      for (int64_t tap = 0; tap < KK; ++tap) {
+        device::TensorScalar ts;
+        ts.dst = KernelBuilder::sb(dslot + tap * job.CI * es, job.CI, mdt, job.CI);
+        ts.src = KernelBuilder::sb(ident, job.CI, mdt, job.CI);
+        ts.op0 = device::AluOp::multiply;
+        MemRef wv = KernelBuilder::sb(dw_w + tap * es, job.CI, mdt, 1);
+        ts.operand0 = wv;
+        kb.emit(Engine::vector, ts);
+      }
     }
-    for (int64_t oc = 0; oc < nO; ++oc) {
-      const int64_t o0 = oc * P, on = std::min(P, O - o0);
-      for (int64_t y0 = 0; y0 < Ho; y0 += rows_per, ++iter) {
-        const int64_t rc = std::min(rows_per, Ho - y0);
-        const MemRef acc = KernelBuilder::ps(kb.psum_bank(), on, rc * Wo);
-        bool first = true;
-        for (int64_t cc = 0; cc < nC; ++cc) {
-          const int64_t cn = std::min(P, C - cc * P);
-          for (int64_t kh = 0; kh < KH; ++kh)
-            for (int64_t kw = 0; kw < KW; ++kw) {
-              device::MatMul mm;
-              mm.dst = acc;
-              MemRef st = KernelBuilder::sb(wt[cc] + (o0 * KK + kh * KW + kw) * es, cn, mdt, on);
-              st.levels[0].stride = static_cast<int32_t>(KK);
-              mm.stationary = st;
-              MemRef mv = KernelBuilder::sb(xpad[cc], cn, mdt, 1);
-              mv.offset += ((y0 * stride[0] + kh * dil[0]) * Wp + kw * dil[1]) * es;
-              mv.num_levels = 2;
-              mv.levels[0] = {static_cast<int32_t>(stride[0] * Wp), static_cast<uint32_t>(rc)};
-              mv.levels[1] = {static_cast<int32_t>(stride[1]), static_cast<uint32_t>(Wo)};
-              mm.moving = mv;
-              mm.accumulate = !first;
-              first = false;
-              kb.emit(Engine::tensor, mm);
+    for (int64_t b = 0; b < g.B; ++b) {
+      for (int64_t Y0 = 0; Y0 < g.Ho; Y0 += RB) {
+        const int64_t rb = std::min(RB, g.Ho - Y0);
+        const std::vector<uint32_t>& tiles = band[band_iter++ % slots];
+        // --- load the band ---------------------------------------------------------------------
+        if (packed) {
+          const int64_t K1 = g.C * g.KH;  // partitions of one kw block
+          const uint32_t tile = tiles[0];
+          const int64_t cols_lo = g.pl, cols_hi = std::min(Wp, g.pl + g.W);
+          bool needs_zero = cols_lo > 0 || cols_hi < Wp;
+          for (int64_t kh = 0; kh < g.KH && !needs_zero; ++kh) {
+            const int64_t top = Y0 * g.sh + kh * g.dh - g.pt;
+            const int64_t bot = (Y0 + rb - 1) * g.sh + kh * g.dh - g.pt;
+            needs_zero = top < 0 || bot >= g.H;
+          }
+          if (needs_zero) {
+            device::Memset ms;
+            ms.dst = KernelBuilder::sb(tile, KP, mdt, rb * Wp);
+            kb.emit(Engine::vector, ms);
+          }
+          for (int64_t c = 0; c < g.C; ++c)
+            for (int64_t kh = 0; kh < g.KH; ++kh) {
+              // Output rows y whose input row y*sh + kh*dh - pt lies inside the image.
+              int64_t ya = Y0, yb = Y0 + rb;
+              while (ya < yb && ya * g.sh + kh * g.dh - g.pt < 0) ++ya;
+              while (yb > ya && (yb - 1) * g.sh + kh * g.dh - g.pt >= g.H) --yb;
+              if (ya >= yb || cols_hi <= cols_lo) continue;
+              MemRef dst = KernelBuilder::sb(tile + ((ya - Y0) * Wp + cols_lo) * es, 1, mdt, 1);
+              dst.partition_start = static_cast<uint16_t>(c * g.KH + kh);
+              dst.num_levels = 2;
+              dst.levels[0] = {static_cast<int32_t>(Wp), static_cast<uint32_t>(yb - ya)};
+              dst.levels[1] = {1, static_cast<uint32_t>(cols_hi - cols_lo)};
+              const int64_t iy = ya * g.sh + kh * g.dh - g.pt;
+              kb.dma(dst,
+                     KernelBuilder::hbm(
+                         x, b * xs0 + c * xs1 + iy * xs2 + (cols_lo - g.pl) * xs3, 1, 0,
+                         {{static_cast<int32_t>(g.sh * xs2), static_cast<uint32_t>(yb - ya)},
+                          {static_cast<int32_t>(xs3), static_cast<uint32_t>(cols_hi - cols_lo)}}),
+                     DmaRole::load);
             }
+          if (mode == Mode::packed_taps) {
+            // Block kw = block 0 shifted left by kw*dw columns.
+            for (int64_t kw = 1; kw < g.KW; ++kw) {
+              const int64_t len = rb * Wp - kw * g.dw;
+              MemRef dst = KernelBuilder::sb(tile, K1, mdt, len);
+              dst.partition_start = static_cast<uint16_t>(kw * K1);
+              MemRef src = KernelBuilder::sb(tile + kw * g.dw * es, K1, mdt, len);
+              kb.dma(dst, src, DmaRole::load);
+            }
+          }
+        } else {
+          const int64_t row0 = Y0 * g.sh - g.pt;  // input row of tile row 0
+          const int64_t trows = (rb - 1) * g.sh + row_extra + 1;
+          const int64_t ra = std::max<int64_t>(0, -row0), rbnd = std::min(trows, g.H - row0);
+          const int64_t cols_lo = g.pl, cols_hi = std::min(Wp, g.pl + g.W);
+          const bool needs_zero = ra > 0 || rbnd < trows || cols_lo > 0 || cols_hi < Wp;
+          for (int64_t cc = 0; cc < nC; ++cc) {
+            const int64_t c0 = job.ci0 + cc * P, cn = std::min(P, job.CI - cc * P);
+            if (needs_zero) {
+              device::Memset ms;
+              ms.dst = KernelBuilder::sb(tiles[cc], cn, mdt, trows * Wp);
+              kb.emit(Engine::vector, ms);
+            }
+            if (rbnd <= ra || cols_hi <= cols_lo) continue;
+            MemRef dst = KernelBuilder::sb(tiles[cc] + (ra * Wp + cols_lo) * es, cn, mdt, 1);
+            dst.num_levels = 2;
+            dst.levels[0] = {static_cast<int32_t>(Wp), static_cast<uint32_t>(rbnd - ra)};
+            dst.levels[1] = {1, static_cast<uint32_t>(cols_hi - cols_lo)};
+            kb.dma(dst,
+                   KernelBuilder::hbm(
+                       x, b * xs0 + c0 * xs1 + (row0 + ra) * xs2, cn, xs1,
+                       {{static_cast<int32_t>(xs2), static_cast<uint32_t>(rbnd - ra)},
+                        {static_cast<int32_t>(xs3), static_cast<uint32_t>(cols_hi - cols_lo)}}),
+                   DmaRole::load);
+          }
         }
-        kb.add_flops(2.0 * on * rc * Wo * C * KK);
-        const MemRef ot = KernelBuilder::sb(o_sb[iter % 2], on, out.dtype, rc * Wo);
-        device::Activation a;
-        a.dst = ot;
-        a.src = acc;
-        if (has_bias) a.bias = KernelBuilder::sb(bias_sb + 4 * oc, on, DType::f32, 1);
-        kb.emit(Engine::scalar, a);
-        kb.dma(KernelBuilder::hbm(out, b * out.strides[0] + o0 * out.strides[1] + y0 * Wo, on,
-                                  out.strides[1], {{1, static_cast<uint32_t>(rc * Wo)}}),
-               ot, DmaRole::store);
+        // --- output chunks ---------------------------------------------------------------------
+        for (int64_t oq = 0; oq < job.OJ; oq += P) {
+          const int64_t on = std::min(P, job.OJ - oq);
+          const int64_t o_abs = job.o0 + oq;
+          uint32_t wbase = wt_slot[0];
+          if (!w_resident) {
+            wbase = wt_slot[w_iter++ % 2];
+            for (int64_t cc = 0; cc < nC; ++cc) {
+              const int64_t cl = cc * P, cn = std::min(P, job.CI - cl);
+              kb.dma(KernelBuilder::sb(wbase + cc * on * KK * es, cn, mdt, on * KK),
+                     KernelBuilder::hbm(w, o_abs * ws0 + cl * ws1, cn, ws1,
+                                        {{static_cast<int32_t>(ws0), static_cast<uint32_t>(on)},
+                                         {static_cast<int32_t>(ws2), static_cast<uint32_t>(g.KH)},
+                                         {static_cast<int32_t>(ws3), static_cast<uint32_t>(g.KW)}}),
+                     DmaRole::load);
+            }
+          }
+          for (int64_t y0 = 0; y0 < rb; y0 += rc_max) {
+            const int64_t rc = std::min(rc_max, rb - y0);
+            for (int64_t x0 = 0; x0 < g.Wo; x0 += wc) {
+              const int64_t cw = std::min(wc, g.Wo - x0);
+              const MemRef acc = KernelBuilder::ps(kb.psum_bank(), on, rc * cw);
+              bool first = true;
+              auto matmul = [&](const MemRef& st, uint32_t tile, int64_t parts, int64_t off) {
+                device::MatMul mm;
+                mm.dst = acc;
+                mm.stationary = st;
+                MemRef mv = KernelBuilder::sb(tile + off * es, parts, mdt, 1);
+                mv.num_levels = 2;
+                mv.levels[0] = {static_cast<int32_t>(in_rows_per_out * Wp),
+                                static_cast<uint32_t>(rc)};
+                mv.levels[1] = {static_cast<int32_t>(g.sw), static_cast<uint32_t>(cw)};
+                mm.moving = mv;
+                mm.accumulate = !first;
+                first = false;
+                kb.emit(Engine::tensor, mm);
+              };
+              const int64_t base = y0 * in_rows_per_out * Wp + x0 * g.sw;
+              if (mode == Mode::packed_taps) {
+                MemRef st = KernelBuilder::sb(wbase + o_abs * es, KP, mdt, on);
+                matmul(st, tiles[0], KP, base);
+              } else if (mode == Mode::packed_rows) {
+                for (int64_t kw = 0; kw < g.KW; ++kw) {
+                  MemRef st = KernelBuilder::sb(wbase + (o_abs * g.KW + kw) * es, KP, mdt, on);
+                  st.levels[0].stride = static_cast<int32_t>(g.KW);
+                  matmul(st, tiles[0], KP, base + kw * g.dw);
+                }
+              } else if (depthwise) {
+                for (int64_t kh = 0; kh < g.KH; ++kh)
+                  for (int64_t kw = 0; kw < g.KW; ++kw) {
+                    const int64_t tap = kh * g.KW + kw;
+                    MemRef st = KernelBuilder::sb(dslot + tap * job.CI * es, job.CI, mdt, on);
+                    matmul(st, tiles[0], job.CI, base + kh * g.dh * Wp + kw * g.dw);
+                  }
+              } else {
+                for (int64_t cc = 0; cc < nC; ++cc) {
+                  const int64_t cn = std::min(P, job.CI - cc * P);
+                  for (int64_t kh = 0; kh < g.KH; ++kh)
+                    for (int64_t kw = 0; kw < g.KW; ++kw) {
+                      const int64_t tap = kh * g.KW + kw;
+                      int64_t woff;
+                      if (w_resident)
+                        woff = cc * w_per_chunk_cols + (o_abs - job.o0) * KK + tap;
+                      else
+                        woff = cc * on * KK + tap;
+                      MemRef st = KernelBuilder::sb(wbase + woff * es, cn, mdt, on);
+                      st.levels[0].stride = static_cast<int32_t>(KK);
+                      matmul(st, tiles[cc], cn, base + kh * g.dh * Wp + kw * g.dw);
+                    }
+                }
+              }
+              kb.add_flops(2.0 * on * rc * cw * Cg * KK);
+              const MemRef ot = KernelBuilder::sb(o_sb[out_iter++ % 2], on, out.dtype, rc * cw);
+              device::Activation a;
+              a.dst = ot;
+              a.src = acc;
+              a.function = act;
+              if (has_bias)
+                a.bias =
+                    KernelBuilder::sb(bias_sb + 4 * (job_chunk_base + oq / P), on, DType::f32, 1);
+              kb.emit(Engine::scalar, a);
+              const int64_t y = Y0 + y0;
+              kb.dma(KernelBuilder::hbm(out, b * os0 + o_abs * os1 + y * os2 + x0 * os3, on, os1,
+                                        {{static_cast<int32_t>(os2), static_cast<uint32_t>(rc)},
+                                         {static_cast<int32_t>(os3), static_cast<uint32_t>(cw)}}),
+                     ot, DmaRole::store);
+            }
+          }
+        }
       }
     }
   }
@@ -151,7 +457,9 @@ void lower_conv2d(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
 }  // namespace
 
 LowerFn conv_lowering(const std::string& op) {
-  if (op == "aten.conv2d.default" || op == "aten.convolution.default") return &lower_conv2d;
+  if (op == "aten.conv2d.default" || op == "aten.convolution.default" ||
+      op == "aten.conv1d.default" || op == "aten.conv2d.padding" || op == "aten.conv1d.padding")
+    return &lower_conv;
   return nullptr;
 }
 

@@ -61,11 +61,32 @@ LowerFn row_lowering(const std::string& op);  // reductions, softmax, layer/rms 
 LowerFn attention_lowering(const std::string& op);
 LowerFn gather_lowering(const std::string& op);  // embedding
 LowerFn conv_lowering(const std::string& op);
+LowerFn pool_lowering(const std::string& op);           // max / avg / adaptive-avg pooling
 LowerFn data_movement_lowering(const std::string& op);  // cat, materialising copies
+
+// A 1-D or 2-D convolution seen as 2-D (a 1-D one has H = KH = Ho = 1).
+struct ConvGeometry {
+  int64_t B = 0, C = 0, H = 0, W = 0, O = 0, KH = 0, KW = 0, Ho = 0, Wo = 0, groups = 1;
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0;  // stride, dilation, top/left pad
+};
+// Fills `g` from a convolution node; returns why it is not lowerable, or nullopt.
+std::optional<std::string> conv_geometry(const ir::Node& n, ConvGeometry& g);
+
+// A pooling node as 2-D planes over `rows` leading (batch x channel) rows.
+struct PoolGeometry {
+  enum Kind { max, avg } kind = max;
+  bool adaptive = false, uneven = false;  // uneven: adaptive windows of different sizes
+  int64_t rows = 1, H = 1, W = 1, Ho = 1, Wo = 1, KH = 1, KW = 1, sh = 1, sw = 1, dh = 1, dw = 1,
+          pt = 0, pl = 0, Hp = 1, Wp = 1;
+  double divisor = 0;  // avg divisor_override (0: KH * KW)
+};
+std::optional<std::string> pool_geometry(const ir::Node& n, PoolGeometry& g);
 
 // Ops that are views of their operand (view, permute, expand, slice, ...), lowered without a
 // kernel when the view is expressible, else by a materialising copy.
 bool is_alias_op(const std::string& op);
+// Ops whose result codegen computes at compile time (arange, full, zeros_like, ...).
+bool is_creation_op(const std::string& op);
 // The lowering of `op` from any family, or null.
 LowerFn find_lowering(const std::string& op);
 

@@ -6,7 +6,9 @@
 namespace neuronc::codegen {
 namespace {
 
-bool is_compile_time_constant(const ir::Value* v) { return v && !v->producer() && v->payload(); }
+bool is_compile_time_constant(const ir::Value* v) {
+  return v && !v->producer() && v->payload();
+}
 
 }  // namespace
 
@@ -24,17 +26,21 @@ std::optional<std::string> unsupported_reason(const ir::Graph& g, const ir::Node
       if (d.is_symbolic()) return "symbolic dim in result '" + v->name() + "'";
     }
   }
-  if (!find_lowering(op) && !is_alias_op(op)) return "codegen has no lowering for " + op;
-  if (op == "aten.conv2d.default" || op == "aten.conv1d.default" || op == "aten.convolution.default" ||
-      op == "aten.conv2d.padding" || op == "aten.conv1d.padding") {
-    if (n.input(1)->type().rank() != 4) return "only 2-D convolutions are lowered";
-    if (n.attr("groups") && n.attr_int("groups") != 1) return "grouped convolution is not lowered yet";
-    if (n.attr("transposed") && n.attr_bool("transposed")) return "transposed convolution is not lowered yet";
+  if (!find_lowering(op) && !is_alias_op(op) && !is_creation_op(op))
+    return "codegen has no lowering for " + op;
+  if (conv_lowering(op)) {
+    ConvGeometry geo;
+    if (auto why = conv_geometry(n, geo)) return why;
+  }
+  if (pool_lowering(op)) {
+    PoolGeometry geo;
+    if (auto why = pool_geometry(n, geo)) return why;
   }
   if (op == "aten.div.Tensor_mode" && !n.attr_is_none("rounding_mode")) {
     return "div with rounding_mode '" + n.attr_string("rounding_mode") + "' is not lowered";
   }
-  if (op == "aten.gather.default" || op == "aten.index_select.default" || op == "aten.index.Tensor") {
+  if (op == "aten.gather.default" || op == "aten.index_select.default" ||
+      op == "aten.index.Tensor") {
     for (size_t i = 1; i < n.inputs().size(); ++i) {
       const ir::Value* v = n.inputs()[i];
       if (v && !is_compile_time_constant(v)) {

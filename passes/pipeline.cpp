@@ -5,12 +5,14 @@
 #include "passes/common_subexpression_elimination.h"
 #include "passes/constant_folding.h"
 #include "passes/dead_code_elimination.h"
+#include "passes/fold_batch_norm.h"
 
 namespace neuronc::passes {
 
 void build_pipeline(PassManager& pm, const PipelineOptions& opts) {
   pm.add(std::make_unique<Canonicalize>());
   pm.add(std::make_unique<ConstantFolding>());
+  pm.add(std::make_unique<FoldBatchNorm>());
   pm.add(std::make_unique<DeadCodeElimination>());
   if (opts.opt_level >= 1) {
     pm.add(std::make_unique<CommonSubexpressionElimination>());

@@ -18,6 +18,7 @@
 #include "passes/common_subexpression_elimination.h"
 #include "passes/constant_folding.h"
 #include "passes/dead_code_elimination.h"
+#include "passes/fold_batch_norm.h"
 #include "passes/partition.h"
 #include "passes/pass_manager.h"
 #include "passes/reference_eval.h"
@@ -366,6 +367,7 @@ CompileResult compile_model(const CompileRequest& req) {
   if (!dims.empty()) pm.add(std::make_unique<passes::SpecializeShapes>(dims));
   pm.add(std::make_unique<passes::Canonicalize>());
   pm.add(std::make_unique<passes::ConstantFolding>());
+  pm.add(std::make_unique<passes::FoldBatchNorm>());
   pm.add(std::make_unique<passes::DeadCodeElimination>());
   if (req.opt_level >= 1) {
     pm.add(std::make_unique<passes::CommonSubexpressionElimination>());
@@ -528,6 +530,9 @@ CompileResult compile_model(const CompileRequest& req) {
     if (o.role != ir::OutputRole::user_output) w.add_output(o.target, b.plan_value(o.value));
   }
   for (const ir::Value* v : debug_outputs) w.add_output("debug:" + v->name(), b.plan_value(v));
+  // The model's matmul FLOPs, for MFU in `neuronc bench` (extra options stay sorted by key).
+  c.options.extra.emplace_back("model_flops", std::to_string(static_cast<uint64_t>(result.flops)));
+  std::sort(c.options.extra.begin(), c.options.extra.end());
   c.memory_plan.sbuf_peak_bytes = sbuf_peak;
   c.memory_plan.psum_peak_bytes = psum_peak;
 

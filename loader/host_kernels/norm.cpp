@@ -1,6 +1,8 @@
 // Host normalisation kernels: _native_batch_norm_legit_functional (training statistics and
-// functional running-stat updates), _native_batch_norm_legit_no_training, native_layer_norm.
-// Statistics accumulate in double.
+// functional running-stat updates), _native_batch_norm_legit_no_training, batch_norm (both
+// modes; the training IR's in-place running-stat update is not visible to later reads because
+// host kernels do not write their operands: a graph that reads the statistics again is
+// exported functionally), native_layer_norm. Statistics accumulate in double.
 #include <algorithm>
 #include <cmath>
 
@@ -20,26 +22,38 @@ Status check_channel_vec(const HostOpContext& c, const HostTensor* t, const char
 // _native_batch_norm_legit_functional(input, weight?, bias?, running_mean, running_var,
 //   bool training, float momentum, float eps) -> (out, save_mean, save_invstd,
 //   running_mean_out, running_var_out)
+// _native_batch_norm_legit_no_training(input, weight?, bias?, running_mean, running_var,
+//   float momentum, float eps) -> (out, save_mean, save_invstd)
+// batch_norm(input, weight?, bias?, running_mean?, running_var?, bool training,
+//   float momentum, float eps, bool cudnn_enabled) -> out
 Status batch_norm(const HostOpContext& c) {
   const bool functional = c.op_name() == "aten._native_batch_norm_legit_functional.default";
+  const bool plain = c.op_name() == "aten.batch_norm.default";
   NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("input"));
-  NEURONC_RETURN_IF_ERROR_(c.expect_outputs(functional ? 5 : 3));
+  NEURONC_RETURN_IF_ERROR_(c.expect_outputs(functional ? 5 : plain ? 1 : 3));
   if (x->rank() < 2) return c.error("input must have rank >= 2, found " + shape_str(x->shape));
   if (!is_float(x->dtype))
     return c.error("input is " + dtype_str(x->dtype) + ", expected a float type");
   const int64_t ch = x->shape[1];
   const HostTensor* w = c.tensor("weight");
   const HostTensor* b = c.tensor("bias");
-  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* rm, c.required("running_mean"));
-  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* rv, c.required("running_var"));
+  const HostTensor* rm = c.tensor("running_mean");
+  const HostTensor* rv = c.tensor("running_var");
+  if (!plain) {
+    NEURONC_ASSIGN_OR_RETURN_(rm, c.required("running_mean"));
+    NEURONC_ASSIGN_OR_RETURN_(rv, c.required("running_var"));
+  }
   for (auto [t, name] :
        {std::pair{w, "weight"}, {b, "bias"}, {rm, "running_mean"}, {rv, "running_var"}})
     NEURONC_RETURN_IF_ERROR_(check_channel_vec(c, t, name, ch));
-  const bool training = functional && c.get_bool("training", true);
+  const bool training = (functional || plain) && c.get_bool("training", true);
+  if (!training && (!rm || !rv))
+    return c.error("inference-mode batch norm needs running_mean and running_var");
   const double momentum = c.get_float("momentum", 0.1);
   const double eps = c.get_float("eps", 1e-5);
   NEURONC_RETURN_IF_ERROR_(c.expect_output(0, x->dtype, x->shape));
   for (size_t i : {size_t{1}, size_t{2}}) {
+    if (plain) break;
     const HostTensor& s = c.output(i);
     if (s.rank() != 1 || (s.shape[0] != ch && s.shape[0] != 0))
       return c.error("output " + std::to_string(i) + " shape is " + shape_str(s.shape) +
@@ -54,7 +68,8 @@ Status batch_norm(const HostOpContext& c) {
   int64_t inner = 1;
   for (int64_t i = 2; i < x->rank(); ++i) inner *= x->shape[i];
   const auto xv = to_double(*x);
-  const auto rmv = to_double(*rm), rvv = to_double(*rv);
+  const std::vector<double> rmv = rm ? to_double(*rm) : std::vector<double>(ch, 0.0);
+  const std::vector<double> rvv = rv ? to_double(*rv) : std::vector<double>(ch, 1.0);
   const std::vector<double> wv = w ? to_double(*w) : std::vector<double>(ch, 1.0);
   const std::vector<double> bv = b ? to_double(*b) : std::vector<double>(ch, 0.0);
   std::vector<double> mean(ch), invstd(ch), out(xv.size()), new_rm(rmv), new_rv(rvv);
@@ -89,6 +104,7 @@ Status batch_norm(const HostOpContext& c) {
       }
   }
   from_double(c.output(0), out);
+  if (plain) return Status::ok();
   if (c.output(1).numel()) from_double(c.output(1), mean);
   if (c.output(2).numel()) from_double(c.output(2), invstd);
   if (functional) {
@@ -149,6 +165,7 @@ Status layer_norm(const HostOpContext& c) {
 void register_norm_kernels(KernelTable& t) {
   t.add("aten._native_batch_norm_legit_functional.default", batch_norm);
   t.add("aten._native_batch_norm_legit_no_training.default", batch_norm);
+  t.add("aten.batch_norm.default", batch_norm);
   t.add("aten.native_layer_norm.default", layer_norm);
 }
 

@@ -548,37 +548,136 @@ void evaluate_nodes(const std::vector<const ir::Node*>& nodes, Env& env, const F
         out.data.push_back(x.data[off]);
       }
       set(0, out);
-    } else if (base == "conv2d" || base == "convolution") {
-      const RefTensor &x = in(0), &w = in(1);
+    } else if (base == "conv2d" || base == "convolution" || base == "conv1d") {
+      // 1-D and 2-D, any stride/padding (ints, "same", "valid")/dilation/groups.
+      RefTensor x = in(0), w = in(1);
+      const bool one_d = x.shape.size() == 3;
+      if (one_d) {
+        x.shape.insert(x.shape.begin() + 2, 1);
+        w.shape.insert(w.shape.begin() + 2, 1);
+      }
+      const size_t k = one_d ? 1 : 2;
       auto pr = [&](const char* nm, int64_t d) {
-        std::vector<int64_t> v = n.attr(nm) ? n.attr_ints(nm) : std::vector<int64_t>{d};
-        if (v.size() == 1) v.push_back(v[0]);
+        std::vector<int64_t> v;
+        const ir::Attribute* a = n.attr(nm);
+        if (a && !std::holds_alternative<std::string>(*a) && !n.attr_is_none(nm))
+          v = n.attr_ints(nm);
+        if (v.empty()) v.push_back(d);
+        while (v.size() < k) v.push_back(v.back());
+        if (one_d) v.insert(v.begin(), d == 0 ? 0 : 1);
         return v;
       };
-      const auto st = pr("stride", 1), pd = pr("padding", 0), dl = pr("dilation", 1);
+      const auto st = pr("stride", 1), dl = pr("dilation", 1);
+      auto pd = pr("padding", 0);
+      const int64_t B = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+      const int64_t O = w.shape[0], Cg = w.shape[1], KH = w.shape[2], KW = w.shape[3];
+      if (const ir::Attribute* a = n.attr("padding"); a && std::holds_alternative<std::string>(*a)) {
+        const bool same = std::get<std::string>(*a) == "same";
+        pd = {same ? dl[0] * (KH - 1) / 2 : 0, same ? dl[1] * (KW - 1) / 2 : 0};
+      }
+      const int64_t groups = n.attr("groups") ? n.attr_int("groups") : 1;
+      const int64_t Og = O / groups;
       RefTensor out;
       out.shape = shape_of(n.output());
+      const int64_t Ho = one_d ? 1 : out.shape[2], Wo = out.shape.back();
       out.data.assign(out.numel(), 0);
-      const int64_t B = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
-      const int64_t O = w.shape[0], KH = w.shape[2], KW = w.shape[3];
-      const int64_t Ho = out.shape[2], Wo = out.shape[3];
       const bool hb = n.inputs().size() > 2 && n.input(2);
       for (int64_t b = 0; b < B; ++b)
         for (int64_t o = 0; o < O; ++o)
           for (int64_t y = 0; y < Ho; ++y)
             for (int64_t xx = 0; xx < Wo; ++xx) {
               double acc = hb ? in(2).data[o] : 0;
-              for (int64_t c = 0; c < C; ++c)
+              for (int64_t cg = 0; cg < Cg; ++cg) {
+                const int64_t c = (o / Og) * Cg + cg;
                 for (int64_t kh = 0; kh < KH; ++kh)
                   for (int64_t kw = 0; kw < KW; ++kw) {
                     const int64_t iy = y * st[0] - pd[0] + kh * dl[0];
                     const int64_t ix = xx * st[1] - pd[1] + kw * dl[1];
                     if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
                     acc += x.data[((b * C + c) * H + iy) * W + ix] *
-                           w.data[((o * C + c) * KH + kh) * KW + kw];
+                           w.data[((o * Cg + cg) * KH + kh) * KW + kw];
                   }
+              }
               out.data[((b * O + o) * Ho + y) * Wo + xx] = acc;
             }
+      set(0, out);
+    } else if (base == "max_pool2d" || base == "max_pool1d" || base == "max_pool2d_with_indices" ||
+               base == "avg_pool2d" || base == "avg_pool1d" || base == "adaptive_avg_pool2d" ||
+               base == "_adaptive_avg_pool2d" || base == "adaptive_avg_pool1d") {
+      const RefTensor& x = in(0);
+      const bool one_d = base.find("1d") != std::string::npos;
+      const size_t k = one_d ? 1 : 2, r = x.shape.size();
+      RefTensor out;
+      out.shape = shape_of(n.output());
+      const int64_t H = one_d ? 1 : x.shape[r - 2], W = x.shape[r - 1];
+      const int64_t Ho = one_d ? 1 : out.shape[r - 2], Wo = out.shape[r - 1];
+      const int64_t rows = x.numel() / (H * W);
+      auto ints = [&](const char* nm, std::vector<int64_t> d) {
+        std::vector<int64_t> v;
+        if (n.attr(nm) && !n.attr_is_none(nm)) v = n.attr_ints(nm);
+        if (v.empty()) v = d;
+        while (v.size() < k) v.push_back(v.back());
+        if (one_d) v.insert(v.begin(), v[0] == 0 ? 0 : 1);
+        return v;
+      };
+      const bool is_max = base.find("max") != std::string::npos;
+      const bool adaptive = base.find("adaptive") != std::string::npos;
+      std::vector<int64_t> ks{1, 1}, ss{1, 1}, ps{0, 0}, ds{1, 1};
+      if (!adaptive) {
+        ks = ints("kernel_size", {1});
+        ss = ints("stride", one_d ? std::vector<int64_t>{ks[1]} : std::vector<int64_t>{ks[0], ks[1]});
+        ps = ints("padding", {0});
+        ds = ints("dilation", {1});
+        if (one_d) ks[0] = ss[0] = ds[0] = 1, ps[0] = 0;
+      }
+      const bool include_pad = !n.attr("count_include_pad") || n.attr_bool("count_include_pad");
+      double divisor = 0;
+      if (n.attr("divisor_override") && !n.attr_is_none("divisor_override"))
+        divisor = static_cast<double>(n.attr_int("divisor_override"));
+      for (int64_t q = 0; q < rows; ++q)
+        for (int64_t i = 0; i < Ho; ++i)
+          for (int64_t j = 0; j < Wo; ++j) {
+            int64_t h0, h1, w0, w1;
+            if (adaptive) {
+              h0 = i * H / Ho, h1 = ((i + 1) * H + Ho - 1) / Ho;
+              w0 = j * W / Wo, w1 = ((j + 1) * W + Wo - 1) / Wo;
+            } else {
+              h0 = i * ss[0] - ps[0], w0 = j * ss[1] - ps[1];
+              h1 = h0 + (ks[0] - 1) * ds[0] + 1, w1 = w0 + (ks[1] - 1) * ds[1] + 1;
+            }
+            double acc = is_max ? -std::numeric_limits<double>::infinity() : 0;
+            int64_t cnt = 0;
+            const int64_t step_h = adaptive ? 1 : ds[0], step_w = adaptive ? 1 : ds[1];
+            for (int64_t yy = h0; yy < h1; yy += step_h)
+              for (int64_t xx = w0; xx < w1; xx += step_w) {
+                const bool inside = yy >= 0 && yy < H && xx >= 0 && xx < W;
+                const bool in_padded = yy >= -ps[0] && yy < H + ps[0] && xx >= -ps[1] && xx < W + ps[1];
+                if (in_padded && (inside || include_pad)) ++cnt;
+                if (!inside) continue;
+                const double v = x.data[(q * H + yy) * W + xx];
+                acc = is_max ? std::max(acc, v) : acc + v;
+              }
+            if (!is_max) acc /= divisor > 0 ? divisor : static_cast<double>(cnt);
+            out.data.push_back(acc);
+          }
+      set(0, out);
+      if (n.outputs().size() > 1) {
+        RefTensor idx;
+        idx.shape = out.shape;
+        idx.data.assign(out.numel(), 0);
+        set(1, idx);
+      }
+    } else if (base == "hardswish" || base == "hardsigmoid" || base == "hardtanh" ||
+               base == "relu6") {
+      const double lo = base == "hardtanh" ? attr_num(n, "min_val", -1) : 0;
+      const double hi = base == "hardtanh" ? attr_num(n, "max_val", 1) : 6;
+      RefTensor out = in(0);
+      for (double& v : out.data) {
+        const double r6 = std::min(std::max(v + 3, 0.0), 6.0);
+        v = base == "hardswish"     ? v * r6 / 6
+            : base == "hardsigmoid" ? r6 / 6
+                                    : std::min(std::max(v, lo), hi);
+      }
       set(0, out);
     } else if (base == "embedding") {
       const RefTensor &w = in(0), &idx = in(1);

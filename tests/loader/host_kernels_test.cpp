@@ -210,6 +210,36 @@ TEST(HostKernels, BatchNormFunctionalTraining) {
   EXPECT_THAT((*r)[4], Near(std::vector<double>{0.9 + 0.2, 0.9}));
 }
 
+TEST(HostKernels, BatchNormPlainBothModes) {
+  // aten.batch_norm.default: one result. Channel 0 = {1, 3}, channel 1 = {4, 4}.
+  const double eps = 1e-5;
+  const std::vector<In> in = {{"input", T::f32, {2, 2, 1, 1}, {1, 4, 3, 4}},
+                                   {"weight", T::f32, {2}, {2, 1}},
+                                   {"bias", T::f32, {2}, {0, 0.5}},
+                                   {"running_mean", T::f32, {2}, {0, 1}},
+                                   {"running_var", T::f32, {2}, {4, 1}}};
+  // Training: batch statistics (mean 2, var 1; mean 4, var 0).
+  const double inv0 = 1 / std::sqrt(1 + eps);
+  EXPECT_THAT(run1("aten.batch_norm.default", in,
+                   {A::boolean("training", true), A::real("momentum", 0.1), A::real("eps", eps),
+                    A::boolean("cudnn_enabled", false)},
+                   {T::f32, {2, 2, 1, 1}}),
+              Near(std::vector<double>{-2 * inv0, 0.5, 2 * inv0, 0.5}));
+  // Inference: running statistics.
+  const double r0 = 2 / std::sqrt(4 + eps), r1 = 1 / std::sqrt(1 + eps);
+  EXPECT_THAT(run1("aten.batch_norm.default", in,
+                   {A::boolean("training", false), A::real("momentum", 0.1), A::real("eps", eps),
+                    A::boolean("cudnn_enabled", false)},
+                   {T::f32, {2, 2, 1, 1}}),
+              Near(std::vector<double>{1 * r0, 3 * r1 + 0.5, 3 * r0, 3 * r1 + 0.5}));
+  // Inference without running statistics is refused.
+  auto r = run_host_op("aten.batch_norm.default", {in[0]},
+                       {A::boolean("training", false), A::real("momentum", 0.1),
+                        A::real("eps", eps), A::boolean("cudnn_enabled", false)},
+                       {{T::f32, {2, 2, 1, 1}}});
+  EXPECT_FALSE(r.is_ok());
+}
+
 // ---- Generic element-wise and data movement ---------------------------------------------------
 
 TEST(HostKernels, ElementwiseBroadcastAndModes) {

@@ -1,0 +1,221 @@
+// Pooling (max_pool1d/2d, max_pool2d_with_indices when the indices are unused, avg_pool1d/2d,
+// adaptive_avg_pool1d/2d) on VectorE: (batch, channel) rows on the partitions, the padded
+// plane of each row on the free axis. One TensorReduce per block of output rows walks a
+// four-level access pattern [out row, out col, kernel row, kernel col] over the padded tile
+// and reduces the two inner levels (max or sum): no im2col, no per-tap instructions. Padding
+// is -inf (max) or 0 (avg); avg then scales by 1/(KH*KW) on the way out. Adaptive pooling
+// with uneven windows reduces each output cell with its own window.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "codegen/lowering.h"
+
+namespace neuronc::codegen {
+
+namespace {
+
+using device::DType;
+using device::Engine;
+using device::MemRef;
+
+std::vector<int64_t> ints_or(const ir::Node& n, const char* name, std::vector<int64_t> dflt,
+                             size_t k) {
+  std::vector<int64_t> v;
+  if (n.attr(name) && !n.attr_is_none(name)) v = n.attr_ints(name);
+  if (v.empty()) v = std::move(dflt);
+  while (v.size() < k) v.push_back(v.back());
+  return v;
+}
+
+// Bytes per partition a pooling kernel may use for its padded input tile.
+constexpr int64_t kPoolTileBudget = 64 * 1024;
+
+}  // namespace
+
+std::optional<std::string> pool_geometry(const ir::Node& n, PoolGeometry& g) {
+  const std::string& op = n.op();
+  const ir::Value* xv = n.input(0);
+  const int64_t r = xv->type().rank();
+  const bool one_d = op.find("pool1d") != std::string::npos;
+  const size_t k = one_d ? 1 : 2;
+  if (r != static_cast<int64_t>(k) + 2 && r != static_cast<int64_t>(k) + 1)
+    return "pooling input of rank " + std::to_string(r) + " is not lowered";
+  if (op == "aten.max_pool2d_with_indices.default" &&
+      (n.output(1)->has_uses() || n.graph()->is_graph_output(n.output(1))))
+    return "max-pool indices are used";
+  const auto x = static_shape(xv), o = static_shape(n.output());
+  g.rows = 1;
+  for (int64_t d = 0; d < r - static_cast<int64_t>(k); ++d) g.rows *= x[d];
+  g.H = one_d ? 1 : x[r - 2];
+  g.W = x[r - 1];
+  g.Ho = one_d ? 1 : o[r - 2];
+  g.Wo = o[r - 1];
+  g.kind = op.find("max_pool") != std::string::npos ? PoolGeometry::max : PoolGeometry::avg;
+  g.adaptive = op.find("adaptive") != std::string::npos;
+  g.divisor = 0;
+  if (g.adaptive) {
+    g.uneven = g.H % g.Ho != 0 || g.W % g.Wo != 0;
+    g.KH = g.H / g.Ho, g.KW = g.W / g.Wo, g.sh = g.KH, g.sw = g.KW;
+    g.dh = g.dw = 1, g.pt = g.pl = 0;
+    if (g.uneven) {
+      g.KH = g.H, g.KW = g.W;  // whole plane in SBUF
+      g.sh = g.sw = 1;
+    }
+  } else {
+    g.uneven = false;
+    const auto ks = ints_or(n, "kernel_size", {1}, k);
+    const auto st = ints_or(n, "stride", ks, k);
+    const auto pd = ints_or(n, "padding", {0}, k);
+    const auto dl = ints_or(n, "dilation", {1}, k);
+    g.KH = one_d ? 1 : ks[0], g.KW = ks[k - 1];
+    g.sh = one_d ? 1 : st[0], g.sw = st[k - 1];
+    g.pt = one_d ? 0 : pd[0], g.pl = pd[k - 1];
+    g.dh = one_d ? 1 : dl[0], g.dw = dl[k - 1];
+    if (g.kind == PoolGeometry::avg) {
+      if (n.attr("divisor_override") && !n.attr_is_none("divisor_override"))
+        g.divisor = static_cast<double>(n.attr_int("divisor_override"));
+      const bool include_pad = !n.attr("count_include_pad") || n.attr_bool("count_include_pad");
+      // A window that leaves the padded input (ceil_mode) or skips padding changes the divisor
+      // per position.
+      const bool pads = g.pt > 0 || g.pl > 0;
+      const bool overhang =
+          (g.Ho - 1) * g.sh + g.KH > g.H + 2 * g.pt || (g.Wo - 1) * g.sw + g.KW > g.W + 2 * g.pl;
+      if (g.divisor == 0 && (overhang || (pads && !include_pad)))
+        return "avg pooling with a position-dependent divisor (ceil_mode or "
+               "count_include_pad=False with padding) is not lowered";
+    }
+  }
+  g.Hp = std::max(g.H + g.pt, (g.Ho - 1) * g.sh + (g.KH - 1) * g.dh + 1);
+  g.Wp = std::max(g.W + g.pl, (g.Wo - 1) * g.sw + (g.KW - 1) * g.dw + 1);
+  if (g.Hp * g.Wp * 4 > kPoolTileBudget)
+    return "pooling plane of " + std::to_string(g.Hp) + " x " + std::to_string(g.Wp) +
+           " elements does not fit the SBUF tile budget";
+  if (g.sh * g.Wp > 32767 || g.dh * g.Wp > 32767) return "pooling row stride too large";
+  return std::nullopt;
+}
+
+namespace {
+
+void lower_pool(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
+  PoolGeometry g;
+  if (auto why = pool_geometry(n, g)) fail(n, *why);
+  const HbmView& x = ctx.view(n.input(0));
+  const HbmView& out = ctx.view(n.output());
+  const int64_t P = kb.target().partitions;
+  // Rows (leading dims) must be one uniform stride for both sides: true for contiguous NCHW.
+  const int64_t r = x.rank();
+  const int64_t spatial = (n.op().find("pool1d") != std::string::npos) ? 1 : 2;
+  auto row_stride = [&](const HbmView& v) -> std::optional<int64_t> {
+    const int64_t lead = v.rank() - spatial;
+    if (lead == 0) return int64_t{0};
+    for (int64_t d = lead - 2; d >= 0; --d)
+      if (v.shape[d] != 1 && v.strides[d] != v.strides[d + 1] * v.shape[d + 1]) return std::nullopt;
+    return v.strides[lead - 1];
+  };
+  const auto xrs = row_stride(x), ors = row_stride(out);
+  if (!xrs || !ors) fail(n, "pooling over a non-uniform row layout is not lowered");
+  const int64_t xh = spatial == 2 ? x.strides[r - 2] : 0, xw = x.strides[r - 1];
+  const int64_t oh = spatial == 2 ? out.strides[r - 2] : 0, ow = out.strides[r - 1];
+  const bool is_max = g.kind == PoolGeometry::max;
+  const double pad_value = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+  const int64_t Hp = g.Hp, Wp = g.Wp;
+  const bool needs_pad = g.pt > 0 || g.pl > 0 || Hp > g.H + g.pt || Wp > g.W + g.pl;
+  uint32_t tile[2] = {kb.alloc(Hp * Wp * 4, "pool input"), kb.alloc(Hp * Wp * 4, "pool input")};
+  const int64_t No = g.Ho * g.Wo;
+  const uint32_t osz = device::dtype_size(out.dtype);
+  uint32_t red[2] = {kb.alloc(No * 4, "pool result"), kb.alloc(No * 4, "pool result")};
+  uint32_t ot[2] = {kb.alloc(No * osz, "pool out"), kb.alloc(No * osz, "pool out")};
+  const int64_t limit = kb.target().max_free_elems_sbuf;
+  int it = 0;
+  for (int64_t r0 = 0; r0 < g.rows; r0 += P, ++it) {
+    const int64_t pn = std::min(P, g.rows - r0);
+    const uint32_t tl = tile[it % 2], rd = red[it % 2], oo = ot[it % 2];
+    if (needs_pad) {
+      device::Memset ms;
+      ms.dst = KernelBuilder::sb(tl, pn, DType::f32, Hp * Wp);
+      ms.value = pad_value;
+      kb.emit(Engine::vector, ms);
+    }
+    MemRef dst = KernelBuilder::sb(tl + (g.pt * Wp + g.pl) * 4, pn, DType::f32, 1);
+    dst.num_levels = 2;
+    dst.levels[0] = {static_cast<int32_t>(Wp), static_cast<uint32_t>(g.H)};
+    dst.levels[1] = {1, static_cast<uint32_t>(g.W)};
+    kb.dma(dst,
+           KernelBuilder::hbm(x, r0 * *xrs, pn, *xrs,
+                              {{static_cast<int32_t>(xh), static_cast<uint32_t>(g.H)},
+                               {static_cast<int32_t>(xw), static_cast<uint32_t>(g.W)}}),
+           DmaRole::load);
+    auto reduce = [&](uint32_t dst_off, int64_t src_off, std::vector<device::AccessLevel> lv,
+                      int64_t count) {
+      device::TensorReduce tr;
+      tr.dst = KernelBuilder::sb(dst_off, pn, DType::f32, count);
+      MemRef s = KernelBuilder::sb(tl + src_off * 4, pn, DType::f32, 1);
+      s.num_levels = static_cast<uint8_t>(lv.size());
+      for (size_t i = 0; i < lv.size(); ++i) s.levels[i] = lv[i];
+      tr.src = s;
+      tr.op = is_max ? device::ReduceOp::max : device::ReduceOp::sum;
+      tr.num_axes = 2;
+      kb.emit(Engine::vector, tr);
+    };
+    if (g.uneven) {
+      // Adaptive windows [floor(i*H/Ho), ceil((i+1)*H/Ho)): one reduce per output cell.
+      for (int64_t i = 0; i < g.Ho; ++i)
+        for (int64_t j = 0; j < g.Wo; ++j) {
+          const int64_t h0 = i * g.H / g.Ho, h1 = ((i + 1) * g.H + g.Ho - 1) / g.Ho;
+          const int64_t w0 = j * g.W / g.Wo, w1 = ((j + 1) * g.W + g.Wo - 1) / g.Wo;
+          reduce(rd + (i * g.Wo + j) * 4, h0 * Wp + w0,
+                 {{static_cast<int32_t>(Wp), static_cast<uint32_t>(h1 - h0)},
+                  {1, static_cast<uint32_t>(w1 - w0)}},
+                 1);
+          device::TensorScalar ts;  // scale this cell by 1 / its window size
+          ts.dst = ts.src = KernelBuilder::sb(rd + (i * g.Wo + j) * 4, pn, DType::f32, 1);
+          ts.op0 = device::AluOp::multiply;
+          ts.operand0 = static_cast<float>(1.0 / static_cast<double>((h1 - h0) * (w1 - w0)));
+          kb.emit(Engine::vector, ts);
+        }
+    } else {
+      const int64_t per_row = g.Wo * g.KH * g.KW;
+      const int64_t rows_per = std::max<int64_t>(1, std::min(g.Ho, limit / per_row));
+      for (int64_t y0 = 0; y0 < g.Ho; y0 += rows_per) {
+        const int64_t rc = std::min(rows_per, g.Ho - y0);
+        reduce(rd + y0 * g.Wo * 4, y0 * g.sh * Wp,
+               {{static_cast<int32_t>(g.sh * Wp), static_cast<uint32_t>(rc)},
+                {static_cast<int32_t>(g.sw), static_cast<uint32_t>(g.Wo)},
+                {static_cast<int32_t>(g.dh * Wp), static_cast<uint32_t>(g.KH)},
+                {static_cast<int32_t>(g.dw), static_cast<uint32_t>(g.KW)}},
+               rc * g.Wo);
+      }
+    }
+    // Scale (avg) and cast into the output dtype on ScalarE, then store.
+    device::Activation a;
+    a.dst = KernelBuilder::sb(oo, pn, out.dtype, No);
+    a.src = KernelBuilder::sb(rd, pn, DType::f32, No);
+    if (!is_max && !g.uneven)
+      a.scale =
+          static_cast<float>(1.0 / (g.divisor > 0 ? g.divisor : static_cast<double>(g.KH * g.KW)));
+    kb.emit(Engine::scalar, a);
+    kb.dma(KernelBuilder::hbm(out, r0 * *ors, pn, *ors,
+                              {{static_cast<int32_t>(oh), static_cast<uint32_t>(g.Ho)},
+                               {static_cast<int32_t>(ow), static_cast<uint32_t>(g.Wo)}}),
+           KernelBuilder::sb(oo, pn, out.dtype, No), DmaRole::store);
+  }
+}
+
+}  // namespace
+
+LowerFn pool_lowering(const std::string& op) {
+  static const char* kOps[] = {"aten.max_pool2d.default",
+                               "aten.max_pool1d.default",
+                               "aten.max_pool2d_with_indices.default",
+                               "aten.avg_pool2d.default",
+                               "aten.avg_pool1d.default",
+                               "aten.adaptive_avg_pool2d.default",
+                               "aten._adaptive_avg_pool2d.default",
+                               "aten.adaptive_avg_pool1d.default"};
+  for (const char* s : kOps)
+    if (op == s) return &lower_pool;
+  return nullptr;
+}
+
+}  // namespace neuronc::codegen

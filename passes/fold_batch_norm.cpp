@@ -1,0 +1,144 @@
+// Batch-norm folding (see the header).
+#include "passes/fold_batch_norm.h"
+
+#include <cmath>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "passes/reference_eval.h"
+#include "passes/rewrite.h"
+
+namespace neuronc::passes {
+namespace {
+
+bool is_conv(const std::string& op) {
+  return op == "aten.conv2d.default" || op == "aten.conv1d.default" ||
+         op == "aten.convolution.default";
+}
+
+class Folder {
+ public:
+  explicit Folder(ir::Graph& g) : g_(g) {
+    for (const ir::GraphOutput& o : g.outputs())
+      if (o.role == ir::OutputRole::buffer_mutation) mutated_.insert(o.target);
+  }
+
+  bool run() {
+    std::vector<ir::Node*> order;
+    for (const auto& n : g_.nodes()) order.push_back(n.get());
+    bool changed = false;
+    for (ir::Node* n : order) {
+      if (n->op() != "aten.batch_norm.default" || n->attr_bool("training")) continue;
+      changed |= fold(n);
+    }
+    if (changed) g_.erase_unused_constant_inputs();
+    return changed;
+  }
+
+ private:
+  // The constant behind `v` (a parameter/buffer/constant input with a payload that the graph
+  // does not mutate), or nullopt.
+  std::optional<HostTensor> constant(const ir::Value* v) const {
+    if (!v || v->producer() || !v->payload()) return std::nullopt;
+    for (const ir::GraphInput& in : g_.inputs()) {
+      if (in.value != v) continue;
+      if (in.role == ir::InputRole::user_input || mutated_.count(in.target)) return std::nullopt;
+    }
+    return read_constant(*v);
+  }
+
+  ir::Value* add_constant(const std::string& base, const std::string& target, HostTensor t) {
+    auto bytes = std::make_shared<std::vector<std::byte>>(encode(t));
+    ir::TensorType type;
+    type.dtype = t.dtype;
+    for (int64_t d : t.shape) type.shape.push_back(ir::Dim::constant(d));
+    ir::Value* c = g_.add_input(g_.unique_name(base), type, ir::InputRole::constant, target);
+    c->set_payload(ir::ConstantPayload{bytes->data(), bytes->size(), 0, {}, bytes});
+    return c;
+  }
+
+  bool fold(ir::Node* bn) {
+    ir::Value* x = bn->input(0);
+    const ir::Value* mean_v = bn->input(3);
+    const ir::Value* var_v = bn->input(4);
+    if (!mean_v || !var_v || x->type().rank() < 2 || !x->type().shape[1].is_constant())
+      return false;
+    const int64_t C = x->type().shape[1].value();
+    auto mean = constant(mean_v), var = constant(var_v);
+    if (!mean || !var) return false;
+    std::optional<HostTensor> gamma, beta;
+    if (bn->input(1) && !(gamma = constant(bn->input(1)))) return false;
+    if (bn->input(2) && !(beta = constant(bn->input(2)))) return false;
+    const double eps = bn->attr_float("eps");
+    std::vector<double> s(static_cast<size_t>(C)), t(static_cast<size_t>(C));
+    for (int64_t c = 0; c < C; ++c) {
+      s[c] = (gamma ? gamma->data[c] : 1.0) / std::sqrt(var->data[c] + eps);
+      t[c] = (beta ? beta->data[c] : 0.0) - mean->data[c] * s[c];
+    }
+    const std::string target = "folded." + bn->name();
+    if (fold_into_conv(bn, s, t, target)) return true;
+
+    // Standalone: x * s + t with s, t shaped [C, 1, ...] (broadcast over the spatial dims).
+    HostTensor st{x->dtype(), {C}, s}, tt{x->dtype(), {C}, t};
+    for (int64_t d = 2; d < x->type().rank(); ++d) {
+      st.shape.push_back(1);
+      tt.shape.push_back(1);
+    }
+    for (double& v : st.data) v = round_to(x->dtype(), v);
+    for (double& v : tt.data) v = round_to(x->dtype(), v);
+    ir::Value* sc = add_constant(bn->output()->name() + "_scale", target + ".scale", st);
+    ir::Value* sh = add_constant(bn->output()->name() + "_shift", target + ".shift", tt);
+    ir::Node* mul = g_.insert_before(bn, "aten.mul.Tensor", {x, sc});
+    mul->set_location(bn->location());
+    replace_node(g_, bn, "aten.add.Tensor", {mul->output(), sh}, {{"alpha", int64_t{1}}});
+    return true;
+  }
+
+  bool fold_into_conv(ir::Node* bn, const std::vector<double>& s, const std::vector<double>& t,
+                      const std::string& target) {
+    ir::Value* y = bn->input(0);
+    ir::Node* conv = y->producer();
+    if (!conv || !is_conv(conv->op()) || y->uses().size() != 1 || g_.is_graph_output(y))
+      return false;
+    if (conv->attr("transposed") && conv->attr_bool("transposed")) return false;
+    auto w = constant(conv->input(1));
+    if (!w) return false;
+    const ir::Value* bias_v = conv->inputs().size() > 2 ? conv->input(2) : nullptr;
+    std::optional<HostTensor> b;
+    if (bias_v && !(b = constant(bias_v))) return false;
+    const int64_t O = w->shape[0];
+    if (O != static_cast<int64_t>(s.size())) return false;
+    const int64_t per = static_cast<int64_t>(w->data.size()) / O;
+    HostTensor w2 = *w;
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t k = 0; k < per; ++k) {
+        double& v = w2.data[o * per + k];
+        v = round_to(w2.dtype, v * s[o]);
+      }
+    HostTensor b2{w->dtype, {O}, std::vector<double>(static_cast<size_t>(O))};
+    for (int64_t o = 0; o < O; ++o)
+      b2.data[o] = round_to(b2.dtype, (b ? b->data[o] : 0.0) * s[o] + t[o]);
+    ir::Value* wv = add_constant(y->name() + "_weight", target + ".weight", std::move(w2));
+    ir::Value* bv = add_constant(y->name() + "_bias", target + ".bias", std::move(b2));
+    std::vector<ir::Value*> in = conv->inputs();
+    in.resize(std::max<size_t>(in.size(), 3));
+    in[1] = wv;
+    in[2] = bv;
+    ir::Node* folded = replace_node(g_, bn, conv->op(), in, conv->attrs());
+    folded->set_location(conv->location());
+    g_.erase(conv);
+    return true;
+  }
+
+  ir::Graph& g_;
+  std::set<std::string> mutated_;
+};
+
+}  // namespace
+
+bool FoldBatchNorm::run(ir::Graph& g) {
+  return Folder(g).run();
+}
+
+}  // namespace neuronc::passes
