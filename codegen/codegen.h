@@ -59,6 +59,9 @@ struct ConstantBinding {
   device::DType dtype = device::DType::f32;
   std::vector<int64_t> shape;  // the IR shape (before any transposition)
   bool transposed = false;
+  // Non-empty: the bytes hold the tensor permuted by it, row-major (stored dim i = IR dim
+  // permutation[i]); convolution weights are stored [C/g, KH, KW, O]. `shape` stays the IR's.
+  std::vector<int64_t> permutation;
   uint64_t offset = 0;
   std::vector<std::byte> data;
 };

@@ -33,6 +33,20 @@ namespace {
 double payload_element(const ir::Value* v, int64_t i);
 }
 
+int64_t stored_to_logical(int64_t k, const std::vector<int64_t>& shape,
+                          const std::vector<int64_t>& perm) {
+  const size_t r = shape.size();
+  std::vector<int64_t> idx(r);
+  for (size_t i = r; i-- > 0;) {
+    const int64_t n = shape[perm[i]];
+    idx[perm[i]] = k % n;
+    k /= n;
+  }
+  int64_t off = 0;
+  for (size_t d = 0; d < r; ++d) off = off * shape[d] + idx[d];
+  return off;
+}
+
 std::optional<std::vector<double>> PartitionContext::constant_values(const ir::Value* v) const {
   const ValueInfo& vi = info(v);
   auto it = constant_buffers.find(vi.buffer);
@@ -45,6 +59,7 @@ std::optional<std::vector<double>> PartitionContext::constant_values(const ir::V
   // Element k of the buffer (its stored layout) as a value of `src`.
   auto buffer_element = [&](int64_t k) {
     if (it->second.transposed) k = (k % sshape[0]) * sshape[1] + k / sshape[0];
+    if (!it->second.permutation.empty()) k = stored_to_logical(k, sshape, it->second.permutation);
     return syn ? (*syn)[k] : payload_element(src, k);
   };
   const HbmView& view = vi.view;
@@ -185,17 +200,18 @@ void store_element(std::byte* dst, DType t, double x) {
   }
 }
 
-// Bytes of a constant in the device dtype; `transposed` stores the 2-D transpose.
+// Bytes of a constant in the device dtype; `transposed` stores the 2-D transpose, a non-empty
+// `perm` the tensor permuted by it (stored dim i = logical dim perm[i]).
 std::vector<std::byte> constant_bytes(const ir::Value* v, const std::vector<double>* values,
-                                      bool transposed) {
+                                      bool transposed, const std::vector<int64_t>& perm) {
   const std::vector<int64_t> shape = static_shape(v);
   const int64_t n = numel(shape);
   const DType dt = device_dtype(v->dtype());
   const size_t es = device::dtype_size(dt);
   std::vector<std::byte> out(static_cast<size_t>(n) * es);
   const bool raw = values == nullptr && v->payload()->strides.empty() && !transposed &&
-                   ir::dtype_size(v->dtype()) == es && v->dtype() != ir::DType::f64 &&
-                   v->dtype() != ir::DType::i64;
+                   perm.empty() && ir::dtype_size(v->dtype()) == es &&
+                   v->dtype() != ir::DType::f64 && v->dtype() != ir::DType::i64;
   if (raw) {
     const ir::ConstantPayload& p = *v->payload();
     const size_t need = static_cast<size_t>(p.storage_offset + n) * es;
@@ -203,6 +219,14 @@ std::vector<std::byte> constant_bytes(const ir::Value* v, const std::vector<doub
       throw Error("constant '" + v->name() + "' payload holds " + std::to_string(p.nbytes) +
                   " bytes, expected " + std::to_string(need));
     std::memcpy(out.data(), p.data + p.storage_offset * es, out.size());
+    return out;
+  }
+  if (!perm.empty()) {
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t i = stored_to_logical(j, shape, perm);
+      const double x = values ? (*values)[i] : payload_element(v, i);
+      store_element(out.data() + j * es, dt, x);
+    }
     return out;
   }
   for (int64_t i = 0; i < n; ++i) {
@@ -356,6 +380,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
   std::vector<std::pair<const ir::Value*, int>> constant_buffers;  // value, buffer
   std::vector<std::vector<double>> synthetic_values;               // per constant buffer slot
   std::vector<bool> constant_transposed;
+  std::vector<std::vector<int64_t>> constant_permutation;
   std::vector<int> constant_synthetic;  // index into synthetic_values or -1
 
   CompiledPartition result;
@@ -382,10 +407,25 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     return true;
   };
 
+  // Convolution weights [O, C/g, (KH,) KW] whose every use is a (non-depthwise) convolution's
+  // weight are stored [C/g, (KH,) KW, O]: each input channel's block (a partition of the
+  // contraction) is one contiguous run, so the weight DMA moves long descriptors.
+  auto conv_permutation = [&](const ir::Value* v) -> std::vector<int64_t> {
+    const size_t r = v->shape().size();
+    if ((r != 3 && r != 4) || is_output.count(v) || !v->has_uses()) return {};
+    for (const ir::Use& u : v->uses()) {
+      if (!in_partition.count(u.node) || !conv_lowering(u.node->op()) || u.operand != 1) return {};
+      const int64_t groups = u.node->attr("groups") ? u.node->attr_int("groups") : 1;
+      if (groups > 1 && v->shape()[1].value() == 1) return {};  // depthwise: [C, KK] rows
+    }
+    return r == 4 ? std::vector<int64_t>{1, 2, 3, 0} : std::vector<int64_t>{1, 2, 0};
+  };
+
   auto new_constant = [&](const ir::Value* v, std::vector<double>* values) {
     const std::vector<int64_t> shape = static_shape(v);
     const DType dt = device_dtype(v->dtype());
     const bool tr = store_transposed(v);
+    const std::vector<int64_t> perm = tr ? std::vector<int64_t>{} : conv_permutation(v);
     Buffer b;
     b.region = Buffer::constant;
     b.bytes = static_cast<uint64_t>(numel(shape)) * device::dtype_size(dt);
@@ -393,8 +433,9 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     buffers.push_back(b);
     const int id = static_cast<int>(buffers.size()) - 1;
     constant_buffers.push_back({v, id});
-    ctx.constant_buffers[id] = {v, tr};
+    ctx.constant_buffers[id] = {v, tr, perm};
     constant_transposed.push_back(tr);
+    constant_permutation.push_back(perm);
     if (values) {
       synthetic_values.push_back(std::move(*values));
       constant_synthetic.push_back(static_cast<int>(synthetic_values.size()) - 1);
@@ -404,6 +445,13 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     ValueInfo vi;
     if (tr) {
       vi.view = HbmView::contiguous(dt, 0, {shape[1], shape[0]}).permute({1, 0});
+    } else if (!perm.empty()) {
+      std::vector<int64_t> stored(perm.size()), inverse(perm.size());
+      for (size_t i = 0; i < perm.size(); ++i) {
+        stored[i] = shape[perm[i]];
+        inverse[perm[i]] = static_cast<int64_t>(i);
+      }
+      vi.view = HbmView::contiguous(dt, 0, stored).permute(inverse);
     } else {
       vi.view = HbmView::contiguous(dt, 0, shape);
     }
@@ -449,7 +497,8 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
       return false;  // a view
     return n->outputs().size() == 1;
   };
-  // Float casts feeding a matmul operand: the matmul's DMA converts while loading.
+  // Float casts feeding a matmul or convolution operand: the kernel's DMA converts while
+  // loading.
   if (opts.fuse) {
     for (const ir::Node* n : nodes) {
       if (n->op() != "aten._to_copy.default" || n->input(0)->payload()) continue;
@@ -459,7 +508,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
         continue;
       if (is_output.count(v) || v->uses().size() != 1) continue;
       const ir::Node* m = v->uses()[0].node;
-      if (!in_partition.count(m) || !matmul_lowering(m->op())) continue;
+      if (!in_partition.count(m) || !(matmul_lowering(m->op()) || conv_lowering(m->op()))) continue;
       const bool bias_slot = (m->op() == "aten.addmm.default" || m->op() == "aten.baddbmm.default")
                                  ? v->uses()[0].operand == 0
                                  : v->uses()[0].operand == 2;
@@ -760,10 +809,11 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     cb.dtype = device_dtype(v->dtype());
     cb.shape = static_shape(v);
     cb.transposed = constant_transposed[c];
+    cb.permutation = constant_permutation[c];
     cb.offset = buffers[id].offset;
     cb.data = constant_bytes(
         v, constant_synthetic[c] >= 0 ? &synthetic_values[constant_synthetic[c]] : nullptr,
-        cb.transposed);
+        cb.transposed, cb.permutation);
     result.constants.push_back(std::move(cb));
   }
 

@@ -105,8 +105,9 @@ struct ConvJob {
 void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
   ConvGeometry g;
   if (auto why = conv_geometry(n, g)) fail(n, *why);
-  const HbmView& x = ctx.view(n.input(0));
-  const HbmView& w = ctx.view(n.input(1));
+  // A fused float cast of an operand converts in the load DMA: read its source.
+  const HbmView& x = ctx.operand_view(n.input(0));
+  const HbmView& w = ctx.operand_view(n.input(1));
   const bool has_bias = n.inputs().size() > 2 && n.input(2);
   // A fused activation (epilogue) writes the activation's value instead of the convolution's.
   device::ActivationFunction act = device::ActivationFunction::identity;
@@ -127,7 +128,9 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
 
   const device::Target& t = kb.target();
   const int64_t P = t.partitions;
-  const DType mdt = (x.dtype == DType::f32 || w.dtype == DType::f32) ? DType::f32 : x.dtype;
+  // Operand dtype in SBUF: the IR operands' (fp32 with fp32, else the narrow type).
+  const DType xdt = device_dtype(n.input(0)->dtype()), wdt = device_dtype(n.input(1)->dtype());
+  const DType mdt = (xdt == DType::f32 || wdt == DType::f32) ? DType::f32 : xdt;
   const uint32_t es = device::dtype_size(mdt);
   const int64_t KK = g.KH * g.KW;
   const int64_t Cg = g.C / g.groups, Og = g.O / g.groups;
@@ -174,7 +177,8 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
     for (int64_t cc = 0; cc < nC_max; ++cc)
       s.push_back(kb.alloc(band_rows * Wp * es, "conv input"));
 
-  // Weights. Dense: per channel chunk [cn, OJ, KK] (channels) or [KP, O, KW or 1] (packed).
+  // Weights. Dense: per channel chunk [cn, KK, OJ] (channels) or [KP, KW or 1, O] (packed), so
+  // every stationary operand is contiguous.
   // Resident for the whole kernel when they fit, else per output chunk (double-buffered).
   const int64_t w_per_chunk_cols =
       packed ? g.O * (mode == Mode::packed_rows ? g.KW : 1) : (depthwise ? KK : Og * KK);
@@ -227,10 +231,10 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
         const int64_t p0 = r * g.C * g.KH + c * g.KH;
         MemRef dst = KernelBuilder::sb(wt_slot[0], g.KH, mdt, w_per_chunk_cols);
         dst.partition_start = static_cast<uint16_t>(p0);
-        std::vector<device::AccessLevel> lv = {
-            {static_cast<int32_t>(ws0), static_cast<uint32_t>(g.O)}};
+        std::vector<device::AccessLevel> lv;
         if (mode == Mode::packed_rows)
           lv.push_back({static_cast<int32_t>(ws3), static_cast<uint32_t>(g.KW)});
+        lv.push_back({static_cast<int32_t>(ws0), static_cast<uint32_t>(g.O)});
         kb.dma(dst, KernelBuilder::hbm(w, c * ws1 + r * ws3, g.KH, ws2, lv), DmaRole::load);
       }
   } else if (w_resident && !depthwise) {
@@ -238,9 +242,9 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
       const int64_t c0 = cc * P, cn = std::min(P, Cg - c0);
       kb.dma(KernelBuilder::sb(wt_slot[0] + cc * w_per_chunk_cols * es, cn, mdt, w_per_chunk_cols),
              KernelBuilder::hbm(w, c0 * ws1, cn, ws1,
-                                {{static_cast<int32_t>(ws0), static_cast<uint32_t>(Og)},
-                                 {static_cast<int32_t>(ws2), static_cast<uint32_t>(g.KH)},
-                                 {static_cast<int32_t>(ws3), static_cast<uint32_t>(g.KW)}}),
+                                {{static_cast<int32_t>(ws2), static_cast<uint32_t>(g.KH)},
+                                 {static_cast<int32_t>(ws3), static_cast<uint32_t>(g.KW)},
+                                 {static_cast<int32_t>(ws0), static_cast<uint32_t>(Og)}}),
              DmaRole::load);
     }
   }
@@ -317,12 +321,14 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
               dst.levels[0] = {static_cast<int32_t>(Wp), static_cast<uint32_t>(yb - ya)};
               dst.levels[1] = {1, static_cast<uint32_t>(cols_hi - cols_lo)};
               const int64_t iy = ya * g.sh + kh * g.dh - g.pt;
-              kb.dma(dst,
-                     KernelBuilder::hbm(
-                         x, b * xs0 + c * xs1 + iy * xs2 + (cols_lo - g.pl) * xs3, 1, 0,
-                         {{static_cast<int32_t>(g.sh * xs2), static_cast<uint32_t>(yb - ya)},
-                          {static_cast<int32_t>(xs3), static_cast<uint32_t>(cols_hi - cols_lo)}}),
-                     DmaRole::load);
+              // The HBM side lists the image rows as its partitions (both sides flatten
+              // partition-major), so the rows spread over the DMA engines.
+              kb.dma(
+                  dst,
+                  KernelBuilder::hbm(
+                      x, b * xs0 + c * xs1 + iy * xs2 + (cols_lo - g.pl) * xs3, yb - ya, g.sh * xs2,
+                      {{static_cast<int32_t>(xs3), static_cast<uint32_t>(cols_hi - cols_lo)}}),
+                  DmaRole::load);
             }
           if (mode == Mode::packed_taps) {
             // Block kw = block 0 shifted left by kw*dw columns.
@@ -371,9 +377,9 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
               const int64_t cl = cc * P, cn = std::min(P, job.CI - cl);
               kb.dma(KernelBuilder::sb(wbase + cc * on * KK * es, cn, mdt, on * KK),
                      KernelBuilder::hbm(w, o_abs * ws0 + cl * ws1, cn, ws1,
-                                        {{static_cast<int32_t>(ws0), static_cast<uint32_t>(on)},
-                                         {static_cast<int32_t>(ws2), static_cast<uint32_t>(g.KH)},
-                                         {static_cast<int32_t>(ws3), static_cast<uint32_t>(g.KW)}}),
+                                        {{static_cast<int32_t>(ws2), static_cast<uint32_t>(g.KH)},
+                                         {static_cast<int32_t>(ws3), static_cast<uint32_t>(g.KW)},
+                                         {static_cast<int32_t>(ws0), static_cast<uint32_t>(on)}}),
                      DmaRole::load);
             }
           }
@@ -403,8 +409,7 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
                 matmul(st, tiles[0], KP, base);
               } else if (mode == Mode::packed_rows) {
                 for (int64_t kw = 0; kw < g.KW; ++kw) {
-                  MemRef st = KernelBuilder::sb(wbase + (o_abs * g.KW + kw) * es, KP, mdt, on);
-                  st.levels[0].stride = static_cast<int32_t>(g.KW);
+                  MemRef st = KernelBuilder::sb(wbase + (kw * g.O + o_abs) * es, KP, mdt, on);
                   matmul(st, tiles[0], KP, base + kw * g.dw);
                 }
               } else if (depthwise) {
@@ -422,11 +427,10 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
                       const int64_t tap = kh * g.KW + kw;
                       int64_t woff;
                       if (w_resident)
-                        woff = cc * w_per_chunk_cols + (o_abs - job.o0) * KK + tap;
+                        woff = cc * w_per_chunk_cols + tap * Og + (o_abs - job.o0);
                       else
-                        woff = cc * on * KK + tap;
+                        woff = cc * on * KK + tap * on;
                       MemRef st = KernelBuilder::sb(wbase + woff * es, cn, mdt, on);
-                      st.levels[0].stride = static_cast<int32_t>(KK);
                       matmul(st, tiles[cc], cn, base + kh * g.dh * Wp + kw * g.dw);
                     }
                 }

@@ -40,6 +40,7 @@ class PartitionContext {
   struct ConstantSource {
     const ir::Value* value = nullptr;
     bool transposed = false;
+    std::vector<int64_t> permutation;  // see ConstantBinding::permutation
   };
   std::unordered_map<int, ConstantSource> constant_buffers;
   // Float-to-float casts read through by the matmul that consumes them (the DMA converts on
@@ -85,6 +86,10 @@ std::optional<std::string> pool_geometry(const ir::Node& n, PoolGeometry& g);
 // Ops that are views of their operand (view, permute, expand, slice, ...), lowered without a
 // kernel when the view is expressible, else by a materialising copy.
 bool is_alias_op(const std::string& op);
+// Row-major index in `shape` of element `k` of the same tensor stored permuted by `perm`
+// (stored dim i = logical dim perm[i]).
+int64_t stored_to_logical(int64_t k, const std::vector<int64_t>& shape,
+                          const std::vector<int64_t>& perm);
 // Ops whose result codegen computes at compile time (arange, full, zeros_like, ...).
 bool is_creation_op(const std::string& op);
 // The lowering of `op` from any family, or null.

@@ -265,6 +265,108 @@ TEST(CodegenConv, PatchEmbeddingAndPaddedStridedConv) {
         1e-5);
 }
 
+TEST(CodegenConv, DepthwiseGroupedDilatedAndOneD) {
+  // Depthwise (groups = C) across two 128-channel chunks, stride 2, padding 1, fused ReLU.
+  check(R"(graph {
+  input %x : f32[1, 160, 9, 9]
+  param %w : f32[160, 1, 3, 3] "dw.weight"
+  param %b : f32[160] "dw.bias"
+  %y : f32[1, 160, 5, 5] = aten.conv2d.default(%x, %w, %b) {stride = [2, 2], padding = [1, 1], groups = 160}
+  %r : f32[1, 160, 5, 5] = aten.relu.default(%y)
+  output %r
+})");
+  // Grouped (4 groups of 6 -> 4 channels), dilation 2, asymmetric kernel.
+  check(R"(graph {
+  input %x : f32[2, 24, 10, 12]
+  param %w : f32[16, 6, 3, 2] "g.weight"
+  param %b : f32[16] "g.bias"
+  %y : f32[2, 16, 6, 10] = aten.conv2d.default(%x, %w, %b) {stride = [1, 1], padding = [0, 1], dilation = [2, 2], groups = 4}
+  output %y
+})");
+  // conv1d with "same" padding; conv2d.padding "valid".
+  check(R"(graph {
+  input %x : f32[2, 6, 20]
+  param %w : f32[5, 6, 4] "c1.weight"
+  %y : f32[2, 5, 20] = aten.conv1d.padding(%x, %w, _) {padding = "same"}
+  output %y
+})");
+  check(R"(graph {
+  input %x : f32[1, 4, 7, 7]
+  param %w : f32[8, 4, 3, 3] "c.weight"
+  %y : f32[1, 8, 5, 5] = aten.conv2d.padding(%x, %w, _) {padding = "valid"}
+  output %y
+})");
+}
+
+TEST(CodegenConv, FewInputChannelsArePackedOnPartitions) {
+  // 3 x 3 x 3 = 27 taps on partitions: one matmul per output tile.
+  RunResult a = check(R"(graph {
+  input %x : f32[1, 3, 20, 20]
+  param %w : f32[32, 3, 3, 3] "stem.weight"
+  %y : f32[1, 32, 10, 10] = aten.conv2d.default(%x, %w, _) {stride = [2, 2], padding = [1, 1]}
+  output %y
+})");
+  EXPECT_EQ(a.part.stats.instructions[static_cast<int>(device::Engine::tensor)], 1u);
+  // 7 x 7 stem: (c, kh) = 21 partitions, one matmul per kernel column.
+  RunResult b = check(R"(graph {
+  input %x : f32[1, 3, 64, 64]
+  param %w : f32[16, 3, 7, 7] "stem.weight"
+  param %b : f32[16] "stem.bias"
+  %y : f32[1, 16, 32, 32] = aten.conv2d.default(%x, %w, %b) {stride = [2, 2], padding = [3, 3]}
+  output %y
+})");
+  // 32 x 32 outputs = 2 PSUM tiles of 512, 7 matmuls each.
+  EXPECT_EQ(b.part.stats.instructions[static_cast<int>(device::Engine::tensor)], 14u);
+}
+
+TEST(CodegenConv, WideChannelsAndStreamedWeightsBf16) {
+  // 192 input channels (2 chunks), 576 x 192 x 3 x 3 weights do not stay resident.
+  check(R"(graph {
+  input %x : f32[1, 192, 6, 6]
+  param %w : f32[288, 192, 3, 3] "c.weight"
+  %y : f32[1, 288, 6, 6] = aten.conv2d.default(%x, %w, _) {padding = [1, 1]}
+  output %y
+})",
+        1e-4);
+  check(R"(graph {
+  input %x : bf16[1, 64, 8, 8]
+  param %w : f32[32, 64, 1, 1] "c.weight"
+  %wb : bf16[32, 64, 1, 1] = aten._to_copy.default(%w) {dtype = #bf16}
+  %y : bf16[1, 32, 8, 8] = aten.conv2d.default(%x, %wb, _)
+  output %y
+})",
+        2e-2);
+}
+
+TEST(CodegenPool, MaxAvgAdaptive) {
+  check(R"(graph {
+  input %x : f32[2, 3, 11, 11]
+  %y : f32[2, 3, 6, 6] = aten.max_pool2d.default(%x) {kernel_size = [3, 3], stride = [2, 2], padding = [1, 1]}
+  output %y
+})");
+  check(R"(graph {
+  input %x : f32[2, 70, 8, 8]
+  %y : f32[2, 70, 4, 4] = aten.avg_pool2d.default(%x) {kernel_size = [2, 2], stride = [2, 2]}
+  %z : f32[2, 70, 1, 1] = aten.adaptive_avg_pool2d.default(%y) {output_size = [1, 1]}
+  output %y
+  output %z
+})");
+  check(R"(graph {
+  input %x : f32[1, 5, 7, 10]
+  %y : f32[1, 5, 3, 4] = aten.adaptive_avg_pool2d.default(%x) {output_size = [3, 4]}
+  %m : f32[1, 5, 3, 3] = aten.max_pool2d.default(%x) {kernel_size = [3, 3], stride = [2, 3], dilation = [1, 2]}
+  output %y
+  output %m
+})");
+  check(R"(graph {
+  input %x : f32[2, 4, 9]
+  %y : f32[2, 4, 4] = aten.max_pool1d.default(%x) {kernel_size = [3], stride = [2]}
+  %z : f32[2, 4, 3] = aten.avg_pool1d.default(%x) {kernel_size = [3], stride = [3]}
+  output %y
+  output %z
+})");
+}
+
 TEST(CodegenDataMovement, GatherWithConstantIndex) {
   check(R"(graph {
   param %t : f32[1, 16] "token_type_ids"

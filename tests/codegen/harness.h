@@ -96,6 +96,13 @@ inline RunResult compile_and_run(const ir::Graph& g,
     for (int64_t i = 0; i < ref.numel(); ++i) {
       int64_t j = i;
       if (c.transposed) j = (i % c.shape[1]) * c.shape[0] + i / c.shape[1];
+      if (!c.permutation.empty()) {  // logical i -> stored j
+        std::vector<int64_t> idx(c.shape.size());
+        int64_t rem = i;
+        for (size_t d = c.shape.size(); d-- > 0;) idx[d] = rem % c.shape[d], rem /= c.shape[d];
+        j = 0;
+        for (int64_t p : c.permutation) j = j * c.shape[p] + idx[p];
+      }
       ref.data.push_back(load_as_double(c.data.data() + j * es, c.dtype));
     }
     r.reference[c.name] = ref;
