@@ -135,7 +135,7 @@ TEST_P(EndToEnd, MatchesPyTorch) {
 std::vector<Case> cases() {
   std::vector<Case> out;
   for (const char* f : {"mlp", "transformer_encoder", "bert", "gpt2", "llama", "vit", "dynamic_batch", "fallback",
-                        "buffers"}) {
+                        "buffers", "cnn"}) {
     for (const char* t : {"trn1", "trn2", "trn3"}) {
       for (passes::AutoCastMode m : {passes::AutoCastMode::none, passes::AutoCastMode::matmul}) {
         out.push_back({f, t, m, 0});
