@@ -123,6 +123,14 @@ json parse_json(std::string_view text, const std::string& where) {
       }
     }
     throw Error(where + ":" + line_col(src, pos) + ": invalid JSON: " + msg);
+  } catch (const json::exception& e) {
+    // Not a syntax error but still unreadable, e.g. out_of_range.406 for a number that does not
+    // fit a double ("1e400"; Python writes Infinity instead).
+    std::string msg = e.what();
+    if (size_t k = msg.find("] "); k != std::string::npos && msg.starts_with("[json.")) {
+      msg = msg.substr(k + 2);
+    }
+    throw Error(where + ": invalid JSON: " + msg);
   }
 }
 
