@@ -2,7 +2,8 @@
 
 Runs inside the Debian chroot that models/export_all.sh uses (torch + torchvision). For each
 model: torch.export.export wall time (strict=False, as the zoo exports), then eager fp32
-latency at batch 1 (median of N runs after warm-up, torch's default thread count). Prints one
+latency at batch 1 (median and minimum of N runs after warm-up, torch's default thread
+count; the minimum is the figure least disturbed by other load on a shared machine). Prints one
 JSON object. Weights are random: timing does not depend on their values.
 
   python3 vision_zoo_torch.py resnet18 resnet50 ... > times.json
@@ -34,6 +35,7 @@ def measure(name: str, runs: int = 10) -> dict:
     return {
         "export_seconds": export_s,
         "eager_ms_median": 1e3 * statistics.median(times),
+        "eager_ms_min": 1e3 * min(times),
         "eager_threads": torch.get_num_threads(),
     }
 

@@ -711,6 +711,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
   // An output not written in place by its kernel (a view, an input, a constant) gets a copy.
   std::vector<int> output_buffer(outputs.size(), -1);
   std::unordered_map<const ir::Value*, int> output_copy_buffer;
+  std::unordered_map<int, const ir::Value*> claimed_in_place;  // buffer -> output written there
   for (size_t i = 0; i < outputs.size(); ++i) {
     const ir::Value* v = outputs[i];
     const ValueInfo& vi = ctx.info(v);
@@ -718,8 +719,14 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     const bool in_place =
         b.region == Buffer::output && vi.view.is_contiguous() && vi.view.offset == 0 &&
         b.bytes == static_cast<uint64_t>(vi.view.numel()) * device::dtype_size(vi.view.dtype);
-    if (in_place && !output_copy_buffer.count(v)) {
+    // Two outputs that view the same buffer (a result and its flatten) need distinct bytes.
+    if (in_place && !output_copy_buffer.count(v) && !claimed_in_place.count(vi.buffer)) {
+      claimed_in_place[vi.buffer] = v;
       output_buffer[i] = vi.buffer;
+      continue;
+    }
+    if (auto c = claimed_in_place.find(vi.buffer); c != claimed_in_place.end() && c->second == v) {
+      output_buffer[i] = vi.buffer;  // the same value listed twice
       continue;
     }
     if (auto it = output_copy_buffer.find(v); it != output_copy_buffer.end()) {
