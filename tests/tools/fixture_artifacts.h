@@ -14,8 +14,10 @@
 
 namespace neuronc::tools::testing {
 
-// The fixtures the compiler handles end to end today (issue 9 tests run on each).
-inline const char* const kFixtures[] = {"mlp", "dynamic_batch", "fallback"};
+// Every committed fixture (issue 9: the commands work on each).
+inline const char* const kFixtures[] = {"mlp",  "cnn",           "transformer_encoder", "bert",
+                                        "gpt2", "llama",         "vit",                 "dynamic_batch",
+                                        "buffers", "fallback"};
 
 inline std::filesystem::path scratch_dir() {
   static const std::filesystem::path dir = [] {
