@@ -324,17 +324,15 @@ TEST(Limits, ConstantLargerThanTheTargetsHbmIsRefusedAtLoad) {
   EXPECT_LT(r.largest_allocation, kSmall);
 }
 
-// x[s, 1] -> host relu -> y[2^30 * s, 1024]: at s = 16, y would be 64 TiB.
+// y = relu(x), both [s, 1024] f32 with s in [1, 2^30]: at s = 2^24, y would be 64 GiB.
 std::vector<std::byte> symbolic_host_artifact() {
   art::ArtifactWriter w;
   w.contents().producer = {"neuronc", "0.1.0-test"};
   w.contents().target = "trn1";
-  const uint32_t s = w.add_symbol("s", 1, 64);
-  const uint32_t x = w.add_input("x", art::TensorDType::f32,
-                                 {art::Dim::sym(static_cast<int32_t>(s)), art::Dim::constant(1)});
-  const uint32_t y = w.add_value(
-      "y", art::TensorDType::f32,
-      {art::Dim::sym(static_cast<int32_t>(s), int64_t{1} << 30), art::Dim::constant(1024)});
+  const int32_t s = static_cast<int32_t>(w.add_symbol("s", 1, int64_t{1} << 30));
+  const std::vector<art::Dim> dims = {art::Dim::sym(s), art::Dim::constant(1024)};
+  const uint32_t x = w.add_input("x", art::TensorDType::f32, dims);
+  const uint32_t y = w.add_value("y", art::TensorDType::f32, dims);
   w.add_host_op({"aten.relu.default", {art::Arg::tensor("self", static_cast<int32_t>(x))}, {y}});
   w.add_output("y", y);
   auto bytes = w.write_memory();
@@ -347,15 +345,20 @@ TEST(Limits, RunWhoseIntermediateExceedsTheTargetsHbmIsRefusedBeforeAllocating) 
   ASSERT_TRUE(m.is_ok()) << m.status().to_string();
   Session s(*m);
   ASSERT_TRUE(s.status().is_ok());
-  std::vector<float> x(16, 1.0f);
-  LargestAllocation watch;
-  auto out = s.run({{"x", TensorView(x.data(), DType::f32, {16, 1})}});
-  EXPECT_EQ(out.status().code(), StatusCode::resource_exhausted);
-  EXPECT_THAT(out.status().message(), AllOf(HasSubstr("value 'y'"), HasSubstr("hbm")));
-  EXPECT_LT(watch.bytes(), kSmall);
+  std::vector<float> x(4 * 1024, -1.0f);
+  {
+    // The view claims 2^24 rows (64 GiB) over a 16 KiB buffer: the run must refuse y's size
+    // before it reads the input or allocates anything (ASan would catch a read).
+    LargestAllocation watch;
+    auto out = s.run({{"x", TensorView(x.data(), DType::f32, {int64_t{1} << 24, 1024})}});
+    EXPECT_EQ(out.status().code(), StatusCode::resource_exhausted);
+    EXPECT_THAT(out.status().message(), AllOf(HasSubstr("value 'y'"), HasSubstr("trn1's hbm")));
+    EXPECT_LT(watch.bytes(), kSmall);
+  }
   // The same session still runs a size that fits.
-  auto ok = s.run({{"x", TensorView(x.data(), DType::f32, {0, 1})}});
-  EXPECT_TRUE(ok.is_ok()) << ok.status().to_string();
+  auto ok = s.run({{"x", TensorView(x.data(), DType::f32, {4, 1024})}});
+  ASSERT_TRUE(ok.is_ok()) << ok.status().to_string();
+  EXPECT_EQ(ok->at("y").as<float>()[0], 0.0f);
 }
 
 // ---------------------------------------------------------------------------------------------
