@@ -28,10 +28,9 @@ struct SymIntList {
   friend bool operator==(const SymIntList&, const SymIntList&) = default;
 };
 
-using Attribute =
-    std::variant<NoneAttr, int64_t, double, bool, std::string, std::vector<int64_t>,
-                 std::vector<double>, std::vector<bool>, std::vector<std::string>, DType,
-                 DeviceAttr, MemoryFormat, Layout, SymIntList, Dim>;
+using Attribute = std::variant<NoneAttr, int64_t, double, bool, std::string, std::vector<int64_t>,
+                               std::vector<double>, std::vector<bool>, std::vector<std::string>,
+                               DType, DeviceAttr, MemoryFormat, Layout, SymIntList, Dim>;
 
 // Index of each alternative, for switch statements and messages.
 enum class AttrKind : uint8_t {
@@ -52,7 +51,9 @@ enum class AttrKind : uint8_t {
   sym_int,
 };
 
-inline AttrKind attr_kind(const Attribute& a) { return static_cast<AttrKind>(a.index()); }
+inline AttrKind attr_kind(const Attribute& a) {
+  return static_cast<AttrKind>(a.index());
+}
 const char* attr_kind_name(AttrKind k);
 const char* memory_format_name(MemoryFormat f);
 const char* layout_name(Layout l);

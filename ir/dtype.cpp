@@ -29,7 +29,9 @@ constexpr std::array<DTypeInfo, kNumDTypes> kInfo = {{
 
 }  // namespace
 
-std::string_view dtype_name(DType t) { return kInfo[static_cast<size_t>(t)].name; }
+std::string_view dtype_name(DType t) {
+  return kInfo[static_cast<size_t>(t)].name;
+}
 
 std::optional<DType> parse_dtype(std::string_view name) {
   for (size_t i = 0; i < kInfo.size(); ++i) {
@@ -38,7 +40,9 @@ std::optional<DType> parse_dtype(std::string_view name) {
   return std::nullopt;
 }
 
-size_t dtype_size(DType t) { return kInfo[static_cast<size_t>(t)].size; }
+size_t dtype_size(DType t) {
+  return kInfo[static_cast<size_t>(t)].size;
+}
 
 bool is_floating(DType t) {
   switch (t) {
@@ -67,7 +71,9 @@ bool is_integral(DType t) {
   }
 }
 
-bool is_complex(DType t) { return t == DType::c64; }
+bool is_complex(DType t) {
+  return t == DType::c64;
+}
 
 DType promote_types(DType a, DType b) {
   if (a == b) return a;

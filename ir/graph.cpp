@@ -133,19 +133,26 @@ std::string Node::describe() const {
 
 const char* input_role_name(InputRole r) {
   switch (r) {
-    case InputRole::user_input: return "input";
-    case InputRole::parameter: return "param";
-    case InputRole::buffer: return "buffer";
-    case InputRole::constant: return "const";
+    case InputRole::user_input:
+      return "input";
+    case InputRole::parameter:
+      return "param";
+    case InputRole::buffer:
+      return "buffer";
+    case InputRole::constant:
+      return "const";
   }
   return "?";
 }
 
 const char* output_role_name(OutputRole r) {
   switch (r) {
-    case OutputRole::user_output: return "user_output";
-    case OutputRole::buffer_mutation: return "buffer_mutation";
-    case OutputRole::user_input_mutation: return "user_input_mutation";
+    case OutputRole::user_output:
+      return "user_output";
+    case OutputRole::buffer_mutation:
+      return "buffer_mutation";
+    case OutputRole::user_input_mutation:
+      return "user_input_mutation";
   }
   return "?";
 }
@@ -222,15 +229,14 @@ Value* Graph::add_input(std::string name, TensorType type, InputRole role, std::
 
 Node* Graph::append(std::string op, std::vector<Value*> inputs, std::vector<NamedAttr> attrs,
                     std::optional<std::vector<TensorType>> output_types,
-                    std::vector<std::string> output_names,
-                    std::string node_name) {
+                    std::vector<std::string> output_names, std::string node_name) {
   return create_node(nodes_.size(), std::move(op), std::move(inputs), std::move(attrs),
                      std::move(output_types), std::move(output_names), std::move(node_name));
 }
 
 Node* Graph::insert_before(const Node* pos, std::string op, std::vector<Value*> inputs,
                            std::vector<NamedAttr> attrs,
-                    std::optional<std::vector<TensorType>> output_types,
+                           std::optional<std::vector<TensorType>> output_types,
                            std::vector<std::string> output_names, std::string node_name) {
   return create_node(position(pos), std::move(op), std::move(inputs), std::move(attrs),
                      std::move(output_types), std::move(output_names), std::move(node_name));
@@ -238,7 +244,7 @@ Node* Graph::insert_before(const Node* pos, std::string op, std::vector<Value*> 
 
 Node* Graph::create_node(size_t pos, std::string op, std::vector<Value*> inputs,
                          std::vector<NamedAttr> attrs,
-                    std::optional<std::vector<TensorType>> output_types,
+                         std::optional<std::vector<TensorType>> output_types,
                          std::vector<std::string> output_names, std::string node_name) {
   const OpInfo* info = OpRegistry::global().find(op);
   if (!output_types) {
@@ -274,7 +280,8 @@ Node* Graph::create_node(size_t pos, std::string op, std::vector<Value*> inputs,
   for (size_t i = 0; i < inputs.size(); ++i) raw->set_input(i, inputs[i]);
   for (size_t i = 0; i < types.size(); ++i) {
     std::string vname = i < output_names.size() ? output_names[i] : "";
-    if (vname.empty()) vname = types.size() == 1 ? raw->name_ : raw->name_ + "_" + std::to_string(i);
+    if (vname.empty())
+      vname = types.size() == 1 ? raw->name_ : raw->name_ + "_" + std::to_string(i);
     Value* v = new_value(std::move(vname), std::move(types[i]));
     v->producer_ = raw;
     v->output_index_ = i;
@@ -289,7 +296,9 @@ void Graph::add_output(Value* v, OutputRole role, std::string target) {
   outputs_.push_back(GraphOutput{v, role, std::move(target)});
 }
 
-void Graph::set_output_value(size_t i, Value* v) { outputs_.at(i).value = v; }
+void Graph::set_output_value(size_t i, Value* v) {
+  outputs_.at(i).value = v;
+}
 
 void Graph::erase(Node* n) {
   for (Value* out : n->outputs_) {

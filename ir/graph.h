@@ -34,10 +34,10 @@ class Error : public std::runtime_error {
 // `owner` keeps that memory alive; the IR never copies the bytes.
 struct ConstantPayload {
   const std::byte* data = nullptr;
-  size_t nbytes = 0;                 // bytes available from `data` (the storage)
-  int64_t storage_offset = 0;        // in elements
-  std::vector<int64_t> strides;      // in elements; empty means contiguous
-  std::shared_ptr<const void> owner; // keeps `data` valid
+  size_t nbytes = 0;                  // bytes available from `data` (the storage)
+  int64_t storage_offset = 0;         // in elements
+  std::vector<int64_t> strides;       // in elements; empty means contiguous
+  std::shared_ptr<const void> owner;  // keeps `data` valid
 };
 
 struct Use {
@@ -135,8 +135,8 @@ const char* output_role_name(OutputRole r);
 struct GraphInput {
   Value* value = nullptr;
   InputRole role = InputRole::user_input;
-  std::string target;       // parameter/buffer/constant FQN ("encoder.fc1.weight"); "" for users
-  bool persistent = true;   // buffers only
+  std::string target;      // parameter/buffer/constant FQN ("encoder.fc1.weight"); "" for users
+  bool persistent = true;  // buffers only
 };
 
 struct GraphOutput {
@@ -158,7 +158,7 @@ class Graph {
   const std::vector<Symbol>& symbols() const { return symbols_; }
   std::optional<SymbolId> find_symbol(std::string_view name) const;
   std::string dim_to_string(const Dim& d) const;
-  std::string shape_to_string(const Shape& s) const;  // "[s0, 3]"
+  std::string shape_to_string(const Shape& s) const;      // "[s0, 3]"
   std::string type_to_string(const TensorType& t) const;  // "f32[s0, 3]"
 
   // --- construction ----------------------------------------------------------------------

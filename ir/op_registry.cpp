@@ -13,24 +13,39 @@ namespace neuronc::ir {
 
 const char* op_category_name(OpCategory c) {
   switch (c) {
-    case OpCategory::matmul: return "matmul";
-    case OpCategory::conv: return "conv";
-    case OpCategory::elementwise: return "elementwise";
-    case OpCategory::reduction: return "reduction";
-    case OpCategory::norm: return "norm";
-    case OpCategory::softmax: return "softmax";
-    case OpCategory::attention: return "attention";
-    case OpCategory::pooling: return "pooling";
-    case OpCategory::data_movement: return "data_movement";
-    case OpCategory::creation: return "creation";
-    case OpCategory::comparison: return "comparison";
-    case OpCategory::indexing: return "indexing";
-    case OpCategory::metadata: return "metadata";
+    case OpCategory::matmul:
+      return "matmul";
+    case OpCategory::conv:
+      return "conv";
+    case OpCategory::elementwise:
+      return "elementwise";
+    case OpCategory::reduction:
+      return "reduction";
+    case OpCategory::norm:
+      return "norm";
+    case OpCategory::softmax:
+      return "softmax";
+    case OpCategory::attention:
+      return "attention";
+    case OpCategory::pooling:
+      return "pooling";
+    case OpCategory::data_movement:
+      return "data_movement";
+    case OpCategory::creation:
+      return "creation";
+    case OpCategory::comparison:
+      return "comparison";
+    case OpCategory::indexing:
+      return "indexing";
+    case OpCategory::metadata:
+      return "metadata";
   }
   return "?";
 }
 
-const char* placement_name(Placement p) { return p == Placement::device ? "device" : "host"; }
+const char* placement_name(Placement p) {
+  return p == Placement::device ? "device" : "host";
+}
 
 // --- schema parsing ------------------------------------------------------------------------
 
@@ -145,8 +160,10 @@ class SchemaParser {
       list = true;
     }
     if (base == "Tensor") {
-      if (list) a.type = elem_optional ? ArgType::opt_tensor_list : ArgType::tensor_list;
-      else a.type = a.optional ? ArgType::opt_tensor : ArgType::tensor;
+      if (list)
+        a.type = elem_optional ? ArgType::opt_tensor_list : ArgType::tensor_list;
+      else
+        a.type = a.optional ? ArgType::opt_tensor : ArgType::tensor;
     } else if (base == "int" || base == "SymInt") {
       a.type = list ? ArgType::ints : ArgType::int_;
     } else if (base == "float") {
@@ -218,8 +235,10 @@ class SchemaParser {
         size_t e = inner.find(',', q);
         std::string item = inner.substr(q, e == std::string::npos ? std::string::npos : e - q);
         if (item.find_first_not_of(" ") != std::string::npos) {
-          if (a.type == ArgType::floats) floats.push_back(std::stod(item));
-          else ints.push_back(std::stoll(item));
+          if (a.type == ArgType::floats)
+            floats.push_back(std::stod(item));
+          else
+            ints.push_back(std::stoll(item));
         }
         if (e == std::string::npos) break;
         q = e + 1;
@@ -290,7 +309,9 @@ class SchemaParser {
 
 }  // namespace
 
-OpInfo parse_schema(std::string_view schema) { return SchemaParser(schema).parse(); }
+OpInfo parse_schema(std::string_view schema) {
+  return SchemaParser(schema).parse();
+}
 
 int OpInfo::arg_index(std::string_view n) const {
   for (size_t i = 0; i < args.size(); ++i) {
@@ -368,9 +389,8 @@ std::vector<TensorType> infer_types(const Graph& g, const OpInfo& info,
     if (a.type == ArgType::tensor_list || a.type == ArgType::opt_tensor_list) has_list = true;
   }
   if ((!has_list && inputs.size() != fixed) || (has_list && inputs.size() < fixed)) {
-    throw Error(info.name + ": expected " + (has_list ? "at least " : "") +
-                std::to_string(fixed) + " tensor operands, found " +
-                std::to_string(inputs.size()));
+    throw Error(info.name + ": expected " + (has_list ? "at least " : "") + std::to_string(fixed) +
+                " tensor operands, found " + std::to_string(inputs.size()));
   }
   size_t slot = 0;
   for (const ArgSpec& a : info.args) {
@@ -410,8 +430,9 @@ std::vector<const TensorType*> ShapeContext::list_inputs() const {
     if (a.type == ArgType::tensor_list || a.type == ArgType::opt_tensor_list) seen_list = true;
   }
   const size_t count = inputs_.size() - fixed;
-  return std::vector<const TensorType*>(inputs_.begin() + static_cast<std::ptrdiff_t>(before),
-                                        inputs_.begin() + static_cast<std::ptrdiff_t>(before + count));
+  return std::vector<const TensorType*>(
+      inputs_.begin() + static_cast<std::ptrdiff_t>(before),
+      inputs_.begin() + static_cast<std::ptrdiff_t>(before + count));
 }
 
 const Attribute* ShapeContext::attr(std::string_view name) const {
@@ -424,7 +445,9 @@ const Attribute* ShapeContext::attr(std::string_view name) const {
   return nullptr;
 }
 
-void ShapeContext::fail(const std::string& message) const { throw Error(info_.name + ": " + message); }
+void ShapeContext::fail(const std::string& message) const {
+  throw Error(info_.name + ": " + message);
+}
 
 bool ShapeContext::is_none(std::string_view name) const {
   const Attribute* a = attr(name);

@@ -41,12 +41,12 @@ enum class ArgType : uint8_t {
 struct ArgSpec {
   std::string name;
   ArgType type = ArgType::tensor;
-  bool optional = false;                 // "T?" — None allowed
+  bool optional = false;  // "T?" — None allowed
   std::optional<Attribute> default_value;
   bool kwarg_only = false;
   bool is_tensor() const {
-    return type == ArgType::tensor || type == ArgType::opt_tensor ||
-           type == ArgType::tensor_list || type == ArgType::opt_tensor_list;
+    return type == ArgType::tensor || type == ArgType::opt_tensor || type == ArgType::tensor_list ||
+           type == ArgType::opt_tensor_list;
   }
 };
 
@@ -115,10 +115,10 @@ struct OpInfo {
   std::string name;    // "aten.linear.default"
   std::string schema;  // PyTorch schema string it was parsed from
   std::vector<ArgSpec> args;
-  int num_outputs = 1;        // -1: a Tensor[] return (count decided per node)
+  int num_outputs = 1;  // -1: a Tensor[] return (count decided per node)
   OpCategory category = OpCategory::elementwise;
   Placement placement = Placement::device;
-  bool inplace = false;       // mutates its first operand (relu_, add_.Tensor, fill_)
+  bool inplace = false;  // mutates its first operand (relu_, add_.Tensor, fill_)
   ShapeFn shape_fn;
 
   // Position of the named argument in `args`, or -1.

@@ -43,9 +43,12 @@ TensorType conv_type(const ShapeContext& c, size_t spatial, bool transposed) {
   bool same = false;
   if (pad_attr && std::holds_alternative<std::string>(*pad_attr)) {
     const std::string& mode = std::get<std::string>(*pad_attr);
-    if (mode == "same") same = true;
-    else if (mode == "valid") padding.assign(spatial, 0);
-    else c.fail("padding '" + mode + "': expected 'same' or 'valid'");
+    if (mode == "same")
+      same = true;
+    else if (mode == "valid")
+      padding.assign(spatial, 0);
+    else
+      c.fail("padding '" + mode + "': expected 'same' or 'valid'");
   } else {
     padding = expand_to(c, c.get_ints("padding"), spatial, "padding");
   }
@@ -121,8 +124,7 @@ TensorType pool_type(const ShapeContext& c, size_t spatial, bool has_dilation) {
       c.fail("padding " + std::to_string(p[i]) + " exceeds half the kernel size " +
              std::to_string(k[i]));
     }
-    const int64_t in = require_constant(
-        c, x.shape[x.shape.size() - spatial + i], "spatial dim");
+    const int64_t in = require_constant(c, x.shape[x.shape.size() - spatial + i], "spatial dim");
     const int64_t o = window_out(in, k[i], s[i], p[i], d[i], ceil_mode);
     if (o <= 0) c.fail("output spatial size is " + std::to_string(o));
     out.push_back(Dim::constant(o));
@@ -132,7 +134,8 @@ TensorType pool_type(const ShapeContext& c, size_t spatial, bool has_dilation) {
 
 TensorType adaptive_type(const ShapeContext& c, size_t spatial) {
   const TensorType& x = c.input(0);
-  if (x.rank() != static_cast<int64_t>(spatial) + 2 && x.rank() != static_cast<int64_t>(spatial) + 1) {
+  if (x.rank() != static_cast<int64_t>(spatial) + 2 &&
+      x.rank() != static_cast<int64_t>(spatial) + 1) {
     c.fail("input must have rank " + std::to_string(spatial + 2) + " or " +
            std::to_string(spatial + 1) + ", found rank " + std::to_string(x.rank()));
   }
@@ -151,46 +154,64 @@ void register_conv_and_pool_ops(OpRegistry& r) {
   const auto C = OpCategory::conv;
   const auto P = OpCategory::pooling;
   const auto D = Placement::device;
-  r.add("conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] "
-        "padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor",
-        C, D, [](const ShapeContext& c) -> std::vector<TensorType> { return {conv_type(c, 1, false)}; });
-  r.add("conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str "
-        "padding=\"valid\", SymInt[1] dilation=1, SymInt groups=1) -> Tensor",
-        C, D, [](const ShapeContext& c) -> std::vector<TensorType> { return {conv_type(c, 1, false)}; });
-  r.add("conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] "
-        "padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor",
-        C, D, [](const ShapeContext& c) -> std::vector<TensorType> { return {conv_type(c, 2, false)}; });
-  r.add("conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str "
-        "padding=\"valid\", SymInt[2] dilation=1, SymInt groups=1) -> Tensor",
-        C, D, [](const ShapeContext& c) -> std::vector<TensorType> { return {conv_type(c, 2, false)}; });
-  r.add("convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
-        "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor",
-        C, D, [](const ShapeContext& c) -> std::vector<TensorType> {
-          const int64_t spatial = c.input(1).rank() - 2;
-          if (spatial < 1 || spatial > 3) {
-            c.fail("weight rank " + std::to_string(c.input(1).rank()) + ": expected 3 to 5");
-          }
-          return {conv_type(c, static_cast<size_t>(spatial), c.get_bool("transposed"))};
-        });
+  r.add(
+      "conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] "
+      "padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor",
+      C, D,
+      [](const ShapeContext& c) -> std::vector<TensorType> { return {conv_type(c, 1, false)}; });
+  r.add(
+      "conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, str "
+      "padding=\"valid\", SymInt[1] dilation=1, SymInt groups=1) -> Tensor",
+      C, D,
+      [](const ShapeContext& c) -> std::vector<TensorType> { return {conv_type(c, 1, false)}; });
+  r.add(
+      "conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] "
+      "padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor",
+      C, D,
+      [](const ShapeContext& c) -> std::vector<TensorType> { return {conv_type(c, 2, false)}; });
+  r.add(
+      "conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, str "
+      "padding=\"valid\", SymInt[2] dilation=1, SymInt groups=1) -> Tensor",
+      C, D,
+      [](const ShapeContext& c) -> std::vector<TensorType> { return {conv_type(c, 2, false)}; });
+  r.add(
+      "convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
+      "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor",
+      C, D, [](const ShapeContext& c) -> std::vector<TensorType> {
+        const int64_t spatial = c.input(1).rank() - 2;
+        if (spatial < 1 || spatial > 3) {
+          c.fail("weight rank " + std::to_string(c.input(1).rank()) + ": expected 3 to 5");
+        }
+        return {conv_type(c, static_cast<size_t>(spatial), c.get_bool("transposed"))};
+      });
 
-  r.add("max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] "
-        "dilation=1, bool ceil_mode=False) -> Tensor",
-        P, D, [](const ShapeContext& c) -> std::vector<TensorType> { return {pool_type(c, 2, true)}; });
-  r.add("max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] "
-        "padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)",
-        P, D, [](const ShapeContext& c) -> std::vector<TensorType> {
-          TensorType t = pool_type(c, 2, true);
-          return {t, {DType::i64, t.shape}};
-        });
-  r.add("max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] "
-        "dilation=1, bool ceil_mode=False) -> Tensor",
-        P, D, [](const ShapeContext& c) -> std::vector<TensorType> { return {pool_type(c, 1, true)}; });
-  r.add("avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool "
-        "ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor",
-        P, D, [](const ShapeContext& c) -> std::vector<TensorType> { return {pool_type(c, 2, false)}; });
-  r.add("avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool "
-        "ceil_mode=False, bool count_include_pad=True) -> Tensor",
-        P, D, [](const ShapeContext& c) -> std::vector<TensorType> { return {pool_type(c, 1, false)}; });
+  r.add(
+      "max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] "
+      "dilation=1, bool ceil_mode=False) -> Tensor",
+      P, D,
+      [](const ShapeContext& c) -> std::vector<TensorType> { return {pool_type(c, 2, true)}; });
+  r.add(
+      "max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] "
+      "padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)",
+      P, D, [](const ShapeContext& c) -> std::vector<TensorType> {
+        TensorType t = pool_type(c, 2, true);
+        return {t, {DType::i64, t.shape}};
+      });
+  r.add(
+      "max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] "
+      "dilation=1, bool ceil_mode=False) -> Tensor",
+      P, D,
+      [](const ShapeContext& c) -> std::vector<TensorType> { return {pool_type(c, 1, true)}; });
+  r.add(
+      "avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool "
+      "ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor",
+      P, D,
+      [](const ShapeContext& c) -> std::vector<TensorType> { return {pool_type(c, 2, false)}; });
+  r.add(
+      "avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool "
+      "ceil_mode=False, bool count_include_pad=True) -> Tensor",
+      P, D,
+      [](const ShapeContext& c) -> std::vector<TensorType> { return {pool_type(c, 1, false)}; });
   r.add("adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor", P, D,
         [](const ShapeContext& c) -> std::vector<TensorType> { return {adaptive_type(c, 2)}; });
   r.add("_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor", P, D,

@@ -9,7 +9,9 @@ namespace {
 
 using namespace shape_rules;
 
-double scalar_value(const ShapeContext& c, const char* name) { return c.get_float(name); }
+double scalar_value(const ShapeContext& c, const char* name) {
+  return c.get_float(name);
+}
 
 bool scalar_is_float(const ShapeContext& c, const char* name) {
   const Attribute* a = c.attr(name);
@@ -62,7 +64,7 @@ void register_creation_and_indexing_ops(OpRegistry& r) {
         [](const ShapeContext& c) { return arange_rule(c, true, true); });
   r.add("full(SymInt[] size, Scalar fill_value, " + kw + ") -> Tensor", Cr, D,
         [](const ShapeContext& c) {
-          return full_rule(c, scalar_is_float(c, "fill_value") ? DType::f32
+          return full_rule(c, scalar_is_float(c, "fill_value")                      ? DType::f32
                               : std::holds_alternative<bool>(*c.attr("fill_value")) ? DType::boolean
                                                                                     : DType::i64);
         });
@@ -99,25 +101,27 @@ void register_creation_and_indexing_ops(OpRegistry& r) {
   for (const char* n : {"tril", "triu"}) {
     r.add(std::string(n) + "(Tensor self, int diagonal=0) -> Tensor", Cr, D,
           [](const ShapeContext& c) -> std::vector<TensorType> {
-            if (c.input(0).rank() < 2) c.fail("expected rank >= 2, found " + std::to_string(c.input(0).rank()));
+            if (c.input(0).rank() < 2)
+              c.fail("expected rank >= 2, found " + std::to_string(c.input(0).rank()));
             return {c.input(0)};
           });
   }
 
   // Indexing.
-  r.add("embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool "
-        "scale_grad_by_freq=False, bool sparse=False) -> Tensor",
-        I, D, [](const ShapeContext& c) -> std::vector<TensorType> {
-          const TensorType& w = c.input(0);
-          const TensorType& idx = c.input(1);
-          if (w.rank() != 2) c.fail("weight must be rank 2, found rank " + std::to_string(w.rank()));
-          if (!is_integral(idx.dtype)) {
-            c.fail("indices must be integers, found " + std::string(dtype_name(idx.dtype)));
-          }
-          Shape out = idx.shape;
-          out.push_back(w.shape[1]);
-          return {{w.dtype, out}};
-        });
+  r.add(
+      "embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool "
+      "scale_grad_by_freq=False, bool sparse=False) -> Tensor",
+      I, D, [](const ShapeContext& c) -> std::vector<TensorType> {
+        const TensorType& w = c.input(0);
+        const TensorType& idx = c.input(1);
+        if (w.rank() != 2) c.fail("weight must be rank 2, found rank " + std::to_string(w.rank()));
+        if (!is_integral(idx.dtype)) {
+          c.fail("indices must be integers, found " + std::string(dtype_name(idx.dtype)));
+        }
+        Shape out = idx.shape;
+        out.push_back(w.shape[1]);
+        return {{w.dtype, out}};
+      });
   r.add("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor", I, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {
           const TensorType& x = c.input(0);
@@ -133,9 +137,11 @@ void register_creation_and_indexing_ops(OpRegistry& r) {
         [](const ShapeContext& c) -> std::vector<TensorType> {
           TensorType t = c.input(0);
           const TensorType& idx = c.input(1);
-          if (idx.rank() > 1) c.fail("index must be rank 0 or 1, found " + std::to_string(idx.rank()));
+          if (idx.rank() > 1)
+            c.fail("index must be rank 0 or 1, found " + std::to_string(idx.rank()));
           const int64_t d = normalize_dim(c, c.get_int("dim"), t.rank());
-          if (t.rank() > 0) t.shape[static_cast<size_t>(d)] = idx.rank() ? idx.shape[0] : Dim::constant(1);
+          if (t.rank() > 0)
+            t.shape[static_cast<size_t>(d)] = idx.rank() ? idx.shape[0] : Dim::constant(1);
           return {t};
         });
   r.add("index.Tensor(Tensor self, Tensor?[] indices) -> Tensor", I, D,
@@ -143,7 +149,8 @@ void register_creation_and_indexing_ops(OpRegistry& r) {
           const TensorType& x = c.input(0);
           std::vector<const TensorType*> idx = c.list_inputs();
           if (static_cast<int64_t>(idx.size()) > x.rank()) {
-            c.fail("too many indices: " + std::to_string(idx.size()) + " for rank " + std::to_string(x.rank()));
+            c.fail("too many indices: " + std::to_string(idx.size()) + " for rank " +
+                   std::to_string(x.rank()));
           }
           // Advanced indexing: broadcast the index tensors; if they are adjacent the result
           // dims replace the indexed dims in place, otherwise they go first.
@@ -164,7 +171,8 @@ void register_creation_and_indexing_ops(OpRegistry& r) {
           }
           if (first) c.fail("expected at least one index tensor");
           bool adjacent = true;
-          for (int i = first_pos; i <= last_pos; ++i) adjacent &= idx[static_cast<size_t>(i)] != nullptr;
+          for (int i = first_pos; i <= last_pos; ++i)
+            adjacent &= idx[static_cast<size_t>(i)] != nullptr;
           Shape out;
           if (adjacent) {
             out.insert(out.end(), x.shape.begin(), x.shape.begin() + first_pos);
@@ -182,13 +190,14 @@ void register_creation_and_indexing_ops(OpRegistry& r) {
     TensorType t = c.input(0);
     std::vector<int64_t> pad = c.get_ints(arg);
     if (pad.size() % 2 != 0 || static_cast<int64_t>(pad.size() / 2) > t.rank()) {
-      c.fail("pad has " + std::to_string(pad.size()) + " entries for rank " + std::to_string(t.rank()) +
-             ": expected an even count of at most twice the rank");
+      c.fail("pad has " + std::to_string(pad.size()) + " entries for rank " +
+             std::to_string(t.rank()) + ": expected an even count of at most twice the rank");
     }
     for (size_t i = 0; i < pad.size() / 2; ++i) {
       Dim& d = t.shape[t.shape.size() - 1 - i];
       const int64_t n = require_constant(c, d, "padded dim") + pad[2 * i] + pad[2 * i + 1];
-      if (n < 0) c.fail("padding makes dim " + std::to_string(t.shape.size() - 1 - i) + " negative");
+      if (n < 0)
+        c.fail("padding makes dim " + std::to_string(t.shape.size() - 1 - i) + " negative");
       d = Dim::constant(n);
     }
     return {t};
@@ -213,7 +222,8 @@ void register_creation_and_indexing_ops(OpRegistry& r) {
           const TensorType& x = c.input(0);
           const std::vector<int64_t> rep = c.get_ints("repeats");
           if (static_cast<int64_t>(rep.size()) < x.rank()) {
-            c.fail("repeats has " + std::to_string(rep.size()) + " entries for rank " + std::to_string(x.rank()));
+            c.fail("repeats has " + std::to_string(rep.size()) + " entries for rank " +
+                   std::to_string(x.rank()));
           }
           Shape out;
           const size_t lead = rep.size() - x.shape.size();
@@ -222,25 +232,29 @@ void register_creation_and_indexing_ops(OpRegistry& r) {
               out.push_back(Dim::constant(rep[i]));
             } else {
               const Dim& d = x.shape[i - lead];
-              out.push_back(d.is_constant() ? Dim::constant(d.value() * rep[i]) : Dim::sym(d.symbol, d.coeff * rep[i]));
+              out.push_back(d.is_constant() ? Dim::constant(d.value() * rep[i])
+                                            : Dim::sym(d.symbol, d.coeff * rep[i]));
             }
           }
           return {{x.dtype, out}};
         });
-  r.add("diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor",
-        M, H, [](const ShapeContext& c) -> std::vector<TensorType> {
-          TensorType t = c.input(0);
-          if (t.rank() == 0) c.fail("expected rank >= 1");
-          const int64_t d = normalize_dim(c, c.get_int("dim"), t.rank());
-          int64_t len = require_constant(c, t.shape[static_cast<size_t>(d)], "diff dim");
-          if (c.has_input(1)) len += require_constant(c, c.input(1).shape[static_cast<size_t>(d)], "prepend dim");
-          if (c.has_input(2)) len += require_constant(c, c.input(2).shape[static_cast<size_t>(d)], "append dim");
-          const int64_t n = c.get_int("n");
-          if (n < 0) c.fail("n must be non-negative, found " + std::to_string(n));
-          t.shape[static_cast<size_t>(d)] = Dim::constant(std::max<int64_t>(len - n, 0));
-          if (t.dtype == DType::boolean) t.dtype = DType::boolean;
-          return {t};
-        });
+  r.add(
+      "diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor",
+      M, H, [](const ShapeContext& c) -> std::vector<TensorType> {
+        TensorType t = c.input(0);
+        if (t.rank() == 0) c.fail("expected rank >= 1");
+        const int64_t d = normalize_dim(c, c.get_int("dim"), t.rank());
+        int64_t len = require_constant(c, t.shape[static_cast<size_t>(d)], "diff dim");
+        if (c.has_input(1))
+          len += require_constant(c, c.input(1).shape[static_cast<size_t>(d)], "prepend dim");
+        if (c.has_input(2))
+          len += require_constant(c, c.input(2).shape[static_cast<size_t>(d)], "append dim");
+        const int64_t n = c.get_int("n");
+        if (n < 0) c.fail("n must be non-negative, found " + std::to_string(n));
+        t.shape[static_cast<size_t>(d)] = Dim::constant(std::max<int64_t>(len - n, 0));
+        if (t.dtype == DType::boolean) t.dtype = DType::boolean;
+        return {t};
+      });
   // FFTs have no NeuronCore lowering: they run on the host and produce complex64.
   r.add("fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor", M, H,
         [](const ShapeContext& c) -> std::vector<TensorType> {
@@ -261,7 +275,8 @@ void register_creation_and_indexing_ops(OpRegistry& r) {
           if (dims.empty()) c.fail("expected at least one dim");
           if (c.get_bool("onesided")) {
             const int64_t d = normalize_dim(c, dims.back(), t.rank());
-            const int64_t n = require_constant(c, t.shape[static_cast<size_t>(d)], "transformed dim");
+            const int64_t n =
+                require_constant(c, t.shape[static_cast<size_t>(d)], "transformed dim");
             t.shape[static_cast<size_t>(d)] = Dim::constant(n / 2 + 1);
           }
           t.dtype = DType::c64;

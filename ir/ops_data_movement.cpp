@@ -110,7 +110,8 @@ void register_data_movement_ops(OpRegistry& r) {
           if (x.rank() == 0) return {{x.dtype, {Dim::constant(1)}}};
           const int64_t s = normalize_dim(c, c.get_int("start_dim"), x.rank(), "start_dim");
           const int64_t e = normalize_dim(c, c.get_int("end_dim"), x.rank(), "end_dim");
-          if (s > e) c.fail("start_dim " + std::to_string(s) + " is after end_dim " + std::to_string(e));
+          if (s > e)
+            c.fail("start_dim " + std::to_string(s) + " is after end_dim " + std::to_string(e));
           Shape out(x.shape.begin(), x.shape.begin() + s);
           Monomial m;
           for (int64_t i = s; i <= e; ++i) m *= x.shape[static_cast<size_t>(i)];
@@ -123,15 +124,16 @@ void register_data_movement_ops(OpRegistry& r) {
         });
   // A strided view of the input's storage: the host runs it (general strides are not an
   // access pattern the device can always express).
-  r.add("as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) "
-        "-> Tensor(a)",
-        M, Placement::host, [](const ShapeContext& c) -> std::vector<TensorType> {
-          const std::vector<Dim> size = c.get_dims("size");
-          if (size.size() != c.get_dims("stride").size()) {
-            c.fail("size and stride have different ranks");
-          }
-          return {{c.input(0).dtype, size}};
-        });
+  r.add(
+      "as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) "
+      "-> Tensor(a)",
+      M, Placement::host, [](const ShapeContext& c) -> std::vector<TensorType> {
+        const std::vector<Dim> size = c.get_dims("size");
+        if (size.size() != c.get_dims("stride").size()) {
+          c.fail("size and stride have different ranks");
+        }
+        return {{c.input(0).dtype, size}};
+      });
   r.add("permute(Tensor(a) self, int[] dims) -> Tensor(a)", M, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {
           const TensorType& x = c.input(0);
@@ -159,12 +161,13 @@ void register_data_movement_ops(OpRegistry& r) {
           std::swap(t.shape[static_cast<size_t>(a)], t.shape[static_cast<size_t>(b)]);
           return {t};
         });
-  r.add("t(Tensor(a) self) -> Tensor(a)", M, D, [](const ShapeContext& c) -> std::vector<TensorType> {
-    TensorType t = c.input(0);
-    if (t.rank() > 2) c.fail("expected rank <= 2, found rank " + std::to_string(t.rank()));
-    if (t.rank() == 2) std::swap(t.shape[0], t.shape[1]);
-    return {t};
-  });
+  r.add("t(Tensor(a) self) -> Tensor(a)", M, D,
+        [](const ShapeContext& c) -> std::vector<TensorType> {
+          TensorType t = c.input(0);
+          if (t.rank() > 2) c.fail("expected rank <= 2, found rank " + std::to_string(t.rank()));
+          if (t.rank() == 2) std::swap(t.shape[0], t.shape[1]);
+          return {t};
+        });
   r.add("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)", M, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {
           TensorType t = c.input(0);
@@ -172,7 +175,8 @@ void register_data_movement_ops(OpRegistry& r) {
           t.shape.insert(t.shape.begin() + d, Dim::constant(1));
           return {t};
         });
-  auto squeeze_dims = [](const ShapeContext& c, std::vector<int64_t> dims) -> std::vector<TensorType> {
+  auto squeeze_dims = [](const ShapeContext& c,
+                         std::vector<int64_t> dims) -> std::vector<TensorType> {
     TensorType t = c.input(0);
     std::vector<bool> drop(t.shape.size(), false);
     for (int64_t d : dims) {
@@ -190,18 +194,18 @@ void register_data_movement_ops(OpRegistry& r) {
         [squeeze_dims](const ShapeContext& c) { return squeeze_dims(c, {c.get_int("dim")}); });
   r.add("squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)", M, D,
         [squeeze_dims](const ShapeContext& c) { return squeeze_dims(c, c.get_ints("dim")); });
-  r.add("squeeze(Tensor(a) self) -> Tensor(a)", M, D,
-        [squeeze_dims](const ShapeContext& c) {
-          std::vector<int64_t> all;
-          for (int64_t i = 0; i < c.input(0).rank(); ++i) all.push_back(i);
-          return squeeze_dims(c, all);
-        });
+  r.add("squeeze(Tensor(a) self) -> Tensor(a)", M, D, [squeeze_dims](const ShapeContext& c) {
+    std::vector<int64_t> all;
+    for (int64_t i = 0; i < c.input(0).rank(); ++i) all.push_back(i);
+    return squeeze_dims(c, all);
+  });
   r.add("expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)", M, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {
           const TensorType& x = c.input(0);
           const std::vector<Dim> size = c.get_dims("size");
           if (size.size() < x.shape.size()) {
-            c.fail("size " + shape_str(c, size) + " has fewer dims than input " + shape_str(c, x.shape));
+            c.fail("size " + shape_str(c, size) + " has fewer dims than input " +
+                   shape_str(c, x.shape));
           }
           Shape out(size.size());
           const size_t lead = size.size() - x.shape.size();
@@ -213,8 +217,10 @@ void register_data_movement_ops(OpRegistry& r) {
               continue;
             }
             const Dim& have = x.shape[i - lead];
-            if (want.is_constant() && want.value() == -1) out[i] = have;
-            else if (have == want || (have.is_constant() && have.value() == 1)) out[i] = want;
+            if (want.is_constant() && want.value() == -1)
+              out[i] = have;
+            else if (have == want || (have.is_constant() && have.value() == 1))
+              out[i] = want;
             else {
               c.fail("cannot expand dim " + std::to_string(i) + " of " + shape_str(c, x.shape) +
                      " to " + shape_str(c, size));
@@ -222,24 +228,27 @@ void register_data_movement_ops(OpRegistry& r) {
           }
           return {{x.dtype, out}};
         });
-  r.add("slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt "
-        "step=1) -> Tensor(a)",
-        M, D, [](const ShapeContext& c) -> std::vector<TensorType> {
-          TensorType t = c.input(0);
-          const int64_t d = normalize_dim(c, c.get_int("dim"), t.rank());
-          t.shape[static_cast<size_t>(d)] = slice_len(c, t.shape[static_cast<size_t>(d)],
-                                                      c.get_opt_int("start"), c.get_opt_int("end"),
-                                                      c.get_int("step"));
-          return {t};
-        });
+  r.add(
+      "slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt "
+      "step=1) -> Tensor(a)",
+      M, D, [](const ShapeContext& c) -> std::vector<TensorType> {
+        TensorType t = c.input(0);
+        const int64_t d = normalize_dim(c, c.get_int("dim"), t.rank());
+        t.shape[static_cast<size_t>(d)] =
+            slice_len(c, t.shape[static_cast<size_t>(d)], c.get_opt_int("start"),
+                      c.get_opt_int("end"), c.get_int("step"));
+        return {t};
+      });
   r.add("select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)", M, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {
           TensorType t = c.input(0);
           if (t.rank() == 0) c.fail("cannot select from a rank-0 tensor");
           const int64_t d = normalize_dim(c, c.get_int("dim"), t.rank());
           const int64_t idx = c.get_int("index");
-          if (auto n = t.shape[static_cast<size_t>(d)].as_constant(); n && (idx < -*n || idx >= *n)) {
-            c.fail("index " + std::to_string(idx) + " is out of range for dim of size " + std::to_string(*n));
+          if (auto n = t.shape[static_cast<size_t>(d)].as_constant();
+              n && (idx < -*n || idx >= *n)) {
+            c.fail("index " + std::to_string(idx) + " is out of range for dim of size " +
+                   std::to_string(*n));
           }
           t.shape.erase(t.shape.begin() + d);
           return {t};
@@ -273,18 +282,22 @@ void register_data_movement_ops(OpRegistry& r) {
               if (k == d) continue;
               if (!(t.shape[static_cast<size_t>(k)] == out.shape[static_cast<size_t>(k)])) {
                 c.fail("tensor " + std::to_string(i) + " has shape " + shape_str(c, t.shape) +
-                       ", expected " + shape_str(c, out.shape) + " outside dim " + std::to_string(d));
+                       ", expected " + shape_str(c, out.shape) + " outside dim " +
+                       std::to_string(d));
               }
             }
             const Dim& cd = t.shape[static_cast<size_t>(d)];
-            if (cd.is_constant()) total += cd.value();
-            else symbolic = true;
+            if (cd.is_constant())
+              total += cd.value();
+            else
+              symbolic = true;
           }
           if (symbolic) {
             // Concatenating k copies of the same symbolic size is k*s.
             bool same = true;
             for (const TensorType* t : parts) same &= t->shape[static_cast<size_t>(d)] == sym_total;
-            if (!same) c.fail("concatenating different symbolic sizes along dim " + std::to_string(d));
+            if (!same)
+              c.fail("concatenating different symbolic sizes along dim " + std::to_string(d));
             out.shape[static_cast<size_t>(d)] =
                 Dim::sym(sym_total.symbol, sym_total.coeff * static_cast<int64_t>(parts.size()));
           } else {
@@ -320,8 +333,8 @@ void register_data_movement_ops(OpRegistry& r) {
           if (sizes.empty()) sizes.push_back(0);
           return split_parts(c, x, d, sizes);
         });
-  r.add("split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]", M, D,
-        [](const ShapeContext& c) -> std::vector<TensorType> {
+  r.add("split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]", M,
+        D, [](const ShapeContext& c) -> std::vector<TensorType> {
           const TensorType& x = c.input(0);
           const int64_t d = normalize_dim(c, c.get_int("dim"), x.rank());
           const int64_t n = require_constant(c, x.shape[static_cast<size_t>(d)], "split dim");
@@ -329,7 +342,8 @@ void register_data_movement_ops(OpRegistry& r) {
           int64_t sum = 0;
           for (int64_t s : sizes) sum += s;
           if (sum != n) {
-            c.fail("split sizes add up to " + std::to_string(sum) + ", expected " + std::to_string(n));
+            c.fail("split sizes add up to " + std::to_string(sum) + ", expected " +
+                   std::to_string(n));
           }
           return split_parts(c, x, d, sizes);
         });
@@ -358,7 +372,8 @@ void register_data_movement_ops(OpRegistry& r) {
   // Copies, aliases and conversions.
   auto same = [](const ShapeContext& c) -> std::vector<TensorType> { return {c.input(0)}; };
   for (const char* s : {
-           "contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)",
+           "contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> "
+           "Tensor(a)",
            "clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor",
            "alias(Tensor(a) self) -> Tensor(a)",
            "detach(Tensor(a) self) -> Tensor(a)",
@@ -391,19 +406,23 @@ void register_data_movement_ops(OpRegistry& r) {
     if (auto d = c.get_opt_dtype("dtype")) t.dtype = *d;
     return {t};
   };
-  r.add("to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, "
-        "MemoryFormat? memory_format=None) -> Tensor(a)",
-        M, D, to_dtype);
-  r.add("to.dtype_layout(Tensor(a) self, *, ScalarType? dtype=None, Layout? layout=None, Device? "
-        "device=None, bool? pin_memory=None, bool non_blocking=False, bool copy=False, "
-        "MemoryFormat? memory_format=None) -> Tensor(a)",
-        M, D, to_dtype);
-  r.add("to.device(Tensor(a) self, Device device, ScalarType dtype, bool non_blocking=False, bool "
-        "copy=False, MemoryFormat? memory_format=None) -> Tensor(a)",
-        M, D, to_dtype);
-  r.add("_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
-        "bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor",
-        M, D, to_dtype);
+  r.add(
+      "to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, "
+      "MemoryFormat? memory_format=None) -> Tensor(a)",
+      M, D, to_dtype);
+  r.add(
+      "to.dtype_layout(Tensor(a) self, *, ScalarType? dtype=None, Layout? layout=None, Device? "
+      "device=None, bool? pin_memory=None, bool non_blocking=False, bool copy=False, "
+      "MemoryFormat? memory_format=None) -> Tensor(a)",
+      M, D, to_dtype);
+  r.add(
+      "to.device(Tensor(a) self, Device device, ScalarType dtype, bool non_blocking=False, bool "
+      "copy=False, MemoryFormat? memory_format=None) -> Tensor(a)",
+      M, D, to_dtype);
+  r.add(
+      "_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
+      "bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor",
+      M, D, to_dtype);
   r.add("type_as(Tensor self, Tensor other) -> Tensor", M, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {
           return {{c.input(1).dtype, c.input(0).shape}};
@@ -416,22 +435,23 @@ void register_data_movement_ops(OpRegistry& r) {
           }
           return {c.input(0)};
         });
-  r.add("_assert_tensor_metadata(Tensor a, SymInt[]? size=None, SymInt[]? stride=None, "
-        "ScalarType? dtype=None, *, Device? device=None, Layout? layout=None) -> ()",
-        Meta, D, [](const ShapeContext& c) -> std::vector<TensorType> {
-          const TensorType& a = c.input(0);
-          if (auto d = c.get_opt_dtype("dtype"); d && *d != a.dtype) {
-            c.fail("tensor has dtype " + std::string(dtype_name(a.dtype)) + ", asserted " +
-                   std::string(dtype_name(*d)));
+  r.add(
+      "_assert_tensor_metadata(Tensor a, SymInt[]? size=None, SymInt[]? stride=None, "
+      "ScalarType? dtype=None, *, Device? device=None, Layout? layout=None) -> ()",
+      Meta, D, [](const ShapeContext& c) -> std::vector<TensorType> {
+        const TensorType& a = c.input(0);
+        if (auto d = c.get_opt_dtype("dtype"); d && *d != a.dtype) {
+          c.fail("tensor has dtype " + std::string(dtype_name(a.dtype)) + ", asserted " +
+                 std::string(dtype_name(*d)));
+        }
+        if (!c.is_none("size")) {
+          std::vector<Dim> s = c.get_dims("size");
+          if (s != a.shape) {
+            c.fail("tensor has shape " + shape_str(c, a.shape) + ", asserted " + shape_str(c, s));
           }
-          if (!c.is_none("size")) {
-            std::vector<Dim> s = c.get_dims("size");
-            if (s != a.shape) {
-              c.fail("tensor has shape " + shape_str(c, a.shape) + ", asserted " + shape_str(c, s));
-            }
-          }
-          return {};
-        });
+        }
+        return {};
+      });
 }
 
 }  // namespace neuronc::ir

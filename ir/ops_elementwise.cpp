@@ -7,7 +7,9 @@ namespace {
 
 using namespace shape_rules;
 
-std::vector<TensorType> same_as_input(const ShapeContext& c) { return {c.input(0)}; }
+std::vector<TensorType> same_as_input(const ShapeContext& c) {
+  return {c.input(0)};
+}
 
 // Float math on an integer tensor produces the default float dtype.
 std::vector<TensorType> float_result(const ShapeContext& c) {
@@ -72,14 +74,20 @@ void register_elementwise_ops(OpRegistry& r) {
 
   // Activations and unary math (device: ScalarE activation functions / VectorE).
   for (const char* s : {
-           "relu(Tensor self) -> Tensor", "relu_(Tensor(a!) self) -> Tensor(a!)",
-           "silu(Tensor self) -> Tensor", "silu_(Tensor(a!) self) -> Tensor(a!)",
-           "sigmoid(Tensor self) -> Tensor", "sigmoid_(Tensor(a!) self) -> Tensor(a!)",
-           "tanh(Tensor self) -> Tensor", "tanh_(Tensor(a!) self) -> Tensor(a!)",
+           "relu(Tensor self) -> Tensor",
+           "relu_(Tensor(a!) self) -> Tensor(a!)",
+           "silu(Tensor self) -> Tensor",
+           "silu_(Tensor(a!) self) -> Tensor(a!)",
+           "sigmoid(Tensor self) -> Tensor",
+           "sigmoid_(Tensor(a!) self) -> Tensor(a!)",
+           "tanh(Tensor self) -> Tensor",
+           "tanh_(Tensor(a!) self) -> Tensor(a!)",
            "gelu(Tensor self, *, str approximate='none') -> Tensor",
            "gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)",
-           "hardswish(Tensor self) -> Tensor", "hardswish_(Tensor(a!) self) -> Tensor(a!)",
-           "hardsigmoid(Tensor self) -> Tensor", "hardsigmoid_(Tensor(a!) self) -> Tensor(a!)",
+           "hardswish(Tensor self) -> Tensor",
+           "hardswish_(Tensor(a!) self) -> Tensor(a!)",
+           "hardsigmoid(Tensor self) -> Tensor",
+           "hardsigmoid_(Tensor(a!) self) -> Tensor(a!)",
            "hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor",
            "hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)",
            "relu6(Tensor self) -> Tensor",
@@ -96,10 +104,14 @@ void register_elementwise_ops(OpRegistry& r) {
     r.add(s, E, D, same_as_input);
   }
   for (const char* s : {
-           "rsqrt(Tensor self) -> Tensor", "sqrt(Tensor self) -> Tensor",
-           "exp(Tensor self) -> Tensor", "log(Tensor self) -> Tensor",
-           "erf(Tensor self) -> Tensor", "sin(Tensor self) -> Tensor",
-           "cos(Tensor self) -> Tensor", "reciprocal(Tensor self) -> Tensor",
+           "rsqrt(Tensor self) -> Tensor",
+           "sqrt(Tensor self) -> Tensor",
+           "exp(Tensor self) -> Tensor",
+           "log(Tensor self) -> Tensor",
+           "erf(Tensor self) -> Tensor",
+           "sin(Tensor self) -> Tensor",
+           "cos(Tensor self) -> Tensor",
+           "reciprocal(Tensor self) -> Tensor",
        }) {
     r.add(s, E, D, float_result);
   }
@@ -199,8 +211,10 @@ void register_elementwise_ops(OpRegistry& r) {
           const TensorType& a = c.input(1);
           const TensorType& b = c.input(2);
           DType dt = promote_types(a.dtype, b.dtype);
-          if (a.rank() == 0 && b.rank() > 0 && is_floating(a.dtype) == is_floating(b.dtype)) dt = b.dtype;
-          if (b.rank() == 0 && a.rank() > 0 && is_floating(a.dtype) == is_floating(b.dtype)) dt = a.dtype;
+          if (a.rank() == 0 && b.rank() > 0 && is_floating(a.dtype) == is_floating(b.dtype))
+            dt = b.dtype;
+          if (b.rank() == 0 && a.rank() > 0 && is_floating(a.dtype) == is_floating(b.dtype))
+            dt = a.dtype;
           return {{dt, s}};
         });
   r.add("where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor", E, D,
@@ -226,8 +240,10 @@ void register_elementwise_ops(OpRegistry& r) {
     }
     return {self};
   };
-  r.add("masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor", E, D, masked_fill_rule);
-  r.add("masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor", E, D, masked_fill_rule);
+  r.add("masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor", E, D,
+        masked_fill_rule);
+  r.add("masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor", E, D,
+        masked_fill_rule);
   r.add("masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)", E, D,
         masked_fill_rule);
 }

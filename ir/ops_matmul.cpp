@@ -111,18 +111,20 @@ void register_matmul_ops(OpRegistry& r) {
     check_same(c, a.shape[2], b.shape[1], "contraction dim");
     return {result_dtype(c, a, b), {a.shape[0], a.shape[1], b.shape[2]}};
   };
-  r.add("bmm(Tensor self, Tensor mat2) -> Tensor", M, D,
-        [bmm_rule](const ShapeContext& c) -> std::vector<TensorType> { return {bmm_rule(c, 0, 1)}; });
-  r.add("baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> "
-        "Tensor",
-        M, D, [bmm_rule](const ShapeContext& c) -> std::vector<TensorType> {
-          TensorType t = bmm_rule(c, 1, 2);
-          if (broadcast(c, c.input(0).shape, t.shape) != t.shape) {
-            c.fail("self " + shape_str(c, c.input(0).shape) + " does not broadcast to " +
-                   shape_str(c, t.shape));
-          }
-          return {t};
-        });
+  r.add(
+      "bmm(Tensor self, Tensor mat2) -> Tensor", M, D,
+      [bmm_rule](const ShapeContext& c) -> std::vector<TensorType> { return {bmm_rule(c, 0, 1)}; });
+  r.add(
+      "baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> "
+      "Tensor",
+      M, D, [bmm_rule](const ShapeContext& c) -> std::vector<TensorType> {
+        TensorType t = bmm_rule(c, 1, 2);
+        if (broadcast(c, c.input(0).shape, t.shape) != t.shape) {
+          c.fail("self " + shape_str(c, c.input(0).shape) + " does not broadcast to " +
+                 shape_str(c, t.shape));
+        }
+        return {t};
+      });
   r.add("matmul(Tensor self, Tensor other) -> Tensor", M, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {
           return {matmul_type(c, c.input(0), c.input(1))};

@@ -28,8 +28,10 @@ Shape reduce_shape(const ShapeContext& c, const Shape& in, std::optional<std::ve
   }
   Shape out;
   for (size_t i = 0; i < in.size(); ++i) {
-    if (!reduced[i]) out.push_back(in[i]);
-    else if (keepdim) out.push_back(Dim::constant(1));
+    if (!reduced[i])
+      out.push_back(in[i]);
+    else if (keepdim)
+      out.push_back(Dim::constant(1));
   }
   return out;
 }
@@ -45,11 +47,13 @@ std::vector<TensorType> softmax_rule(const ShapeContext& c) {
   normalize_dim(c, c.get_int("dim"), t.rank());
   if (c.attr("half_to_float") && c.get_bool("half_to_float")) t.dtype = DType::f32;
   if (auto d = c.get_opt_dtype("dtype")) t.dtype = *d;
-  if (!is_floating(t.dtype)) c.fail("expected a floating input, found " + std::string(dtype_name(t.dtype)));
+  if (!is_floating(t.dtype))
+    c.fail("expected a floating input, found " + std::string(dtype_name(t.dtype)));
   return {t};
 }
 
-void check_normalized_shape(const ShapeContext& c, const TensorType& x, const std::vector<Dim>& ns) {
+void check_normalized_shape(const ShapeContext& c, const TensorType& x,
+                            const std::vector<Dim>& ns) {
   if (ns.size() > x.shape.size()) {
     c.fail("normalized_shape has " + std::to_string(ns.size()) + " dims but input has rank " +
            std::to_string(x.rank()));
@@ -73,25 +77,28 @@ void register_reduction_and_norm_ops(OpRegistry& r) {
   const auto D = Placement::device;
   const auto H = Placement::host;
 
-  r.add("mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
-        R, D, [](const ShapeContext& c) -> std::vector<TensorType> {
-          const TensorType& x = c.input(0);
-          DType dt = c.get_opt_dtype("dtype").value_or(x.dtype);
-          if (!is_floating(dt)) c.fail("mean needs a floating dtype, found " + std::string(dtype_name(dt)));
-          return {{dt, reduce_shape(c, x.shape, c.get_opt_ints("dim"), c.get_bool("keepdim"))}};
-        });
+  r.add(
+      "mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+      R, D, [](const ShapeContext& c) -> std::vector<TensorType> {
+        const TensorType& x = c.input(0);
+        DType dt = c.get_opt_dtype("dtype").value_or(x.dtype);
+        if (!is_floating(dt))
+          c.fail("mean needs a floating dtype, found " + std::string(dtype_name(dt)));
+        return {{dt, reduce_shape(c, x.shape, c.get_opt_ints("dim"), c.get_bool("keepdim"))}};
+      });
   r.add("mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", R, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {
           DType dt = c.get_opt_dtype("dtype").value_or(c.input(0).dtype);
           return {{dt, {}}};
         });
-  r.add("sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) "
-        "-> Tensor",
-        R, D, [](const ShapeContext& c) -> std::vector<TensorType> {
-          const TensorType& x = c.input(0);
-          return {{sum_dtype(c, x.dtype),
-                   reduce_shape(c, x.shape, c.get_opt_ints("dim"), c.get_bool("keepdim"))}};
-        });
+  r.add(
+      "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) "
+      "-> Tensor",
+      R, D, [](const ShapeContext& c) -> std::vector<TensorType> {
+        const TensorType& x = c.input(0);
+        return {{sum_dtype(c, x.dtype),
+                 reduce_shape(c, x.shape, c.get_opt_ints("dim"), c.get_bool("keepdim"))}};
+      });
   r.add("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", R, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {
           return {{sum_dtype(c, c.input(0).dtype), {}}};
@@ -109,7 +116,8 @@ void register_reduction_and_norm_ops(OpRegistry& r) {
                         "Tensor indices)"}) {
     r.add(s, R, D, [](const ShapeContext& c) -> std::vector<TensorType> {
       const TensorType& x = c.input(0);
-      Shape s = reduce_shape(c, x.shape, std::vector<int64_t>{c.get_int("dim")}, c.get_bool("keepdim"));
+      Shape s =
+          reduce_shape(c, x.shape, std::vector<int64_t>{c.get_int("dim")}, c.get_bool("keepdim"));
       return {{x.dtype, s}, {DType::i64, s}};
     });
   }
@@ -128,26 +136,30 @@ void register_reduction_and_norm_ops(OpRegistry& r) {
                         "all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor"}) {
     r.add(s, R, D, [](const ShapeContext& c) -> std::vector<TensorType> {
       const TensorType& x = c.input(0);
-      return {{DType::boolean,
-               reduce_shape(c, x.shape, std::vector<int64_t>{c.get_int("dim")}, c.get_bool("keepdim"))}};
+      return {{DType::boolean, reduce_shape(c, x.shape, std::vector<int64_t>{c.get_int("dim")},
+                                            c.get_bool("keepdim"))}};
     });
   }
   for (const char* s : {"any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor",
                         "all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor"}) {
     r.add(s, R, D, [](const ShapeContext& c) -> std::vector<TensorType> {
       const TensorType& x = c.input(0);
-      return {{DType::boolean, reduce_shape(c, x.shape, c.get_opt_ints("dim"), c.get_bool("keepdim"))}};
+      return {
+          {DType::boolean, reduce_shape(c, x.shape, c.get_opt_ints("dim"), c.get_bool("keepdim"))}};
     });
   }
   for (const char* s : {"any(Tensor self) -> Tensor", "all(Tensor self) -> Tensor"}) {
-    r.add(s, R, D, [](const ShapeContext&) -> std::vector<TensorType> { return {{DType::boolean, {}}}; });
+    r.add(s, R, D, [](const ShapeContext&) -> std::vector<TensorType> {
+      return {{DType::boolean, {}}};
+    });
   }
-  r.add("var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool "
-        "keepdim=False) -> Tensor",
-        R, D, [](const ShapeContext& c) -> std::vector<TensorType> {
-          const TensorType& x = c.input(0);
-          return {{x.dtype, reduce_shape(c, x.shape, c.get_opt_ints("dim"), c.get_bool("keepdim"))}};
-        });
+  r.add(
+      "var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool "
+      "keepdim=False) -> Tensor",
+      R, D, [](const ShapeContext& c) -> std::vector<TensorType> {
+        const TensorType& x = c.input(0);
+        return {{x.dtype, reduce_shape(c, x.shape, c.get_opt_ints("dim"), c.get_bool("keepdim"))}};
+      });
   r.add("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", R, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {
           const TensorType& x = c.input(0);
@@ -158,53 +170,59 @@ void register_reduction_and_norm_ops(OpRegistry& r) {
   // Softmax family.
   r.add("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", S, D, softmax_rule);
   r.add("_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", S, D, softmax_rule);
-  r.add("log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", S, D, softmax_rule);
+  r.add("log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", S, D,
+        softmax_rule);
   r.add("_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", S, D, softmax_rule);
 
   // Normalisation.
-  r.add("layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? "
-        "bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor",
-        N, D, [](const ShapeContext& c) -> std::vector<TensorType> {
-          check_normalized_shape(c, c.input(0), c.get_dims("normalized_shape"));
-          return {c.input(0)};
-        });
-  r.add("native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, "
-        "float eps) -> (Tensor, Tensor, Tensor)",
-        N, D, [](const ShapeContext& c) -> std::vector<TensorType> {
-          const TensorType& x = c.input(0);
-          const std::vector<Dim> ns = c.get_dims("normalized_shape");
-          check_normalized_shape(c, x, ns);
-          Shape stat(x.shape.begin(), x.shape.end() - static_cast<std::ptrdiff_t>(ns.size()));
-          stat.resize(x.shape.size(), Dim::constant(1));
-          return {x, {DType::f32, stat}, {DType::f32, stat}};
-        });
-  r.add("rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) "
-        "-> Tensor",
-        N, D, [](const ShapeContext& c) -> std::vector<TensorType> {
-          check_normalized_shape(c, c.input(0), c.get_dims("normalized_shape"));
-          return {c.input(0)};
-        });
-  r.add("group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float "
-        "eps=1e-05, bool cudnn_enabled=True) -> Tensor",
-        N, D, [](const ShapeContext& c) -> std::vector<TensorType> {
-          const TensorType& x = c.input(0);
-          if (x.rank() < 2) c.fail("input must have rank >= 2, found " + std::to_string(x.rank()));
-          const int64_t g = c.get_int("num_groups");
-          const int64_t ch = require_constant(c, x.shape[1], "channels");
-          if (g <= 0 || ch % g != 0) {
-            c.fail("channels " + std::to_string(ch) + " are not divisible by num_groups " +
-                   std::to_string(g));
-          }
-          return {x};
-        });
-  r.add("native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt "
-        "HxW, int group, float eps) -> (Tensor, Tensor, Tensor)",
-        N, D, [](const ShapeContext& c) -> std::vector<TensorType> {
-          const TensorType& x = c.input(0);
-          if (x.rank() < 2) c.fail("input must have rank >= 2, found " + std::to_string(x.rank()));
-          Shape stat{x.shape[0], Dim::constant(c.get_int("group"))};
-          return {x, {x.dtype, stat}, {x.dtype, stat}};
-        });
+  r.add(
+      "layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? "
+      "bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor",
+      N, D, [](const ShapeContext& c) -> std::vector<TensorType> {
+        check_normalized_shape(c, c.input(0), c.get_dims("normalized_shape"));
+        return {c.input(0)};
+      });
+  r.add(
+      "native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, "
+      "float eps) -> (Tensor, Tensor, Tensor)",
+      N, D, [](const ShapeContext& c) -> std::vector<TensorType> {
+        const TensorType& x = c.input(0);
+        const std::vector<Dim> ns = c.get_dims("normalized_shape");
+        check_normalized_shape(c, x, ns);
+        Shape stat(x.shape.begin(), x.shape.end() - static_cast<std::ptrdiff_t>(ns.size()));
+        stat.resize(x.shape.size(), Dim::constant(1));
+        return {x, {DType::f32, stat}, {DType::f32, stat}};
+      });
+  r.add(
+      "rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) "
+      "-> Tensor",
+      N, D, [](const ShapeContext& c) -> std::vector<TensorType> {
+        check_normalized_shape(c, c.input(0), c.get_dims("normalized_shape"));
+        return {c.input(0)};
+      });
+  r.add(
+      "group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float "
+      "eps=1e-05, bool cudnn_enabled=True) -> Tensor",
+      N, D, [](const ShapeContext& c) -> std::vector<TensorType> {
+        const TensorType& x = c.input(0);
+        if (x.rank() < 2) c.fail("input must have rank >= 2, found " + std::to_string(x.rank()));
+        const int64_t g = c.get_int("num_groups");
+        const int64_t ch = require_constant(c, x.shape[1], "channels");
+        if (g <= 0 || ch % g != 0) {
+          c.fail("channels " + std::to_string(ch) + " are not divisible by num_groups " +
+                 std::to_string(g));
+        }
+        return {x};
+      });
+  r.add(
+      "native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt "
+      "HxW, int group, float eps) -> (Tensor, Tensor, Tensor)",
+      N, D, [](const ShapeContext& c) -> std::vector<TensorType> {
+        const TensorType& x = c.input(0);
+        if (x.rank() < 2) c.fail("input must have rank >= 2, found " + std::to_string(x.rank()));
+        Shape stat{x.shape[0], Dim::constant(c.get_int("group"))};
+        return {x, {x.dtype, stat}, {x.dtype, stat}};
+      });
   auto bn_check = [](const ShapeContext& c) {
     const TensorType& x = c.input(0);
     if (x.rank() < 2) c.fail("input must have rank >= 2, found rank " + std::to_string(x.rank()));
@@ -217,76 +235,80 @@ void register_reduction_and_norm_ops(OpRegistry& r) {
       }
     }
   };
-  r.add("batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? "
-        "running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor",
-        N, D, [bn_check](const ShapeContext& c) -> std::vector<TensorType> {
-          bn_check(c);
-          return {c.input(0)};
-        });
-  r.add("_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor "
-        "running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
-        N, D, [bn_check](const ShapeContext& c) -> std::vector<TensorType> {
-          bn_check(c);
-          const TensorType& x = c.input(0);
-          return {x, {x.dtype, {Dim::constant(0)}}, {x.dtype, {Dim::constant(0)}}};
-        });
-  r.add("_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor "
-        "running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, "
-        "Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)",
-        N, H, [bn_check](const ShapeContext& c) -> std::vector<TensorType> {
-          bn_check(c);
-          const TensorType& x = c.input(0);
-          TensorType stat{DType::f32, {x.shape[1]}};
-          return {x, stat, stat, c.input(3), c.input(4)};
-        });
+  r.add(
+      "batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? "
+      "running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor",
+      N, D, [bn_check](const ShapeContext& c) -> std::vector<TensorType> {
+        bn_check(c);
+        return {c.input(0)};
+      });
+  r.add(
+      "_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor "
+      "running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
+      N, D, [bn_check](const ShapeContext& c) -> std::vector<TensorType> {
+        bn_check(c);
+        const TensorType& x = c.input(0);
+        return {x, {x.dtype, {Dim::constant(0)}}, {x.dtype, {Dim::constant(0)}}};
+      });
+  r.add(
+      "_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor "
+      "running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, "
+      "Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)",
+      N, H, [bn_check](const ShapeContext& c) -> std::vector<TensorType> {
+        bn_check(c);
+        const TensorType& x = c.input(0);
+        TensorType stat{DType::f32, {x.shape[1]}};
+        return {x, stat, stat, c.input(3), c.input(4)};
+      });
 
   // Attention.
-  r.add("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? "
-        "attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool "
-        "enable_gqa=False) -> Tensor",
-        A, D, [](const ShapeContext& c) -> std::vector<TensorType> {
-          const TensorType& q = c.input(0);
-          const TensorType& k = c.input(1);
-          const TensorType& v = c.input(2);
-          if (q.rank() < 2 || k.rank() != q.rank() || v.rank() != q.rank()) {
-            c.fail("query, key and value must share a rank >= 2, found " +
-                   std::to_string(q.rank()) + ", " + std::to_string(k.rank()) + ", " +
-                   std::to_string(v.rank()));
+  r.add(
+      "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? "
+      "attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool "
+      "enable_gqa=False) -> Tensor",
+      A, D, [](const ShapeContext& c) -> std::vector<TensorType> {
+        const TensorType& q = c.input(0);
+        const TensorType& k = c.input(1);
+        const TensorType& v = c.input(2);
+        if (q.rank() < 2 || k.rank() != q.rank() || v.rank() != q.rank()) {
+          c.fail("query, key and value must share a rank >= 2, found " + std::to_string(q.rank()) +
+                 ", " + std::to_string(k.rank()) + ", " + std::to_string(v.rank()));
+        }
+        if (!(q.shape.back() == k.shape.back())) {
+          c.fail("query head dim " + c.graph().dim_to_string(q.shape.back()) +
+                 " differs from key head dim " + c.graph().dim_to_string(k.shape.back()));
+        }
+        if (!(k.shape[k.shape.size() - 2] == v.shape[v.shape.size() - 2])) {
+          c.fail("key length " + c.graph().dim_to_string(k.shape[k.shape.size() - 2]) +
+                 " differs from value length " +
+                 c.graph().dim_to_string(v.shape[v.shape.size() - 2]));
+        }
+        if (q.rank() == 4 && !(q.shape[1] == k.shape[1])) {
+          const bool gqa = c.get_bool("enable_gqa");
+          auto hq = q.shape[1].as_constant(), hk = k.shape[1].as_constant();
+          if (!gqa || !hq || !hk || *hk == 0 || *hq % *hk != 0) {
+            c.fail("query has " + c.graph().dim_to_string(q.shape[1]) + " heads and key " +
+                   c.graph().dim_to_string(k.shape[1]) +
+                   (gqa ? ": not a multiple" : ": differ without enable_gqa"));
           }
-          if (!(q.shape.back() == k.shape.back())) {
-            c.fail("query head dim " + c.graph().dim_to_string(q.shape.back()) +
-                   " differs from key head dim " + c.graph().dim_to_string(k.shape.back()));
-          }
-          if (!(k.shape[k.shape.size() - 2] == v.shape[v.shape.size() - 2])) {
-            c.fail("key length " + c.graph().dim_to_string(k.shape[k.shape.size() - 2]) +
-                   " differs from value length " +
-                   c.graph().dim_to_string(v.shape[v.shape.size() - 2]));
-          }
-          if (q.rank() == 4 && !(q.shape[1] == k.shape[1])) {
-            const bool gqa = c.get_bool("enable_gqa");
-            auto hq = q.shape[1].as_constant(), hk = k.shape[1].as_constant();
-            if (!gqa || !hq || !hk || *hk == 0 || *hq % *hk != 0) {
-              c.fail("query has " + c.graph().dim_to_string(q.shape[1]) + " heads and key " +
-                     c.graph().dim_to_string(k.shape[1]) +
-                     (gqa ? ": not a multiple" : ": differ without enable_gqa"));
-            }
-          }
-          Shape out(q.shape.begin(), q.shape.end() - 1);
-          out.push_back(v.shape.back());
-          return {{q.dtype, out}};
-        });
-  r.add("_scaled_dot_product_flash_attention_for_cpu(Tensor query, Tensor key, Tensor value, float "
-        "dropout_p=0.0, bool is_causal=False, *, Tensor? attn_mask=None, float? scale=None) -> "
-        "(Tensor output, Tensor logsumexp)",
-        A, D, [](const ShapeContext& c) -> std::vector<TensorType> {
-          const TensorType& q = c.input(0);
-          const TensorType& v = c.input(2);
-          if (q.rank() != 4) c.fail("query must have rank 4, found " + std::to_string(q.rank()));
-          Shape out(q.shape.begin(), q.shape.end() - 1);
-          out.push_back(v.shape.back());
-          Shape lse(q.shape.begin(), q.shape.end() - 1);
-          return {{q.dtype, out}, {DType::f32, lse}};
-        });
+        }
+        Shape out(q.shape.begin(), q.shape.end() - 1);
+        out.push_back(v.shape.back());
+        return {{q.dtype, out}};
+      });
+  r.add(
+      "_scaled_dot_product_flash_attention_for_cpu(Tensor query, Tensor key, Tensor value, float "
+      "dropout_p=0.0, bool is_causal=False, *, Tensor? attn_mask=None, float? scale=None) -> "
+      "(Tensor output, Tensor logsumexp)",
+      A, D, [](const ShapeContext& c) -> std::vector<TensorType> {
+        const TensorType& q = c.input(0);
+        const TensorType& v = c.input(2);
+        if (q.rank() != 4) c.fail("query must have rank 4, found " + std::to_string(q.rank()));
+        Shape out(q.shape.begin(), q.shape.end() - 1);
+        out.push_back(v.shape.back());
+        Shape lse(q.shape.begin(), q.shape.end() - 1);
+        return {{q.dtype, out}, {DType::f32, lse}};
+      });
 }
 
 }  // namespace neuronc::ir

@@ -48,15 +48,20 @@ class Lexer {
           if (p_ >= s_.size()) fail(t, "an escape character");
           char e = advance();
           switch (e) {
-            case 'n': t.text += '\n'; break;
-            case 't': t.text += '\t'; break;
+            case 'n':
+              t.text += '\n';
+              break;
+            case 't':
+              t.text += '\t';
+              break;
             case 'x': {
               if (p_ + 2 > s_.size()) fail(t, "two hex digits");
               std::string hex{advance(), advance()};
               t.text += static_cast<char>(std::stoi(hex, nullptr, 16));
               break;
             }
-            default: t.text += e;
+            default:
+              t.text += e;
           }
         } else {
           t.text += ch;
@@ -125,10 +130,14 @@ class Lexer {
 
 std::string describe(const Token& t) {
   switch (t.kind) {
-    case Tok::end: return "end of input";
-    case Tok::value: return "'%" + t.text + "'";
-    case Tok::string: return "string \"" + t.text + "\"";
-    default: return "'" + t.text + "'";
+    case Tok::end:
+      return "end of input";
+    case Tok::value:
+      return "'%" + t.text + "'";
+    case Tok::string:
+      return "string \"" + t.text + "\"";
+    default:
+      return "'" + t.text + "'";
   }
 }
 
@@ -150,7 +159,9 @@ class Parser {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& expected) { Lexer::fail(tok_, expected, describe(tok_)); }
+  [[noreturn]] void fail(const std::string& expected) {
+    Lexer::fail(tok_, expected, describe(tok_));
+  }
   void bump() { tok_ = lex_.next(); }
   bool is_punct(const char* p) const { return tok_.kind == Tok::punct && tok_.text == p; }
   bool is_ident(const char* p) const { return tok_.kind == Tok::ident && tok_.text == p; }
@@ -251,8 +262,8 @@ class Parser {
       }
       return;
     }
-    for (InputRole role : {InputRole::user_input, InputRole::parameter, InputRole::buffer,
-                           InputRole::constant}) {
+    for (InputRole role :
+         {InputRole::user_input, InputRole::parameter, InputRole::buffer, InputRole::constant}) {
       if (is_ident(input_role_name(role))) {
         bump();
         input(role);
@@ -302,7 +313,8 @@ class Parser {
     } else {
       for (;;) {
         if (tok_.kind != Tok::value) fail("a result '%name' or a statement");
-        if (g_->find_value(tok_.text)) Lexer::fail(tok_, "a new value name", "'%" + tok_.text + "' again");
+        if (g_->find_value(tok_.text))
+          Lexer::fail(tok_, "a new value name", "'%" + tok_.text + "' again");
         names.push_back(tok_.text);
         bump();
         expect_punct(":");
@@ -445,7 +457,8 @@ class Parser {
       any_sym |= s;
       all_bool &= std::holds_alternative<bool>(a);
       all_str &= std::holds_alternative<std::string>(a);
-      if (!(i || f || s || std::holds_alternative<bool>(a) || std::holds_alternative<std::string>(a))) {
+      if (!(i || f || s || std::holds_alternative<bool>(a) ||
+            std::holds_alternative<std::string>(a))) {
         fail("a list of ints, floats, bools or strings");
       }
     }
@@ -463,7 +476,8 @@ class Parser {
     if (all_int && any_sym) {
       SymIntList l;
       for (const Attribute& a : items) {
-        l.dims.push_back(std::holds_alternative<Dim>(a) ? std::get<Dim>(a) : Dim::constant(std::get<int64_t>(a)));
+        l.dims.push_back(std::holds_alternative<Dim>(a) ? std::get<Dim>(a)
+                                                        : Dim::constant(std::get<int64_t>(a)));
       }
       return l;
     }
@@ -475,9 +489,12 @@ class Parser {
     if (any_float && !any_sym) {
       std::vector<double> v;
       for (const Attribute& a : items) {
-        if (std::holds_alternative<double>(a)) v.push_back(std::get<double>(a));
-        else if (std::holds_alternative<int64_t>(a)) v.push_back(static_cast<double>(std::get<int64_t>(a)));
-        else fail("a homogeneous list");
+        if (std::holds_alternative<double>(a))
+          v.push_back(std::get<double>(a));
+        else if (std::holds_alternative<int64_t>(a))
+          v.push_back(static_cast<double>(std::get<int64_t>(a)));
+        else
+          fail("a homogeneous list");
       }
       return v;
     }
@@ -491,6 +508,8 @@ class Parser {
 
 }  // namespace
 
-std::unique_ptr<Graph> parse(std::string_view text) { return Parser(text).parse(); }
+std::unique_ptr<Graph> parse(std::string_view text) {
+  return Parser(text).parse();
+}
 
 }  // namespace neuronc::ir

@@ -1,9 +1,9 @@
 // Prints a Graph in the IR text form (see printer.h).
+#include "ir/printer.h"
+
 #include <cmath>
 #include <cstdio>
 #include <sstream>
-
-#include "ir/printer.h"
 
 namespace neuronc::ir {
 namespace {
@@ -12,10 +12,18 @@ std::string quote(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char buf[8];
@@ -71,7 +79,8 @@ std::string format_attribute(const Graph& g, const Attribute& a) {
     std::string operator()(const std::vector<bool>& v) const {
       if (v.empty()) return "bools[]";
       std::string s = "[";
-      for (size_t i = 0; i < v.size(); ++i) s += std::string(i ? ", " : "") + (v[i] ? "true" : "false");
+      for (size_t i = 0; i < v.size(); ++i)
+        s += std::string(i ? ", " : "") + (v[i] ? "true" : "false");
       return s + "]";
     }
     std::string operator()(const std::vector<std::string>& v) const {
@@ -84,7 +93,9 @@ std::string format_attribute(const Graph& g, const Attribute& a) {
     std::string operator()(const DeviceAttr& d) const {
       return "device(" + quote(d.type) + (d.index >= 0 ? ", " + std::to_string(d.index) : "") + ")";
     }
-    std::string operator()(MemoryFormat f) const { return std::string("#") + memory_format_name(f); }
+    std::string operator()(MemoryFormat f) const {
+      return std::string("#") + memory_format_name(f);
+    }
     std::string operator()(Layout l) const { return std::string("#") + layout_name(l); }
     std::string operator()(const SymIntList& l) const { return g.shape_to_string(l.dims); }
     std::string operator()(const Dim& d) const { return g.dim_to_string(d); }
@@ -97,8 +108,10 @@ std::string print(const Graph& g, const PrintOptions& opts) {
   os << "graph {\n";
   for (const Symbol& s : g.symbols()) {
     os << "  sym " << s.name << " [" << s.min << ", ";
-    if (s.max == INT64_MAX) os << "inf";
-    else os << s.max;
+    if (s.max == INT64_MAX)
+      os << "inf";
+    else
+      os << s.max;
     os << "]\n";
   }
   for (const GraphInput& in : g.inputs()) {
@@ -122,14 +135,17 @@ std::string print(const Graph& g, const PrintOptions& opts) {
     os << " = " << n.op() << "(";
     for (size_t i = 0; i < n.inputs().size(); ++i) {
       os << (i ? ", " : "");
-      if (n.inputs()[i]) os << "%" << n.inputs()[i]->name();
-      else os << "_";
+      if (n.inputs()[i])
+        os << "%" << n.inputs()[i]->name();
+      else
+        os << "_";
     }
     os << ")";
     if (!n.attrs().empty()) {
       os << " {";
       for (size_t i = 0; i < n.attrs().size(); ++i) {
-        os << (i ? ", " : "") << n.attrs()[i].name << " = " << format_attribute(g, n.attrs()[i].value);
+        os << (i ? ", " : "") << n.attrs()[i].name << " = "
+           << format_attribute(g, n.attrs()[i].value);
       }
       os << "}";
     }
@@ -148,7 +164,8 @@ std::string print(const Graph& g, const PrintOptions& opts) {
   }
   for (const GraphOutput& o : g.outputs()) {
     os << "  output %" << o.value->name();
-    if (o.role != OutputRole::user_output) os << " " << output_role_name(o.role) << " " << quote(o.target);
+    if (o.role != OutputRole::user_output)
+      os << " " << output_role_name(o.role) << " " << quote(o.target);
     os << "\n";
   }
   os << "}\n";

@@ -15,9 +15,9 @@
 // #strided, device("cpu", 0) and symbolic dims like s0 or 4*s0.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
-#include <memory>
 
 #include "ir/graph.h"
 

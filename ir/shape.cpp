@@ -6,7 +6,9 @@
 namespace neuronc::ir {
 namespace {
 
-bool mul_overflows(int64_t a, int64_t b, int64_t* out) { return __builtin_mul_overflow(a, b, out); }
+bool mul_overflows(int64_t a, int64_t b, int64_t* out) {
+  return __builtin_mul_overflow(a, b, out);
+}
 
 }  // namespace
 
@@ -17,7 +19,9 @@ Monomial Monomial::of(const Dim& d) {
   return m;
 }
 
-Monomial& Monomial::operator*=(const Dim& d) { return *this *= Monomial::of(d); }
+Monomial& Monomial::operator*=(const Dim& d) {
+  return *this *= Monomial::of(d);
+}
 
 Monomial& Monomial::operator*=(const Monomial& m) {
   int64_t c = 0;

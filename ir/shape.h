@@ -14,8 +14,8 @@ namespace neuronc::ir {
 using SymbolId = int32_t;
 
 struct Dim {
-  int64_t coeff = 0;       // the value when symbol < 0; else the multiplier of the symbol
-  SymbolId symbol = -1;    // -1: constant dimension
+  int64_t coeff = 0;     // the value when symbol < 0; else the multiplier of the symbol
+  SymbolId symbol = -1;  // -1: constant dimension
 
   static Dim constant(int64_t v) { return Dim{v, -1}; }
   static Dim sym(SymbolId s, int64_t coeff = 1) { return Dim{coeff, s}; }
@@ -32,8 +32,8 @@ struct Dim {
 };
 
 struct Symbol {
-  std::string name;  // "s0", "s77", as in the input file
-  int64_t min = 0;   // inclusive
+  std::string name;         // "s0", "s77", as in the input file
+  int64_t min = 0;          // inclusive
   int64_t max = INT64_MAX;  // inclusive; INT64_MAX = unbounded
   friend bool operator==(const Symbol&, const Symbol&) = default;
 };

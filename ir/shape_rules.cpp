@@ -15,7 +15,9 @@ int64_t normalize_dim(const ShapeContext& c, int64_t dim, int64_t rank, const ch
   return dim < 0 ? dim + r : dim;
 }
 
-std::string shape_str(const ShapeContext& c, const Shape& s) { return c.graph().shape_to_string(s); }
+std::string shape_str(const ShapeContext& c, const Shape& s) {
+  return c.graph().shape_to_string(s);
+}
 
 Shape broadcast(const ShapeContext& c, const Shape& a, const Shape& b) {
   const size_t n = std::max(a.size(), b.size());

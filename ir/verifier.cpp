@@ -44,8 +44,9 @@ std::vector<std::string> verify(const Graph& g, const VerifyOptions& opts) {
     }
     if (const ConstantPayload* p = in.value->payload()) {
       if (auto n = numel(in.value->shape()); n && n->is_constant() && p->strides.empty()) {
-        const size_t need = (static_cast<size_t>(p->storage_offset) + static_cast<size_t>(n->coeff)) *
-                            dtype_size(in.value->dtype());
+        const size_t need =
+            (static_cast<size_t>(p->storage_offset) + static_cast<size_t>(n->coeff)) *
+            dtype_size(in.value->dtype());
         if (need > p->nbytes) {
           problems.push_back("constant '" + in.value->name() + "': needs " + std::to_string(need) +
                              " bytes, payload has " + std::to_string(p->nbytes));
@@ -65,7 +66,8 @@ std::vector<std::string> verify(const Graph& g, const VerifyOptions& opts) {
       }
       bool listed = false;
       for (const Use& u : v->uses()) listed |= (u.node == &n && u.operand == i);
-      if (!listed) problems.push_back(who + ": use list of '" + v->name() + "' is missing this use");
+      if (!listed)
+        problems.push_back(who + ": use list of '" + v->name() + "' is missing this use");
     }
     for (const Value* out : n.outputs()) {
       if (out->producer() != &n) {
@@ -99,9 +101,9 @@ std::vector<std::string> verify(const Graph& g, const VerifyOptions& opts) {
       for (size_t i = 0; i < expect.size(); ++i) {
         const TensorType& have = n.outputs()[i]->type();
         if (!(have == expect[i])) {
-          problems.push_back(who + ": result " + std::to_string(i) + " '" +
-                             n.outputs()[i]->name() + "' has type " + g.type_to_string(have) +
-                             ", expected " + g.type_to_string(expect[i]));
+          problems.push_back(who + ": result " + std::to_string(i) + " '" + n.outputs()[i]->name() +
+                             "' has type " + g.type_to_string(have) + ", expected " +
+                             g.type_to_string(expect[i]));
         }
       }
     } catch (const Error& e) {

@@ -17,9 +17,12 @@ std::optional<AutoCastMode> parse_auto_cast(std::string_view s) {
 
 const char* auto_cast_name(AutoCastMode m) {
   switch (m) {
-    case AutoCastMode::none: return "none";
-    case AutoCastMode::matmul: return "matmul";
-    case AutoCastMode::all: return "all";
+    case AutoCastMode::none:
+      return "none";
+    case AutoCastMode::matmul:
+      return "matmul";
+    case AutoCastMode::all:
+      return "all";
   }
   return "?";
 }
@@ -99,7 +102,8 @@ bool AutoCast::run(ir::Graph& g) {
       ir::Value* old = n->output(i);
       ir::Value* res = low->output(i);
       if (res->dtype() != old->dtype()) {
-        ir::Node* back = g.insert_before(n, "aten._to_copy.default", {res}, {{"dtype", old->dtype()}});
+        ir::Node* back =
+            g.insert_before(n, "aten._to_copy.default", {res}, {{"dtype", old->dtype()}});
         back->set_location(n->location());
         bf16_of[back->output()] = res;
         renames.emplace_back(back, old->name());

@@ -131,8 +131,10 @@ class Canonicalizer {
     n->output()->replace_all_uses_with(v);
     const Node* anchor = v->producer() ? v->producer() : n;
     g_.erase(n);
-    if (anchor != n) redirect_later_uses(g_, self, v, anchor);
-    else redirect_all_uses_after_input(self, v);
+    if (anchor != n)
+      redirect_later_uses(g_, self, v, anchor);
+    else
+      redirect_all_uses_after_input(self, v);
     return true;
   }
 
@@ -152,7 +154,8 @@ class Canonicalizer {
       forward_to(g_, n, x);
       return true;
     }
-    if (n->op() == "aten._to_copy.default" && n->attrs().size() == 1 && n->attrs()[0].name == "dtype")
+    if (n->op() == "aten._to_copy.default" && n->attrs().size() == 1 &&
+        n->attrs()[0].name == "dtype")
       return false;  // already canonical
     replace_node(g_, n, "aten._to_copy.default", {x}, {{"dtype", to}});
     return true;
@@ -215,9 +218,9 @@ class Canonicalizer {
         g_.is_graph_output(n->output(2)))
       return false;
     std::vector<Value*> in = n->inputs();
-    ir::Node* ln = g_.insert_before(n, "aten.layer_norm.default", in,
-                                    {{"normalized_shape", *n->attr("normalized_shape")},
-                                     {"eps", n->attr_float("eps")}});
+    ir::Node* ln = g_.insert_before(
+        n, "aten.layer_norm.default", in,
+        {{"normalized_shape", *n->attr("normalized_shape")}, {"eps", n->attr_float("eps")}});
     const std::string name = n->output(0)->name();
     n->output(0)->replace_all_uses_with(ln->output());
     ln->set_location(n->location());
@@ -252,6 +255,8 @@ class Canonicalizer {
 
 }  // namespace
 
-bool Canonicalize::run(ir::Graph& g) { return Canonicalizer(g).run(); }
+bool Canonicalize::run(ir::Graph& g) {
+  return Canonicalizer(g).run();
+}
 
 }  // namespace neuronc::passes

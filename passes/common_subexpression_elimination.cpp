@@ -13,7 +13,8 @@ std::string signature(const ir::Graph& g, const ir::Node& n) {
   std::string key = n.op() + "(";
   for (const ir::Value* v : n.inputs()) key += (v ? v->name() : std::string("_")) + ",";
   key += "){";
-  for (const ir::NamedAttr& a : n.attrs()) key += a.name + "=" + ir::format_attribute(g, a.value) + ",";
+  for (const ir::NamedAttr& a : n.attrs())
+    key += a.name + "=" + ir::format_attribute(g, a.value) + ",";
   key += "}";
   for (const ir::Value* v : n.outputs()) key += g.type_to_string(v->type()) + ";";
   return key;
@@ -32,7 +33,8 @@ bool CommonSubexpressionElimination::run(ir::Graph& g) {
     auto [it, inserted] = seen.emplace(signature(g, *n), n);
     if (inserted) continue;
     ir::Node* first = it->second;
-    for (size_t i = 0; i < n->outputs().size(); ++i) n->output(i)->replace_all_uses_with(first->output(i));
+    for (size_t i = 0; i < n->outputs().size(); ++i)
+      n->output(i)->replace_all_uses_with(first->output(i));
     g.erase(n);
     changed = true;
   }

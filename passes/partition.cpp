@@ -17,12 +17,14 @@ Placement registry_placement(const ir::Node& node) {
   }
   for (const ir::Value* v : node.inputs()) {
     if (v && ir::is_complex(v->dtype())) {
-      return {Placement::host, "complex operand '" + v->name() + "' (the NeuronCore has no complex types)"};
+      return {Placement::host,
+              "complex operand '" + v->name() + "' (the NeuronCore has no complex types)"};
     }
   }
   for (const ir::Value* v : node.outputs()) {
     if (ir::is_complex(v->dtype())) {
-      return {Placement::host, "complex result '" + v->name() + "' (the NeuronCore has no complex types)"};
+      return {Placement::host,
+              "complex result '" + v->name() + "' (the NeuronCore has no complex types)"};
     }
   }
   return {Placement::device, ""};
@@ -41,8 +43,10 @@ PartitionPlan partition_graph(const ir::Graph& g, const PlacementOracle& oracle)
     const Placement p = oracle(*node);
     if (p.kind == Placement::device) continue;
     kind[i] = PartitionKind::host;
-    if (p.kind == Placement::unsupported) plan.unsupported.push_back({node, p.reason});
-    else plan.host_reasons.push_back({node, p.reason});
+    if (p.kind == Placement::unsupported)
+      plan.unsupported.push_back({node, p.reason});
+    else
+      plan.host_reasons.push_back({node, p.reason});
   }
 
   // Dependency counts.
@@ -96,12 +100,14 @@ PartitionPlan partition_graph(const ir::Graph& g, const PlacementOracle& oracle)
       p.nodes.push_back(node);
       for (const ir::Value* v : node->inputs()) {
         if (!v) continue;
-        const bool outside = !v->producer() || group_of[index.at(v->producer())] != static_cast<int>(gi);
+        const bool outside =
+            !v->producer() || group_of[index.at(v->producer())] != static_cast<int>(gi);
         if (outside && in_seen.insert(v).second) p.inputs.push_back(v);
       }
       for (const ir::Value* v : node->outputs()) {
         bool escapes = g.is_graph_output(v);
-        for (const ir::Use& u : v->uses()) escapes |= group_of[index.at(u.node)] != static_cast<int>(gi);
+        for (const ir::Use& u : v->uses())
+          escapes |= group_of[index.at(u.node)] != static_cast<int>(gi);
         if (escapes && out_seen.insert(v).second) p.outputs.push_back(v);
       }
     }

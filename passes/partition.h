@@ -21,8 +21,8 @@ enum class PartitionKind { device, host };
 
 struct Partition {
   PartitionKind kind = PartitionKind::device;
-  std::vector<const ir::Node*> nodes;     // in execution order
-  std::vector<const ir::Value*> inputs;   // values read here and defined elsewhere (or graph inputs)
+  std::vector<const ir::Node*> nodes;    // in execution order
+  std::vector<const ir::Value*> inputs;  // values read here and defined elsewhere (or graph inputs)
   std::vector<const ir::Value*> outputs;  // values defined here and read elsewhere or returned
 };
 
@@ -34,7 +34,7 @@ struct HostReason {
 struct PartitionPlan {
   std::vector<Partition> partitions;
   std::vector<HostReason> host_reasons;  // one per host node, in node order
-  std::vector<HostReason> unsupported;  // nodes no path can run, with the reason
+  std::vector<HostReason> unsupported;   // nodes no path can run, with the reason
 };
 
 // Where one node can run, and why it is not on the device when it is not.
@@ -49,6 +49,7 @@ using PlacementOracle = std::function<Placement(const ir::Node&)>;
 Placement registry_placement(const ir::Node& n);
 
 // Places every node with `oracle`, then partitions.
-PartitionPlan partition_graph(const ir::Graph& g, const PlacementOracle& oracle = registry_placement);
+PartitionPlan partition_graph(const ir::Graph& g,
+                              const PlacementOracle& oracle = registry_placement);
 
 }  // namespace neuronc::passes

@@ -114,7 +114,9 @@ HostTensor gather_view(const HostTensor& in, const Shape& out_shape, const Shape
   return o;
 }
 
-double scalar_attr(const ir::Node& n, const char* name) { return n.attr_float(name); }
+double scalar_attr(const ir::Node& n, const char* name) {
+  return n.attr_float(name);
+}
 
 int64_t norm_dim(int64_t d, size_t rank) {
   return d < 0 ? d + static_cast<int64_t>(std::max<size_t>(rank, 1)) : d;
@@ -124,17 +126,28 @@ int64_t norm_dim(int64_t d, size_t rank) {
 
 double round_to(ir::DType t, double v) {
   switch (t) {
-    case ir::DType::f64: return v;
-    case ir::DType::f32: return static_cast<double>(static_cast<float>(v));
-    case ir::DType::bf16: return static_cast<double>(bf16_round(static_cast<float>(v)));
-    case ir::DType::f16: return static_cast<double>(static_cast<float>(static_cast<_Float16>(static_cast<float>(v))));
-    case ir::DType::boolean: return v != 0 ? 1.0 : 0.0;
-    case ir::DType::i64: return std::isfinite(v) ? std::trunc(v) : 0;
-    case ir::DType::i32: return static_cast<double>(static_cast<int32_t>(static_cast<int64_t>(std::trunc(v))));
-    case ir::DType::i16: return static_cast<double>(static_cast<int16_t>(static_cast<int64_t>(std::trunc(v))));
-    case ir::DType::i8: return static_cast<double>(static_cast<int8_t>(static_cast<int64_t>(std::trunc(v))));
-    case ir::DType::u8: return static_cast<double>(static_cast<uint8_t>(static_cast<int64_t>(std::trunc(v))));
-    default: return v;
+    case ir::DType::f64:
+      return v;
+    case ir::DType::f32:
+      return static_cast<double>(static_cast<float>(v));
+    case ir::DType::bf16:
+      return static_cast<double>(bf16_round(static_cast<float>(v)));
+    case ir::DType::f16:
+      return static_cast<double>(static_cast<float>(static_cast<_Float16>(static_cast<float>(v))));
+    case ir::DType::boolean:
+      return v != 0 ? 1.0 : 0.0;
+    case ir::DType::i64:
+      return std::isfinite(v) ? std::trunc(v) : 0;
+    case ir::DType::i32:
+      return static_cast<double>(static_cast<int32_t>(static_cast<int64_t>(std::trunc(v))));
+    case ir::DType::i16:
+      return static_cast<double>(static_cast<int16_t>(static_cast<int64_t>(std::trunc(v))));
+    case ir::DType::i8:
+      return static_cast<double>(static_cast<int8_t>(static_cast<int64_t>(std::trunc(v))));
+    case ir::DType::u8:
+      return static_cast<double>(static_cast<uint8_t>(static_cast<int64_t>(std::trunc(v))));
+    default:
+      return v;
   }
 }
 
@@ -144,7 +157,8 @@ std::optional<HostTensor> read_constant(const ir::Value& v) {
   auto shape = static_shape(v.shape());
   if (!shape) return std::nullopt;
   HostTensor h = make(v.dtype(), *shape);
-  const Shape st = p->strides.empty() ? strides_of(*shape) : Shape(p->strides.begin(), p->strides.end());
+  const Shape st =
+      p->strides.empty() ? strides_of(*shape) : Shape(p->strides.begin(), p->strides.end());
   const size_t es = ir::dtype_size(v.dtype());
   for (int64_t i = 0; i < static_cast<int64_t>(h.data.size()); ++i) {
     int64_t rem = i, off = p->storage_offset;
@@ -157,21 +171,63 @@ std::optional<HostTensor> read_constant(const ir::Value& v) {
     const std::byte* src = p->data + byte;
     double val = 0;
     switch (v.dtype()) {
-      case ir::DType::f64: { double x; std::memcpy(&x, src, 8); val = x; break; }
-      case ir::DType::f32: { float x; std::memcpy(&x, src, 4); val = x; break; }
+      case ir::DType::f64: {
+        double x;
+        std::memcpy(&x, src, 8);
+        val = x;
+        break;
+      }
+      case ir::DType::f32: {
+        float x;
+        std::memcpy(&x, src, 4);
+        val = x;
+        break;
+      }
       case ir::DType::bf16: {
-        uint16_t x; std::memcpy(&x, src, 2);
+        uint16_t x;
+        std::memcpy(&x, src, 2);
         val = std::bit_cast<float>(static_cast<uint32_t>(x) << 16);
         break;
       }
-      case ir::DType::f16: { _Float16 x; std::memcpy(&x, src, 2); val = static_cast<float>(x); break; }
-      case ir::DType::i64: { int64_t x; std::memcpy(&x, src, 8); val = static_cast<double>(x); break; }
-      case ir::DType::i32: { int32_t x; std::memcpy(&x, src, 4); val = x; break; }
-      case ir::DType::i16: { int16_t x; std::memcpy(&x, src, 2); val = x; break; }
-      case ir::DType::i8: { int8_t x; std::memcpy(&x, src, 1); val = x; break; }
+      case ir::DType::f16: {
+        _Float16 x;
+        std::memcpy(&x, src, 2);
+        val = static_cast<float>(x);
+        break;
+      }
+      case ir::DType::i64: {
+        int64_t x;
+        std::memcpy(&x, src, 8);
+        val = static_cast<double>(x);
+        break;
+      }
+      case ir::DType::i32: {
+        int32_t x;
+        std::memcpy(&x, src, 4);
+        val = x;
+        break;
+      }
+      case ir::DType::i16: {
+        int16_t x;
+        std::memcpy(&x, src, 2);
+        val = x;
+        break;
+      }
+      case ir::DType::i8: {
+        int8_t x;
+        std::memcpy(&x, src, 1);
+        val = x;
+        break;
+      }
       case ir::DType::u8:
-      case ir::DType::boolean: { uint8_t x; std::memcpy(&x, src, 1); val = x; break; }
-      default: return std::nullopt;
+      case ir::DType::boolean: {
+        uint8_t x;
+        std::memcpy(&x, src, 1);
+        val = x;
+        break;
+      }
+      default:
+        return std::nullopt;
     }
     h.data[static_cast<size_t>(i)] = val;
   }
@@ -185,21 +241,53 @@ std::vector<std::byte> encode(const HostTensor& t) {
     std::byte* dst = out.data() + i * es;
     const double v = t.data[i];
     switch (t.dtype) {
-      case ir::DType::f64: std::memcpy(dst, &v, 8); break;
-      case ir::DType::f32: { float x = static_cast<float>(v); std::memcpy(dst, &x, 4); break; }
+      case ir::DType::f64:
+        std::memcpy(dst, &v, 8);
+        break;
+      case ir::DType::f32: {
+        float x = static_cast<float>(v);
+        std::memcpy(dst, &x, 4);
+        break;
+      }
       case ir::DType::bf16: {
-        uint16_t x = static_cast<uint16_t>(std::bit_cast<uint32_t>(bf16_round(static_cast<float>(v))) >> 16);
+        uint16_t x =
+            static_cast<uint16_t>(std::bit_cast<uint32_t>(bf16_round(static_cast<float>(v))) >> 16);
         std::memcpy(dst, &x, 2);
         break;
       }
-      case ir::DType::f16: { _Float16 x = static_cast<_Float16>(static_cast<float>(v)); std::memcpy(dst, &x, 2); break; }
-      case ir::DType::i64: { int64_t x = static_cast<int64_t>(v); std::memcpy(dst, &x, 8); break; }
-      case ir::DType::i32: { int32_t x = static_cast<int32_t>(v); std::memcpy(dst, &x, 4); break; }
-      case ir::DType::i16: { int16_t x = static_cast<int16_t>(v); std::memcpy(dst, &x, 2); break; }
-      case ir::DType::i8: { int8_t x = static_cast<int8_t>(v); std::memcpy(dst, &x, 1); break; }
+      case ir::DType::f16: {
+        _Float16 x = static_cast<_Float16>(static_cast<float>(v));
+        std::memcpy(dst, &x, 2);
+        break;
+      }
+      case ir::DType::i64: {
+        int64_t x = static_cast<int64_t>(v);
+        std::memcpy(dst, &x, 8);
+        break;
+      }
+      case ir::DType::i32: {
+        int32_t x = static_cast<int32_t>(v);
+        std::memcpy(dst, &x, 4);
+        break;
+      }
+      case ir::DType::i16: {
+        int16_t x = static_cast<int16_t>(v);
+        std::memcpy(dst, &x, 2);
+        break;
+      }
+      case ir::DType::i8: {
+        int8_t x = static_cast<int8_t>(v);
+        std::memcpy(dst, &x, 1);
+        break;
+      }
       case ir::DType::u8:
-      case ir::DType::boolean: { uint8_t x = static_cast<uint8_t>(v); std::memcpy(dst, &x, 1); break; }
-      default: break;
+      case ir::DType::boolean: {
+        uint8_t x = static_cast<uint8_t>(v);
+        std::memcpy(dst, &x, 1);
+        break;
+      }
+      default:
+        break;
     }
   }
   return out;
@@ -214,9 +302,11 @@ std::optional<std::vector<HostTensor>> evaluate(const ir::Node& n,
   if (!out_shape_opt) return std::nullopt;
   const Shape out_shape = *out_shape_opt;
   const ir::DType ot = out_v->dtype();
-  if (ir::is_complex(ot) || ot == ir::DType::f8e4m3fn || ot == ir::DType::f8e5m2) return std::nullopt;
+  if (ir::is_complex(ot) || ot == ir::DType::f8e4m3fn || ot == ir::DType::f8e5m2)
+    return std::nullopt;
   for (const HostTensor* t : in) {
-    if (t && (ir::is_complex(t->dtype) || t->dtype == ir::DType::f8e4m3fn || t->dtype == ir::DType::f8e5m2))
+    if (t && (ir::is_complex(t->dtype) || t->dtype == ir::DType::f8e4m3fn ||
+              t->dtype == ir::DType::f8e5m2))
       return std::nullopt;
   }
   auto one = [](HostTensor t) { return std::vector<HostTensor>{std::move(t)}; };
@@ -226,15 +316,17 @@ std::optional<std::vector<HostTensor>> evaluate(const ir::Node& n,
     const double start = op == "aten.arange.default" ? 0.0 : scalar_attr(n, "start");
     const double step = op == "aten.arange.start_step" ? scalar_attr(n, "step") : 1.0;
     HostTensor o = make(ot, out_shape);
-    for (size_t i = 0; i < o.data.size(); ++i) o.data[i] = round_to(ot, start + step * static_cast<double>(i));
+    for (size_t i = 0; i < o.data.size(); ++i)
+      o.data[i] = round_to(ot, start + step * static_cast<double>(i));
     return one(o);
   }
-  if (op == "aten.full.default" || op == "aten.new_full.default" || op == "aten.full_like.default" ||
-      op == "aten.fill.Scalar") {
+  if (op == "aten.full.default" || op == "aten.new_full.default" ||
+      op == "aten.full_like.default" || op == "aten.fill.Scalar") {
     const char* name = op == "aten.fill.Scalar" ? "value" : "fill_value";
     return one(make(ot, out_shape, round_to(ot, scalar_attr(n, name))));
   }
-  if (op == "aten.zeros.default" || op == "aten.new_zeros.default" || op == "aten.zeros_like.default")
+  if (op == "aten.zeros.default" || op == "aten.new_zeros.default" ||
+      op == "aten.zeros_like.default")
     return one(make(ot, out_shape, 0));
   if (op == "aten.ones.default" || op == "aten.new_ones.default" || op == "aten.ones_like.default")
     return one(make(ot, out_shape, 1));
@@ -248,9 +340,10 @@ std::optional<std::vector<HostTensor>> evaluate(const ir::Node& n,
       op == "aten.lift_fresh_copy.default" || op == "aten.contiguous.default") {
     return one(unary(x, ot, [](double v) { return v; }));
   }
-  if (op == "aten.view.default" || op == "aten.reshape.default" || op == "aten._unsafe_view.default" ||
-      op == "aten.unsqueeze.default" || op == "aten.squeeze.dim" || op == "aten.squeeze.dims" ||
-      op == "aten.flatten.using_ints" || op == "aten.unflatten.int") {
+  if (op == "aten.view.default" || op == "aten.reshape.default" ||
+      op == "aten._unsafe_view.default" || op == "aten.unsqueeze.default" ||
+      op == "aten.squeeze.dim" || op == "aten.squeeze.dims" || op == "aten.flatten.using_ints" ||
+      op == "aten.unflatten.int") {
     HostTensor o = x;
     o.shape = out_shape;
     return one(o);
@@ -277,7 +370,8 @@ std::optional<std::vector<HostTensor>> evaluate(const ir::Node& n,
       int64_t idx = n.attr_int("index");
       if (idx < 0) idx += size;
       Shape s2;
-      for (size_t k = 0; k < st.size(); ++k) if (static_cast<int64_t>(k) != d) s2.push_back(st[k]);
+      for (size_t k = 0; k < st.size(); ++k)
+        if (static_cast<int64_t>(k) != d) s2.push_back(st[k]);
       return one(gather_view(x, out_shape, s2, idx * st[static_cast<size_t>(d)]));
     }
     int64_t start = n.attr_is_none("start") ? 0 : n.attr_int("start");
@@ -300,7 +394,8 @@ std::optional<std::vector<HostTensor>> evaluate(const ir::Node& n,
       const int64_t td = t->shape[static_cast<size_t>(d)];
       for (int64_t a = 0; a < outer; ++a)
         for (int64_t b = 0; b < td * inner; ++b)
-          o.data[static_cast<size_t>(a * out_shape[static_cast<size_t>(d)] * inner + at * inner + b)] =
+          o.data[static_cast<size_t>(a * out_shape[static_cast<size_t>(d)] * inner + at * inner +
+                                     b)] =
               round_to(ot, t->data[static_cast<size_t>(a * td * inner + b)]);
       at += td;
     }
@@ -313,7 +408,10 @@ std::optional<std::vector<HostTensor>> evaluate(const ir::Node& n,
     if (n.attr(attr)) return scalar(ir::DType::f64, scalar_attr(n, attr));
     return std::nullopt;
   };
-  struct Bin { const char* name; std::function<double(double, double)> f; };
+  struct Bin {
+    const char* name;
+    std::function<double(double, double)> f;
+  };
   static const Bin bins[] = {
       {"add", [](double a, double b) { return a + b; }},
       {"sub", [](double a, double b) { return a - b; }},
@@ -348,17 +446,24 @@ std::optional<std::vector<HostTensor>> evaluate(const ir::Node& n,
     if (n.attr("alpha")) alpha = n.attr_float("alpha");
     auto f = b.f;
     if (alpha != 1.0 && (base == "add" || base == "sub" || base == "rsub")) {
-      if (base == "rsub") f = [alpha](double a, double c) { return c - alpha * a; };
-      else f = [f, alpha](double a, double c) { return f(a, alpha * c); };
+      if (base == "rsub")
+        f = [alpha](double a, double c) { return c - alpha * a; };
+      else
+        f = [f, alpha](double a, double c) { return f(a, alpha * c); };
     }
     if (base == "div" && overload == "Tensor_mode" && !n.attr_is_none("rounding_mode")) {
       const std::string mode = n.attr_string("rounding_mode");
-      f = mode == "floor" ? std::function<double(double, double)>([](double a, double c) { return std::floor(a / c); })
-                          : std::function<double(double, double)>([](double a, double c) { return std::trunc(a / c); });
+      f = mode == "floor" ? std::function<double(double, double)>(
+                                [](double a, double c) { return std::floor(a / c); })
+                          : std::function<double(double, double)>(
+                                [](double a, double c) { return std::trunc(a / c); });
     }
     return one(binary(x, *y, ot, f));
   }
-  struct Un { const char* name; double (*f)(double); };
+  struct Un {
+    const char* name;
+    double (*f)(double);
+  };
   static const Un uns[] = {
       {"neg", [](double a) { return -a; }},
       {"abs", [](double a) { return std::fabs(a); }},
@@ -370,23 +475,27 @@ std::optional<std::vector<HostTensor>> evaluate(const ir::Node& n,
       {"rsqrt", [](double a) { return 1.0 / std::sqrt(a); }},
       {"reciprocal", [](double a) { return 1.0 / a; }},
       {"logical_not", [](double a) { return double(a == 0); }},
-      {"bitwise_not", [](double a) { return a == 0 || a == 1 ? double(a == 0) : double(~int64_t(a)); }},
+      {"bitwise_not",
+       [](double a) { return a == 0 || a == 1 ? double(a == 0) : double(~int64_t(a)); }},
       {"relu", [](double a) { return a > 0 ? a : 0.0; }},
   };
   for (const Un& u : uns) {
     if (base != u.name) continue;
     // Float math is computed in the result's precision (fp32 for f32 results).
-    return one(unary(x, ot, [&](double v) { return u.f(round_to(ot == ir::DType::f64 ? ot : ir::DType::f32, v)); }));
+    return one(unary(x, ot, [&](double v) {
+      return u.f(round_to(ot == ir::DType::f64 ? ot : ir::DType::f32, v));
+    }));
   }
   if (op == "aten.where.self" || op == "aten.where.ScalarOther" || op == "aten.where.ScalarSelf") {
     HostTensor a = op == "aten.where.ScalarSelf" ? scalar(ot, scalar_attr(n, "self")) : *in[1];
-    HostTensor b = op == "aten.where.self" ? *in[2]
+    HostTensor b = op == "aten.where.self"          ? *in[2]
                    : op == "aten.where.ScalarOther" ? scalar(ot, scalar_attr(n, "other"))
                                                     : *in[1];
     HostTensor o = make(ot, out_shape);
     for (int64_t i = 0; i < static_cast<int64_t>(o.data.size()); ++i) {
       const bool c = at_broadcast(x, out_shape, i) != 0;
-      o.data[static_cast<size_t>(i)] = round_to(ot, c ? at_broadcast(a, out_shape, i) : at_broadcast(b, out_shape, i));
+      o.data[static_cast<size_t>(i)] =
+          round_to(ot, c ? at_broadcast(a, out_shape, i) : at_broadcast(b, out_shape, i));
     }
     return one(o);
   }
@@ -394,7 +503,8 @@ std::optional<std::vector<HostTensor>> evaluate(const ir::Node& n,
     const double v = scalar_attr(n, "value");
     HostTensor o = make(ot, out_shape);
     for (int64_t i = 0; i < static_cast<int64_t>(o.data.size()); ++i)
-      o.data[static_cast<size_t>(i)] = round_to(ot, at_broadcast(*in[1], out_shape, i) != 0 ? v : x.data[static_cast<size_t>(i)]);
+      o.data[static_cast<size_t>(i)] = round_to(
+          ot, at_broadcast(*in[1], out_shape, i) != 0 ? v : x.data[static_cast<size_t>(i)]);
     return one(o);
   }
   if (op == "aten.tril.default" || op == "aten.triu.default") {
@@ -416,8 +526,9 @@ std::optional<std::vector<HostTensor>> evaluate(const ir::Node& n,
     const int64_t len = x.shape.empty() ? 1 : x.shape[static_cast<size_t>(d)];
     for (int64_t i = 0; i < static_cast<int64_t>(o.data.size()); ++i) {
       const int64_t pos = (i / inner) % len;
-      o.data[static_cast<size_t>(i)] = round_to(ot, x.data[static_cast<size_t>(i)] +
-                                                         (pos > 0 ? o.data[static_cast<size_t>(i - inner)] : 0.0));
+      o.data[static_cast<size_t>(i)] =
+          round_to(ot, x.data[static_cast<size_t>(i)] +
+                           (pos > 0 ? o.data[static_cast<size_t>(i - inner)] : 0.0));
     }
     return one(o);
   }
@@ -441,7 +552,8 @@ std::optional<std::vector<HostTensor>> evaluate(const ir::Node& n,
       const int64_t pd = p->shape[static_cast<size_t>(d)];
       for (int64_t a = 0; a < outer; ++a)
         for (int64_t b = 0; b < pd * inner; ++b)
-          cur.data[static_cast<size_t>(a * len * inner + at * inner + b)] = p->data[static_cast<size_t>(a * pd * inner + b)];
+          cur.data[static_cast<size_t>(a * len * inner + at * inner + b)] =
+              p->data[static_cast<size_t>(a * pd * inner + b)];
       at += pd;
     }
     for (int64_t step = 0; step < n.attr_int("n"); ++step) {
@@ -472,10 +584,12 @@ std::optional<std::vector<HostTensor>> evaluate(const ir::Node& n,
       if (!idx[i]) continue;
       if (first < 0) first = static_cast<int>(i);
       last = static_cast<int>(i);
-      bshape = first == static_cast<int>(i) ? idx[i]->shape : broadcast_shape(bshape, idx[i]->shape);
+      bshape =
+          first == static_cast<int>(i) ? idx[i]->shape : broadcast_shape(bshape, idx[i]->shape);
     }
     if (first < 0) return std::nullopt;
-    for (int i = first; i <= last; ++i) if (!idx[static_cast<size_t>(i)]) return std::nullopt;
+    for (int i = first; i <= last; ++i)
+      if (!idx[static_cast<size_t>(i)]) return std::nullopt;
     const Shape st = strides_of(x.shape);
     HostTensor o = make(ot, out_shape);
     const size_t nb = bshape.size();
@@ -504,7 +618,8 @@ std::optional<std::vector<HostTensor>> evaluate(const ir::Node& n,
             off += (rem_c % x.shape[k]) * st[k];
             rem_c /= x.shape[k];
           }
-          o.data[static_cast<size_t>((a * bcount + b) * after + c)] = x.data[static_cast<size_t>(off)];
+          o.data[static_cast<size_t>((a * bcount + b) * after + c)] =
+              x.data[static_cast<size_t>(off)];
         }
     return one(o);
   }

@@ -44,13 +44,13 @@ bool SpecializeShapes::run(ir::Graph& g) {
     if (!id) {
       std::string known;
       for (const ir::Symbol& s : g.symbols()) known += (known.empty() ? "" : ", ") + s.name;
-      throw ir::Error("symbol '" + name + "' is not in the graph (symbols: " +
-                      (known.empty() ? "none" : known) + ")");
+      throw ir::Error("symbol '" + name +
+                      "' is not in the graph (symbols: " + (known.empty() ? "none" : known) + ")");
     }
     const ir::Symbol& s = g.symbol(*id);
     if (value < s.min || value > s.max) {
-      throw ir::Error("symbol '" + name + "' = " + std::to_string(value) + " is outside its range [" +
-                      std::to_string(s.min) + ", " +
+      throw ir::Error("symbol '" + name + "' = " + std::to_string(value) +
+                      " is outside its range [" + std::to_string(s.min) + ", " +
                       (s.max == INT64_MAX ? std::string("inf") : std::to_string(s.max)) + "]");
     }
     v[static_cast<size_t>(*id)] = value;
@@ -68,7 +68,8 @@ bool SpecializeShapes::run(ir::Graph& g) {
       std::vector<const ir::TensorType*> in_types;
       for (const ir::Value* x : n->inputs()) in_types.push_back(x ? &x->type() : nullptr);
       std::vector<ir::TensorType> types = ir::infer_types(g, *n->info(), in_types, n->attrs());
-      for (size_t i = 0; i < types.size() && i < n->outputs().size(); ++i) n->output(i)->set_type(types[i]);
+      for (size_t i = 0; i < types.size() && i < n->outputs().size(); ++i)
+        n->output(i)->set_type(types[i]);
     } else {
       for (ir::Value* out : n->outputs()) {
         ir::TensorType t = out->type();

@@ -1,20 +1,19 @@
 // `neuronc analyze MODEL`: which operators of a PyTorch program run on the NeuronCore, which
 // fall back to the host and which are unsupported, each with the Python lines that use it.
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "frontend/load.h"
 #include "ir/op_registry.h"
 #include "ir/printer.h"
 #include "passes/partition.h"
 #include "passes/pipeline.h"
-#include "tools/compiler_driver.h"
 #include "tools/cli_output.h"
 #include "tools/commands.h"
+#include "tools/compiler_driver.h"
 
 namespace neuronc::tools {
 namespace {
@@ -30,9 +29,12 @@ enum class Support { device, host, unsupported };
 
 const char* support_name(Support s) {
   switch (s) {
-    case Support::device: return "device";
-    case Support::host: return "host";
-    case Support::unsupported: return "unsupported";
+    case Support::device:
+      return "device";
+    case Support::host:
+      return "host";
+    case Support::unsupported:
+      return "unsupported";
   }
   return "?";
 }
@@ -85,7 +87,8 @@ void run_analyze(const AnalyzeOptions& o) {
   passes::PassManager pm(pm_opts);
   passes::build_pipeline(pm);
   pm.run(*prog.graph);
-  const passes::PartitionPlan plan = passes::partition_graph(*prog.graph, placement_oracle(*prog.graph));
+  const passes::PartitionPlan plan =
+      passes::partition_graph(*prog.graph, placement_oracle(*prog.graph));
   size_t device_parts = 0, host_parts = 0, device_nodes = 0, host_nodes = 0;
   for (const passes::Partition& p : plan.partitions) {
     if (p.kind == passes::PartitionKind::device) {
@@ -102,7 +105,8 @@ void run_analyze(const AnalyzeOptions& o) {
     j["model"] = o.model;
     j["container"] = prog.container;
     j["torch_version"] = prog.torch_version;
-    j["schema_version"] = std::to_string(prog.schema_major) + "." + std::to_string(prog.schema_minor);
+    j["schema_version"] =
+        std::to_string(prog.schema_major) + "." + std::to_string(prog.schema_minor);
     j["sha256"] = prog.sha256;
     j["target"] = o.target;
     j["nodes"] = g.nodes().size();
@@ -145,7 +149,9 @@ void run_analyze(const AnalyzeOptions& o) {
                       {"host_nodes", host_nodes}};
     nlohmann::ordered_json reasons = nlohmann::ordered_json::array();
     for (const passes::HostReason& r : plan.host_reasons) {
-      reasons.push_back({{"node", r.node->name()}, {"op", r.node->op()}, {"reason", r.reason},
+      reasons.push_back({{"node", r.node->name()},
+                         {"op", r.node->op()},
+                         {"reason", r.reason},
                          {"location", r.node->location().to_string()}});
     }
     j["optimized"]["host_nodes_detail"] = reasons;
@@ -170,11 +176,13 @@ void run_analyze(const AnalyzeOptions& o) {
       }
     }
     for (const ir::GraphOutput& out : g.outputs()) {
-      std::printf("  output %-24s %s%s\n", out.value->name().c_str(),
-                  g.type_to_string(out.value->type()).c_str(),
-                  out.role == ir::OutputRole::user_output
-                      ? ""
-                      : ("  (" + std::string(ir::output_role_name(out.role)) + " " + out.target + ")").c_str());
+      std::printf(
+          "  output %-24s %s%s\n", out.value->name().c_str(),
+          g.type_to_string(out.value->type()).c_str(),
+          out.role == ir::OutputRole::user_output
+              ? ""
+              : ("  (" + std::string(ir::output_role_name(out.role)) + " " + out.target + ")")
+                    .c_str());
     }
     std::printf("  %zu weights/buffers/constants, %.2f MB\n\n", params, param_bytes / 1e6);
     std::printf("%-52s %6s  %-12s %s\n", "operator", "count", "support", "category");
@@ -213,7 +221,8 @@ void register_analyze_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "analyze", "Report which operators run on the NeuronCore, on the host, or not at all");
   cmd->footer(
-      "Example:\n  neuronc analyze models/bert/model.pt2\n  neuronc analyze model.pt2 --json > ops.json\n"
+      "Example:\n  neuronc analyze models/bert/model.pt2\n  neuronc analyze model.pt2 --json > "
+      "ops.json\n"
       "Exit code 1 when any operator is unsupported.");
   cmd->add_option("model", opts->model, "PyTorch program: .pt2 (torch.export) or .pt (TorchScript)")
       ->required();

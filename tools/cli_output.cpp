@@ -7,7 +7,9 @@
 
 namespace neuronc::tools {
 
-bool stderr_is_terminal() { return isatty(STDERR_FILENO) == 1; }
+bool stderr_is_terminal() {
+  return isatty(STDERR_FILENO) == 1;
+}
 
 void print_error(const std::string& message, const std::string& location) {
   std::fprintf(stderr, "neuronc: error: %s\n", message.c_str());

@@ -9,9 +9,9 @@ namespace neuronc::tools {
 // Exit codes (documented in docs/CLI.md).
 enum ExitCode : int {
   kExitOk = 0,
-  kExitError = 1,      // bad input, unsupported model, I/O failure
-  kExitUsage = 2,      // bad command line
-  kExitMismatch = 3,   // verify: outputs differ from the reference beyond tolerance
+  kExitError = 1,     // bad input, unsupported model, I/O failure
+  kExitUsage = 2,     // bad command line
+  kExitMismatch = 3,  // verify: outputs differ from the reference beyond tolerance
 };
 
 // Thrown by a subcommand to end with a specific exit code; main prints the message (when not

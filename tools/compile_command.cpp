@@ -1,10 +1,9 @@
 // `neuronc compile MODEL -o OUT.nca`: a PyTorch program into a Trainium artifact.
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "tools/cli_output.h"
 #include "tools/commands.h"
@@ -26,7 +25,8 @@ std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& dims) 
   for (const std::string& d : dims) {
     const size_t eq = d.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == d.size()) {
-      throw CommandExit{kExitUsage, "--dim '" + d + "': expected SYMBOL=VALUE, e.g. --dim s0=8", ""};
+      throw CommandExit{kExitUsage, "--dim '" + d + "': expected SYMBOL=VALUE, e.g. --dim s0=8",
+                        ""};
     }
     try {
       out[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
@@ -68,10 +68,12 @@ void run_compile(const CompileCli& o) {
   {
     std::ofstream f(out, std::ios::binary);
     if (!f) throw CommandExit{kExitError, "cannot create '" + out + "'", ""};
-    f.write(reinterpret_cast<const char*>(r.artifact.data()), static_cast<std::streamsize>(r.artifact.size()));
+    f.write(reinterpret_cast<const char*>(r.artifact.data()),
+            static_cast<std::streamsize>(r.artifact.size()));
     if (!f) throw CommandExit{kExitError, "writing '" + out + "' failed", ""};
   }
-  if (!o.report.empty()) write_compile_report(o.report, r, {o.model, out, o.target, o.auto_cast, req.opt_level});
+  if (!o.report.empty())
+    write_compile_report(o.report, r, {o.model, out, o.target, o.auto_cast, req.opt_level});
   size_t device_parts = 0, host_parts = 0;
   uint64_t instructions = 0;
   for (const PartitionReport& p : r.partitions) {
@@ -98,22 +100,26 @@ void run_compile(const CompileCli& o) {
     j["specialized_dims"] = r.specialized;
     j["host_nodes"] = nlohmann::ordered_json::array();
     for (const HostNodeReport& h : r.host_nodes) {
-      j["host_nodes"].push_back({{"node", h.node}, {"op", h.op}, {"reason", h.reason}, {"location", h.location}});
+      j["host_nodes"].push_back(
+          {{"node", h.node}, {"op", h.op}, {"reason", h.reason}, {"location", h.location}});
     }
-    j["seconds"] = {{"frontend", r.seconds_frontend}, {"passes", r.seconds_passes},
-                    {"codegen", r.seconds_codegen}, {"write", r.seconds_write}};
+    j["seconds"] = {{"frontend", r.seconds_frontend},
+                    {"passes", r.seconds_passes},
+                    {"codegen", r.seconds_codegen},
+                    {"write", r.seconds_write}};
     std::cout << j.dump(2) << "\n";
     return;
   }
   std::printf("%s -> %s (%zu bytes, target %s, auto-cast %s, -O%d)\n", o.model.c_str(), out.c_str(),
               r.artifact.size(), o.target.c_str(), o.auto_cast.c_str(), req.opt_level);
-  std::printf("  %zu imported nodes, %zu after optimisation; %zu device and %zu host partitions; "
-              "%llu device instructions; %.2f MB constants\n",
-              r.imported_nodes, r.optimized_nodes, device_parts, host_parts,
-              static_cast<unsigned long long>(instructions), r.constant_bytes / 1e6);
+  std::printf(
+      "  %zu imported nodes, %zu after optimisation; %zu device and %zu host partitions; "
+      "%llu device instructions; %.2f MB constants\n",
+      r.imported_nodes, r.optimized_nodes, device_parts, host_parts,
+      static_cast<unsigned long long>(instructions), r.constant_bytes / 1e6);
   for (const auto& [sym, v] : r.specialized) {
-    std::printf("  symbolic dim %s specialised to %lld (from %s)\n", sym.c_str(), static_cast<long long>(v),
-                r.specialized_from.c_str());
+    std::printf("  symbolic dim %s specialised to %lld (from %s)\n", sym.c_str(),
+                static_cast<long long>(v), r.specialized_from.c_str());
   }
   for (const HostNodeReport& h : r.host_nodes) {
     std::printf("  host %s (%s): %s%s%s\n", h.node.c_str(), h.op.c_str(), h.reason.c_str(),
@@ -128,22 +134,29 @@ void run_compile(const CompileCli& o) {
 
 void register_compile_command(CLI::App& app) {
   auto o = std::make_shared<CompileCli>();
-  CLI::App* cmd = app.add_subcommand("compile", "Compile a PyTorch program into a Trainium artifact (.nca)");
+  CLI::App* cmd =
+      app.add_subcommand("compile", "Compile a PyTorch program into a Trainium artifact (.nca)");
   cmd->footer(
-      "Example:\n  neuronc compile models/bert/model.pt2 -o bert.nca --target trn2 --auto-cast matmul\n"
+      "Example:\n  neuronc compile models/bert/model.pt2 -o bert.nca --target trn2 --auto-cast "
+      "matmul\n"
       "Symbolic dims are bound to the sample inputs' shapes unless --dim gives a value.");
-  cmd->add_option("model", o->model, "PyTorch program: .pt2 (torch.export) or .pt (TorchScript)")->required();
+  cmd->add_option("model", o->model, "PyTorch program: .pt2 (torch.export) or .pt (TorchScript)")
+      ->required();
   cmd->add_option("-o,--output", o->output, "Artifact path (default: MODEL with .nca)");
-  cmd->add_option("--target", o->target, "trn1, trn2 or trn3")->check(CLI::IsMember({"trn1", "trn2", "trn3"}));
+  cmd->add_option("--target", o->target, "trn1, trn2 or trn3")
+      ->check(CLI::IsMember({"trn1", "trn2", "trn3"}));
   cmd->add_option("--auto-cast", o->auto_cast, "Run fp32 work in bf16: none, matmul or all")
       ->check(CLI::IsMember({"none", "matmul", "matmult", "all"}));
   cmd->add_option("-O,--opt-level", o->opt_level, "Optimisation level 0-3 (-O0 .. -O3; default 2)")
       ->check(CLI::Range(0, 3));
-  cmd->add_option("--threads", o->threads, "Codegen worker threads (0 = all cores); output is identical for any value");
+  cmd->add_option("--threads", o->threads,
+                  "Codegen worker threads (0 = all cores); output is identical for any value");
   cmd->add_option("--dim", o->dims, "Bind a symbolic dim: SYMBOL=VALUE (repeatable)");
-  cmd->add_option("--print-after", o->print_after, "Print the IR after these passes (comma list, or 'all')");
+  cmd->add_option("--print-after", o->print_after,
+                  "Print the IR after these passes (comma list, or 'all')");
   cmd->add_flag("--json", o->json, "Print the compile report as JSON (fields in docs/CLI.md)");
-  cmd->add_option("--report", o->report, "Also write a self-contained HTML report (coverage, memory, timeline, roofline)");
+  cmd->add_option("--report", o->report,
+                  "Also write a self-contained HTML report (coverage, memory, timeline, roofline)");
   cmd->callback([o] { run_compile(*o); });
 }
 

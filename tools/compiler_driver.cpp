@@ -10,10 +10,10 @@
 #include "artifact_format/writer.h"
 #include "codegen/codegen.h"
 #include "codegen/support.h"
-#include "loader/host_kernel.h"
 #include "device/target.h"
 #include "frontend/load.h"
 #include "ir/op_registry.h"
+#include "loader/host_kernel.h"
 #include "passes/canonicalize.h"
 #include "passes/common_subexpression_elimination.h"
 #include "passes/constant_folding.h"
@@ -34,23 +34,38 @@ namespace {
 namespace art = neuronc::artifact;
 using Clock = std::chrono::steady_clock;
 
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 art::TensorDType to_tensor_dtype(ir::DType t) {
   switch (t) {
-    case ir::DType::f64: return art::TensorDType::f64;
-    case ir::DType::f32: return art::TensorDType::f32;
-    case ir::DType::f16: return art::TensorDType::f16;
-    case ir::DType::bf16: return art::TensorDType::bf16;
-    case ir::DType::f8e4m3fn: return art::TensorDType::f8e4m3;
-    case ir::DType::f8e5m2: return art::TensorDType::f8e5m2;
-    case ir::DType::i64: return art::TensorDType::i64;
-    case ir::DType::i32: return art::TensorDType::i32;
-    case ir::DType::i16: return art::TensorDType::i16;
-    case ir::DType::i8: return art::TensorDType::i8;
-    case ir::DType::u8: return art::TensorDType::u8;
-    case ir::DType::boolean: return art::TensorDType::boolean;
-    case ir::DType::c64: return art::TensorDType::c64;
+    case ir::DType::f64:
+      return art::TensorDType::f64;
+    case ir::DType::f32:
+      return art::TensorDType::f32;
+    case ir::DType::f16:
+      return art::TensorDType::f16;
+    case ir::DType::bf16:
+      return art::TensorDType::bf16;
+    case ir::DType::f8e4m3fn:
+      return art::TensorDType::f8e4m3;
+    case ir::DType::f8e5m2:
+      return art::TensorDType::f8e5m2;
+    case ir::DType::i64:
+      return art::TensorDType::i64;
+    case ir::DType::i32:
+      return art::TensorDType::i32;
+    case ir::DType::i16:
+      return art::TensorDType::i16;
+    case ir::DType::i8:
+      return art::TensorDType::i8;
+    case ir::DType::u8:
+      return art::TensorDType::u8;
+    case ir::DType::boolean:
+      return art::TensorDType::boolean;
+    case ir::DType::c64:
+      return art::TensorDType::c64;
   }
   return art::TensorDType::f32;
 }
@@ -58,23 +73,34 @@ art::TensorDType to_tensor_dtype(ir::DType t) {
 // The plan dtype whose bytes the device reads for a device dtype.
 art::TensorDType from_device_dtype(device::DType t) {
   switch (t) {
-    case device::DType::f32: return art::TensorDType::f32;
-    case device::DType::bf16: return art::TensorDType::bf16;
-    case device::DType::f16: return art::TensorDType::f16;
-    case device::DType::f8e4m3: return art::TensorDType::f8e4m3;
-    case device::DType::f8e5m2: return art::TensorDType::f8e5m2;
-    case device::DType::i32: return art::TensorDType::i32;
-    case device::DType::i16: return art::TensorDType::i16;
-    case device::DType::i8: return art::TensorDType::i8;
-    case device::DType::u8: return art::TensorDType::u8;
-    default: throw ir::Error("device dtype " + std::string(device::dtype_name(t)) +
-                             " has no plan dtype");
+    case device::DType::f32:
+      return art::TensorDType::f32;
+    case device::DType::bf16:
+      return art::TensorDType::bf16;
+    case device::DType::f16:
+      return art::TensorDType::f16;
+    case device::DType::f8e4m3:
+      return art::TensorDType::f8e4m3;
+    case device::DType::f8e5m2:
+      return art::TensorDType::f8e5m2;
+    case device::DType::i32:
+      return art::TensorDType::i32;
+    case device::DType::i16:
+      return art::TensorDType::i16;
+    case device::DType::i8:
+      return art::TensorDType::i8;
+    case device::DType::u8:
+      return art::TensorDType::u8;
+    default:
+      throw ir::Error("device dtype " + std::string(device::dtype_name(t)) + " has no plan dtype");
   }
 }
 
 // bool and u8 share their bytes: binding one as the other needs no conversion.
 bool same_bytes(art::TensorDType a, art::TensorDType b) {
-  auto norm = [](art::TensorDType t) { return t == art::TensorDType::boolean ? art::TensorDType::u8 : t; };
+  auto norm = [](art::TensorDType t) {
+    return t == art::TensorDType::boolean ? art::TensorDType::u8 : t;
+  };
   return norm(a) == norm(b);
 }
 
@@ -122,7 +148,8 @@ void for_each_memref(device::Operation& op, F&& f) {
           f(o.dst), f(o.src), f(o.index);
         } else if constexpr (std::is_same_v<T, device::Nop>) {
         } else {
-          f(o.dst), f(o.src);  // Transpose, TensorReduce, TensorCopy, AffineSelect, DmaCopy, Collective
+          f(o.dst),
+              f(o.src);  // Transpose, TensorReduce, TensorCopy, AffineSelect, DmaCopy, Collective
         }
       },
       op);
@@ -170,9 +197,9 @@ class ArtifactBuilder {
       for (const ir::GraphInput& in : g_.inputs()) {
         if (in.value == v) target = in.target;
       }
-      const uint32_t idx = w_.add_constant(unique_constant_name(target.empty() ? v->name() : target),
-                                           to_tensor_dtype(v->dtype()), plan_dims(v->shape()),
-                                           constant_bytes(*v));
+      const uint32_t idx =
+          w_.add_constant(unique_constant_name(target.empty() ? v->name() : target),
+                          to_tensor_dtype(v->dtype()), plan_dims(v->shape()), constant_bytes(*v));
       index_[v] = idx;
       return idx;
     }
@@ -187,8 +214,8 @@ class ArtifactBuilder {
     if (same_bytes(to_tensor_dtype(v->dtype()), want)) return src;
     auto key = std::make_pair(v, want);
     if (auto it = converted_.find(key); it != converted_.end()) return it->second;
-    const uint32_t dst = w_.add_value(v->name() + "@" + std::string(art::tensor_dtype_name(want)), want,
-                                      plan_dims(v->shape()));
+    const uint32_t dst = w_.add_value(v->name() + "@" + std::string(art::tensor_dtype_name(want)),
+                                      want, plan_dims(v->shape()));
     add_cast(src, dst, want);
     converted_[key] = dst;
     return dst;
@@ -197,14 +224,16 @@ class ArtifactBuilder {
   void add_cast(uint32_t src, uint32_t dst, art::TensorDType to) {
     art::HostOp op;
     op.op = "aten._to_copy.default";
-    op.args = {art::Arg::tensor("self", static_cast<int32_t>(src)), art::Arg::scalar_type("dtype", to)};
+    op.args = {art::Arg::tensor("self", static_cast<int32_t>(src)),
+               art::Arg::scalar_type("dtype", to)};
     op.outputs = {dst};
     w_.add_host_op(std::move(op));
   }
 
   std::string unique_constant_name(const std::string& base) {
     std::string name = base;
-    for (int i = 1; !constant_names_.insert(name).second; ++i) name = base + "#" + std::to_string(i);
+    for (int i = 1; !constant_names_.insert(name).second; ++i)
+      name = base + "#" + std::to_string(i);
     return name;
   }
 
@@ -216,13 +245,15 @@ class ArtifactBuilder {
     size_t slot = 0;
     const size_t fixed = [&] {
       size_t f = 0;
-      for (const ir::ArgSpec& a : info->args) f += a.type == ir::ArgType::tensor || a.type == ir::ArgType::opt_tensor;
+      for (const ir::ArgSpec& a : info->args)
+        f += a.type == ir::ArgType::tensor || a.type == ir::ArgType::opt_tensor;
       return f;
     }();
     for (const ir::ArgSpec& a : info->args) {
       if (a.type == ir::ArgType::tensor || a.type == ir::ArgType::opt_tensor) {
         const ir::Value* v = n.inputs()[slot++];
-        op.args.push_back(v ? art::Arg::tensor(a.name, static_cast<int32_t>(plan_value(v))) : art::Arg::none(a.name));
+        op.args.push_back(v ? art::Arg::tensor(a.name, static_cast<int32_t>(plan_value(v)))
+                            : art::Arg::none(a.name));
       } else if (a.type == ir::ArgType::tensor_list || a.type == ir::ArgType::opt_tensor_list) {
         std::vector<int32_t> vals;
         const size_t count = n.inputs().size() - fixed;
@@ -236,7 +267,8 @@ class ArtifactBuilder {
       }
     }
     for (const ir::Value* out : n.outputs()) {
-      const uint32_t idx = w_.add_value(out->name(), to_tensor_dtype(out->dtype()), plan_dims(out->shape()));
+      const uint32_t idx =
+          w_.add_value(out->name(), to_tensor_dtype(out->dtype()), plan_dims(out->shape()));
       op.outputs.push_back(idx);
       define(out, idx);
     }
@@ -264,11 +296,15 @@ class ArtifactBuilder {
       art::Arg operator()(double v) const { return art::Arg::real(name, v); }
       art::Arg operator()(bool v) const { return art::Arg::boolean(name, v); }
       art::Arg operator()(const std::string& v) const { return art::Arg::str(name, v); }
-      art::Arg operator()(const std::vector<int64_t>& v) const { return art::Arg::integers(name, v); }
+      art::Arg operator()(const std::vector<int64_t>& v) const {
+        return art::Arg::integers(name, v);
+      }
       art::Arg operator()(const std::vector<double>& v) const { return art::Arg::reals(name, v); }
       art::Arg operator()(const std::vector<bool>& v) const { return art::Arg::booleans(name, v); }
       art::Arg operator()(const std::vector<std::string>&) const { return art::Arg::none(name); }
-      art::Arg operator()(ir::DType d) const { return art::Arg::scalar_type(name, to_tensor_dtype(d)); }
+      art::Arg operator()(ir::DType d) const {
+        return art::Arg::scalar_type(name, to_tensor_dtype(d));
+      }
       art::Arg operator()(const ir::DeviceAttr&) const { return art::Arg::none(name); }
       art::Arg operator()(ir::MemoryFormat) const { return art::Arg::none(name); }
       art::Arg operator()(ir::Layout) const { return art::Arg::none(name); }
@@ -291,7 +327,8 @@ class ArtifactBuilder {
 
 std::vector<uint8_t> hex_to_bytes(const std::string& hex) {
   std::vector<uint8_t> out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(static_cast<uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    out.push_back(static_cast<uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16)));
   return out;
 }
 
@@ -394,13 +431,15 @@ CompileResult compile_model(const CompileRequest& req) {
   const passes::PartitionPlan plan = passes::partition_graph(g, placement_oracle(g));
   if (!plan.unsupported.empty()) {
     const ir::Node* n = plan.unsupported.front().node;
-    throw ir::Error(n->describe() + ": not supported: " + plan.unsupported.front().reason +
-                    (plan.unsupported.size() > 1
-                         ? " (and " + std::to_string(plan.unsupported.size() - 1) + " more unsupported nodes)"
-                         : ""));
+    throw ir::Error(
+        n->describe() + ": not supported: " + plan.unsupported.front().reason +
+        (plan.unsupported.size() > 1
+             ? " (and " + std::to_string(plan.unsupported.size() - 1) + " more unsupported nodes)"
+             : ""));
   }
   for (const passes::HostReason& r : plan.host_reasons) {
-    result.host_nodes.push_back({r.node->name(), r.node->op(), r.reason, r.node->location().to_string()});
+    result.host_nodes.push_back(
+        {r.node->name(), r.node->op(), r.reason, r.node->location().to_string()});
   }
   result.seconds_passes = since(t0);
 
@@ -409,7 +448,8 @@ CompileResult compile_model(const CompileRequest& req) {
   art::ArtifactContents& c = w.contents();
   c.producer = {"neuronc", NEURONC_VERSION};
   c.source.container = prog.container;
-  c.source.schema_version = std::to_string(prog.schema_major) + "." + std::to_string(prog.schema_minor);
+  c.source.schema_version =
+      std::to_string(prog.schema_major) + "." + std::to_string(prog.schema_minor);
   c.source.torch_version = prog.torch_version;
   c.source.sha256 = hex_to_bytes(prog.sha256);
   c.source.file_name = std::filesystem::path(req.model).filename().string();
@@ -417,12 +457,14 @@ CompileResult compile_model(const CompileRequest& req) {
   c.num_cores = 1;
   c.options.auto_cast = passes::auto_cast_name(req.auto_cast);
   c.options.opt_level = req.opt_level;
-  for (const auto& [name, value] : dims) c.options.extra.emplace_back("dim." + name, std::to_string(value));
+  for (const auto& [name, value] : dims)
+    c.options.extra.emplace_back("dim." + name, std::to_string(value));
 
   ArtifactBuilder b(g, w);
   for (const ir::GraphInput& in : g.inputs()) {
     if (in.role != ir::InputRole::user_input) continue;
-    b.define(in.value, w.add_input(in.value->name(), to_tensor_dtype(in.value->dtype()), plan_dims(in.value->shape())));
+    b.define(in.value, w.add_input(in.value->name(), to_tensor_dtype(in.value->dtype()),
+                                   plan_dims(in.value->shape())));
   }
 
   t0 = Clock::now();
@@ -440,10 +482,12 @@ CompileResult compile_model(const CompileRequest& req) {
       continue;
     }
     progress("[3/4] generating code for device partition " + std::to_string(part_no) + " of " +
-             std::to_string(plan.partitions.size()) + " (" + std::to_string(p.nodes.size()) + " nodes)");
+             std::to_string(plan.partitions.size()) + " (" + std::to_string(p.nodes.size()) +
+             " nodes)");
     codegen::CodegenOptions copts;
     copts.threads = req.threads;
-    codegen::CompiledPartition cp = codegen::compile_partition(g, p.nodes, p.inputs, p.outputs, target, copts);
+    codegen::CompiledPartition cp =
+        codegen::compile_partition(g, p.nodes, p.inputs, p.outputs, target, copts);
     const uint64_t base = (arena + 4095) / 4096 * 4096;
     // Debug nodes of this partition, in debug-id order.
     const uint32_t debug_base = static_cast<uint32_t>(c.debug_nodes.size());
@@ -502,7 +546,8 @@ CompileResult compile_model(const CompileRequest& req) {
     }
     w.add_device_call(std::move(call));
     for (const auto& [raw, v] : casts_back) {
-      const uint32_t idx = w.add_value(v->name(), to_tensor_dtype(v->dtype()), plan_dims(v->shape()));
+      const uint32_t idx =
+          w.add_value(v->name(), to_tensor_dtype(v->dtype()), plan_dims(v->shape()));
       b.add_cast(raw, idx, to_tensor_dtype(v->dtype()));
       b.define(v, idx);
     }

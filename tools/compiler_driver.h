@@ -21,9 +21,9 @@ struct CompileRequest {
   std::string target = "trn1";
   passes::AutoCastMode auto_cast = passes::AutoCastMode::none;
   int opt_level = 2;
-  int threads = 0;                          // codegen workers; 0 = oneTBB default
-  std::set<std::string> print_after;        // pass names (or "all") to print the IR after
-  std::map<std::string, int64_t> dims;      // symbol bindings (shape bucket)
+  int threads = 0;                                   // codegen workers; 0 = oneTBB default
+  std::set<std::string> print_after;                 // pass names (or "all") to print the IR after
+  std::map<std::string, int64_t> dims;               // symbol bindings (shape bucket)
   std::function<void(const std::string&)> progress;  // optional progress callback
   // Also expose every node result as an output named "debug:<value>" (for per-node
   // verification against PyTorch's intermediates).

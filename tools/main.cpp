@@ -1,7 +1,6 @@
 // The neuronc command line: compile PyTorch programs for Trainium and inspect, run, verify,
 // benchmark and profile the artifacts. Each subcommand lives in its own file.
 #include <CLI/CLI.hpp>
-
 #include <exception>
 #include <iostream>
 

@@ -67,9 +67,15 @@ size_t NpyArray::numel() const {
   return n;
 }
 
-size_t npy_type_size(NpyType t) { return info(t).size; }
-const char* npy_descr(NpyType t) { return info(t).descr; }
-const char* npy_type_name(NpyType t) { return info(t).name; }
+size_t npy_type_size(NpyType t) {
+  return info(t).size;
+}
+const char* npy_descr(NpyType t) {
+  return info(t).descr;
+}
+const char* npy_type_name(NpyType t) {
+  return info(t).name;
+}
 
 NpyArray parse_npy(std::span<const std::byte> bytes, const std::string& what) {
   static const unsigned char kMagic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
@@ -113,7 +119,8 @@ NpyArray parse_npy(std::span<const std::byte> bytes, const std::string& what) {
                    "int64/32/16/8, uint8, bool or complex64)");
   }
   if (fortran != "False") {
-    throw NpyError(what + ": Fortran-order arrays are not supported; save with np.ascontiguousarray");
+    throw NpyError(what +
+                   ": Fortran-order arrays are not supported; save with np.ascontiguousarray");
   }
   // "(2, 3)", "(5,)", "()".
   size_t p = 1;

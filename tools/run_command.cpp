@@ -1,10 +1,9 @@
 // `neuronc run ARTIFACT`: one inference on .npy inputs, outputs written as .npy.
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "tools/cli_output.h"
 #include "tools/commands.h"
@@ -29,7 +28,8 @@ void run_run(const RunCli& o) {
   } else {
     throw CommandExit{kExitUsage,
                       "no inputs: pass --input FILE.npy (or NAME=FILE.npy) per model input, or "
-                      "--model MODEL.pt2 to use the sample inputs saved with the program", ""};
+                      "--model MODEL.pt2 to use the sample inputs saved with the program",
+                      ""};
   }
   neuronc::SessionOptions so;
   so.check_races = o.check_races;
@@ -41,7 +41,8 @@ void run_run(const RunCli& o) {
   std::filesystem::create_directories(o.output_dir);
   std::vector<std::string> files;
   for (size_t i = 0; i < r.outputs.size(); ++i) {
-    const std::string path = (std::filesystem::path(o.output_dir) / ("output_" + std::to_string(i) + ".npy")).string();
+    const std::string path =
+        (std::filesystem::path(o.output_dir) / ("output_" + std::to_string(i) + ".npy")).string();
     write_npy(path, r.outputs[i]);
     files.push_back(path);
   }
@@ -53,8 +54,11 @@ void run_run(const RunCli& o) {
     j["outputs"] = nlohmann::ordered_json::array();
     for (size_t i = 0; i < r.outputs.size(); ++i) {
       std::string shape = "[";
-      for (size_t k = 0; k < r.outputs[i].shape.size(); ++k) shape += (k ? ", " : "") + std::to_string(r.outputs[i].shape[k]);
-      j["outputs"].push_back({{"name", r.names[i]}, {"file", files[i]}, {"dtype", npy_type_name(r.outputs[i].type)},
+      for (size_t k = 0; k < r.outputs[i].shape.size(); ++k)
+        shape += (k ? ", " : "") + std::to_string(r.outputs[i].shape[k]);
+      j["outputs"].push_back({{"name", r.names[i]},
+                              {"file", files[i]},
+                              {"dtype", npy_type_name(r.outputs[i].type)},
                               {"shape", r.outputs[i].shape}});
     }
     j["simulated_latency_us"] = s.latency_ns / 1e3;
@@ -63,7 +67,8 @@ void run_run(const RunCli& o) {
     j["host_wall_ms"] = s.host_wall_ns / 1e6;
     nlohmann::ordered_json util;
     for (size_t e = 0; e < kEngineNames.size(); ++e) {
-      util[std::string(kEngineNames[e])] = s.device_ns > 0 ? s.engine_busy_ns[e] / s.device_ns : 0.0;
+      util[std::string(kEngineNames[e])] =
+          s.device_ns > 0 ? s.engine_busy_ns[e] / s.device_ns : 0.0;
     }
     j["engine_utilization"] = util;
     j["instructions"] = s.instructions;
@@ -75,13 +80,16 @@ void run_run(const RunCli& o) {
   }
   for (size_t i = 0; i < r.outputs.size(); ++i) {
     std::string shape;
-    for (size_t k = 0; k < r.outputs[i].shape.size(); ++k) shape += (k ? "x" : "") + std::to_string(r.outputs[i].shape[k]);
-    std::printf("%s: %s %s -> %s\n", r.names[i].c_str(), npy_type_name(r.outputs[i].type), shape.c_str(), files[i].c_str());
+    for (size_t k = 0; k < r.outputs[i].shape.size(); ++k)
+      shape += (k ? "x" : "") + std::to_string(r.outputs[i].shape[k]);
+    std::printf("%s: %s %s -> %s\n", r.names[i].c_str(), npy_type_name(r.outputs[i].type),
+                shape.c_str(), files[i].c_str());
   }
-  std::printf("simulated latency %.2f us on %s (device %.2f us, host ops %.2f us); %llu instructions; "
-              "host wall time %.2f ms\n",
-              s.latency_ns / 1e3, model.info().target.c_str(), s.device_ns / 1e3, s.host_ops_ns / 1e3,
-              static_cast<unsigned long long>(s.instructions), s.host_wall_ns / 1e6);
+  std::printf(
+      "simulated latency %.2f us on %s (device %.2f us, host ops %.2f us); %llu instructions; "
+      "host wall time %.2f ms\n",
+      s.latency_ns / 1e3, model.info().target.c_str(), s.device_ns / 1e3, s.host_ops_ns / 1e3,
+      static_cast<unsigned long long>(s.instructions), s.host_wall_ns / 1e6);
   std::printf("engine utilisation:");
   for (size_t e = 0; e < kEngineNames.size(); ++e) {
     std::printf(" %s %.1f%%", std::string(kEngineNames[e]).c_str(),
@@ -94,13 +102,16 @@ void run_run(const RunCli& o) {
 
 void register_run_command(CLI::App& app) {
   auto o = std::make_shared<RunCli>();
-  CLI::App* cmd = app.add_subcommand("run", "Run an artifact on .npy inputs with the Trainium device model");
-  cmd->footer("Example:\n  neuronc run mlp.nca --input models/mlp/input_0.npy --output-dir out/\n"
-              "  neuronc run mlp.nca --model models/mlp/model.pt2   # the program's sample inputs");
+  CLI::App* cmd =
+      app.add_subcommand("run", "Run an artifact on .npy inputs with the Trainium device model");
+  cmd->footer(
+      "Example:\n  neuronc run mlp.nca --input models/mlp/input_0.npy --output-dir out/\n"
+      "  neuronc run mlp.nca --model models/mlp/model.pt2   # the program's sample inputs");
   cmd->add_option("artifact", o->artifact, "Compiled artifact (.nca)")->required();
   cmd->add_option("-i,--input", o->inputs, "Input .npy, by position or NAME=FILE.npy (repeatable)");
   cmd->add_option("--model", o->model, "Use the sample inputs saved in this .pt2");
-  cmd->add_option("--output-dir", o->output_dir, "Where output_0.npy, output_1.npy, ... go (default: .)");
+  cmd->add_option("--output-dir", o->output_dir,
+                  "Where output_0.npy, output_1.npy, ... go (default: .)");
   cmd->add_flag("--check-races", o->check_races, "Run the device model's race checker");
   cmd->add_flag("--json", o->json, "Print the run report as JSON (fields in docs/CLI.md)");
   cmd->callback([o] { run_run(*o); });

@@ -11,35 +11,58 @@ namespace neuronc::tools {
 
 NpyType npy_type_of(neuronc::DType t) {
   switch (t) {
-    case neuronc::DType::f32: return NpyType::f32;
-    case neuronc::DType::f16: return NpyType::f16;
-    case neuronc::DType::bf16: return NpyType::bf16;
-    case neuronc::DType::f64: return NpyType::f64;
-    case neuronc::DType::i64: return NpyType::i64;
-    case neuronc::DType::i32: return NpyType::i32;
-    case neuronc::DType::i16: return NpyType::i16;
-    case neuronc::DType::i8: return NpyType::i8;
-    case neuronc::DType::u8: return NpyType::u8;
-    case neuronc::DType::boolean: return NpyType::boolean;
-    case neuronc::DType::c64: return NpyType::c64;
+    case neuronc::DType::f32:
+      return NpyType::f32;
+    case neuronc::DType::f16:
+      return NpyType::f16;
+    case neuronc::DType::bf16:
+      return NpyType::bf16;
+    case neuronc::DType::f64:
+      return NpyType::f64;
+    case neuronc::DType::i64:
+      return NpyType::i64;
+    case neuronc::DType::i32:
+      return NpyType::i32;
+    case neuronc::DType::i16:
+      return NpyType::i16;
+    case neuronc::DType::i8:
+      return NpyType::i8;
+    case neuronc::DType::u8:
+      return NpyType::u8;
+    case neuronc::DType::boolean:
+      return NpyType::boolean;
+    case neuronc::DType::c64:
+      return NpyType::c64;
     default:
-      throw CommandExit{kExitError, "dtype " + std::string(neuronc::dtype_name(t)) + " has no .npy form", ""};
+      throw CommandExit{kExitError,
+                        "dtype " + std::string(neuronc::dtype_name(t)) + " has no .npy form", ""};
   }
 }
 
 neuronc::DType dtype_of(NpyType t) {
   switch (t) {
-    case NpyType::f32: return neuronc::DType::f32;
-    case NpyType::f16: return neuronc::DType::f16;
-    case NpyType::bf16: return neuronc::DType::bf16;
-    case NpyType::f64: return neuronc::DType::f64;
-    case NpyType::i64: return neuronc::DType::i64;
-    case NpyType::i32: return neuronc::DType::i32;
-    case NpyType::i16: return neuronc::DType::i16;
-    case NpyType::i8: return neuronc::DType::i8;
-    case NpyType::u8: return neuronc::DType::u8;
-    case NpyType::boolean: return neuronc::DType::boolean;
-    case NpyType::c64: return neuronc::DType::c64;
+    case NpyType::f32:
+      return neuronc::DType::f32;
+    case NpyType::f16:
+      return neuronc::DType::f16;
+    case NpyType::bf16:
+      return neuronc::DType::bf16;
+    case NpyType::f64:
+      return neuronc::DType::f64;
+    case NpyType::i64:
+      return neuronc::DType::i64;
+    case NpyType::i32:
+      return neuronc::DType::i32;
+    case NpyType::i16:
+      return neuronc::DType::i16;
+    case NpyType::i8:
+      return neuronc::DType::i8;
+    case NpyType::u8:
+      return neuronc::DType::u8;
+    case NpyType::boolean:
+      return neuronc::DType::boolean;
+    case NpyType::c64:
+      return neuronc::DType::c64;
   }
   return neuronc::DType::f32;
 }
@@ -64,7 +87,8 @@ std::vector<std::pair<std::string, NpyArray>> read_inputs(const neuronc::Model& 
     }
     if (name.empty()) {
       if (position >= specs.size()) {
-        throw CommandExit{kExitUsage, "too many inputs: the model takes " + std::to_string(specs.size()), ""};
+        throw CommandExit{kExitUsage,
+                          "too many inputs: the model takes " + std::to_string(specs.size()), ""};
       }
       name = specs[position++].name;
     } else {
@@ -74,9 +98,12 @@ std::vector<std::pair<std::string, NpyArray>> read_inputs(const neuronc::Model& 
         known |= s.name == name;
         names += (names.empty() ? "" : ", ") + s.name;
       }
-      if (!known) throw CommandExit{kExitUsage, "unknown input '" + name + "': the model's inputs are " + names, ""};
+      if (!known)
+        throw CommandExit{kExitUsage,
+                          "unknown input '" + name + "': the model's inputs are " + names, ""};
     }
-    if (by_name.count(name)) throw CommandExit{kExitUsage, "input '" + name + "' is given twice", ""};
+    if (by_name.count(name))
+      throw CommandExit{kExitUsage, "input '" + name + "' is given twice", ""};
     try {
       by_name[name] = read_npy(file);
     } catch (const NpyError& e) {
@@ -87,7 +114,9 @@ std::vector<std::pair<std::string, NpyArray>> read_inputs(const neuronc::Model& 
   for (const auto& s : specs) {
     auto it = by_name.find(s.name);
     if (it == by_name.end()) {
-      throw CommandExit{kExitUsage, "input '" + s.name + "' is missing: pass --input " + s.name + "=FILE.npy", ""};
+      throw CommandExit{kExitUsage,
+                        "input '" + s.name + "' is missing: pass --input " + s.name + "=FILE.npy",
+                        ""};
     }
     out.emplace_back(s.name, std::move(it->second));
   }
@@ -104,23 +133,28 @@ std::vector<std::pair<std::string, NpyArray>> sample_inputs(const neuronc::Model
       if (s.name == spec.name) found = &s;
     }
     if (!found) {
-      throw CommandExit{kExitError, pt2_path + " has no sample input for '" + spec.name +
-                                        "' (torch.export saves example inputs from 2.4 on): pass --input", ""};
+      throw CommandExit{kExitError,
+                        pt2_path + " has no sample input for '" + spec.name +
+                            "' (torch.export saves example inputs from 2.4 on): pass --input",
+                        ""};
     }
     NpyArray a;
     a.type = npy_type_of(spec.dtype);
     a.shape = found->shape;
     a.data = found->bytes;
     if (a.data.size() != a.numel() * npy_type_size(a.type)) {
-      throw CommandExit{kExitError, "sample input '" + spec.name + "' has " + std::to_string(a.data.size()) +
-                                        " bytes, expected " + std::to_string(a.numel() * npy_type_size(a.type)), ""};
+      throw CommandExit{kExitError,
+                        "sample input '" + spec.name + "' has " + std::to_string(a.data.size()) +
+                            " bytes, expected " + std::to_string(a.numel() * npy_type_size(a.type)),
+                        ""};
     }
     out.emplace_back(spec.name, std::move(a));
   }
   return out;
 }
 
-RunResult run_once(neuronc::Session& session, const std::vector<std::pair<std::string, NpyArray>>& inputs) {
+RunResult run_once(neuronc::Session& session,
+                   const std::vector<std::pair<std::string, NpyArray>>& inputs) {
   std::vector<neuronc::NamedInput> named;
   for (const auto& [name, a] : inputs) {
     named.push_back({name, neuronc::TensorView(a.data.data(), dtype_of(a.type), a.shape)});

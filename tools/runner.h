@@ -2,11 +2,11 @@
 // `bench`.
 #pragma once
 
-#include <string>
-#include <vector>
-
 #include <neuronc/model.h>
 #include <neuronc/session.h>
+
+#include <string>
+#include <vector>
 
 #include "tools/npy.h"
 
@@ -31,7 +31,8 @@ struct RunResult {
 };
 
 // Runs one inference. Throws CommandExit with the loader's message on failure.
-RunResult run_once(neuronc::Session& session, const std::vector<std::pair<std::string, NpyArray>>& inputs);
+RunResult run_once(neuronc::Session& session,
+                   const std::vector<std::pair<std::string, NpyArray>>& inputs);
 
 neuronc::Model load_model_or_exit(const std::string& path);
 

@@ -1,14 +1,13 @@
 // `neuronc verify MODEL`: compile, run on the device model, and compare every output with the
 // reference PyTorch computed (output_<i>.npy next to the model, or --reference DIR).
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
 #include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "frontend/mapped_file.h"
 #include "frontend/zip_reader.h"
@@ -27,23 +26,69 @@ struct VerifyCli {
   bool json = false, intermediates = true;
 };
 
-
 std::vector<double> to_doubles(const NpyArray& a) {
   std::vector<double> out(a.numel());
   const std::byte* p = a.data.data();
   for (size_t i = 0; i < out.size(); ++i) {
     switch (a.type) {
-      case NpyType::f64: { double x; std::memcpy(&x, p + 8 * i, 8); out[i] = x; break; }
-      case NpyType::f32: { float x; std::memcpy(&x, p + 4 * i, 4); out[i] = x; break; }
-      case NpyType::f16: { _Float16 x; std::memcpy(&x, p + 2 * i, 2); out[i] = static_cast<float>(x); break; }
-      case NpyType::bf16: { uint16_t x; std::memcpy(&x, p + 2 * i, 2); out[i] = std::bit_cast<float>(uint32_t{x} << 16); break; }
-      case NpyType::i64: { int64_t x; std::memcpy(&x, p + 8 * i, 8); out[i] = static_cast<double>(x); break; }
-      case NpyType::i32: { int32_t x; std::memcpy(&x, p + 4 * i, 4); out[i] = x; break; }
-      case NpyType::i16: { int16_t x; std::memcpy(&x, p + 2 * i, 2); out[i] = x; break; }
-      case NpyType::i8: { int8_t x; std::memcpy(&x, p + i, 1); out[i] = x; break; }
+      case NpyType::f64: {
+        double x;
+        std::memcpy(&x, p + 8 * i, 8);
+        out[i] = x;
+        break;
+      }
+      case NpyType::f32: {
+        float x;
+        std::memcpy(&x, p + 4 * i, 4);
+        out[i] = x;
+        break;
+      }
+      case NpyType::f16: {
+        _Float16 x;
+        std::memcpy(&x, p + 2 * i, 2);
+        out[i] = static_cast<float>(x);
+        break;
+      }
+      case NpyType::bf16: {
+        uint16_t x;
+        std::memcpy(&x, p + 2 * i, 2);
+        out[i] = std::bit_cast<float>(uint32_t{x} << 16);
+        break;
+      }
+      case NpyType::i64: {
+        int64_t x;
+        std::memcpy(&x, p + 8 * i, 8);
+        out[i] = static_cast<double>(x);
+        break;
+      }
+      case NpyType::i32: {
+        int32_t x;
+        std::memcpy(&x, p + 4 * i, 4);
+        out[i] = x;
+        break;
+      }
+      case NpyType::i16: {
+        int16_t x;
+        std::memcpy(&x, p + 2 * i, 2);
+        out[i] = x;
+        break;
+      }
+      case NpyType::i8: {
+        int8_t x;
+        std::memcpy(&x, p + i, 1);
+        out[i] = x;
+        break;
+      }
       case NpyType::u8:
-      case NpyType::boolean: out[i] = static_cast<double>(static_cast<uint8_t>(p[i])); break;
-      case NpyType::c64: { float x; std::memcpy(&x, p + 8 * i, 4); out[i] = x; break; }
+      case NpyType::boolean:
+        out[i] = static_cast<double>(static_cast<uint8_t>(p[i]));
+        break;
+      case NpyType::c64: {
+        float x;
+        std::memcpy(&x, p + 8 * i, 4);
+        out[i] = x;
+        break;
+      }
     }
   }
   return out;
@@ -56,7 +101,8 @@ struct Comparison {
   size_t mismatches = 0, first_mismatch = 0, numel = 0;
 };
 
-Comparison compare(const std::string& name, const NpyArray& got, const NpyArray& want, double atol, double rtol) {
+Comparison compare(const std::string& name, const NpyArray& got, const NpyArray& want, double atol,
+                   double rtol) {
   Comparison c;
   c.name = name;
   c.numel = want.numel();
@@ -68,7 +114,8 @@ Comparison compare(const std::string& name, const NpyArray& got, const NpyArray&
   double dot = 0, na = 0, nb = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     const double d = std::fabs(a[i] - b[i]);
-    const bool same_special = (std::isnan(a[i]) && std::isnan(b[i])) || (std::isinf(b[i]) && a[i] == b[i]);
+    const bool same_special =
+        (std::isnan(a[i]) && std::isnan(b[i])) || (std::isinf(b[i]) && a[i] == b[i]);
     if (!same_special) {
       if (!(d <= atol + rtol * std::fabs(b[i]))) {
         if (c.mismatches++ == 0) c.first_mismatch = i;
@@ -100,14 +147,16 @@ struct Divergence {
 };
 
 void run_verify(const VerifyCli& o) {
-  const std::string ref_dir = o.reference.empty() ? std::filesystem::path(o.model).parent_path().string() : o.reference;
+  const std::string ref_dir =
+      o.reference.empty() ? std::filesystem::path(o.model).parent_path().string() : o.reference;
   CompileRequest req;
   req.model = o.model;
   req.target = o.target;
   req.auto_cast = *passes::parse_auto_cast(o.auto_cast);
   for (const std::string& d : o.dims) {
     const size_t eq = d.find('=');
-    if (eq == std::string::npos) throw CommandExit{kExitUsage, "--dim '" + d + "': expected SYMBOL=VALUE", ""};
+    if (eq == std::string::npos)
+      throw CommandExit{kExitUsage, "--dim '" + d + "': expected SYMBOL=VALUE", ""};
     req.dims[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
   }
   req.progress = [](const std::string& s) { progress(s); };
@@ -124,9 +173,11 @@ void run_verify(const VerifyCli& o) {
     // The reference inputs: input_<i>.npy in the model's input order.
     std::vector<std::string> files;
     for (size_t i = 0; i < model.inputs().size(); ++i) {
-      const std::string f = (std::filesystem::path(ref_dir) / ("input_" + std::to_string(i) + ".npy")).string();
+      const std::string f =
+          (std::filesystem::path(ref_dir) / ("input_" + std::to_string(i) + ".npy")).string();
       if (!std::filesystem::exists(f)) {
-        throw CommandExit{kExitUsage, "no reference input " + f + ": pass --input or --reference DIR", ""};
+        throw CommandExit{kExitUsage,
+                          "no reference input " + f + ": pass --input or --reference DIR", ""};
       }
       files.push_back(f);
     }
@@ -143,9 +194,11 @@ void run_verify(const VerifyCli& o) {
   std::vector<Comparison> results;
   bool all_pass = true;
   for (size_t i = 0; i < r.outputs.size(); ++i) {
-    const std::string f = (std::filesystem::path(ref_dir) / ("output_" + std::to_string(i) + ".npy")).string();
+    const std::string f =
+        (std::filesystem::path(ref_dir) / ("output_" + std::to_string(i) + ".npy")).string();
     if (!std::filesystem::exists(f)) {
-      if (i == 0) throw CommandExit{kExitUsage, "no reference output " + f + ": pass --reference DIR", ""};
+      if (i == 0)
+        throw CommandExit{kExitUsage, "no reference output " + f + ": pass --reference DIR", ""};
       break;  // extra outputs (buffer mutations) have no reference
     }
     NpyArray want = read_npy(f);
@@ -197,14 +250,20 @@ void run_verify(const VerifyCli& o) {
     j["simulated_latency_us"] = r.stats.latency_ns / 1e3;
     j["outputs"] = nlohmann::ordered_json::array();
     for (const Comparison& c : results) {
-      j["outputs"].push_back({{"name", c.name}, {"pass", c.pass}, {"shape_ok", c.shape_ok}, {"max_abs_error", c.max_abs},
-                              {"max_rel_error", c.max_rel}, {"cosine", c.cosine}, {"mismatches", c.mismatches},
+      j["outputs"].push_back({{"name", c.name},
+                              {"pass", c.pass},
+                              {"shape_ok", c.shape_ok},
+                              {"max_abs_error", c.max_abs},
+                              {"max_rel_error", c.max_rel},
+                              {"cosine", c.cosine},
+                              {"mismatches", c.mismatches},
                               {"numel", c.numel}});
     }
     if (div.found) {
-      j["first_divergence"] = {{"node", div.where.node}, {"op", div.where.op}, {"location", div.where.location},
-                               {"max_abs_error", div.cmp.max_abs}, {"mismatches", div.cmp.mismatches},
-                               {"nodes_compared", div.compared}};
+      j["first_divergence"] = {
+          {"node", div.where.node},           {"op", div.where.op},
+          {"location", div.where.location},   {"max_abs_error", div.cmp.max_abs},
+          {"mismatches", div.cmp.mismatches}, {"nodes_compared", div.compared}};
     }
     std::cout << j.dump(2) << "\n";
   } else {
@@ -213,29 +272,36 @@ void run_verify(const VerifyCli& o) {
         std::printf("FAIL %s: shape differs from the reference\n", c.name.c_str());
         continue;
       }
-      std::printf("%s %s: max abs error %.3g, max rel error %.3g, cosine %.8f, %zu/%zu outside atol %.0e + rtol %.0e\n",
-                  c.pass ? "ok  " : "FAIL", c.name.c_str(), c.max_abs, c.max_rel, c.cosine, c.mismatches, c.numel,
-                  atol, rtol);
+      std::printf(
+          "%s %s: max abs error %.3g, max rel error %.3g, cosine %.8f, %zu/%zu outside atol %.0e + "
+          "rtol %.0e\n",
+          c.pass ? "ok  " : "FAIL", c.name.c_str(), c.max_abs, c.max_rel, c.cosine, c.mismatches,
+          c.numel, atol, rtol);
     }
-    std::printf("%s on %s (auto-cast %s): simulated latency %.2f us (device %.2f us, host ops %.2f us), "
-                "%llu instructions\n",
-                all_pass ? "match" : "MISMATCH", o.target.c_str(), o.auto_cast.c_str(), r.stats.latency_ns / 1e3,
-                r.stats.device_ns / 1e3, r.stats.host_ops_ns / 1e3, static_cast<unsigned long long>(r.stats.instructions));
+    std::printf(
+        "%s on %s (auto-cast %s): simulated latency %.2f us (device %.2f us, host ops %.2f us), "
+        "%llu instructions\n",
+        all_pass ? "match" : "MISMATCH", o.target.c_str(), o.auto_cast.c_str(),
+        r.stats.latency_ns / 1e3, r.stats.device_ns / 1e3, r.stats.host_ops_ns / 1e3,
+        static_cast<unsigned long long>(r.stats.instructions));
     std::printf("engine utilisation:");
     for (size_t e = 0; e < kEngineNames.size(); ++e) {
-      std::printf(" %s %.1f%%", std::string(kEngineNames[e]).c_str(),
-                  r.stats.device_ns > 0 ? 100.0 * r.stats.engine_busy_ns[e] / r.stats.device_ns : 0.0);
+      std::printf(
+          " %s %.1f%%", std::string(kEngineNames[e]).c_str(),
+          r.stats.device_ns > 0 ? 100.0 * r.stats.engine_busy_ns[e] / r.stats.device_ns : 0.0);
     }
     std::printf("\n");
     if (div.found) {
-      std::printf("first diverging node: %s (%s), max abs error %.3g, %zu/%zu elements outside tolerance "
-                  "(%zu nodes compared)\n",
-                  div.where.node.c_str(), div.where.op.c_str(), div.cmp.max_abs, div.cmp.mismatches,
-                  div.cmp.numel, div.compared);
+      std::printf(
+          "first diverging node: %s (%s), max abs error %.3g, %zu/%zu elements outside tolerance "
+          "(%zu nodes compared)\n",
+          div.where.node.c_str(), div.where.op.c_str(), div.cmp.max_abs, div.cmp.mismatches,
+          div.cmp.numel, div.compared);
       if (!div.where.location.empty()) std::printf("  at %s\n", div.where.location.c_str());
     } else if (!all_pass && div.compared > 0) {
-      std::printf("every one of %zu intermediate results matched; the difference arises in the outputs\n",
-                  div.compared);
+      std::printf(
+          "every one of %zu intermediate results matched; the difference arises in the outputs\n",
+          div.compared);
     }
   }
   if (!all_pass) throw CommandExit{kExitMismatch, "", ""};
@@ -245,15 +311,21 @@ void run_verify(const VerifyCli& o) {
 
 void register_verify_command(CLI::App& app) {
   auto o = std::make_shared<VerifyCli>();
-  CLI::App* cmd = app.add_subcommand("verify", "Compile, run on the device model and compare with PyTorch's outputs");
-  cmd->footer("Example:\n  neuronc verify models/bert/model.pt2 --target trn2 --auto-cast matmul\n"
-              "Reads input_<i>.npy and output_<i>.npy from the model's folder (or --reference DIR).\n"
-              "Exit code 3 when an output differs beyond the tolerance.");
+  CLI::App* cmd = app.add_subcommand(
+      "verify", "Compile, run on the device model and compare with PyTorch's outputs");
+  cmd->footer(
+      "Example:\n  neuronc verify models/bert/model.pt2 --target trn2 --auto-cast matmul\n"
+      "Reads input_<i>.npy and output_<i>.npy from the model's folder (or --reference DIR).\n"
+      "Exit code 3 when an output differs beyond the tolerance.");
   cmd->add_option("model", o->model, "PyTorch program (.pt2)")->required();
-  cmd->add_option("--reference", o->reference, "Folder with input_<i>.npy and output_<i>.npy (default: the model's)");
-  cmd->add_option("-i,--input", o->inputs, "Inputs instead of the reference's, by position or NAME=FILE.npy");
-  cmd->add_option("--target", o->target, "trn1, trn2 or trn3")->check(CLI::IsMember({"trn1", "trn2", "trn3"}));
-  cmd->add_option("--auto-cast", o->auto_cast, "none, matmul or all")->check(CLI::IsMember({"none", "matmul", "matmult", "all"}));
+  cmd->add_option("--reference", o->reference,
+                  "Folder with input_<i>.npy and output_<i>.npy (default: the model's)");
+  cmd->add_option("-i,--input", o->inputs,
+                  "Inputs instead of the reference's, by position or NAME=FILE.npy");
+  cmd->add_option("--target", o->target, "trn1, trn2 or trn3")
+      ->check(CLI::IsMember({"trn1", "trn2", "trn3"}));
+  cmd->add_option("--auto-cast", o->auto_cast, "none, matmul or all")
+      ->check(CLI::IsMember({"none", "matmul", "matmult", "all"}));
   cmd->add_option("--dim", o->dims, "Bind a symbolic dim: SYMBOL=VALUE");
   cmd->add_option("--atol", o->atol, "Absolute tolerance (default 1e-4; 5e-2 with auto-cast)");
   cmd->add_option("--rtol", o->rtol, "Relative tolerance (default 1e-3; 5e-2 with auto-cast)");

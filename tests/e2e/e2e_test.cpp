@@ -2,16 +2,15 @@
 // and auto-cast mode. Tolerances (issue 7): with --auto-cast none, max abs error <= 1e-4 x max
 // |reference| per output; with --auto-cast matmul, cosine similarity >= 0.999.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
+#include <neuronc/model.h>
+#include <neuronc/session.h>
 
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-
-#include <neuronc/model.h>
-#include <neuronc/session.h>
+#include <nlohmann/json.hpp>
 
 #include "tools/compiler_driver.h"
 #include "tools/npy.h"
@@ -22,21 +21,51 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path fixture_dir(const std::string& name) { return fs::path(NEURONC_SOURCE_DIR) / "models" / name; }
+fs::path fixture_dir(const std::string& name) {
+  return fs::path(NEURONC_SOURCE_DIR) / "models" / name;
+}
 
 std::vector<double> values(const NpyArray& a) {
   std::vector<double> v(a.numel());
   for (size_t i = 0; i < v.size(); ++i) {
     const std::byte* p = a.data.data() + i * npy_type_size(a.type);
     switch (a.type) {
-      case NpyType::f32: { float x; std::memcpy(&x, p, 4); v[i] = x; break; }
-      case NpyType::f64: { double x; std::memcpy(&x, p, 8); v[i] = x; break; }
-      case NpyType::i64: { int64_t x; std::memcpy(&x, p, 8); v[i] = static_cast<double>(x); break; }
-      case NpyType::i32: { int32_t x; std::memcpy(&x, p, 4); v[i] = x; break; }
-      case NpyType::bf16: { uint16_t x; std::memcpy(&x, p, 2); v[i] = std::bit_cast<float>(uint32_t{x} << 16); break; }
+      case NpyType::f32: {
+        float x;
+        std::memcpy(&x, p, 4);
+        v[i] = x;
+        break;
+      }
+      case NpyType::f64: {
+        double x;
+        std::memcpy(&x, p, 8);
+        v[i] = x;
+        break;
+      }
+      case NpyType::i64: {
+        int64_t x;
+        std::memcpy(&x, p, 8);
+        v[i] = static_cast<double>(x);
+        break;
+      }
+      case NpyType::i32: {
+        int32_t x;
+        std::memcpy(&x, p, 4);
+        v[i] = x;
+        break;
+      }
+      case NpyType::bf16: {
+        uint16_t x;
+        std::memcpy(&x, p, 2);
+        v[i] = std::bit_cast<float>(uint32_t{x} << 16);
+        break;
+      }
       case NpyType::boolean:
-      case NpyType::u8: v[i] = static_cast<double>(static_cast<uint8_t>(*p)); break;
-      default: ADD_FAILURE() << "unexpected output dtype " << npy_type_name(a.type);
+      case NpyType::u8:
+        v[i] = static_cast<double>(static_cast<uint8_t>(*p));
+        break;
+      default:
+        ADD_FAILURE() << "unexpected output dtype " << npy_type_name(a.type);
     }
   }
   return v;
@@ -49,7 +78,8 @@ NpyArray tile_rows(const NpyArray& a, int64_t rows) {
   out.shape[0] = rows;
   out.data.resize(row_bytes * static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) {
-    std::memcpy(out.data.data() + r * row_bytes, a.data.data() + (r % a.shape[0]) * row_bytes, row_bytes);
+    std::memcpy(out.data.data() + r * row_bytes, a.data.data() + (r % a.shape[0]) * row_bytes,
+                row_bytes);
   }
   return out;
 }
@@ -67,7 +97,8 @@ void PrintTo(const Case& c, std::ostream* os) {
 }
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  std::string s = info.param.fixture + "_" + info.param.target + "_" + passes::auto_cast_name(info.param.cast);
+  std::string s =
+      info.param.fixture + "_" + info.param.target + "_" + passes::auto_cast_name(info.param.cast);
   if (info.param.batch) s += "_batch" + std::to_string(info.param.batch);
   return s;
 }
@@ -121,8 +152,9 @@ TEST_P(EndToEnd, MatchesPyTorch) {
       ne += exp[k] * exp[k];
     }
     if (c.cast == passes::AutoCastMode::none) {
-      EXPECT_LE(max_err, 1e-4 * max_ref) << c.fixture << " output " << r.names[i] << ": max abs error " << max_err
-                                         << ", max |reference| " << max_ref;
+      EXPECT_LE(max_err, 1e-4 * max_ref)
+          << c.fixture << " output " << r.names[i] << ": max abs error " << max_err
+          << ", max |reference| " << max_ref;
     } else {
       const double cosine = ng > 0 && ne > 0 ? dot / std::sqrt(ng * ne) : (ng == ne ? 1.0 : 0.0);
       EXPECT_GE(cosine, 0.999) << c.fixture << " output " << r.names[i];
@@ -134,8 +166,8 @@ TEST_P(EndToEnd, MatchesPyTorch) {
 
 std::vector<Case> cases() {
   std::vector<Case> out;
-  for (const char* f : {"mlp", "transformer_encoder", "bert", "gpt2", "llama", "vit", "dynamic_batch", "fallback",
-                        "buffers", "cnn"}) {
+  for (const char* f : {"mlp", "transformer_encoder", "bert", "gpt2", "llama", "vit",
+                        "dynamic_batch", "fallback", "buffers", "cnn"}) {
     for (const char* t : {"trn1", "trn2", "trn3"}) {
       for (passes::AutoCastMode m : {passes::AutoCastMode::none, passes::AutoCastMode::matmul}) {
         out.push_back({f, t, m, 0});
@@ -143,7 +175,8 @@ std::vector<Case> cases() {
     }
   }
   // The dynamic-batch model at the bounds of its batch range.
-  for (int64_t b : {int64_t{1}, int64_t{64}}) out.push_back({"dynamic_batch", "trn1", passes::AutoCastMode::none, b});
+  for (int64_t b : {int64_t{1}, int64_t{64}})
+    out.push_back({"dynamic_batch", "trn1", passes::AutoCastMode::none, b});
   return out;
 }
 

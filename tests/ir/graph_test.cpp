@@ -1,13 +1,16 @@
 // Graph construction, use lists and mutation.
+#include "ir/graph.h"
+
 #include <gtest/gtest.h>
 
-#include "ir/graph.h"
 #include "ir/op_registry.h"
 
 namespace neuronc::ir {
 namespace {
 
-TensorType f32(Shape s) { return {DType::f32, std::move(s)}; }
+TensorType f32(Shape s) {
+  return {DType::f32, std::move(s)};
+}
 Shape dims(std::initializer_list<int64_t> v) {
   Shape s;
   for (int64_t x : v) s.push_back(Dim::constant(x));
@@ -114,7 +117,8 @@ TEST(Graph, SymbolsAndConstantPayloads) {
   static const float data[3] = {1, 2, 3};
   auto owner = std::make_shared<int>(0);
   Value* c = g.add_input("c", f32(dims({3})), InputRole::constant, "c0");
-  c->set_payload(ConstantPayload{reinterpret_cast<const std::byte*>(data), sizeof data, 0, {}, owner});
+  c->set_payload(
+      ConstantPayload{reinterpret_cast<const std::byte*>(data), sizeof data, 0, {}, owner});
   EXPECT_EQ(reinterpret_cast<const float*>(c->payload()->data)[2], 3.0f);
   EXPECT_EQ(owner.use_count(), 2);  // the IR keeps the owner alive, no copy of the bytes
 }

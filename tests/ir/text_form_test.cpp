@@ -36,10 +36,11 @@ TEST(TextForm, RoundTripIsExact) {
   // %b is used before it is defined in kModel: the parser must say so.
   EXPECT_THROW(parse(kModel), Error);
   std::string text = kModel;
-  text.replace(text.find("%f : f32[s0, 32] = aten.masked_fill.Scalar(%g, %b) {value = -inf}"),
-               std::string("%f : f32[s0, 32] = aten.masked_fill.Scalar(%g, %b) {value = -inf}").size(),
-               "%b : bool[s0, 32] = aten.gt.Scalar(%g) {other = 0.5}\n"
-               "  %f : f32[s0, 32] = aten.masked_fill.Scalar(%g, %b) {value = -inf}");
+  text.replace(
+      text.find("%f : f32[s0, 32] = aten.masked_fill.Scalar(%g, %b) {value = -inf}"),
+      std::string("%f : f32[s0, 32] = aten.masked_fill.Scalar(%g, %b) {value = -inf}").size(),
+      "%b : bool[s0, 32] = aten.gt.Scalar(%g) {other = 0.5}\n"
+      "  %f : f32[s0, 32] = aten.masked_fill.Scalar(%g, %b) {value = -inf}");
   auto g = parse(text);
   EXPECT_TRUE(verify(*g).empty()) << verify(*g)[0];
   const std::string printed = print(*g);
@@ -80,17 +81,21 @@ struct BadCase {
 TEST(TextForm, ParseErrorsSayWhereAndWhat) {
   const BadCase cases[] = {
       {"graf {}", "line 1:1: expected 'graph', found 'graf'"},
-      {"graph {\n input %x : f33[2]\n}", "line 2:13: expected a dtype (f32, bf16, i64, bool, ...), found 'f33'"},
+      {"graph {\n input %x : f33[2]\n}",
+       "line 2:13: expected a dtype (f32, bf16, i64, bool, ...), found 'f33'"},
       {"graph {\n input %x : f32[2, s9]\n}", "line 2:20: expected a declared symbol, found 's9'"},
-      {"graph {\n output %nope\n}", "line 2:9: expected a defined value, found '%nope' which is never defined"},
-      {"graph {\n input %x : f32[2]\n input %x : f32[2]\n}", "line 3:8: expected a new value name, found '%x' again"},
+      {"graph {\n output %nope\n}",
+       "line 2:9: expected a defined value, found '%nope' which is never defined"},
+      {"graph {\n input %x : f32[2]\n input %x : f32[2]\n}",
+       "line 3:8: expected a new value name, found '%x' again"},
       {"graph {\n input %x : f32[2]\n %y : f32[2] = aten.relu.default(%x) {a = }\n}",
        "line 3:43: expected an attribute value, found '}'"},
       {"graph {\n input %x : f32[2]\n %y : f32[2] = aten.relu.default(%x\n}",
        "line 4:1: expected ',', found '}'"},
       {"graph {\n input %x : f32[2]\n %y : f32[2] = aten.relu.default(%x) {v = [1, \"a\"]}\n}",
        "line 3:51: expected a homogeneous list, found '}'"},
-      {"graph {\n sym s [5, 2]\n}", "expected a valid symbol, found symbol 's': range [5, 2] is empty"},
+      {"graph {\n sym s [5, 2]\n}",
+       "expected a valid symbol, found symbol 's': range [5, 2] is empty"},
       {"graph {\n input %x : f32[2]", "expected '}', found end of input"},
       {"graph {\n param %w : f32[2]\n}", "line 3:1: expected a string, found '}'"},
   };

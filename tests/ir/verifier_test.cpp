@@ -1,10 +1,11 @@
 // Verifier rejections and their messages.
+#include "ir/verifier.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "ir/graph.h"
 #include "ir/printer.h"
-#include "ir/verifier.h"
 
 namespace neuronc::ir {
 namespace {
@@ -65,13 +66,16 @@ TEST(Verifier, UseBeforeDefinition) {
   Node* bad = g.insert_before(first, "aten.abs.default", {x});
   bad->set_input(0, second->output());
   g.add_output(bad->output());
-  EXPECT_THAT(verify(g), ElementsAre(HasSubstr("node 'abs' (aten.abs.default): operand 0 'relu' is used before it is defined")));
+  EXPECT_THAT(verify(g),
+              ElementsAre(HasSubstr(
+                  "node 'abs' (aten.abs.default): operand 0 'relu' is used before it is defined")));
 }
 
 TEST(Verifier, UnknownOpsAllowedOnlyWhenAsked) {
   Graph g;
   Value* x = g.add_input("x", {DType::f32, {Dim::constant(8)}});
-  Node* n = g.append("aten.histc.default", {x}, {}, std::vector<TensorType>{{DType::f32, {Dim::constant(5)}}});
+  Node* n = g.append("aten.histc.default", {x}, {},
+                     std::vector<TensorType>{{DType::f32, {Dim::constant(5)}}});
   g.add_output(n->output());
   EXPECT_TRUE(verify(g).empty());
   EXPECT_THAT(verify(g, {.allow_unknown_ops = false}),
@@ -90,7 +94,8 @@ TEST(Verifier, ConstantPayloadTooSmall) {
   Graph g;
   static const float data[2] = {1, 2};
   Value* c = g.add_input("w", {DType::f32, {Dim::constant(3)}}, InputRole::parameter, "w");
-  c->set_payload(ConstantPayload{reinterpret_cast<const std::byte*>(data), sizeof data, 0, {}, nullptr});
+  c->set_payload(
+      ConstantPayload{reinterpret_cast<const std::byte*>(data), sizeof data, 0, {}, nullptr});
   EXPECT_THAT(verify(g), ElementsAre("constant 'w': needs 12 bytes, payload has 8"));
 }
 

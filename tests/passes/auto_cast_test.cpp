@@ -1,7 +1,8 @@
 // Auto-cast: before/after IR.
+#include "passes/auto_cast.h"
+
 #include <gtest/gtest.h>
 
-#include "passes/auto_cast.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 
@@ -26,7 +27,9 @@ const char* kMlp = R"(graph {
 }
 )";
 
-TEST(AutoCast, NoneChangesNothing) { EXPECT_EQ(run(kMlp, AutoCastMode::none), kMlp); }
+TEST(AutoCast, NoneChangesNothing) {
+  EXPECT_EQ(run(kMlp, AutoCastMode::none), kMlp);
+}
 
 TEST(AutoCast, MatmulCastsOnlyMatmulOperands) {
   EXPECT_EQ(run(kMlp, AutoCastMode::matmul), R"(graph {

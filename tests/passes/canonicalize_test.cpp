@@ -1,7 +1,8 @@
 // Canonicalize: before/after IR.
+#include "passes/canonicalize.h"
+
 #include <gtest/gtest.h>
 
-#include "passes/canonicalize.h"
 #include "pass_test_util.h"
 
 namespace neuronc::passes {

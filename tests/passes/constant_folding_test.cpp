@@ -1,11 +1,12 @@
 // Constant folding: before/after IR and folded values.
+#include "passes/constant_folding.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 
 #include "ir/printer.h"
 #include "ir/verifier.h"
-#include "passes/constant_folding.h"
 #include "passes/dead_code_elimination.h"
 #include "passes/reference_eval.h"
 
@@ -48,7 +49,8 @@ TEST(ConstantFolding, CastsWeightsToBf16WithRoundToNearestEven) {
 })");
   // 1 + 2^-8 is a tie between bf16 neighbours 1 and 1 + 2^-7: rounds to even (1.0).
   static const float w[3] = {1.0f + 1.0f / 256, 3.0f, -0.1f};
-  g->find_value("w")->set_payload({reinterpret_cast<const std::byte*>(w), sizeof w, 0, {}, nullptr});
+  g->find_value("w")->set_payload(
+      {reinterpret_cast<const std::byte*>(w), sizeof w, 0, {}, nullptr});
   ConstantFolding fold;
   ASSERT_TRUE(fold.run(*g));
   const ir::Value* c = g->find_value("wb_folded");
@@ -59,7 +61,7 @@ TEST(ConstantFolding, CastsWeightsToBf16WithRoundToNearestEven) {
   std::memcpy(bits, c->payload()->data, 6);
   EXPECT_EQ(bits[0], 0x3f80);
   EXPECT_EQ(bits[1], 0x4040);
-  EXPECT_EQ(bits[2], 0xbdcd);  // -0.1 -> 0xbdcccccd rounds up to 0xbdcd
+  EXPECT_EQ(bits[2], 0xbdcd);              // -0.1 -> 0xbdcccccd rounds up to 0xbdcd
   EXPECT_EQ(g->find_value("w"), nullptr);  // the fp32 weight is gone
 }
 
@@ -73,7 +75,8 @@ TEST(ConstantFolding, MutatedBuffersAreNotConstants) {
   output %u buffer_mutation "running"
 })");
   static const float b[2] = {1, 2};
-  g->find_value("b")->set_payload({reinterpret_cast<const std::byte*>(b), sizeof b, 0, {}, nullptr});
+  g->find_value("b")->set_payload(
+      {reinterpret_cast<const std::byte*>(b), sizeof b, 0, {}, nullptr});
   ConstantFolding fold;
   EXPECT_FALSE(fold.run(*g));
 }
@@ -88,7 +91,8 @@ TEST(ConstantFolding, RespectsTheSizeLimitAndStrides) {
 })");
   // A transposed view: storage [[0,1],[2,3],[4,5]] read with strides [1, 2] is [[0,2,4],[1,3,5]].
   static const float w[6] = {0, 1, 2, 3, 4, 5};
-  g->find_value("w")->set_payload({reinterpret_cast<const std::byte*>(w), sizeof w, 0, {1, 2}, nullptr});
+  g->find_value("w")->set_payload(
+      {reinterpret_cast<const std::byte*>(w), sizeof w, 0, {1, 2}, nullptr});
   ConstantFolding fold(/*max_elements=*/16);
   ASSERT_TRUE(fold.run(*g));
   auto t = read_constant(*g->find_value("t_folded"));

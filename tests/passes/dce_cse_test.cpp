@@ -1,9 +1,9 @@
 // Dead code and common subexpression elimination: before/after IR.
 #include <gtest/gtest.h>
 
+#include "pass_test_util.h"
 #include "passes/common_subexpression_elimination.h"
 #include "passes/dead_code_elimination.h"
-#include "pass_test_util.h"
 
 namespace neuronc::passes {
 namespace {

@@ -1,8 +1,9 @@
 // Partitioning into device and host partitions.
+#include "passes/partition.h"
+
 #include <gtest/gtest.h>
 
 #include "ir/printer.h"
-#include "passes/partition.h"
 
 namespace neuronc::passes {
 namespace {

@@ -1,9 +1,9 @@
 // .npy reading and writing, on files NumPy wrote (the model zoo) and malformed bytes.
+#include "tools/npy.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
-
-#include "tools/npy.h"
 
 namespace neuronc::tools {
 namespace {
@@ -64,7 +64,8 @@ TEST(Npy, MalformedFilesSayWhatIsWrong) {
       {header("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999,), }"),
        "x: dimension in (99999999999999999,) is too large"},
       {std::string("\x93NUMPY\x09\x00", 8) + "xx", "x: .npy format version 9 is not supported"},
-      {std::string("\x93NUMPY\x01\x00\xff\x00", 10) + "{}", "x: header length 255 exceeds the 2 bytes"},
+      {std::string("\x93NUMPY\x01\x00\xff\x00", 10) + "{}",
+       "x: header length 255 exceeds the 2 bytes"},
   };
   for (const Case& c : cases) {
     try {
