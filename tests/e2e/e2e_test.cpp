@@ -116,7 +116,11 @@ TEST_P(EndToEnd, MatchesPyTorch) {
     std::ifstream in(dir / "meta.json");
     const nlohmann::json meta = nlohmann::json::parse(in);
     ASSERT_EQ(meta["range_constraints"].size(), 1u);
-    const auto& [sym, range] = *meta["range_constraints"].items().begin();
+    // Not `*items().begin()`: that binds to a proxy that dies at the end of the statement
+    // (ASan: stack-use-after-scope).
+    const auto first = meta["range_constraints"].begin();
+    const std::string sym = first.key();
+    const nlohmann::json& range = first.value();
     EXPECT_TRUE(c.batch == range[0].get<int64_t>() || c.batch == range[1].get<int64_t>());
     req.dims[sym] = c.batch;
   }

@@ -347,12 +347,15 @@ TEST(Limits, RunWhoseIntermediateExceedsTheTargetsHbmIsRefusedBeforeAllocating) 
   ASSERT_TRUE(s.status().is_ok());
   std::vector<float> x(4 * 1024, -1.0f);
   {
-    // The view claims 2^24 rows (64 GiB) over a 16 KiB buffer: the run must refuse y's size
-    // before it reads the input or allocates anything (ASan would catch a read).
+    // The view claims 2^24 rows (64 GiB) over a 16 KiB buffer: the run must refuse the size
+    // (of x itself, the first value that large) before it reads the input or allocates
+    // anything (ASan would catch a read).
     LargestAllocation watch;
     auto out = s.run({{"x", TensorView(x.data(), DType::f32, {int64_t{1} << 24, 1024})}});
     EXPECT_EQ(out.status().code(), StatusCode::resource_exhausted);
-    EXPECT_THAT(out.status().message(), AllOf(HasSubstr("value 'y'"), HasSubstr("trn1's hbm")));
+    EXPECT_THAT(out.status().message(),
+                AllOf(HasSubstr("value 'x' would need more than the 34359738368 bytes"),
+                      HasSubstr("trn1's hbm")));
     EXPECT_LT(watch.bytes(), kSmall);
   }
   // The same session still runs a size that fits.
