@@ -322,8 +322,9 @@ std::vector<double> creation_values(const ir::Node& n) {
 
 // Lowering for a compute node, or null.
 LowerFn find_lowering(const std::string& op) {
-  for (auto f : {matmul_lowering, elementwise_lowering, row_lowering, attention_lowering,
-                 gather_lowering, conv_lowering, pool_lowering, data_movement_lowering})
+  for (auto f :
+       {matmul_lowering, elementwise_lowering, row_lowering, group_norm_lowering,
+        attention_lowering, gather_lowering, conv_lowering, pool_lowering, data_movement_lowering})
     if (LowerFn fn = f(op)) return fn;
   return nullptr;
 }

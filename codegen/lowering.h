@@ -58,12 +58,17 @@ using LowerFn = void (*)(KernelBuilder&, const ir::Node&, const PartitionContext
 // Each returns the lowering for `op`, or null when the family does not handle it.
 LowerFn matmul_lowering(const std::string& op);
 LowerFn elementwise_lowering(const std::string& op);
-LowerFn row_lowering(const std::string& op);  // reductions, softmax, layer/rms norm
+LowerFn row_lowering(const std::string& op);         // reductions, softmax, layer/rms norm
+LowerFn group_norm_lowering(const std::string& op);  // group_norm, native_group_norm
 LowerFn attention_lowering(const std::string& op);
 LowerFn gather_lowering(const std::string& op);  // embedding
 LowerFn conv_lowering(const std::string& op);
 LowerFn pool_lowering(const std::string& op);           // max / avg / adaptive-avg pooling
 LowerFn data_movement_lowering(const std::string& op);  // cat, materialising copies
+
+// A layer norm whose normalised extent is too large for one SBUF row, lowered by the group-norm
+// kernel (statistics over partitions x chunks, group_norm_kernel.cpp).
+void lower_large_layer_norm(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx);
 
 // A 1-D or 2-D convolution seen as 2-D (a 1-D one has H = KH = Ho = 1).
 struct ConvGeometry {

@@ -9,6 +9,8 @@
 //              accumulate), rsqrt(var + eps) (VectorE + ScalarE), scale, then * gamma + beta
 //              with gamma/beta loaded once, broadcast over partitions;
 //   rms_norm   sum of squares (ScalarE accumulate), rsqrt, scale, * gamma.
+// A layer norm over more than 12288 elements goes to the group-norm kernel instead
+// (group_norm_kernel.cpp: statistics over partitions x chunks).
 // Tiles are double-buffered so the next tile's load overlaps this tile's compute.
 #include <algorithm>
 #include <cmath>
@@ -126,6 +128,11 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
     fail(n, "reduction over " + std::to_string(free_levels) +
                 " non-adjacent dimension groups is not supported (at most 3)");
   const int64_t R = L.free_total;
+  if (kind == RowOp::layer_norm && R > 12288) {
+    // Statistics over partitions x chunks instead of one SBUF row.
+    lower_large_layer_norm(kb, n, ctx);
+    return;
+  }
   if (R > 12288)
     fail(n, "reduced extent " + std::to_string(R) +
                 " exceeds the 12288 elements one SBUF row tile holds (chunked reductions are not "

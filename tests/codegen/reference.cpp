@@ -463,6 +463,39 @@ void evaluate_nodes(const std::vector<const ir::Node*>& nodes, Env& env, const F
         }
       }
       set(0, y);
+    } else if (base == "group_norm" || base == "native_group_norm") {
+      // Biased variance over (C / G) x spatial per (n, g); y = (x - mean) * rstd * w[c] + b[c].
+      const RefTensor& x = in(0);
+      const int64_t N = x.shape[0], C = x.shape[1];
+      const int64_t G = n.attr_int(base == "group_norm" ? "num_groups" : "group");
+      const int64_t S = x.numel() / (N * C), Cg = C / G, inner = Cg * S;
+      const double eps = attr_num(n, "eps", 1e-5);
+      const bool has_w = n.inputs().size() > 1 && n.input(1);
+      const bool has_b = n.inputs().size() > 2 && n.input(2);
+      RefTensor y = x, mean, rstd;
+      for (int64_t o = 0; o < N * G; ++o) {
+        const double* p = x.data.data() + o * inner;
+        double m = 0, var = 0;
+        for (int64_t i = 0; i < inner; ++i) m += p[i];
+        m /= static_cast<double>(inner);
+        for (int64_t i = 0; i < inner; ++i) var += (p[i] - m) * (p[i] - m);
+        var /= static_cast<double>(inner);
+        const double rs = 1.0 / std::sqrt(var + eps);
+        mean.data.push_back(m);
+        rstd.data.push_back(rs);
+        for (int64_t i = 0; i < inner; ++i) {
+          const int64_t c = (o % G) * Cg + i / S;
+          double v = (p[i] - m) * rs;
+          if (has_w) v *= in(1).data[c];
+          if (has_b) v += in(2).data[c];
+          y.data[o * inner + i] = v;
+        }
+      }
+      set(0, y);
+      if (n.outputs().size() == 3) {
+        set(1, mean);
+        set(2, rstd);
+      }
     } else if (base == "scaled_dot_product_attention") {
       const RefTensor &q = in(0), &kk = in(1), &v = in(2);
       const bool has_mask = n.inputs().size() > 3 && n.input(3);
@@ -571,7 +604,8 @@ void evaluate_nodes(const std::vector<const ir::Node*>& nodes, Env& env, const F
       auto pd = pr("padding", 0);
       const int64_t B = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
       const int64_t O = w.shape[0], Cg = w.shape[1], KH = w.shape[2], KW = w.shape[3];
-      if (const ir::Attribute* a = n.attr("padding"); a && std::holds_alternative<std::string>(*a)) {
+      if (const ir::Attribute* a = n.attr("padding");
+          a && std::holds_alternative<std::string>(*a)) {
         const bool same = std::get<std::string>(*a) == "same";
         pd = {same ? dl[0] * (KH - 1) / 2 : 0, same ? dl[1] * (KW - 1) / 2 : 0};
       }
@@ -625,7 +659,8 @@ void evaluate_nodes(const std::vector<const ir::Node*>& nodes, Env& env, const F
       std::vector<int64_t> ks{1, 1}, ss{1, 1}, ps{0, 0}, ds{1, 1};
       if (!adaptive) {
         ks = ints("kernel_size", {1});
-        ss = ints("stride", one_d ? std::vector<int64_t>{ks[1]} : std::vector<int64_t>{ks[0], ks[1]});
+        ss = ints("stride",
+                  one_d ? std::vector<int64_t>{ks[1]} : std::vector<int64_t>{ks[0], ks[1]});
         ps = ints("padding", {0});
         ds = ints("dilation", {1});
         if (one_d) ks[0] = ss[0] = ds[0] = 1, ps[0] = 0;
@@ -651,7 +686,8 @@ void evaluate_nodes(const std::vector<const ir::Node*>& nodes, Env& env, const F
             for (int64_t yy = h0; yy < h1; yy += step_h)
               for (int64_t xx = w0; xx < w1; xx += step_w) {
                 const bool inside = yy >= 0 && yy < H && xx >= 0 && xx < W;
-                const bool in_padded = yy >= -ps[0] && yy < H + ps[0] && xx >= -ps[1] && xx < W + ps[1];
+                const bool in_padded =
+                    yy >= -ps[0] && yy < H + ps[0] && xx >= -ps[1] && xx < W + ps[1];
                 if (in_padded && (inside || include_pad)) ++cnt;
                 if (!inside) continue;
                 const double v = x.data[(q * H + yy) * W + xx];
