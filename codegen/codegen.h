@@ -38,6 +38,10 @@ struct CodegenOptions {
   // Fuse single-use element-wise chains into one kernel and unary activations into the
   // producing matmul's epilogue (intermediates then never reach HBM).
   bool fuse = true;
+  // Concatenation in place: a convolution, pooling, element-wise or group-norm kernel whose
+  // result is only a cat input (once) writes straight into its slice of the cat's buffer, so
+  // the cat moves no bytes for it.
+  bool cat_in_place = true;
 };
 
 // A partition input or output: a row-major contiguous tensor of `dtype` at `offset` in the HBM

@@ -553,8 +553,76 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     return chain;
   };
 
+  // --- concatenation in place -----------------------------------------------------------------
+  // A cat input produced by a kernel of this partition is written by that kernel straight into
+  // its slice of the cat's buffer (an HbmView slice; kernels store through access patterns), so
+  // the cat copies nothing for it. Only when provably safe: a single-result kernel whose
+  // lowering stores through any strides (convolution and its fused activation, element-wise,
+  // pooling with uniform rows, group norm), of the cat's dtype and exact slice shape, not a
+  // partition output, listed once in this cat and aliased into no other cat. Other readers of
+  // the value read the slice view. Everything else is copied by the cat kernel as before.
+  struct CatSlot {
+    const ir::Node* cat = nullptr;
+    HbmView view;  // the slice, relative to the cat's buffer
+  };
+  std::unordered_map<const ir::Value*, CatSlot> cat_slot;
+  std::unordered_map<const ir::Node*, int> cat_buffer;  // created at its first aliased producer
+  auto writes_any_view = [&](const ir::Node* p, const HbmView& slice) {
+    if (p->outputs().size() != 1 || absorbed_into.count(p)) return false;
+    if (auto e = epilogue_of.find(p); e != epilogue_of.end())
+      return conv_lowering(e->second->op()) != nullptr;
+    const std::string& op = p->op();
+    if (conv_lowering(op) || elementwise_kernel(p) || op == "aten.group_norm.default") return true;
+    if (pool_lowering(op)) {  // its rows (leading dims) must be one uniform stride
+      const int64_t spatial = op.find("pool1d") != std::string::npos ? 1 : 2;
+      for (int64_t d = slice.rank() - spatial - 2; d >= 0; --d)
+        if (slice.shape[d] != 1 && slice.strides[d] != slice.strides[d + 1] * slice.shape[d + 1])
+          return false;
+      return true;
+    }
+    return false;
+  };
+  if (opts.cat_in_place) {
+    for (const ir::Node* n : nodes) {
+      if (n->op() != "aten.cat.default") continue;
+      const std::vector<int64_t> out_shape = static_shape(n->output());
+      const DType dt = device_dtype(n->output()->dtype());
+      int64_t dim = n->attr("dim") ? n->attr_int("dim") : 0;
+      if (dim < 0) dim += static_cast<int64_t>(out_shape.size());
+      const HbmView whole = HbmView::contiguous(dt, 0, out_shape);
+      int64_t start = 0;
+      for (const ir::Value* v : n->inputs()) {
+        const std::vector<int64_t> shape = static_shape(v);
+        if (numel(shape) == 0) continue;  // skipped by the cat as well
+        const int64_t len = shape.size() == out_shape.size() ? shape[dim] : 0;
+        const int64_t at = start;
+        start += len;
+        const ir::Node* p = v->producer();
+        if (!p || !in_partition.count(p) || is_output.count(v) || cat_slot.count(v)) continue;
+        if (std::count(n->inputs().begin(), n->inputs().end(), v) != 1) continue;
+        if (device_dtype(v->dtype()) != dt) continue;
+        const HbmView slice = whole.slice(dim, at, at + len, 1);
+        if (slice.shape != shape || !writes_any_view(p, slice)) continue;
+        cat_slot[v] = {n, slice};
+      }
+    }
+  }
+
   // --- nodes: views, constants, kernels -------------------------------------------------------
   std::vector<Kernel> kernels;
+  // The buffer of cat node `cat`, created by the first kernel writing into it.
+  auto cat_buffer_of = [&](const ir::Node* cat, int first) {
+    if (auto it = cat_buffer.find(cat); it != cat_buffer.end()) return it->second;
+    const ir::Value* v = cat->output();
+    Buffer b;
+    b.region = is_output.count(v) ? Buffer::output : Buffer::scratch;
+    b.bytes = static_cast<uint64_t>(numel(static_shape(v))) *
+              device::dtype_size(device_dtype(v->dtype()));
+    b.first = first;
+    b.last = first;
+    buffers.push_back(b);
+    return cat_buffer[cat] = static_cast<int>(buffers.size()) - 1;
+  };
   auto use = [&](const ir::Value* v) {
     const int b = ctx.info(v).buffer;
     buffers[b].last = std::max(buffers[b].last, static_cast<int>(kernels.size()));
@@ -667,6 +735,27 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     }
     if (aliased) continue;
 
+    // A cat whose every input was written in place by its producer: no kernel.
+    if (auto cb = cat_buffer.find(&n); cb != cat_buffer.end()) {
+      bool all = true;
+      for (const ir::Value* v : n.inputs()) {
+        if (numel(static_shape(v)) == 0) continue;
+        // Exactly its slot (a view of an in-place value may sit in the same buffer elsewhere).
+        auto slot = cat_slot.find(v);
+        const ValueInfo& vi = ctx.info(v);
+        all = all && slot != cat_slot.end() && slot->second.cat == &n && vi.buffer == cb->second &&
+              vi.view.offset == slot->second.view.offset &&
+              vi.view.strides == slot->second.view.strides;
+      }
+      if (all) {
+        ValueInfo vi;
+        vi.view =
+            HbmView::contiguous(device_dtype(n.output()->dtype()), 0, static_shape(n.output()));
+        vi.buffer = cb->second;
+        ctx.values[n.output()] = vi;
+        continue;
+      }
+    }
     if (absorbed_into.count(&n)) continue;             // computed inside its consumer's kernel
     if (ctx.read_through.count(n.output())) continue;  // converted by the consuming matmul
     LowerFn fn = find_lowering(op);
@@ -693,6 +782,23 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
       for (const ir::Value* v : g2->inputs())
         if (v && !internal.count(v)) use(ctx.read_through.count(v) ? ctx.read_through.at(v) : v);
     for (const ir::Value* v : n.outputs()) {
+      const int this_kernel = static_cast<int>(kernels.size());
+      if (auto slot = cat_slot.find(v); slot != cat_slot.end()) {
+        ValueInfo vi;
+        vi.view = slot->second.view;
+        vi.buffer = cat_buffer_of(slot->second.cat, this_kernel);
+        buffers[vi.buffer].last = std::max(buffers[vi.buffer].last, this_kernel);
+        ctx.values[v] = vi;
+        continue;
+      }
+      if (auto cb = cat_buffer.find(&n); cb != cat_buffer.end()) {  // cat with inputs in place
+        ValueInfo vi;
+        vi.view = HbmView::contiguous(device_dtype(v->dtype()), 0, static_shape(v));
+        vi.buffer = cb->second;
+        buffers[vi.buffer].last = std::max(buffers[vi.buffer].last, this_kernel);
+        ctx.values[v] = vi;
+        continue;
+      }
       Buffer b;
       b.region = is_output.count(v) ? Buffer::output : Buffer::scratch;
       const DType dt = device_dtype(v->dtype());

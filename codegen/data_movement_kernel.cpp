@@ -1,7 +1,8 @@
 // Data movement that needs bytes to move: cat/stack (each input DMA'd into its slice of the
-// output), views the strides cannot express (materialised into a contiguous buffer), and the
-// driver's output copies. All are HBM-to-HBM DMAs whose access patterns do the permutation;
-// view/permute/expand/slice/select never reach here (they are views, compile_partition.cpp).
+// output, except inputs their producer already wrote there), views the strides cannot express
+// (materialised into a contiguous buffer), and the driver's output copies. All are HBM-to-HBM DMAs
+// whose access patterns do the permutation; view/permute/expand/slice/select never reach here (they
+// are views, compile_partition.cpp).
 #include "codegen/lowering.h"
 
 namespace neuronc::codegen {
@@ -28,8 +29,10 @@ void copy_view(KernelBuilder& kb, const HbmView& dst_in, const HbmView& src_in) 
   // same-shape copy, which splits over partitions without the 65535-row limit below.
   HbmView dst = dst_in, src = src_in;
   if (dst.shape != src.shape) {
-    if (auto r = dst.reshape(src.shape)) dst = *r;
-    else if (auto r2 = src.reshape(dst.shape)) src = *r2;
+    if (auto r = dst.reshape(src.shape))
+      dst = *r;
+    else if (auto r2 = src.reshape(dst.shape))
+      src = *r2;
   }
   std::vector<int64_t> sizes;
   std::vector<std::vector<int64_t>> strides;
@@ -99,10 +102,20 @@ void lower_cat(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
   int64_t dim = n.attr("dim") ? n.attr_int("dim") : 0;
   const bool stack = n.op() == "aten.stack.default";
   if (dim < 0) dim += out.rank();
+  const int out_buffer = ctx.info(n.output()).buffer;
   int64_t start = 0;
   for (size_t i = 0; i < n.inputs().size(); ++i) {
     const HbmView& in = ctx.view(n.input(i));
     if (in.numel() == 0) continue;
+    // Written in place by its producer (compile_partition.cpp, concatenation in place): the
+    // input already is its slice of the output (same buffer, same elements).
+    if (!stack && ctx.info(n.input(i)).buffer == out_buffer && in.rank() == out.rank()) {
+      const HbmView slot = out.slice(dim, start, start + in.shape[dim], 1);
+      if (in.offset == slot.offset && in.shape == slot.shape && in.strides == slot.strides) {
+        start += in.shape[dim];
+        continue;
+      }
+    }
     if (stack) {
       copy_view(kb, out.select(dim, static_cast<int64_t>(i)), in);
     } else {
