@@ -176,6 +176,21 @@ TEST(CodegenCatInPlace, AViewOfAnInPlaceInputIsStillCopied) {
   EXPECT_EQ(c.in_place.part.stats.kernels, c.copying.part.stats.kernels);
 }
 
+TEST(CodegenCatInPlace, GroupNormWritesIntoItsSlice) {
+  // Batch 2: the group norm's rows no longer merge across images inside the slice.
+  Comparison c = compare(R"(graph {
+  input %x : f32[2, 32, 6, 6]
+  param %w : f32[32] "gn.weight"
+  param %b : f32[32] "gn.bias"
+  %g : f32[2, 32, 6, 6] = aten.group_norm.default(%x, %w, %b) {num_groups = 4, eps = 1e-05}
+  %r : f32[2, 32, 6, 6] = aten.relu.default(%x)
+  %cat : f32[2, 64, 6, 6] = aten.cat.default(%g, %r) {dim = 1}
+  output %cat
+})");
+  EXPECT_EQ(c.copying_dma.bytes - c.in_place_dma.bytes, uint64_t{2 * 64 * 36 * 4});
+  EXPECT_EQ(c.in_place.part.stats.kernels + 1, c.copying.part.stats.kernels);
+}
+
 TEST(CodegenCatInPlace, ConcatenationAlongWidthAndBf16) {
   Comparison c = compare(R"(graph {
   input %x : bf16[2, 3, 5, 7]

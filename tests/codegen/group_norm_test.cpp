@@ -113,6 +113,19 @@ TEST(CodegenGroupNorm, NativeGroupNormMeanAndRstd) {
                     2e-5, "native_group_norm, no affine, one 256-channel group");
 }
 
+TEST(CodegenGroupNorm, WeightOnlyAndBiasOnly) {
+  check_all_targets(R"(graph {
+  input %x : f32[2, 40, 6, 6]
+  param %w : f32[40] "gn.weight"
+  param %b : f32[40] "gn.bias"
+  %y : f32[2, 40, 6, 6] = aten.group_norm.default(%x, %w, _) {num_groups = 5, eps = 1e-05}
+  %z : f32[2, 40, 6, 6] = aten.group_norm.default(%x, _, %b) {num_groups = 10, eps = 0.001}
+  output %y
+  output %z
+})",
+                    2e-5, "group norm with weight only / bias only");
+}
+
 TEST(CodegenGroupNorm, PermutedChannelsLastInput) {
   // NHWC storage viewed as NCHW: rows (n, c) have stride 1, spatial stride C; the batch does
   // not merge with the channels.
