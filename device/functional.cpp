@@ -71,6 +71,16 @@ View make_view(const ExecContext& ctx, const MemRef& m) {
   return v;
 }
 
+// True when each partition row of `v` is one contiguous run of v.n elements.
+bool dense(const View& v) {
+  int64_t expected = v.size;
+  for (int l = 3; l >= 0; --l) {
+    if (v.count[l] > 1 && v.stride[l] != expected) return false;
+    expected *= v.count[l];
+  }
+  return true;
+}
+
 // Calls fn(ptr, count) for each innermost run; ptr steps by stride[3].
 template <typename Fn>
 void for_each_inner(const View& v, int p, Fn&& fn) {
@@ -366,6 +376,15 @@ Status exec_matmul(const ExecContext& ctx, const MatMul& x) {
   const int M = static_cast<int>(s.n);
   const int N = static_cast<int>(mv.n);
   if (x.accumulate) NEURONC_DEVICE_RETURN_IF_ERROR(check_accumulate(ctx, x.dst));
+  if (dense(s) && dense(mv) && dense(d) && x.dst.dtype == DType::f32) {
+    // The common case: every partition row is one contiguous run. The GEMM widens the operands
+    // while packing them and writes (or accumulates) fp32 straight into PSUM; an fp32 store
+    // never rounds, so this is bit-identical to the general path below.
+    gemm_at_b(M, N, K, {s.base, size_t(s.pitch), s.dtype}, {mv.base, size_t(mv.pitch), mv.dtype},
+              reinterpret_cast<float*>(d.base), size_t(d.pitch) / 4, x.accumulate);
+    mark_psum(ctx, x.dst, 1);
+    return Status::ok();
+  }
   thread_local std::vector<float> a, b, c;
   a.resize(size_t(K) * M);
   b.resize(size_t(K) * N);

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <vector>
 
+#include "device/numerics.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define NEURONC_X86 1
@@ -20,12 +22,12 @@ namespace {
 
 // Scalar reference kernel for an arbitrary block (edges and non-x86 machines).
 void block_scalar(int mr, int nr, int K, const float* Ap, int a_step, const float* B, size_t ldb,
-                  float* C, size_t ldc) {
+                  float* C, size_t ldc, bool accumulate) {
   for (int i = 0; i < mr; ++i) {
     for (int j = 0; j < nr; ++j) {
       float acc = 0.0f;
       for (int k = 0; k < K; ++k) acc = std::fma(Ap[k * a_step + i], B[k * ldb + j], acc);
-      C[i * ldc + j] = acc;
+      C[i * ldc + j] = accumulate ? C[i * ldc + j] + acc : acc;
     }
   }
 }
@@ -39,13 +41,17 @@ void block_scalar(int mr, int nr, int K, const float* Ap, int a_step, const floa
     c##i##0 = _mm512_fmadd_ps(av, b0, c##i##0); \
     c##i##1 = _mm512_fmadd_ps(av, b1, c##i##1); \
   }
-#define NEURONC_STORE512(i)               \
-  _mm512_storeu_ps(C + (i)*ldc, c##i##0); \
+#define NEURONC_STORE512(i)                                              \
+  if (accumulate) {                                                      \
+    c##i##0 = _mm512_add_ps(_mm512_loadu_ps(C + (i)*ldc), c##i##0);      \
+    c##i##1 = _mm512_add_ps(_mm512_loadu_ps(C + (i)*ldc + 16), c##i##1); \
+  }                                                                      \
+  _mm512_storeu_ps(C + (i)*ldc, c##i##0);                                \
   _mm512_storeu_ps(C + (i)*ldc + 16, c##i##1);
 
 __attribute__((target("avx512f,fma"))) void kernel_avx512_8x32(int K, const float* Ap,
                                                                const float* B, size_t ldb, float* C,
-                                                               size_t ldc) {
+                                                               size_t ldc, bool accumulate) {
   __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
          c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00,
          c70 = c00, c71 = c00;
@@ -74,12 +80,17 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_8x32(int K, const floa
     c##i##0 = _mm256_fmadd_ps(av, b0, c##i##0);     \
     c##i##1 = _mm256_fmadd_ps(av, b1, c##i##1);     \
   }
-#define NEURONC_STORE256(i)               \
-  _mm256_storeu_ps(C + (i)*ldc, c##i##0); \
+#define NEURONC_STORE256(i)                                             \
+  if (accumulate) {                                                     \
+    c##i##0 = _mm256_add_ps(_mm256_loadu_ps(C + (i)*ldc), c##i##0);     \
+    c##i##1 = _mm256_add_ps(_mm256_loadu_ps(C + (i)*ldc + 8), c##i##1); \
+  }                                                                     \
+  _mm256_storeu_ps(C + (i)*ldc, c##i##0);                               \
   _mm256_storeu_ps(C + (i)*ldc + 8, c##i##1);
 
 __attribute__((target("avx2,fma"))) void kernel_avx2_6x16(int K, const float* Ap, const float* B,
-                                                          size_t ldb, float* C, size_t ldc) {
+                                                          size_t ldb, float* C, size_t ldc,
+                                                          bool accumulate) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
          c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
   for (int k = 0; k < K; ++k) {
@@ -132,7 +143,7 @@ Shape shape() {
 // Computes column panels [p0, p1) of C for all rows; A is packed in mr-wide panels [k][mr] and
 // B in nr-wide panels [k][nr] (zero-padded), so both stream contiguously through L1.
 void compute_panels(int M, int N, int p0, int p1, int K, const float* Ap, const float* Bp, float* C,
-                    size_t ldc) {
+                    size_t ldc, bool accumulate) {
   const Isa which = isa();
   const auto [mr, nr] = shape();
   for (int pj = p0; pj < p1; ++pj) {
@@ -145,29 +156,33 @@ void compute_panels(int M, int N, int p0, int p1, int K, const float* Ap, const 
       float* c = C + static_cast<size_t>(m) * ldc + n;
 #ifdef NEURONC_X86
       if (which == Isa::avx512 && mb == 8 && nb == 32) {
-        kernel_avx512_8x32(K, ap, b, nr, c, ldc);
+        kernel_avx512_8x32(K, ap, b, nr, c, ldc, accumulate);
         continue;
       }
       if (which == Isa::avx2 && mb == 6 && nb == 16) {
-        kernel_avx2_6x16(K, ap, b, nr, c, ldc);
+        kernel_avx2_6x16(K, ap, b, nr, c, ldc, accumulate);
         continue;
       }
 #endif
       (void)which;
-      block_scalar(mb, nb, K, ap, mr, b, nr, c, ldc);
+      block_scalar(mb, nb, K, ap, mr, b, nr, c, ldc, accumulate);
     }
   }
 }
 
 }  // namespace
 
-void gemm_at_b_f32(int M, int N, int K, const float* A, size_t lda, const float* B, size_t ldb,
-                   float* C, size_t ldc) {
+void gemm_at_b(int M, int N, int K, const GemmOperand& A, const GemmOperand& B, float* C,
+               size_t ldc, bool accumulate) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0) {
-    for (int m = 0; m < M; ++m) std::fill(C + m * ldc, C + m * ldc + N, 0.0f);
+    if (!accumulate)
+      for (int m = 0; m < M; ++m) std::fill(C + m * ldc, C + m * ldc + N, 0.0f);
     return;
   }
+  const size_t a_size = dtype_size(A.dtype);
+  const size_t b_size = dtype_size(B.dtype);
+  // Packs (and widens) A into mr-wide panels [k][mr], zero-padded at the edge.
   const int mr = shape().mr;
   const int panels = (M + mr - 1) / mr;
   thread_local std::vector<float> packed;
@@ -177,13 +192,14 @@ void gemm_at_b_f32(int M, int N, int K, const float* A, size_t lda, const float*
     const int m0 = p * mr;
     const int mb = std::min(mr, M - m0);
     for (int k = 0; k < K; ++k) {
-      std::memcpy(dst + k * mr, A + k * lda + m0, mb * sizeof(float));
+      load_f32_n(A.data + k * A.row_bytes + m0 * a_size, A.dtype, dst + k * mr, mb);
       if (mb < mr) std::fill(dst + k * mr + mb, dst + (k + 1) * mr, 0.0f);
     }
   }
   const float* Ap = packed.data();
   const int nr = shape().nr;
   const int bpanels = (N + nr - 1) / nr;
+  // B panels live in the shared buffer of the calling thread; tasks pack disjoint panels.
   thread_local std::vector<float> packed_b;
   packed_b.resize(static_cast<size_t>(bpanels) * K * nr);
   float* Bp = packed_b.data();
@@ -194,11 +210,11 @@ void gemm_at_b_f32(int M, int N, int K, const float* A, size_t lda, const float*
       const int n0 = pj * nr;
       const int nb = std::min(nr, N - n0);
       for (int k = 0; k < K; ++k) {
-        std::memcpy(dst + k * nr, B + k * ldb + n0, nb * sizeof(float));
+        load_f32_n(B.data + k * B.row_bytes + n0 * b_size, B.dtype, dst + k * nr, nb);
         if (nb < nr) std::fill(dst + k * nr + nb, dst + (k + 1) * nr, 0.0f);
       }
     }
-    compute_panels(M, N, p0, p1, K, Ap, Bp, C, ldc);
+    compute_panels(M, N, p0, p1, K, Ap, Bp, C, ldc, accumulate);
   };
   const double work = static_cast<double>(M) * N * K;
   constexpr int kPanelsPerTask = 4;
@@ -211,6 +227,13 @@ void gemm_at_b_f32(int M, int N, int K, const float* A, size_t lda, const float*
     const int p0 = t * kPanelsPerTask;
     run(p0, std::min(bpanels, p0 + kPanelsPerTask));
   });
+}
+
+void gemm_at_b_f32(int M, int N, int K, const float* A, size_t lda, const float* B, size_t ldb,
+                   float* C, size_t ldc) {
+  gemm_at_b(M, N, K, {reinterpret_cast<const std::byte*>(A), lda * sizeof(float), DType::f32},
+            {reinterpret_cast<const std::byte*>(B), ldb * sizeof(float), DType::f32}, C, ldc,
+            false);
 }
 
 const char* gemm_kernel_name() {

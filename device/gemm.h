@@ -7,7 +7,23 @@
 
 #include <cstddef>
 
+#include "device/isa.h"
+
 namespace neuronc::device {
+
+// One K-row-major operand as it sits in memory: row k holds the operand's free elements
+// contiguously at data + k * row_bytes, stored as `dtype` (any float or integer DType; widened
+// exactly to fp32 while the GEMM packs it, so no separate widening pass is needed).
+struct GemmOperand {
+  const std::byte* data = nullptr;
+  size_t row_bytes = 0;
+  DType dtype = DType::f32;
+};
+
+// C[m * ldc + n] = sum_k A(k, m) * B(k, n), or, with `accumulate`, C + that sum (one fp32
+// rounding of the finished sum onto C, as a PSUM accumulation group does).
+void gemm_at_b(int M, int N, int K, const GemmOperand& A, const GemmOperand& B, float* C,
+               size_t ldc, bool accumulate);
 
 // C[m * ldc + n] = sum_k A[k * lda + m] * B[k * ldb + n] for m < M, n < N, k < K.
 void gemm_at_b_f32(int M, int N, int K, const float* A, size_t lda, const float* B, size_t ldb,

@@ -5,6 +5,9 @@
 // Not a test: results are recorded in docs/DEVICE_MODEL.md.
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "device/gemm.h"
@@ -101,6 +104,45 @@ BENCHMARK(BM_torch_matmul_f32)->Apply(shapes)->UseRealTime();
 BENCHMARK(BM_torch_matmul_bf16)->Apply(shapes)->UseRealTime();
 #endif
 
+// Console output plus a remembered GFLOP/s per benchmark, so main can print the ratios of one
+// run (the criterion compares the simulated instruction with libtorch in one run).
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs) {
+      if (r.run_type != Run::RT_Iteration && r.aggregate_name != "median") continue;
+      auto it = r.counters.find("GFLOP/s");
+      if (it == r.counters.end()) continue;
+      std::string name = r.run_name.function_name + "/" + r.run_name.args;
+      gflops[name] = it->second.value;
+    }
+  }
+  std::map<std::string, double> gflops;
+};
+
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  // simulated bf16 MatMul / torch bf16 and / torch fp32, per shape that ran both.
+  bool header = false;
+  for (const auto& [name, sim] : reporter.gflops) {
+    const std::string prefix = "BM_simulated_matmul_bf16/";
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string shape = name.substr(prefix.size());
+    for (const char* ref : {"BM_torch_matmul_bf16", "BM_torch_matmul_f32"}) {
+      auto it = reporter.gflops.find(std::string(ref) + "/" + shape);
+      if (it == reporter.gflops.end() || it->second <= 0) continue;
+      if (!header) std::printf("\nratio of the simulated bf16 MatMul (K/M/N) to libtorch:\n");
+      header = true;
+      std::printf("  %-12s %-22s %7.1f / %7.1f GFLOP/s = %.2f\n", shape.c_str(), ref + 3, sim,
+                  it->second, sim / it->second);
+    }
+  }
+  benchmark::Shutdown();
+  return 0;
+}
