@@ -1,12 +1,24 @@
-// Blocked fp32 GEMM (gemm.h). A is packed into MR-wide panels [k][MR] so the micro-kernel
-// reads it contiguously; B is read in place, NR columns at a time (a 128 x NR panel stays in
-// L1). The micro-kernel keeps an MR x NR block of C in registers across the whole K loop.
+// Blocked fp32 GEMM (gemm.h). A is packed into MR-wide panels [k][MR] and B into NR-wide
+// panels [k][NR] so the micro-kernel reads both contiguously (a 128 x NR panel stays in L1);
+// the micro-kernel keeps an MR x NR block of C in registers across the whole K loop.
+//
+// bf16 x bf16 tiles can use the host's AVX512-BF16 dot product (VDPBF16PS) and still give the
+// bits of the fp32-FMA-in-increasing-K reference: a bf16 x bf16 product is exact in fp32, and
+// VDPBF16PS adds the two products of a pair one after the other, each with one RNE rounding
+// (Intel SDM), odd element first; so pairs are packed as (k in the odd half, k + 1 in the even
+// half). What VDPBF16PS does differently is flush subnormals and round each product before
+// adding it (which differs from an FMA only on overflow or underflow). bf16_exact() admits a
+// tile only when its exponent range rules all of that out: every product and partial sum is a
+// multiple of 2^(ea_min + eb_min - 14) >= 2^-126 (so never subnormal) and below 2^126 in
+// magnitude (so never overflows), and there is no NaN or infinity. Any other tile takes the
+// fp32 path.
 #include "device/gemm.h"
 
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -106,6 +118,76 @@ __attribute__((target("avx2,fma"))) void kernel_avx2_6x16(int K, const float* Ap
 }
 #undef NEURONC_ROW256
 #undef NEURONC_STORE256
+
+// bf16 pairs: 8 rows x 32 columns, A packed as [K/2][8] dwords and B as [K/2][32] dwords, each
+// dword (x[k] << 16) | x[k + 1].
+#define NEURONC_ROWBF(i)                                                     \
+  {                                                                          \
+    const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[i])); \
+    c##i##0 = _mm512_dpbf16_ps(c##i##0, av, b0);                             \
+    c##i##1 = _mm512_dpbf16_ps(c##i##1, av, b1);                             \
+  }
+#define NEURONC_STOREBF(i)                                               \
+  if (accumulate) {                                                      \
+    c##i##0 = _mm512_add_ps(_mm512_loadu_ps(C + (i)*ldc), c##i##0);      \
+    c##i##1 = _mm512_add_ps(_mm512_loadu_ps(C + (i)*ldc + 16), c##i##1); \
+  }                                                                      \
+  _mm512_storeu_ps(C + (i)*ldc, c##i##0);                                \
+  _mm512_storeu_ps(C + (i)*ldc + 16, c##i##1);
+
+__attribute__((target("avx512f,avx512bf16"))) void kernel_bf16_8x32(int pairs, const uint32_t* Ap,
+                                                                    const uint32_t* B, float* C,
+                                                                    size_t ldc, bool accumulate) {
+  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
+         c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00,
+         c70 = c00, c71 = c00;
+  for (int k = 0; k < pairs; ++k) {
+    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(B + k * 32);
+    const __m512bh b1 = (__m512bh)_mm512_loadu_si512(B + k * 32 + 16);
+    const uint32_t* a = Ap + k * 8;
+    NEURONC_ROWBF(0)
+    NEURONC_ROWBF(1)
+    NEURONC_ROWBF(2)
+    NEURONC_ROWBF(3)
+    NEURONC_ROWBF(4)
+    NEURONC_ROWBF(5)
+    NEURONC_ROWBF(6)
+    NEURONC_ROWBF(7)
+  }
+  NEURONC_STOREBF(0)
+  NEURONC_STOREBF(1)
+  NEURONC_STOREBF(2)
+  NEURONC_STOREBF(3)
+  NEURONC_STOREBF(4)
+  NEURONC_STOREBF(5)
+  NEURONC_STOREBF(6)
+  NEURONC_STOREBF(7)
+}
+#undef NEURONC_ROWBF
+#undef NEURONC_STOREBF
+
+// Smallest biased exponent of the nonzero elements (255 when there are none) and largest biased
+// exponent of all elements of `n` bf16 values (subnormals give 0, NaN/inf 255).
+__attribute__((target("avx512f,avx512bw"))) void bf16_exponents(const uint16_t* p, int n,
+                                                                uint32_t* emin, uint32_t* emax) {
+  const __m512i mag_mask = _mm512_set1_epi16(0x7fff);
+  __m512i lo = _mm512_set1_epi16(255), hi = _mm512_setzero_si512();
+  for (int i = 0; i < n; i += 32) {
+    const __mmask32 live = n - i >= 32 ? ~__mmask32{0} : (__mmask32{1} << (n - i)) - 1;
+    const __m512i mag = _mm512_and_si512(_mm512_maskz_loadu_epi16(live, p + i), mag_mask);
+    const __m512i e = _mm512_srli_epi16(mag, 7);
+    const __mmask32 nonzero = _mm512_test_epi16_mask(mag, mag);
+    lo = _mm512_mask_min_epu16(lo, nonzero, lo, e);
+    hi = _mm512_max_epu16(hi, e);
+  }
+  alignas(64) uint16_t l[32], h[32];
+  _mm512_store_si512(l, lo);
+  _mm512_store_si512(h, hi);
+  for (int i = 0; i < 32; ++i) {
+    *emin = std::min<uint32_t>(*emin, l[i]);
+    *emax = std::max<uint32_t>(*emax, h[i]);
+  }
+}
 #endif
 
 enum class Isa { scalar, avx2, avx512 };
@@ -122,6 +204,127 @@ Isa detect() {
 Isa isa() {
   static const Isa kIsa = detect();
   return kIsa;
+}
+
+bool has_bf16_dot() {
+#ifdef NEURONC_X86
+  static const bool kHas = isa() == Isa::avx512 && __builtin_cpu_supports("avx512bf16") &&
+                           __builtin_cpu_supports("avx512bw");
+  return kHas;
+#else
+  return false;
+#endif
+}
+
+// Reads row k of a bf16 operand as raw bits.
+inline uint16_t bf16_bits(const GemmOperand& x, int k, int i) {
+  uint16_t v;
+  std::memcpy(&v, x.data + k * x.row_bytes + size_t(i) * 2, 2);
+  return v;
+}
+
+// Whether the bf16 x bf16 tile A^T B can go through VDPBF16PS bit-exactly (see the top).
+bool bf16_exact(int M, int N, int K, const GemmOperand& A, const GemmOperand& B) {
+#ifdef NEURONC_X86
+  uint32_t amin = 255, amax = 0, bmin = 255, bmax = 0;
+  for (int k = 0; k < K; ++k) {
+    bf16_exponents(reinterpret_cast<const uint16_t*>(A.data + k * A.row_bytes), M, &amin, &amax);
+    bf16_exponents(reinterpret_cast<const uint16_t*>(B.data + k * B.row_bytes), N, &bmin, &bmax);
+  }
+  if (amax == 255 || bmax == 255) return false;  // NaN or infinity
+  // Quantum of every product: 2^(amin - 134 + bmin - 134) >= 2^-126.
+  if (amin + bmin < 142) return false;
+  // |product| < 2^(amax - 126 + bmax - 126); K of them (plus rounding) stay below 2^126.
+  int log2k = 0;
+  while ((1 << log2k) < K) ++log2k;
+  return static_cast<int>(amax + bmax) - 252 + log2k + 1 <= 126;
+#else
+  (void)M, (void)N, (void)K, (void)A, (void)B;
+  return false;
+#endif
+}
+
+// Packs rows [0, K) x columns [c0, c0 + cb) of a bf16 operand into width-wide pair panels
+// [K/2][width]; odd K pads the last pair's even half with -0 (A) or +0 (B), whose product -0
+// leaves every sum unchanged, and columns past cb are zero.
+void pack_bf16_pairs(const GemmOperand& x, int K, int c0, int cb, int width, uint16_t pad,
+                     uint32_t* dst) {
+  const int pairs = (K + 1) / 2;
+  for (int q = 0; q < pairs; ++q) {
+    uint32_t* row = dst + size_t(q) * width;
+    const int k = 2 * q;
+    for (int c = 0; c < cb; ++c) {
+      const uint32_t lo = k + 1 < K ? bf16_bits(x, k + 1, c0 + c) : pad;
+      row[c] = (uint32_t{bf16_bits(x, k, c0 + c)} << 16) | lo;
+    }
+    std::fill(row + cb, row + width, 0u);
+  }
+}
+
+// The fp32 reference for one block of packed pairs (edges): the same FMA sequence in K.
+void block_scalar_pairs(int mr, int nr, int pairs, const uint32_t* Ap, const uint32_t* Bp, float* C,
+                        size_t ldc, bool accumulate) {
+  auto hi = [](uint32_t v) { return bf16_to_f32(static_cast<uint16_t>(v >> 16)); };
+  auto lo = [](uint32_t v) { return bf16_to_f32(static_cast<uint16_t>(v & 0xffff)); };
+  for (int i = 0; i < mr; ++i) {
+    for (int j = 0; j < nr; ++j) {
+      float acc = 0.0f;
+      for (int q = 0; q < pairs; ++q) {
+        const uint32_t a = Ap[q * 8 + i], b = Bp[q * 32 + j];
+        acc = std::fma(hi(a), hi(b), acc);
+        acc = std::fma(lo(a), lo(b), acc);
+      }
+      C[i * ldc + j] = accumulate ? C[i * ldc + j] + acc : acc;
+    }
+  }
+}
+
+// The bf16-pair GEMM: 8-row A panels, 32-column B panels packed per task.
+void gemm_bf16_pairs(int M, int N, int K, const GemmOperand& A, const GemmOperand& B, float* C,
+                     size_t ldc, bool accumulate) {
+  constexpr int mr = 8, nr = 32;
+  const int pairs = (K + 1) / 2;
+  const int panels = (M + mr - 1) / mr;
+  thread_local std::vector<uint32_t> packed_a;
+  packed_a.resize(size_t(panels) * pairs * mr);
+  for (int p = 0; p < panels; ++p)
+    pack_bf16_pairs(A, K, p * mr, std::min(mr, M - p * mr), mr, 0x8000,
+                    packed_a.data() + size_t(p) * pairs * mr);
+  const int bpanels = (N + nr - 1) / nr;
+  thread_local std::vector<uint32_t> packed_b;
+  packed_b.resize(size_t(bpanels) * pairs * nr);
+  const uint32_t* Ap = packed_a.data();
+  uint32_t* Bp = packed_b.data();
+  auto run = [&](int p0, int p1) {
+    for (int pj = p0; pj < p1; ++pj) {
+      const int n0 = pj * nr;
+      const int nb = std::min(nr, N - n0);
+      uint32_t* b = Bp + size_t(pj) * pairs * nr;
+      pack_bf16_pairs(B, K, n0, nb, nr, 0x0000, b);
+      for (int m = 0; m < M; m += mr) {
+        const int mb = std::min(mr, M - m);
+        const uint32_t* ap = Ap + size_t(m / mr) * pairs * mr;
+        float* c = C + size_t(m) * ldc + n0;
+#ifdef NEURONC_X86
+        if (mb == mr && nb == nr) {
+          kernel_bf16_8x32(pairs, ap, b, c, ldc, accumulate);
+          continue;
+        }
+#endif
+        block_scalar_pairs(mb, nb, pairs, ap, b, c, ldc, accumulate);
+      }
+    }
+  };
+  constexpr int kPanelsPerTask = 4;
+  if (double(M) * N * K < (1 << 21) || bpanels <= kPanelsPerTask) {
+    run(0, bpanels);
+    return;
+  }
+  const int tasks = (bpanels + kPanelsPerTask - 1) / kPanelsPerTask;
+  tbb::parallel_for(0, tasks, [&](int t) {
+    const int p0 = t * kPanelsPerTask;
+    run(p0, std::min(bpanels, p0 + kPanelsPerTask));
+  });
 }
 
 struct Shape {
@@ -172,12 +375,21 @@ void compute_panels(int M, int N, int p0, int p1, int K, const float* Ap, const 
 
 }  // namespace
 
+bool gemm_uses_bf16_dot(int M, int N, int K, const GemmOperand& A, const GemmOperand& B) {
+  return M > 0 && N > 0 && K > 0 && A.dtype == DType::bf16 && B.dtype == DType::bf16 &&
+         has_bf16_dot() && bf16_exact(M, N, K, A, B);
+}
+
 void gemm_at_b(int M, int N, int K, const GemmOperand& A, const GemmOperand& B, float* C,
                size_t ldc, bool accumulate) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0) {
     if (!accumulate)
       for (int m = 0; m < M; ++m) std::fill(C + m * ldc, C + m * ldc + N, 0.0f);
+    return;
+  }
+  if (gemm_uses_bf16_dot(M, N, K, A, B)) {
+    gemm_bf16_pairs(M, N, K, A, B, C, ldc, accumulate);
     return;
   }
   const size_t a_size = dtype_size(A.dtype);
@@ -239,7 +451,7 @@ void gemm_at_b_f32(int M, int N, int K, const float* A, size_t lda, const float*
 const char* gemm_kernel_name() {
   switch (isa()) {
     case Isa::avx512:
-      return "avx512";
+      return has_bf16_dot() ? "avx512+bf16" : "avx512";
     case Isa::avx2:
       return "avx2";
     case Isa::scalar:

@@ -29,7 +29,13 @@ void gemm_at_b(int M, int N, int K, const GemmOperand& A, const GemmOperand& B, 
 void gemm_at_b_f32(int M, int N, int K, const float* A, size_t lda, const float* B, size_t ldb,
                    float* C, size_t ldc);
 
-// Which kernel the dispatcher picked on this machine: "avx512", "avx2" or "scalar".
+// Whether gemm_at_b would compute this bf16 x bf16 problem with the host's bf16 dot product
+// (for tests and benchmarks; the bits are the same either way).
+bool gemm_uses_bf16_dot(int M, int N, int K, const GemmOperand& A, const GemmOperand& B);
+
+// Which kernel the dispatcher picked on this machine: "avx512", "avx2" or "scalar", with
+// "+bf16" when bf16 x bf16 tiles whose exponent range allows it use the host's bf16 dot
+// product (same bits; gemm.cpp explains why).
 const char* gemm_kernel_name();
 
 }  // namespace neuronc::device

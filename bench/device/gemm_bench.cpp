@@ -6,11 +6,14 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <cstring>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "device/gemm.h"
+#include "device/numerics.h"
 #include "device/simulator.h"
 
 #ifdef NEURONC_HAVE_TORCH
@@ -41,7 +44,7 @@ void BM_device_gemm(benchmark::State& st) {
     benchmark::DoNotOptimize(c.data());
   }
   set_flops(st, K, M, N);
-  st.SetLabel(gemm_kernel_name());
+  st.SetLabel(std::string(gemm_kernel_name()) + ", fp32 operands");
 }
 BENCHMARK(BM_device_gemm)->Apply(shapes)->UseRealTime();
 
@@ -49,6 +52,13 @@ void BM_simulated_matmul_bf16(benchmark::State& st) {
   const int K = st.range(0), M = st.range(1), N = st.range(2);
   Simulator sim(target(TargetKind::trn1));
   sim.reset(1);
+  // Random bf16 operands in [-1, 1) (zeros would make every range check trivial).
+  std::span<std::byte> sb = sim.sbuf(0);
+  StochasticRounder g(42);
+  for (size_t i = 0; i + 1 < sb.size(); i += 2) {
+    const uint16_t v = f32_to_bf16(static_cast<float>(g.next_u32()) / 2147483648.0f - 1.0f);
+    std::memcpy(sb.data() + i, &v, 2);
+  }
   Program p;
   p.cores.resize(1);
   p.num_semaphores = 1;
