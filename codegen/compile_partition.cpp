@@ -131,10 +131,31 @@ uint64_t align_up(uint64_t x) {
   return (x + kAlign - 1) / kAlign * kAlign;
 }
 
+// Element count of a static shape; a count that does not fit in int64 is refused (a symbolic
+// dim bound to a huge value must not wrap around into a small buffer).
 int64_t numel(const std::vector<int64_t>& s) {
+  auto text = [&] {
+    std::string t = "[";
+    for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+    return t + "]";
+  };
+  for (int64_t d : s)
+    if (d == 0) return 0;
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n))
+      throw Error(
+          "shape " + text() + " has " +
+          (d < 0 ? std::string("a negative dim") : std::string("more elements than fit in int64")));
   return n;
+}
+
+// Bytes of `n` elements of `dt`, refusing a size that does not fit in 64 bits.
+uint64_t checked_bytes(int64_t n, DType dt, const std::string& what) {
+  uint64_t bytes;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(n), uint64_t{device::dtype_size(dt)}, &bytes))
+    throw Error(what + " needs more than 2^64 bytes");
+  return bytes;
 }
 
 // Reads element `i` (row-major over the value's shape) of a payload as double.
@@ -429,7 +450,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     const std::vector<int64_t> perm = tr ? std::vector<int64_t>{} : conv_permutation(v);
     Buffer b;
     b.region = Buffer::constant;
-    b.bytes = static_cast<uint64_t>(numel(shape)) * device::dtype_size(dt);
+    b.bytes = checked_bytes(numel(shape), dt, "constant '" + v->name() + "'");
     b.first = -1;
     buffers.push_back(b);
     const int id = static_cast<int>(buffers.size()) - 1;
@@ -474,7 +495,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     Buffer b;
     b.region = Buffer::input;
     const DType dt = device_dtype(v->dtype());
-    b.bytes = static_cast<uint64_t>(numel(static_shape(v))) * device::dtype_size(dt);
+    b.bytes = checked_bytes(numel(static_shape(v)), dt, "value '" + v->name() + "'");
     b.first = -1;
     buffers.push_back(b);
     input_buffer[i] = static_cast<int>(buffers.size()) - 1;
@@ -616,8 +637,8 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     const ir::Value* v = cat->output();
     Buffer b;
     b.region = is_output.count(v) ? Buffer::output : Buffer::scratch;
-    b.bytes = static_cast<uint64_t>(numel(static_shape(v))) *
-              device::dtype_size(device_dtype(v->dtype()));
+    b.bytes = checked_bytes(numel(static_shape(v)), device_dtype(v->dtype()),
+                            "value '" + v->name() + "'");
     b.first = first;
     b.last = first;
     buffers.push_back(b);
@@ -802,7 +823,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
       Buffer b;
       b.region = is_output.count(v) ? Buffer::output : Buffer::scratch;
       const DType dt = device_dtype(v->dtype());
-      b.bytes = static_cast<uint64_t>(numel(static_shape(v))) * device::dtype_size(dt);
+      b.bytes = checked_bytes(numel(static_shape(v)), dt, "value '" + v->name() + "'");
       b.first = static_cast<int>(kernels.size());
       b.last = b.first;
       buffers.push_back(b);
@@ -844,7 +865,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     Buffer ob;
     ob.region = Buffer::output;
     const DType dt = device_dtype(v->dtype());
-    ob.bytes = static_cast<uint64_t>(numel(static_shape(v))) * device::dtype_size(dt);
+    ob.bytes = checked_bytes(numel(static_shape(v)), dt, "value '" + v->name() + "'");
     ob.first = static_cast<int>(kernels.size());
     ob.last = ob.first;
     buffers.push_back(ob);
@@ -897,6 +918,12 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     placed.push_back(id);
   }
   const uint64_t hbm_size = std::max<uint64_t>(scratch_end, kAlign);
+  if (hbm_size > target.hbm_bytes_per_core)
+    throw Error("the partition needs " + std::to_string(hbm_size) +
+                " bytes of HBM (constants, inputs, outputs and scratch after reuse), but a " +
+                std::string(target.name) + " NeuronCore has " +
+                std::to_string(target.hbm_bytes_per_core) +
+                ": expected a model (at these shapes) that fits one NeuronCore's HBM");
   for (auto& [v, vi] : ctx.values) vi.view.base = buffers[vi.buffer].offset;
 
   // --- bindings ---------------------------------------------------------------------------------

@@ -564,6 +564,12 @@ CompileResult compile_model(const CompileRequest& req) {
     result.partitions.push_back(rep);
   }
   result.seconds_codegen = since(t0);
+  // All device partitions share one NeuronCore's HBM arena (relocated one after another).
+  if (arena > target.hbm_bytes_per_core)
+    throw ir::Error("the device partitions need " + std::to_string(arena) +
+                    " bytes of HBM together, but a " + std::string(target.name) +
+                    " NeuronCore has " + std::to_string(target.hbm_bytes_per_core) +
+                    ": expected a model (at these shapes) that fits one NeuronCore's HBM");
 
   // Signature outputs: the user outputs in order, then buffer mutations (named after the
   // buffer) so no result of the program is lost.

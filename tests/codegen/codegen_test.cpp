@@ -508,3 +508,60 @@ TEST(CodegenConstants, CastsOfWeightsHappenAtCompileTime) {
 
 }  // namespace
 }  // namespace neuronc::codegen::testing
+
+namespace neuronc::codegen::testing {
+namespace {
+
+// Compiles `text` as one device partition for `kind` and returns the error message ("" if it
+// compiled).
+std::string compile_error(const std::string& text, device::TargetKind kind) {
+  auto g = ir::parse(text);
+  std::vector<const ir::Node*> nodes;
+  for (const auto& n : g->nodes()) nodes.push_back(n.get());
+  std::vector<const ir::Value*> inputs, outputs;
+  for (const auto& gi : g->inputs()) inputs.push_back(gi.value);
+  for (const auto& go : g->outputs()) outputs.push_back(go.value);
+  try {
+    compile_partition(*g, nodes, inputs, outputs, device::target(kind), {});
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CodegenLimits, PartitionLargerThanTheTargetsHbmIsRefusedBeforeEmitting) {
+  // 2 x 32 GiB: more than a NeuronCore's HBM on every target (16 / 12 / 18 GiB).
+  const std::string text = R"(graph {
+  input %x : f32[1048576, 8192]
+  %y : f32[1048576, 8192] = aten.relu.default(%x)
+  output %y
+})";
+  for (auto kind : {device::TargetKind::trn1, device::TargetKind::trn2, device::TargetKind::trn3}) {
+    const std::string msg = compile_error(text, kind);
+    EXPECT_THAT(msg, ::testing::HasSubstr("bytes of HBM"));
+    EXPECT_THAT(msg,
+                ::testing::HasSubstr(std::string(device::target(kind).name) + " NeuronCore has " +
+                                     std::to_string(device::target(kind).hbm_bytes_per_core)));
+  }
+  // A size that fits compiles.
+  EXPECT_EQ(compile_error(R"(graph {
+  input %x : f32[1024, 8192]
+  %y : f32[1024, 8192] = aten.relu.default(%x)
+  output %y
+})",
+                          device::TargetKind::trn1),
+            "");
+}
+
+TEST(CodegenLimits, ElementCountThatOverflowsIsRefused) {
+  const std::string msg = compile_error(R"(graph {
+  input %x : f32[1099511627776, 1099511627776]
+  %y : f32[1099511627776, 1099511627776] = aten.relu.default(%x)
+  output %y
+})",
+                                        device::TargetKind::trn1);
+  EXPECT_THAT(msg, ::testing::HasSubstr("more elements than fit in int64"));
+}
+
+}  // namespace
+}  // namespace neuronc::codegen::testing

@@ -364,6 +364,49 @@ TEST(Limits, RunWhoseIntermediateExceedsTheTargetsHbmIsRefusedBeforeAllocating) 
   EXPECT_EQ(ok->at("y").as<float>()[0], 0.0f);
 }
 
+TEST(Limits, ShapesWhoseElementCountOverflowsSaturate) {
+  constexpr int64_t kBig = int64_t{1} << 40;
+  const std::vector<int64_t> huge = {kBig, kBig, kBig};
+  EXPECT_EQ(numel(huge), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(numel(std::vector<int64_t>{kBig, 0, kBig, kBig}), 0);
+  EXPECT_EQ(numel(std::vector<int64_t>{3, -2}), -1);
+  EXPECT_EQ(numel(std::vector<int64_t>{}), 1);
+  EXPECT_EQ(nbytes_of(int64_t{1} << 62, DType::f32), std::numeric_limits<size_t>::max());
+  EXPECT_EQ(nbytes_of(-1, DType::f32), std::numeric_limits<size_t>::max());
+  EXPECT_EQ(TensorView(nullptr, DType::f32, huge).nbytes(), std::numeric_limits<size_t>::max());
+  // A Tensor of that shape is refused, not allocated with a wrapped-around size.
+  LargestAllocation watch;
+  EXPECT_THROW(Tensor(DType::f32, huge), std::bad_alloc);
+  EXPECT_LT(watch.bytes(), kSmall);
+}
+
+TEST(Limits, InputWhoseElementCountOverflowsInt64IsRefused) {
+  art::ArtifactWriter w;
+  w.contents().producer = {"neuronc", "0.1.0-test"};
+  w.contents().target = "trn1";
+  const int32_t s = static_cast<int32_t>(w.add_symbol("s", 1, int64_t{1} << 40));
+  const int32_t t = static_cast<int32_t>(w.add_symbol("t", 1, int64_t{1} << 40));
+  const std::vector<art::Dim> dims = {art::Dim::sym(s), art::Dim::sym(t), art::Dim::sym(t)};
+  const uint32_t x = w.add_input("x", art::TensorDType::f32, dims);
+  const uint32_t y = w.add_value("y", art::TensorDType::f32, dims);
+  w.add_host_op({"aten.relu.default", {art::Arg::tensor("self", static_cast<int32_t>(x))}, {y}});
+  w.add_output("y", y);
+  auto bytes = w.write_memory();
+  ASSERT_TRUE(bytes.is_ok()) << bytes.status().message();
+  auto m = Model::load_from_memory(*bytes);
+  ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+  Session session(*m);
+  float one = 1.0f;
+  LargestAllocation watch;
+  // (2^40)^3 elements: the element count itself does not fit in int64 (UBSan would report the
+  // multiplication); the run refuses the size before reading or allocating anything.
+  constexpr int64_t kBig = int64_t{1} << 40;
+  auto out = session.run({{"x", TensorView(&one, DType::f32, {kBig, kBig, kBig})}});
+  EXPECT_EQ(out.status().code(), StatusCode::resource_exhausted);
+  EXPECT_THAT(out.status().message(), HasSubstr("value 'x' would need more than"));
+  EXPECT_LT(watch.bytes(), kSmall);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Plans that exceed SBUF / PSUM.
 

@@ -38,8 +38,13 @@ std::string_view dtype_name(DType t);  // "f32", "bool", "c64", ...
 
 using Shape = std::vector<int64_t>;
 
-// Product of the dims (1 for a scalar); 0 if any dim is 0.
+// Product of the dims (1 for a scalar); 0 if any dim is 0, -1 if any dim is negative (an
+// invalid shape), and INT64_MAX when the product does not fit in int64.
 int64_t numel(std::span<const int64_t> shape);
+
+// numel elements of `dtype` in bytes; SIZE_MAX when that does not fit or numel is negative, so
+// a capacity check on the result refuses the shape instead of wrapping around.
+size_t nbytes_of(int64_t numel, DType dtype);
 
 // A read-only view of caller memory. The loader never copies an input to host memory; it reads
 // it in place (host ops) or DMAs it to the simulated device HBM (device partitions).
@@ -55,7 +60,7 @@ class TensorView {
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   int64_t numel() const { return neuronc::numel(shape_); }
-  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+  size_t nbytes() const { return nbytes_of(numel(), dtype_); }
 
  private:
   const void* data_ = nullptr;
@@ -77,7 +82,7 @@ class MutableTensorView {
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   int64_t numel() const { return neuronc::numel(shape_); }
-  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+  size_t nbytes() const { return nbytes_of(numel(), dtype_); }
 
  private:
   void* data_ = nullptr;
@@ -98,7 +103,7 @@ class Tensor {
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   int64_t numel() const { return neuronc::numel(shape_); }
-  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+  size_t nbytes() const { return nbytes_of(numel(), dtype_); }
   const void* data() const { return data_; }
   void* mutable_data() { return data_; }
   bool owns_data() const { return storage_ != nullptr; }
