@@ -82,5 +82,31 @@ TEST(Cli, CompileWritesTheReport) {
   EXPECT_GT(std::filesystem::file_size(html), 1000u);
 }
 
+// verify's criteria: fp32 element-wise; auto-cast scales the absolute tolerance by max|ref| and
+// asks for cosine >= 0.999; --min-cosine / --atol override and can make the same run fail.
+TEST(Cli, VerifyToleranceFollowsAutoCast) {
+  const std::string cnn = fixture_model("cnn");
+  Ran r = neuronc("verify " + cnn + " --auto-cast matmul --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["atol_relative_to_max_ref"].get<bool>());
+  EXPECT_DOUBLE_EQ(j["min_cosine"].get<double>(), 0.999);
+  const double cosine = j["outputs"][0]["cosine"].get<double>();
+  EXPECT_GE(cosine, 0.999);
+  EXPECT_LT(cosine, 1.0);  // bf16 operands really change the result
+  r = neuronc("verify " + cnn + " --auto-cast matmul --no-intermediates --json --min-cosine " +
+              std::to_string(1.0 - (1.0 - cosine) / 4));
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_FALSE(nlohmann::json::parse(r.out)["outputs"][0]["pass"].get<bool>());
+  r = neuronc("verify " + cnn +
+              " --auto-cast matmul --no-intermediates --json --atol 1e-7 --rtol 0");
+  EXPECT_EQ(r.code, 3) << r.out;
+  r = neuronc("verify " + cnn + " --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j["atol_relative_to_max_ref"].get<bool>());
+  EXPECT_FALSE(j.contains("min_cosine"));
+}
+
 }  // namespace
 }  // namespace neuronc::tools
