@@ -42,6 +42,11 @@ struct CodegenOptions {
   // result is only a cat input (once) writes straight into its slice of the cat's buffer, so
   // the cat moves no bytes for it.
   bool cat_in_place = true;
+  // Residual epilogue: a convolution (optionally through a fused float cast) whose only use is
+  // `add.Tensor` (alpha 1) with a tensor of the same shape and dtype, optionally followed by a
+  // unary activation, runs as one kernel: the residual tile is loaded next to the PSUM result
+  // and added on the way out. Requires `fuse`.
+  bool fuse_residual = true;
 };
 
 // A partition input or output: a row-major contiguous tensor of `dtype` at `offset` in the HBM

@@ -539,13 +539,55 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     }
   }
 
+  // Residual epilogues: conv -> [float cast] -> add(alpha 1, same shape and dtype) ->
+  // [unary activation], each intermediate read once and not a partition output, becomes one
+  // convolution kernel emitted at the last node of the chain (every operand of the chain is
+  // defined by then). The other operand of the add is loaded per output tile.
+  std::unordered_map<const ir::Node*, std::vector<const ir::Node*>> residual_group;  // last ->
+  std::unordered_map<const ir::Node*, bool> grouped;  // every node of a residual group
+  if (opts.fuse && opts.fuse_residual) {
+    auto only_consumer = [&](const ir::Value* v) -> const ir::Node* {
+      if (is_output.count(v) || v->uses().size() != 1 || ctx.read_through.count(v)) return nullptr;
+      const ir::Node* m = v->uses()[0].node;
+      if (!in_partition.count(m) || m->outputs().size() != 1) return nullptr;
+      return m;
+    };
+    for (const ir::Node* c : nodes) {
+      if (!conv_lowering(c->op()) || c->outputs().size() != 1 || grouped.count(c)) continue;
+      std::vector<const ir::Node*> chain = {c};
+      const ir::Node* m = only_consumer(c->output());
+      if (m && m->op() == "aten._to_copy.default" && epilogue_activation(*m) &&
+          device_dtype(m->output()->dtype()) != device_dtype(m->input(0)->dtype()) &&
+          !grouped.count(m)) {
+        chain.push_back(m);
+        m = only_consumer(m->output());
+      }
+      if (!m || m->op() != "aten.add.Tensor" || grouped.count(m) || m->inputs().size() != 2 ||
+          scalar_attr(*m, "alpha", 1.0) != 1.0)
+        continue;
+      const ir::Value* v = chain.back()->output();
+      const ir::Value* r = m->input(0) == v ? m->input(1) : m->input(0);
+      const ir::Value* out = m->output();
+      if (!r || r == v || !(r->shape() == out->shape()) || !(v->shape() == out->shape()) ||
+          r->dtype() != out->dtype() || v->dtype() != out->dtype() || ctx.read_through.count(r))
+        continue;
+      chain.push_back(m);
+      if (const ir::Node* a = only_consumer(out);
+          a && a->op() != "aten._to_copy.default" && epilogue_activation(*a) && !grouped.count(a))
+        chain.push_back(a);
+      for (const ir::Node* x : chain) grouped[x] = true;
+      for (size_t i = 0; i + 1 < chain.size(); ++i) absorbed_into[chain[i]] = chain.back();
+      residual_group[chain.back()] = std::move(chain);
+    }
+  }
+
   if (opts.fuse) {
     for (const ir::Node* n : nodes) {
-      if (n->outputs().size() != 1 || epilogue_of.count(n)) continue;
+      if (n->outputs().size() != 1 || epilogue_of.count(n) || grouped.count(n)) continue;
       const ir::Value* v = n->output();
       if (is_output.count(v) || v->uses().size() != 1) continue;
       const ir::Node* m = v->uses()[0].node;
-      if (!in_partition.count(m) || m->outputs().size() != 1) continue;
+      if (!in_partition.count(m) || m->outputs().size() != 1 || grouped.count(m)) continue;
       if (ctx.read_through.count(v) || ctx.read_through.count(m->output())) continue;
       if (!(m->output()->shape() == v->shape())) continue;
       bool multiple = false;  // the consumer reads v once
@@ -786,7 +828,12 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     }
     Kernel kernel{fn, &n, static_cast<uint32_t>(ni), {}, nullptr, nullptr};
     std::vector<const ir::Node*> group;
-    if (auto e = epilogue_of.find(&n); e != epilogue_of.end()) {
+    if (auto rg = residual_group.find(&n); rg != residual_group.end()) {
+      kernel.fn = conv_lowering(rg->second[0]->op());
+      kernel.node = rg->second[0];
+      kernel.fused.assign(rg->second.begin() + 1, rg->second.end());
+      group = rg->second;
+    } else if (auto e = epilogue_of.find(&n); e != epilogue_of.end()) {
       kernel.fn = find_lowering(e->second->op());
       kernel.node = e->second;
       kernel.fused = {&n};

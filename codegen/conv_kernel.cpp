@@ -109,14 +109,31 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
   const HbmView& x = ctx.operand_view(n.input(0));
   const HbmView& w = ctx.operand_view(n.input(1));
   const bool has_bias = n.inputs().size() > 2 && n.input(2);
-  // A fused activation (epilogue) writes the activation's value instead of the convolution's.
+  // Fused epilogue nodes, in order: [unary activation or float cast] [add(residual)
+  // [activation]]. `staged` is the value the unfused convolution kernel would store (its dtype
+  // is the evacuation tile's, so a residual add sees exactly the unfused operand); `result` the
+  // value the kernel writes.
   device::ActivationFunction act = device::ActivationFunction::identity;
+  device::ActivationFunction post_act = device::ActivationFunction::identity;
   const ir::Value* result = n.output();
-  if (!fused_nodes(kb).empty()) {
-    act = *epilogue_activation(*fused_nodes(kb)[0]);
-    result = fused_nodes(kb)[0]->output();
+  const ir::Value* residual = nullptr;
+  const ir::Value* staged = n.output();
+  bool post_activation = false;
+  for (const ir::Node* f : fused_nodes(kb)) {
+    if (f->op() == "aten.add.Tensor") {
+      staged = result;
+      residual = f->input(0) == result ? f->input(1) : f->input(0);
+    } else if (residual) {
+      post_act = *epilogue_activation(*f);
+      post_activation = true;
+    } else {
+      act = *epilogue_activation(*f);
+    }
+    result = f->output();
   }
   const HbmView& out = ctx.view(result);
+  std::optional<HbmView> res;
+  if (residual) res = ctx.view(residual);
   const bool one_d = x.rank() == 3;
   // Strides as 2-D NCHW (a 1-D tensor's H stride is unused).
   const int64_t xs0 = x.strides[0], xs1 = x.strides[1], xs2 = one_d ? 0 : x.strides[2],
@@ -217,6 +234,23 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
   const uint32_t ob = device::dtype_size(out.dtype);
   uint32_t o_sb[2] = {kb.alloc(rc_max * wc * ob, "conv out"),
                       kb.alloc(rc_max * wc * ob, "conv out")};
+  // Residual epilogue: per output tile the residual tile (loaded before the tile's matmuls, so
+  // the DMA overlaps TensorE), the staged convolution value and, before a non-relu activation,
+  // the fp32 sum (the unfused element-wise kernel keeps it in fp32; relu commutes with the
+  // rounding, so it runs in place on the stored dtype).
+  const DType sdt = device_dtype(staged->dtype());
+  const bool sum_in_f32 = post_activation && post_act != device::ActivationFunction::relu;
+  uint32_t r_sb[2] = {0, 0}, s_sb[2] = {0, 0}, f_sb[2] = {0, 0};
+  if (res) {
+    for (int i = 0; i < 2; ++i) {
+      r_sb[i] = kb.alloc(rc_max * wc * device::dtype_size(res->dtype), "conv residual");
+      s_sb[i] = kb.alloc(rc_max * wc * device::dtype_size(sdt), "conv staged");
+      if (sum_in_f32) f_sb[i] = kb.alloc(rc_max * wc * 4, "conv residual sum");
+    }
+  }
+  const int64_t rs0 = res ? res->strides[0] : 0, rs1 = res ? res->strides[1] : 0,
+                rs2 = res && !one_d ? res->strides[2] : 0,
+                rs3 = res ? res->strides[one_d ? 2 : 3] : 0;
   // One bias column per (job, output chunk), loaded once.
   int64_t n_out_chunks = 0;
   for (const ConvJob& job : jobs) n_out_chunks += ceil_div(job.OJ, P);
@@ -387,6 +421,17 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
             const int64_t rc = std::min(rc_max, rb - y0);
             for (int64_t x0 = 0; x0 < g.Wo; x0 += wc) {
               const int64_t cw = std::min(wc, g.Wo - x0);
+              const int64_t y = Y0 + y0;
+              const int slot = out_iter % 2;
+              MemRef rt;
+              if (res) {
+                rt = KernelBuilder::sb(r_sb[slot], on, res->dtype, rc * cw);
+                kb.dma(rt,
+                       KernelBuilder::hbm(*res, b * rs0 + o_abs * rs1 + y * rs2 + x0 * rs3, on, rs1,
+                                          {{static_cast<int32_t>(rs2), static_cast<uint32_t>(rc)},
+                                           {static_cast<int32_t>(rs3), static_cast<uint32_t>(cw)}}),
+                       DmaRole::load);
+              }
               const MemRef acc = KernelBuilder::ps(kb.psum_bank(), on, rc * cw);
               bool first = true;
               auto matmul = [&](const MemRef& st, uint32_t tile, int64_t parts, int64_t off) {
@@ -436,16 +481,32 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
                 }
               }
               kb.add_flops(2.0 * on * rc * cw * Cg * KK);
-              const MemRef ot = KernelBuilder::sb(o_sb[out_iter++ % 2], on, out.dtype, rc * cw);
+              const MemRef ot = KernelBuilder::sb(o_sb[slot], on, out.dtype, rc * cw);
+              ++out_iter;
               device::Activation a;
-              a.dst = ot;
+              a.dst = res ? KernelBuilder::sb(s_sb[slot], on, sdt, rc * cw) : ot;
               a.src = acc;
               a.function = act;
               if (has_bias)
                 a.bias =
                     KernelBuilder::sb(bias_sb + 4 * (job_chunk_base + oq / P), on, DType::f32, 1);
               kb.emit(Engine::scalar, a);
-              const int64_t y = Y0 + y0;
+              if (res) {
+                // The add of the unfused graph: staged + residual in fp32, then the activation.
+                device::TensorTensor add;
+                add.dst = sum_in_f32 ? KernelBuilder::sb(f_sb[slot], on, DType::f32, rc * cw) : ot;
+                add.in0 = a.dst;
+                add.in1 = rt;
+                add.op = device::AluOp::add;
+                kb.emit(Engine::vector, add);
+                if (post_activation) {
+                  device::Activation pa;
+                  pa.dst = ot;
+                  pa.src = add.dst;
+                  pa.function = post_act;
+                  kb.emit(Engine::scalar, pa);
+                }
+              }
               kb.dma(KernelBuilder::hbm(out, b * os0 + o_abs * os1 + y * os2 + x0 * os3, on, os1,
                                         {{static_cast<int32_t>(os2), static_cast<uint32_t>(rc)},
                                          {static_cast<int32_t>(os3), static_cast<uint32_t>(cw)}}),
