@@ -47,6 +47,12 @@ struct CodegenOptions {
   // unary activation, runs as one kernel: the residual tile is loaded next to the PSUM result
   // and added on the way out. Requires `fuse`.
   bool fuse_residual = true;
+  // Channel scale in the input load: `mul(x, s)` with s one value per (batch, channel) — the
+  // squeeze-and-excitation rescale — whose only use is a convolution's input is applied to
+  // each input band in SBUF (one VectorE per-partition multiply), so x * s never reaches HBM.
+  // Only when the convolution keeps channels on the partitions and x, the product and the
+  // convolution's SBUF operands share one dtype (no extra rounding). Requires `fuse`.
+  bool fuse_channel_scale = true;
 };
 
 // A partition input or output: a row-major contiguous tensor of `dtype` at `offset` in the HBM

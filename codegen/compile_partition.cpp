@@ -581,6 +581,31 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     }
   }
 
+  // Channel scales: mul(x, s[N, C, 1, 1]) read only by a convolution (as its input) that keeps
+  // channels on the partitions, all in one dtype: the convolution's kernel scales its bands.
+  std::unordered_map<const ir::Node*, const ir::Node*> channel_scale_of;  // conv -> mul
+  if (opts.fuse && opts.fuse_channel_scale) {
+    for (const ir::Node* m : nodes) {
+      if (m->op() != "aten.mul.Tensor" || grouped.count(m) || m->outputs().size() != 1) continue;
+      const ir::Value* v = m->output();
+      if (is_output.count(v) || v->uses().size() != 1 || ctx.read_through.count(v)) continue;
+      const ir::Node* c = v->uses()[0].node;
+      if (!in_partition.count(c) || !conv_lowering(c->op()) || v->uses()[0].operand != 0 ||
+          channel_scale_of.count(c))
+        continue;
+      const ir::Value* x = channel_scale_operands(*m, *c).first;
+      ConvGeometry geo;
+      if (!x || conv_geometry(*c, geo) || conv_packs_rows(geo, target.partitions)) continue;
+      const ir::Value* w = c->input(1);
+      if (ctx.read_through.count(w)) w = ctx.read_through.at(w);
+      const DType xdt = device_dtype(v->dtype()), wdt = device_dtype(w->dtype());
+      if (xdt != ((xdt == DType::f32 || wdt == DType::f32) ? DType::f32 : xdt)) continue;
+      channel_scale_of[c] = m;
+      grouped[m] = true;
+      absorbed_into[m] = c;
+    }
+  }
+
   if (opts.fuse) {
     for (const ir::Node* n : nodes) {
       if (n->outputs().size() != 1 || epilogue_of.count(n) || grouped.count(n)) continue;
@@ -842,6 +867,12 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
       kernel.fused = producers_of(&n);
       for (const ir::Node* f : kernel.fused) group.push_back(f);
       group.push_back(&n);
+    }
+    if (auto cs = channel_scale_of.find(kernel.node); cs != channel_scale_of.end() && kernel.fn) {
+      if (std::find(kernel.fused.begin(), kernel.fused.end(), cs->second) == kernel.fused.end())
+        kernel.fused.insert(kernel.fused.begin(), cs->second);
+      if (std::find(group.begin(), group.end(), cs->second) == group.end())
+        group.insert(group.begin(), cs->second);
     }
     std::unordered_map<const ir::Value*, bool> internal;
     for (const ir::Node* g2 : group)

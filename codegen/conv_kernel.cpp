@@ -93,6 +93,32 @@ std::optional<std::string> conv_geometry(const ir::Node& n, ConvGeometry& g) {
   return std::nullopt;
 }
 
+bool conv_packs_rows(const ConvGeometry& g, int64_t partitions) {
+  const bool depthwise = g.groups > 1 && g.C == g.groups && g.O == g.groups;
+  return !depthwise && g.groups == 1 && g.KH * g.KW > 1 && g.C * g.KH <= partitions && g.C < 64;
+}
+
+std::pair<const ir::Value*, const ir::Value*> channel_scale_operands(const ir::Node& n,
+                                                                     const ir::Node& conv) {
+  if (n.op() != "aten.mul.Tensor" || n.inputs().size() != 2 || n.outputs().size() != 1 ||
+      conv.inputs().empty() || conv.input(0) != n.output())
+    return {nullptr, nullptr};
+  const ir::Value* out = n.output();
+  const int64_t r = out->type().rank();
+  for (int k = 0; k < 2; ++k) {
+    const ir::Value* x = n.input(k);
+    const ir::Value* s = n.input(1 - k);
+    if (!x || !s || x == s || !(x->shape() == out->shape()) || x->dtype() != out->dtype() ||
+        s->type().rank() != r || !ir::is_floating(s->dtype()))
+      continue;
+    const std::vector<int64_t> ss = static_shape(s), os = static_shape(out);
+    bool per_channel = (ss[0] == 1 || ss[0] == os[0]) && ss[1] == os[1];
+    for (int64_t d = 2; d < r; ++d) per_channel = per_channel && ss[d] == 1;
+    if (per_channel) return {x, s};
+  }
+  return {nullptr, nullptr};
+}
+
 namespace {
 
 struct ConvJob {
@@ -105,8 +131,14 @@ struct ConvJob {
 void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
   ConvGeometry g;
   if (auto why = conv_geometry(n, g)) fail(n, *why);
+  // A fused per-channel scale of the input (squeeze-and-excitation x * s) multiplies each loaded
+  // band: read x and s instead of the product.
+  const ir::Value* x_value = n.input(0);
+  const ir::Value* scale_value = nullptr;
+  for (const ir::Node* f : fused_nodes(kb))
+    if (auto [sx, ss] = channel_scale_operands(*f, n); sx) x_value = sx, scale_value = ss;
   // A fused float cast of an operand converts in the load DMA: read its source.
-  const HbmView& x = ctx.operand_view(n.input(0));
+  const HbmView& x = ctx.operand_view(x_value);
   const HbmView& w = ctx.operand_view(n.input(1));
   const bool has_bias = n.inputs().size() > 2 && n.input(2);
   // Fused epilogue nodes, in order: [unary activation or float cast] [add(residual)
@@ -120,6 +152,7 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
   const ir::Value* staged = n.output();
   bool post_activation = false;
   for (const ir::Node* f : fused_nodes(kb)) {
+    if (channel_scale_operands(*f, n).first) continue;
     if (f->op() == "aten.add.Tensor") {
       staged = result;
       residual = f->input(0) == result ? f->input(1) : f->input(0);
@@ -166,7 +199,7 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
     }
   } else {
     for (int64_t gi = 0; gi < g.groups; ++gi) jobs.push_back({gi * Cg, Cg, gi * Og, Og, 0, false});
-    if (g.groups == 1 && KK > 1 && g.C * g.KH <= P && g.C < 64) {
+    if (conv_packs_rows(g, P)) {
       mode = g.C * KK <= P ? Mode::packed_taps : Mode::packed_rows;
     }
   }
@@ -295,9 +328,40 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
       }
   }
 
+  // Channel scale: per (job, channel chunk) a [cn, batch] column block, loaded once; a batch
+  // of 1 in s serves every image.
+  std::optional<HbmView> sv;
+  uint32_t scale_sb = 0;
+  int64_t scale_cols = 1;
+  std::vector<int64_t> scale_chunk_base;  // per job: index of its first chunk
+  if (scale_value) {
+    if (packed) fail(n, "internal: a channel scale fused into a row-packed convolution");
+    sv = ctx.view(scale_value);
+    scale_cols = sv->shape[0];
+    int64_t chunks = 0;
+    for (const ConvJob& job : jobs) {
+      scale_chunk_base.push_back(chunks);
+      chunks += ceil_div(job.CI, P);
+    }
+    const uint32_t ssz = device::dtype_size(sv->dtype);
+    scale_sb = kb.alloc(chunks * scale_cols * ssz, "conv input scale");
+    for (size_t j = 0; j < jobs.size(); ++j)
+      for (int64_t cc = 0; cc < ceil_div(jobs[j].CI, P); ++cc) {
+        const int64_t c0 = jobs[j].ci0 + cc * P, cn = std::min(P, jobs[j].CI - cc * P);
+        kb.dma(KernelBuilder::sb(scale_sb + (scale_chunk_base[j] + cc) * scale_cols * ssz, cn,
+                                 sv->dtype, scale_cols),
+               KernelBuilder::hbm(
+                   *sv, c0 * sv->strides[1], cn, sv->strides[1],
+                   {{static_cast<int32_t>(sv->strides[0]), static_cast<uint32_t>(scale_cols)}}),
+               DmaRole::load);
+      }
+  }
+
   int band_iter = 0, out_iter = 0, w_iter = 0, diag_iter = 0;
   int64_t chunk_base = 0;  // bias column of the job's first output chunk
+  size_t job_index = 0;
   for (const ConvJob& job : jobs) {
+    const size_t ji = job_index++;
     const int64_t job_chunk_base = chunk_base;
     chunk_base += ceil_div(job.OJ, P);
     const int64_t nC = packed ? 1 : ceil_div(job.CI, P);
@@ -398,6 +462,22 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
                        {{static_cast<int32_t>(xs2), static_cast<uint32_t>(rbnd - ra)},
                         {static_cast<int32_t>(xs3), static_cast<uint32_t>(cols_hi - cols_lo)}}),
                    DmaRole::load);
+            if (sv) {
+              // x * s[b, c] on the loaded region only (the zero padding stays zero).
+              device::TensorScalar ts;
+              ts.dst = dst;
+              if (cols_lo == 0 && cols_hi == Wp) {
+                ts.dst.num_levels = 1;
+                ts.dst.levels[0] = {1, static_cast<uint32_t>((rbnd - ra) * Wp)};
+              }
+              ts.src = ts.dst;
+              ts.op0 = device::AluOp::multiply;
+              const int64_t col =
+                  (scale_chunk_base[ji] + cc) * scale_cols + (scale_cols == 1 ? 0 : b);
+              ts.operand0 = KernelBuilder::sb(scale_sb + col * device::dtype_size(sv->dtype), cn,
+                                              sv->dtype, 1);
+              kb.emit(Engine::vector, ts);
+            }
           }
         }
         // --- output chunks ---------------------------------------------------------------------

@@ -77,6 +77,14 @@ struct ConvGeometry {
 };
 // Fills `g` from a convolution node; returns why it is not lowerable, or nullopt.
 std::optional<std::string> conv_geometry(const ir::Node& n, ConvGeometry& g);
+// Whether the convolution packs (channel, kernel row) pairs on the partitions (few input
+// channels) instead of one input channel per partition.
+bool conv_packs_rows(const ConvGeometry& g, int64_t partitions);
+// The per-channel scale fused into a convolution's input load: `mul` (x * s, s one value per
+// (batch, channel)) is a fused node of the convolution's kernel whose result is its input.
+// Returns {x, s} when `n` is such a mul feeding `conv`, else {nullptr, nullptr}.
+std::pair<const ir::Value*, const ir::Value*> channel_scale_operands(const ir::Node& n,
+                                                                     const ir::Node& conv);
 
 // A pooling node as 2-D planes over `rows` leading (batch x channel) rows.
 struct PoolGeometry {
