@@ -234,6 +234,25 @@ TEST(CodegenResidualFusion, UnsafeCasesKeepTheAddKernel) {
   }
 }
 
+TEST(CodegenResidualFusion, ResidualDefinedAfterTheConvolution) {
+  // The residual branch comes after the main convolution in node order: the fused kernel runs
+  // at the add, after the branch; the main convolution (first in order) absorbs the add.
+  Comparison c = compare(R"(graph {
+  input %x : f32[1, 32, 8, 8]
+  param %w : f32[48, 32, 3, 3] "w"
+  param %wd : f32[48, 32, 1, 1] "wd"
+  %c : f32[1, 48, 8, 8] = aten.conv2d.default(%x, %w) {padding = [1, 1]}
+  %d : f32[1, 48, 8, 8] = aten.conv2d.default(%x, %wd)
+  %e : f32[1, 48, 8, 8] = aten.tanh.default(%d)
+  %s : f32[1, 48, 8, 8] = aten.add.Tensor(%c, %e)
+  %y : f32[1, 48, 8, 8] = aten.relu.default(%s)
+  output %y
+})",
+                         device::TargetKind::trn3);
+  EXPECT_EQ(c.fused.part.stats.kernels + 1, c.unfused.part.stats.kernels);
+  EXPECT_EQ(c.unfused_dma.bytes - c.fused_dma.bytes, uint64_t{2 * 48 * 64 * 4});
+}
+
 TEST(CodegenResidualFusion, ChainedBlocksAndCatInPlace) {
   // Two basic blocks in a row (the first block's fused result is the second's residual), then
   // the result is concatenated: the fused kernel writes into its slice of the cat.
