@@ -20,6 +20,15 @@ namespace neuronc::frontend {
 
 namespace {
 
+// The dtype PyTorch gives a Python number passed where a Tensor is expected (a "wrapped
+// number"), or nullopt when the attribute is not a number.
+std::optional<ir::DType> wrapped_number_dtype(const ir::Attribute& a) {
+  if (std::holds_alternative<int64_t>(a)) return ir::DType::i64;
+  if (std::holds_alternative<double>(a)) return ir::DType::f32;
+  if (std::holds_alternative<bool>(a)) return ir::DType::boolean;
+  return std::nullopt;
+}
+
 using json = nlohmann::json;
 
 constexpr size_t kMaxJsonDepth = 256;
@@ -1455,6 +1464,16 @@ class Importer {
           } else if (std::holds_alternative<ir::NoneAttr>(c.attr) &&
                      spec.type == ir::ArgType::opt_tensor) {
             operands.push_back(nullptr);
+          } else if (spec.type == ir::ArgType::tensor && wrapped_number_dtype(c.attr)) {
+            // A Python number where the schema has a Tensor (core ATen writes `sub.Tensor(8,
+            // x)`): PyTorch wraps it in a 0-d tensor whose dtype is i64, f32 (the default
+            // dtype) or bool, which promotes exactly as the wrapped number does.
+            std::vector<ir::NamedAttr> st;
+            st.push_back({"s", c.attr});
+            st.push_back({"dtype", *wrapped_number_dtype(c.attr)});
+            operands.push_back(g_->append("aten.scalar_tensor.default", {}, std::move(st), {}, {},
+                                          label + "_" + spec.name + "_scalar")
+                                   ->output());
           } else {
             args[static_cast<size_t>(k)].fail("node '" + label + "' (" + op + "): argument '" +
                                               spec.name + "' expects a tensor");

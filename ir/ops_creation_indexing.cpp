@@ -206,6 +206,17 @@ void register_creation_and_indexing_ops(OpRegistry& r) {
         [pad_rule](const ShapeContext& c) { return pad_rule(c, "pad"); });
   r.add("constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor", M, D,
         [pad_rule](const ShapeContext& c) { return pad_rule(c, "pad"); });
+  // Older core-ATen spellings of the reflect / replicate modes (passes/decompose.cpp).
+  for (const char* mode : {"reflection", "replication"}) {
+    for (int n = 1; n <= 3; ++n) {
+      r.add(std::string(mode) + "_pad" + std::to_string(n) + "d(Tensor self, SymInt[" +
+                std::to_string(2 * n) + "] padding) -> Tensor",
+            M, D, [pad_rule](const ShapeContext& c) { return pad_rule(c, "padding"); });
+    }
+  }
+  r.add(
+      "empty.memory_format(SymInt[] size, " + kw + ", MemoryFormat? memory_format=None) -> Tensor",
+      Cr, D, [](const ShapeContext& c) { return full_rule(c, DType::f32); });
   r.add("roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor", M, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {
           const std::vector<int64_t> shifts = c.get_ints("shifts");

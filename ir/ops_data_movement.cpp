@@ -253,6 +253,26 @@ void register_data_movement_ops(OpRegistry& r) {
           t.shape.erase(t.shape.begin() + d);
           return {t};
         });
+  r.add(
+      "slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, "
+      "SymInt step=1) -> Tensor",
+      M, D, [](const ShapeContext& c) -> std::vector<TensorType> {
+        TensorType t = c.input(0);
+        const TensorType& src = c.input(1);
+        const int64_t d = normalize_dim(c, c.get_int("dim"), t.rank());
+        if (src.rank() != t.rank())
+          c.fail("src has rank " + std::to_string(src.rank()) + ", expected " +
+                 std::to_string(t.rank()));
+        const Dim len = slice_len(c, t.shape[static_cast<size_t>(d)], c.get_opt_int("start"),
+                                  c.get_opt_int("end"), c.get_int("step"));
+        if (!(src.shape[static_cast<size_t>(d)] == len))
+          c.fail("src has " + c.graph().dim_to_string(src.shape[static_cast<size_t>(d)]) +
+                 " elements along dim " + std::to_string(d) + ", expected the slice's " +
+                 c.graph().dim_to_string(len));
+        return {t};
+      });
+  r.add("copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor", M, D,
+        [](const ShapeContext& c) -> std::vector<TensorType> { return {c.input(0)}; });
   r.add("cat(Tensor[] tensors, int dim=0) -> Tensor", M, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {
           std::vector<const TensorType*> ts = c.list_inputs();

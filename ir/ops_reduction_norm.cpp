@@ -77,6 +77,11 @@ void register_reduction_and_norm_ops(OpRegistry& r) {
   const auto D = Placement::device;
   const auto H = Placement::host;
 
+  // Weight norm, v * (g / ||v||) with the norm over every dim but `dim` (passes/decompose.cpp
+  // rewrites it into arithmetic that constant folding evaluates on the weights).
+  r.add("_weight_norm(Tensor v, Tensor g, int dim=0) -> Tensor", N, D,
+        [](const ShapeContext& c) -> std::vector<TensorType> { return {c.input(0)}; });
+
   r.add(
       "mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
       R, D, [](const ShapeContext& c) -> std::vector<TensorType> {

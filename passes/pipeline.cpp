@@ -2,6 +2,7 @@
 #include "passes/pipeline.h"
 
 #include "passes/canonicalize.h"
+#include "passes/decompose.h"
 #include "passes/common_subexpression_elimination.h"
 #include "passes/constant_folding.h"
 #include "passes/dead_code_elimination.h"
@@ -11,6 +12,7 @@ namespace neuronc::passes {
 
 void build_pipeline(PassManager& pm, const PipelineOptions& opts) {
   pm.add(std::make_unique<Canonicalize>());
+  pm.add(std::make_unique<Decompose>());
   pm.add(std::make_unique<ConstantFolding>());
   pm.add(std::make_unique<FoldBatchNorm>());
   pm.add(std::make_unique<DeadCodeElimination>());

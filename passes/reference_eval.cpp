@@ -7,6 +7,7 @@
 #include <cstring>
 #include <functional>
 #include <numeric>
+#include <optional>
 
 #include "ir/op_registry.h"
 
@@ -486,6 +487,21 @@ std::optional<std::vector<HostTensor>> evaluate(const ir::Node& n,
       return u.f(round_to(ot == ir::DType::f64 ? ot : ir::DType::f32, v));
     }));
   }
+  if (op == "aten.clamp.default") {
+    // clamp(x, min, max) = min(max(x, min), max); NaN stays NaN; either bound may be None.
+    auto bound = [&](const char* name) -> std::optional<double> {
+      const ir::Attribute* a = n.attr(name);
+      if (!a || std::holds_alternative<ir::NoneAttr>(*a)) return std::nullopt;
+      return scalar_attr(n, name);
+    };
+    const std::optional<double> lo = bound("min"), hi = bound("max");
+    return one(unary(x, ot, [&](double v) {
+      if (std::isnan(v)) return v;
+      if (lo) v = std::max(v, *lo);
+      if (hi) v = std::min(v, *hi);
+      return v;
+    }));
+  }
   if (op == "aten.where.self" || op == "aten.where.ScalarOther" || op == "aten.where.ScalarSelf") {
     HostTensor a = op == "aten.where.ScalarSelf" ? scalar(ot, scalar_attr(n, "self")) : *in[1];
     HostTensor b = op == "aten.where.self"          ? *in[2]
@@ -516,6 +532,63 @@ std::optional<std::vector<HostTensor>> evaluate(const ir::Node& n,
       const bool keep = op == "aten.tril.default" ? c - r <= diag : c - r >= diag;
       if (!keep) o.data[i] = 0;
     }
+    return one(o);
+  }
+  if (op == "aten.index_select.default") {
+    const size_t rank = x.shape.size();
+    const int64_t d = norm_dim(n.attr_int("dim"), rank);
+    const HostTensor& idx = *in[1];
+    int64_t inner = 1;
+    for (size_t k = static_cast<size_t>(d) + 1; k < rank; ++k) inner *= x.shape[k];
+    const int64_t len = rank ? x.shape[static_cast<size_t>(d)] : 1;
+    const int64_t picks = static_cast<int64_t>(idx.data.size());
+    HostTensor o = make(ot, out_shape);
+    for (int64_t i = 0; i < static_cast<int64_t>(o.data.size()); ++i) {
+      const int64_t in_i = i % inner, k = (i / inner) % picks, outer = i / inner / picks;
+      int64_t j = static_cast<int64_t>(idx.data[static_cast<size_t>(k)]);
+      if (j < 0) j += len;
+      if (j < 0 || j >= len) return std::nullopt;  // out of range: leave it to run time
+      o.data[static_cast<size_t>(i)] =
+          x.data[static_cast<size_t>((outer * len + j) * inner + in_i)];
+    }
+    return one(o);
+  }
+  if (op == "aten.sum.dim_IntList" || op == "aten.mean.dim") {
+    // Sum (or mean) over `dim` (all dims when empty or None), accumulated in double and rounded
+    // once to the result dtype; keepdim keeps the reduced dims as 1.
+    const size_t rank = x.shape.size();
+    std::vector<bool> reduced(rank, false);
+    const ir::Attribute* da = n.attr("dim");
+    std::vector<int64_t> dims;
+    if (da && !std::holds_alternative<ir::NoneAttr>(*da)) dims = n.attr_ints("dim");
+    if (dims.empty())
+      reduced.assign(rank, true);
+    else
+      for (int64_t d : dims) reduced[static_cast<size_t>(norm_dim(d, rank))] = true;
+    std::vector<int64_t> kept;  // result shape with reduced dims as 1
+    int64_t count = 1;
+    for (size_t k = 0; k < rank; ++k) {
+      kept.push_back(reduced[k] ? 1 : x.shape[k]);
+      if (reduced[k]) count *= x.shape[k];
+    }
+    int64_t total = 1;
+    for (int64_t d : kept) total *= d;
+    std::vector<double> acc(static_cast<size_t>(total), 0.0);
+    for (size_t i = 0; i < x.data.size(); ++i) {
+      int64_t rem = static_cast<int64_t>(i), o = 0, stride = 1;
+      for (size_t k = rank; k-- > 0;) {
+        const int64_t c = rem % x.shape[k];
+        rem /= x.shape[k];
+        if (!reduced[k]) o += c * stride;
+        stride *= kept[k];
+      }
+      acc[static_cast<size_t>(o)] += x.data[i];
+    }
+    HostTensor o = make(ot, out_shape);
+    if (o.data.size() != acc.size()) return std::nullopt;
+    for (size_t i = 0; i < acc.size(); ++i)
+      o.data[i] =
+          round_to(ot, op == "aten.mean.dim" ? acc[i] / static_cast<double>(count) : acc[i]);
     return one(o);
   }
   if (op == "aten.cumsum.default") {

@@ -77,8 +77,6 @@ void run_analyze(const AnalyzeOptions& o) {
     if (!loc.empty() && std::find(u.locations.begin(), u.locations.end(), loc) == u.locations.end())
       u.locations.push_back(loc);
   }
-  size_t counts[3] = {0, 0, 0};
-  for (const OpUse& u : ops) counts[static_cast<int>(u.support)] += u.count;
   const std::string imported_ir = o.print_ir ? ir::print(*prog.graph) : "";
 
   // What the compiler will actually run: the optimised graph, partitioned.
@@ -87,8 +85,40 @@ void run_analyze(const AnalyzeOptions& o) {
   passes::PassManager pm(pm_opts);
   passes::build_pipeline(pm);
   pm.run(*prog.graph);
-  const passes::PartitionPlan plan =
-      passes::partition_graph(*prog.graph, placement_oracle(*prog.graph));
+  const passes::PlacementOracle optimized_oracle = placement_oracle(*prog.graph);
+  // A source operator the pipeline rewrote away entirely (decomposed, folded into constants or
+  // into its neighbours) is not what decides where the model runs: what it became does, and
+  // that is placed below (partitions, host reasons, unsupported leftovers).
+  std::vector<const ir::Node*> unsupported_after;
+  for (const auto& n : g.nodes())
+    if (optimized_oracle(*n).kind == passes::Placement::unsupported)
+      unsupported_after.push_back(n.get());
+  // Per source operator, what the optimised graph does with its surviving nodes (the worst
+  // placement among them), or that none survive.
+  std::map<std::string, passes::Placement> after;
+  for (const auto& n : g.nodes()) {
+    const passes::Placement p = optimized_oracle(*n);
+    auto [it, inserted] = after.emplace(n->op(), p);
+    if (!inserted && static_cast<int>(p.kind) > static_cast<int>(it->second.kind)) it->second = p;
+  }
+  for (OpUse& u : ops) {
+    if (u.support == Support::device) continue;
+    auto it = after.find(u.op);
+    if (it == after.end()) {
+      u.support = Support::device;
+      u.reason =
+          "rewritten by the optimiser (decomposed, folded or fused); as written: " + u.reason;
+    } else if (it->second.kind == passes::Placement::device) {
+      u.support = Support::device;
+      u.reason = "on the device after constant folding; as written: " + u.reason;
+    } else if (it->second.kind == passes::Placement::host) {
+      u.support = Support::host;
+      u.reason = it->second.reason;
+    }
+  }
+  size_t counts[3] = {0, 0, 0};
+  for (const OpUse& u : ops) counts[static_cast<int>(u.support)] += u.count;
+  const passes::PartitionPlan plan = passes::partition_graph(*prog.graph, optimized_oracle);
   size_t device_parts = 0, host_parts = 0, device_nodes = 0, host_nodes = 0;
   for (const passes::Partition& p : plan.partitions) {
     if (p.kind == passes::PartitionKind::device) {
@@ -155,6 +185,14 @@ void run_analyze(const AnalyzeOptions& o) {
                          {"location", r.node->location().to_string()}});
     }
     j["optimized"]["host_nodes_detail"] = reasons;
+    nlohmann::ordered_json left = nlohmann::ordered_json::array();
+    for (const ir::Node* n : unsupported_after) {
+      left.push_back({{"node", n->name()},
+                      {"op", n->op()},
+                      {"reason", optimized_oracle(*n).reason},
+                      {"location", n->location().to_string()}});
+    }
+    j["optimized"]["unsupported"] = left;
     if (o.print_ir) {
       j["ir"] = imported_ir;
       j["optimized_ir"] = ir::print(g);
@@ -199,6 +237,11 @@ void run_analyze(const AnalyzeOptions& o) {
       std::printf("  host %s (%s): %s%s%s\n", r.node->name().c_str(), r.node->op().c_str(),
                   r.reason.c_str(), loc.empty() ? "" : " at ", loc.c_str());
     }
+    for (const ir::Node* n : unsupported_after) {
+      const std::string loc = n->location().to_string();
+      std::printf("  unsupported %s (%s): %s%s%s\n", n->name().c_str(), n->op().c_str(),
+                  optimized_oracle(*n).reason.c_str(), loc.empty() ? "" : " at ", loc.c_str());
+    }
     for (const OpUse& u : ops) {
       if (u.support == Support::device) continue;
       std::printf("\n%s %s: %s\n", support_name(u.support), u.op.c_str(), u.reason.c_str());
@@ -211,7 +254,7 @@ void run_analyze(const AnalyzeOptions& o) {
       std::printf("\n// optimised\n%s", ir::print(g).c_str());
     }
   }
-  if (counts[2] > 0) throw CommandExit{kExitError, "", ""};
+  if (counts[2] > 0 || !unsupported_after.empty()) throw CommandExit{kExitError, "", ""};
 }
 
 }  // namespace

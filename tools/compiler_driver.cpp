@@ -21,6 +21,7 @@
 #include "passes/fold_batch_norm.h"
 #include "passes/partition.h"
 #include "passes/pass_manager.h"
+#include "passes/pipeline.h"
 #include "passes/reference_eval.h"
 #include "passes/specialize_shapes.h"
 
@@ -402,14 +403,10 @@ CompileResult compile_model(const CompileRequest& req) {
   pm_opts.print_after = req.print_after;
   passes::PassManager pm(pm_opts);
   if (!dims.empty()) pm.add(std::make_unique<passes::SpecializeShapes>(dims));
-  pm.add(std::make_unique<passes::Canonicalize>());
-  pm.add(std::make_unique<passes::ConstantFolding>());
-  pm.add(std::make_unique<passes::FoldBatchNorm>());
-  pm.add(std::make_unique<passes::DeadCodeElimination>());
-  if (req.opt_level >= 1) {
-    pm.add(std::make_unique<passes::CommonSubexpressionElimination>());
-    pm.add(std::make_unique<passes::DeadCodeElimination>());
-  }
+  // The same pipeline `analyze` reports on (passes/pipeline.cpp), then auto-cast.
+  passes::PipelineOptions popts;
+  popts.opt_level = req.opt_level;
+  passes::build_pipeline(pm, popts);
   if (req.auto_cast != passes::AutoCastMode::none) {
     pm.add(std::make_unique<passes::AutoCast>(req.auto_cast));
     pm.add(std::make_unique<passes::ConstantFolding>());

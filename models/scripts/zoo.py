@@ -315,6 +315,60 @@ def build_fallback() -> Fixture:
                    model_seed=1010, input_seed=2010)
 
 
+class VisionExtras(nn.Module):
+    """The vision ops real models carry besides plain conv/BN/pool: every padding mode, weight
+    norm (over output and input channels), group norm, squeeze-and-excitation, a residual
+    block and a channel concatenation."""
+
+    def __init__(self):
+        super().__init__()
+        wn = nn.utils.parametrizations.weight_norm
+        self.stem = wn(nn.Conv2d(3, 16, 3))
+        self.gn = nn.GroupNorm(4, 16)
+        self.se_reduce = nn.Conv2d(16, 4, 1)
+        self.se_expand = nn.Conv2d(4, 16, 1)
+        self.res_conv = nn.Conv2d(16, 16, 3, padding=1, bias=False)
+        self.res_bn = nn.BatchNorm2d(16)
+        self.branch = nn.Conv2d(16, 8, 1)
+        self.pool = nn.MaxPool2d(3, stride=1, padding=1)
+        self.head = wn(nn.Conv2d(24, 16, 3), dim=1)  # norm over the other dims of each input channel
+        self.fc = wn(nn.Linear(16, 10), dim=0)
+
+    def forward(self, x):
+        x = nn.functional.pad(x, (1, 1, 1, 1), mode="reflect")
+        x = nn.functional.silu(self.gn(self.stem(x)))
+        s = x.mean((2, 3), keepdim=True)
+        x = x * torch.sigmoid(self.se_expand(torch.relu(self.se_reduce(s))))
+        x = torch.relu(self.res_bn(self.res_conv(x)) + x)
+        x = torch.cat([self.branch(x), self.pool(x)], dim=1)
+        x = nn.functional.pad(x, (1, 2, 0, 1), value=0.5)
+        x = nn.functional.pad(x, (1, 0, 0, 2), mode="replicate")
+        x = self.head(x)
+        x = nn.functional.pad(x, (1, 1, 1, 1), mode="circular")
+        x = nn.functional.pad(x, (-1, 0, 0, -1))
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
+def build_vision_extras() -> Fixture:
+    torch.manual_seed(1011)
+    m = VisionExtras()
+    g = _gen(1111)
+    m.res_bn.running_mean.copy_(torch.randn(16, generator=g) * 0.1)
+    m.res_bn.running_var.copy_(torch.rand(16, generator=g) + 0.5)
+    m.eval()
+    return Fixture(m, (_randn(2011, 2, 3, 20, 24),),
+                   "reflect pad -> weight-normed conv3x3 -> group norm(4) -> silu -> squeeze-excite"
+                   " -> residual conv+BN+add+relu -> cat(conv1x1, maxpool3x3 s1) -> constant pad 0.5"
+                   " -> replicate pad -> weight-norm(dim=1) conv3x3 -> circular pad -> negative pad"
+                   " (crop) -> global avg pool -> weight-normed linear; NCHW 2x3x20x24",
+                   ["pad reflect/replicate/circular/constant/negative (training IR: aten.pad;"
+                    " core IR: index/clamp/slice_scatter/constant_pad_nd)",
+                    "_weight_norm over dim 0 and dim 1", "group_norm", "silu",
+                    "squeeze-excite (mean keepdim, sigmoid, broadcast mul)", "residual add",
+                    "cat along channels", "max_pool2d stride 1 padding 1"],
+                   model_seed=1011, input_seed=2011)
+
+
 SMALL: List[Entry] = [
     Entry("mlp", build_mlp, key=True),
     Entry("cnn", build_cnn, key=True),
@@ -326,6 +380,7 @@ SMALL: List[Entry] = [
     Entry("dynamic_batch", build_dynamic_batch, key=True),
     Entry("buffers", build_buffers, key=True),
     Entry("fallback", build_fallback, key=True),
+    Entry("vision_extras", build_vision_extras),
 ]
 
 

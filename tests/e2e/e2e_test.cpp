@@ -89,17 +89,20 @@ struct Case {
   std::string target;
   passes::AutoCastMode cast;
   int64_t batch = 0;  // dynamic_batch: the bound to compile and run at (0: the sample's)
+  std::string file = "model.pt2";  // or model_core.pt2 (the core-ATen export)
 };
 
 void PrintTo(const Case& c, std::ostream* os) {
   *os << c.fixture << " " << c.target << " auto-cast " << passes::auto_cast_name(c.cast);
   if (c.batch) *os << " batch " << c.batch;
+  if (c.file != "model.pt2") *os << " " << c.file;
 }
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   std::string s =
       info.param.fixture + "_" + info.param.target + "_" + passes::auto_cast_name(info.param.cast);
   if (info.param.batch) s += "_batch" + std::to_string(info.param.batch);
+  if (info.param.file == "model_core.pt2") s += "_core";
   return s;
 }
 
@@ -109,7 +112,7 @@ TEST_P(EndToEnd, MatchesPyTorch) {
   const Case& c = GetParam();
   const fs::path dir = fixture_dir(c.fixture);
   CompileRequest req;
-  req.model = (dir / "model.pt2").string();
+  req.model = (dir / c.file).string();
   req.target = c.target;
   req.auto_cast = c.cast;
   if (c.batch) {
@@ -171,7 +174,7 @@ TEST_P(EndToEnd, MatchesPyTorch) {
 std::vector<Case> cases() {
   std::vector<Case> out;
   for (const char* f : {"mlp", "transformer_encoder", "bert", "gpt2", "llama", "vit",
-                        "dynamic_batch", "fallback", "buffers", "cnn"}) {
+                        "dynamic_batch", "fallback", "buffers", "cnn", "vision_extras"}) {
     for (const char* t : {"trn1", "trn2", "trn3"}) {
       for (passes::AutoCastMode m : {passes::AutoCastMode::none, passes::AutoCastMode::matmul}) {
         out.push_back({f, t, m, 0});
@@ -181,6 +184,10 @@ std::vector<Case> cases() {
   // The dynamic-batch model at the bounds of its batch range.
   for (int64_t b : {int64_t{1}, int64_t{64}})
     out.push_back({"dynamic_batch", "trn1", passes::AutoCastMode::none, b});
+  // Core ATen spells padding as index/clamp/slice_scatter and weight norm as arithmetic.
+  for (const char* f : {"cnn", "vision_extras"})
+    for (passes::AutoCastMode m : {passes::AutoCastMode::none, passes::AutoCastMode::matmul})
+      out.push_back({f, "trn1", m, 0, "model_core.pt2"});
   return out;
 }
 

@@ -9,17 +9,18 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace fs = std::filesystem;
 
 namespace {
 
-fs::path ModelsDir() { return fs::path(NEURONC_SOURCE_DIR) / "models"; }
+fs::path ModelsDir() {
+  return fs::path(NEURONC_SOURCE_DIR) / "models";
+}
 
 // Fixture folders relative to models/, e.g. "mlp" and "mlp/torch2.6".
 std::vector<std::string> FixtureDirs() {
@@ -50,7 +51,8 @@ std::string ReadPrefix(const fs::path& p, std::size_t n) {
 }
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::string TestName(const testing::TestParamInfo<std::string>& info) {
@@ -101,8 +103,8 @@ TEST_P(FixtureMeta, NamedFilesExist) {
     listed.insert(name);
   }
   // The layout every fixture has (issue 3, item 2). model.pt only when tracing worked.
-  for (const char* required : {"model.pt2", "model_core.pt2", "intermediates.npz", "input_0.npy",
-                               "output_0.npy"}) {
+  for (const char* required :
+       {"model.pt2", "model_core.pt2", "intermediates.npz", "input_0.npy", "output_0.npy"}) {
     EXPECT_TRUE(listed.count(required)) << "meta.json does not list " << required;
   }
   const auto& ts = meta_["torchscript"];
@@ -162,7 +164,7 @@ TEST(ModelsZoo, ExpectedFixturesPresent) {
   const auto dirs = FixtureDirs();
   const std::set<std::string> have(dirs.begin(), dirs.end());
   for (const char* name : {"mlp", "cnn", "transformer_encoder", "bert", "gpt2", "llama", "vit",
-                           "dynamic_batch", "buffers", "fallback"}) {
+                           "dynamic_batch", "buffers", "fallback", "vision_extras"}) {
     EXPECT_TRUE(have.count(name)) << "models/" << name << "/meta.json missing";
   }
   for (const char* name :
