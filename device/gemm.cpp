@@ -83,7 +83,6 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_8x32(int K, const floa
   NEURONC_STORE512(4) NEURONC_STORE512(5) NEURONC_STORE512(6) NEURONC_STORE512(7)
 }
 #undef NEURONC_ROW512
-#undef NEURONC_STORE512
 
 // AVX2: 6 rows x 16 columns = 12 ymm accumulators.
 #define NEURONC_ROW256(i)                           \
@@ -127,14 +126,6 @@ __attribute__((target("avx2,fma"))) void kernel_avx2_6x16(int K, const float* Ap
     c##i##0 = _mm512_dpbf16_ps(c##i##0, av, b0);                             \
     c##i##1 = _mm512_dpbf16_ps(c##i##1, av, b1);                             \
   }
-#define NEURONC_STOREBF(i)                                               \
-  if (accumulate) {                                                      \
-    c##i##0 = _mm512_add_ps(_mm512_loadu_ps(C + (i)*ldc), c##i##0);      \
-    c##i##1 = _mm512_add_ps(_mm512_loadu_ps(C + (i)*ldc + 16), c##i##1); \
-  }                                                                      \
-  _mm512_storeu_ps(C + (i)*ldc, c##i##0);                                \
-  _mm512_storeu_ps(C + (i)*ldc + 16, c##i##1);
-
 __attribute__((target("avx512f,avx512bf16"))) void kernel_bf16_8x32(int pairs, const uint32_t* Ap,
                                                                     const uint32_t* B, float* C,
                                                                     size_t ldc, bool accumulate) {
@@ -154,17 +145,17 @@ __attribute__((target("avx512f,avx512bf16"))) void kernel_bf16_8x32(int pairs, c
     NEURONC_ROWBF(6)
     NEURONC_ROWBF(7)
   }
-  NEURONC_STOREBF(0)
-  NEURONC_STOREBF(1)
-  NEURONC_STOREBF(2)
-  NEURONC_STOREBF(3)
-  NEURONC_STOREBF(4)
-  NEURONC_STOREBF(5)
-  NEURONC_STOREBF(6)
-  NEURONC_STOREBF(7)
+  NEURONC_STORE512(0)
+  NEURONC_STORE512(1)
+  NEURONC_STORE512(2)
+  NEURONC_STORE512(3)
+  NEURONC_STORE512(4)
+  NEURONC_STORE512(5)
+  NEURONC_STORE512(6)
+  NEURONC_STORE512(7)
 }
 #undef NEURONC_ROWBF
-#undef NEURONC_STOREBF
+#undef NEURONC_STORE512
 
 // Smallest biased exponent of the nonzero elements (255 when there are none) and largest biased
 // exponent of all elements of `n` bf16 values (subnormals give 0, NaN/inf 255).
@@ -204,6 +195,23 @@ Isa detect() {
 Isa isa() {
   static const Isa kIsa = detect();
   return kIsa;
+}
+
+// Runs run(p0, p1) over column panels [0, panels): serially for small problems, else as oneTBB
+// tasks of 4 panels. Each task owns its panels (and their columns of C), so the result does
+// not depend on the thread count or on the order tasks run in.
+template <typename Run>
+void for_panel_tasks(double work, int panels, const Run& run) {
+  constexpr int kPanelsPerTask = 4;
+  if (work < (1 << 21) || panels <= kPanelsPerTask) {
+    run(0, panels);
+    return;
+  }
+  const int tasks = (panels + kPanelsPerTask - 1) / kPanelsPerTask;
+  tbb::parallel_for(0, tasks, [&](int t) {
+    const int p0 = t * kPanelsPerTask;
+    run(p0, std::min(panels, p0 + kPanelsPerTask));
+  });
 }
 
 bool has_bf16_dot() {
@@ -315,16 +323,7 @@ void gemm_bf16_pairs(int M, int N, int K, const GemmOperand& A, const GemmOperan
       }
     }
   };
-  constexpr int kPanelsPerTask = 4;
-  if (double(M) * N * K < (1 << 21) || bpanels <= kPanelsPerTask) {
-    run(0, bpanels);
-    return;
-  }
-  const int tasks = (bpanels + kPanelsPerTask - 1) / kPanelsPerTask;
-  tbb::parallel_for(0, tasks, [&](int t) {
-    const int p0 = t * kPanelsPerTask;
-    run(p0, std::min(bpanels, p0 + kPanelsPerTask));
-  });
+  for_panel_tasks(double(M) * N * K, bpanels, run);
 }
 
 struct Shape {
@@ -428,17 +427,7 @@ void gemm_at_b(int M, int N, int K, const GemmOperand& A, const GemmOperand& B, 
     }
     compute_panels(M, N, p0, p1, K, Ap, Bp, C, ldc, accumulate);
   };
-  const double work = static_cast<double>(M) * N * K;
-  constexpr int kPanelsPerTask = 4;
-  if (work < (1 << 21) || bpanels <= kPanelsPerTask) {
-    run(0, bpanels);
-    return;
-  }
-  const int tasks = (bpanels + kPanelsPerTask - 1) / kPanelsPerTask;
-  tbb::parallel_for(0, tasks, [&](int t) {
-    const int p0 = t * kPanelsPerTask;
-    run(p0, std::min(bpanels, p0 + kPanelsPerTask));
-  });
+  for_panel_tasks(static_cast<double>(M) * N * K, bpanels, run);
 }
 
 void gemm_at_b_f32(int M, int N, int K, const float* A, size_t lda, const float* B, size_t ldb,

@@ -11,50 +11,17 @@
 namespace neuronc::codegen::testing {
 namespace {
 
-struct DmaTotals {
-  uint64_t transfers = 0;
-  uint64_t bytes = 0;  // bytes written by DMAs
-};
-
-DmaTotals dma_totals(const device::Program& p) {
-  DmaTotals t;
-  for (const auto& core : p.cores)
-    for (const auto& stream : core.streams)
-      for (const auto& in : stream)
-        if (const auto* d = std::get_if<device::DmaCopy>(&in.op)) {
-          ++t.transfers;
-          t.bytes += uint64_t{d->dst.partition_count} * d->dst.free_size() *
-                     device::dtype_size(d->dst.dtype);
-        }
-  return t;
-}
-
 struct Comparison {
   RunResult copying, in_place;
   DmaTotals copying_dma, in_place_dma;
 };
 
-// Compiles and runs `text` with and without concatenation in place (same inputs and weights);
-// both must match the reference.
+// With and without concatenation in place: both match the reference and each other.
 Comparison compare(const std::string& text, device::TargetKind kind = device::TargetKind::trn1,
                    double tol = 1e-5) {
-  Comparison c;
-  for (bool in_place : {false, true}) {
-    auto g = ir::parse(text);
-    attach_random_payloads(*g, 5);
-    CodegenOptions opts;
-    opts.cat_in_place = in_place;
-    RunResult r = compile_and_run(*g, kind, opts, 9);
-    EXPECT_LE(r.max_abs_error, tol * std::max(1.0, r.max_abs_reference))
-        << (in_place ? "in place" : "copying") << ": max |ref| " << r.max_abs_reference;
-    (in_place ? c.in_place : c.copying) = std::move(r);
-  }
-  c.copying_dma = dma_totals(c.copying.part.program);
-  c.in_place_dma = dma_totals(c.in_place.part.program);
-  // Bit-identical outputs: the same kernels compute the same values, only the addresses moved.
-  for (const auto& [name, t] : c.copying.device_outputs)
-    EXPECT_EQ(t.data, c.in_place.device_outputs.at(name).data) << name;
-  return c;
+  OptionComparison o = compare_option(
+      text, kind, tol, [](CodegenOptions& opts, bool on) { opts.cat_in_place = on; }, 5, 9);
+  return {std::move(o.off), std::move(o.on), o.off_dma, o.on_dma};
 }
 
 // An Inception block: three conv + relu branches and a max pool, concatenated on channels.

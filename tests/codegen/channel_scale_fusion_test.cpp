@@ -13,42 +13,16 @@
 namespace neuronc::codegen::testing {
 namespace {
 
-uint64_t dma_bytes(const device::Program& p) {
-  uint64_t bytes = 0;  // bytes written by DMAs
-  for (const auto& core : p.cores)
-    for (const auto& stream : core.streams)
-      for (const auto& in : stream)
-        if (const auto* d = std::get_if<device::DmaCopy>(&in.op))
-          bytes += uint64_t{d->dst.partition_count} * d->dst.free_size() *
-                   device::dtype_size(d->dst.dtype);
-  return bytes;
-}
-
 struct Comparison {
   RunResult off, on;
-  uint64_t off_bytes = 0, on_bytes = 0;
+  uint64_t off_bytes = 0, on_bytes = 0;  // bytes written by DMAs
 };
 
-// Runs `text` with `enable` false and true (same inputs and weights): both within `tol` of the
-// reference (relative to max |ref|), and bit-identical to each other.
+// With `enable` false and true: both match the reference and each other.
 Comparison compare(const std::string& text, device::TargetKind kind, double tol,
                    const std::function<void(CodegenOptions&, bool)>& enable) {
-  Comparison c;
-  for (bool on : {false, true}) {
-    auto g = ir::parse(text);
-    attach_random_payloads(*g, 3);
-    CodegenOptions opts;
-    enable(opts, on);
-    RunResult r = compile_and_run(*g, kind, opts, 13);
-    EXPECT_LE(r.max_abs_error, tol * std::max(1.0, r.max_abs_reference))
-        << (on ? "fused" : "unfused") << ": max |ref| " << r.max_abs_reference;
-    (on ? c.on : c.off) = std::move(r);
-  }
-  c.off_bytes = dma_bytes(c.off.part.program);
-  c.on_bytes = dma_bytes(c.on.part.program);
-  for (const auto& [name, t] : c.off.device_outputs)
-    EXPECT_EQ(t.data, c.on.device_outputs.at(name).data) << name;
-  return c;
+  OptionComparison o = compare_option(text, kind, tol, enable, 3, 13);
+  return {std::move(o.off), std::move(o.on), o.off_dma.bytes, o.on_dma.bytes};
 }
 
 void scale_only(CodegenOptions& o, bool on) {

@@ -3,8 +3,11 @@
 // returns the outputs beside the reference interpreter's.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -135,6 +138,55 @@ inline RunResult compile_and_run(const ir::Graph& g,
     r.device_outputs[b.name] = std::move(out);
   }
   return r;
+}
+
+struct DmaTotals {
+  uint64_t transfers = 0;
+  uint64_t bytes = 0;  // bytes written by DMAs
+};
+
+inline DmaTotals dma_totals(const device::Program& p) {
+  DmaTotals t;
+  for (const auto& core : p.cores)
+    for (const auto& stream : core.streams)
+      for (const auto& in : stream)
+        if (const auto* d = std::get_if<device::DmaCopy>(&in.op)) {
+          ++t.transfers;
+          t.bytes += uint64_t{d->dst.partition_count} * d->dst.free_size() *
+                     device::dtype_size(d->dst.dtype);
+        }
+  return t;
+}
+
+// One codegen option compared off and on.
+struct OptionComparison {
+  RunResult off, on;
+  DmaTotals off_dma, on_dma;
+};
+
+// Compiles and runs `text` with `enable(opts, false)` and `enable(opts, true)` on the same
+// weights (`payload_seed`) and inputs (`input_seed`): both must match the reference within
+// `tol` relative to max |ref|, and each other bit for bit (an optimisation that moves work
+// must not change a single result).
+inline OptionComparison compare_option(const std::string& text, device::TargetKind kind, double tol,
+                                       const std::function<void(CodegenOptions&, bool)>& enable,
+                                       uint64_t payload_seed, uint64_t input_seed) {
+  OptionComparison c;
+  for (bool on : {false, true}) {
+    auto g = ir::parse(text);
+    attach_random_payloads(*g, payload_seed);
+    CodegenOptions opts;
+    enable(opts, on);
+    RunResult r = compile_and_run(*g, kind, opts, input_seed);
+    EXPECT_LE(r.max_abs_error, tol * std::max(1.0, r.max_abs_reference))
+        << "option " << (on ? "on" : "off") << ": max |ref| " << r.max_abs_reference;
+    (on ? c.on : c.off) = std::move(r);
+  }
+  c.off_dma = dma_totals(c.off.part.program);
+  c.on_dma = dma_totals(c.on.part.program);
+  for (const auto& [name, t] : c.off.device_outputs)
+    EXPECT_EQ(t.data, c.on.device_outputs.at(name).data) << name;
+  return c;
 }
 
 }  // namespace neuronc::codegen::testing

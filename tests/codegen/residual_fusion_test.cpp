@@ -13,49 +13,17 @@
 namespace neuronc::codegen::testing {
 namespace {
 
-struct DmaTotals {
-  uint64_t transfers = 0;
-  uint64_t bytes = 0;  // bytes written by DMAs
-};
-
-DmaTotals dma_totals(const device::Program& p) {
-  DmaTotals t;
-  for (const auto& core : p.cores)
-    for (const auto& stream : core.streams)
-      for (const auto& in : stream)
-        if (const auto* d = std::get_if<device::DmaCopy>(&in.op)) {
-          ++t.transfers;
-          t.bytes += uint64_t{d->dst.partition_count} * d->dst.free_size() *
-                     device::dtype_size(d->dst.dtype);
-        }
-  return t;
-}
-
 struct Comparison {
   RunResult unfused, fused;
   DmaTotals unfused_dma, fused_dma;
 };
 
-// Compiles and runs `text` with and without the residual epilogue (same inputs and weights);
-// both must match the reference within `tol` relative to max |ref|, and each other bit for bit.
+// With and without the residual epilogue: both match the reference and each other.
 Comparison compare(const std::string& text, device::TargetKind kind = device::TargetKind::trn1,
                    double tol = 1e-5) {
-  Comparison c;
-  for (bool fuse : {false, true}) {
-    auto g = ir::parse(text);
-    attach_random_payloads(*g, 7);
-    CodegenOptions opts;
-    opts.fuse_residual = fuse;
-    RunResult r = compile_and_run(*g, kind, opts, 11);
-    EXPECT_LE(r.max_abs_error, tol * std::max(1.0, r.max_abs_reference))
-        << (fuse ? "fused" : "unfused") << ": max |ref| " << r.max_abs_reference;
-    (fuse ? c.fused : c.unfused) = std::move(r);
-  }
-  c.unfused_dma = dma_totals(c.unfused.part.program);
-  c.fused_dma = dma_totals(c.fused.part.program);
-  for (const auto& [name, t] : c.unfused.device_outputs)
-    EXPECT_EQ(t.data, c.fused.device_outputs.at(name).data) << name;
-  return c;
+  OptionComparison o = compare_option(
+      text, kind, tol, [](CodegenOptions& opts, bool on) { opts.fuse_residual = on; }, 7, 11);
+  return {std::move(o.off), std::move(o.on), o.off_dma, o.on_dma};
 }
 
 void print(const char* what, device::TargetKind kind, const Comparison& c) {
