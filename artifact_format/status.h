@@ -4,9 +4,7 @@
 // Thread-safety: values; safe to read concurrently.
 #pragma once
 
-#include <string>
-#include <utility>
-#include <variant>
+#include "device/basic_status.h"
 
 namespace neuronc::artifact {
 
@@ -23,47 +21,9 @@ enum class StatusCode {
 
 const char* status_code_name(StatusCode c);
 
-class [[nodiscard]] Status {
- public:
-  Status() = default;
-  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
-  static Status ok() { return {}; }
-  bool is_ok() const { return code_ == StatusCode::ok; }
-  explicit operator bool() const { return is_ok(); }
-  StatusCode code() const { return code_; }
-  const std::string& message() const { return message_; }
-  // A copy whose message is "context: message".
-  Status with_context(const std::string& context) const {
-    return is_ok() ? *this : Status(code_, context + ": " + message_);
-  }
-
- private:
-  StatusCode code_ = StatusCode::ok;
-  std::string message_;
-};
-
+using Status = device::BasicStatus<StatusCode>;
 template <typename T>
-class [[nodiscard]] Result {
- public:
-  Result(T value) : v_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
-  Result(Status status) : v_(std::move(status)) {}  // NOLINT(google-explicit-constructor)
-  bool is_ok() const { return std::holds_alternative<T>(v_); }
-  explicit operator bool() const { return is_ok(); }
-  const Status& status() const {
-    static const Status kOk;
-    return is_ok() ? kOk : std::get<Status>(v_);
-  }
-  T& value() & { return std::get<T>(v_); }
-  const T& value() const& { return std::get<T>(v_); }
-  T&& value() && { return std::get<T>(std::move(v_)); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-  T& operator*() & { return value(); }
-  const T& operator*() const& { return value(); }
-
- private:
-  std::variant<T, Status> v_;
-};
+using Result = device::BasicResult<T, StatusCode>;
 
 }  // namespace neuronc::artifact
 

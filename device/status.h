@@ -4,7 +4,8 @@
 
 #include <string>
 #include <utility>
-#include <variant>
+
+#include "device/basic_status.h"
 
 namespace neuronc::device {
 
@@ -16,29 +17,7 @@ enum class StatusCode {
   unimplemented,
 };
 
-// A status is cheap to copy when ok. Messages are lower-case, without a trailing period, and
-// say what was expected and what was found. Thread-safe to read; not synchronised for writes.
-class [[nodiscard]] Status {
- public:
-  Status() = default;
-  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
-
-  static Status ok() { return {}; }
-  bool is_ok() const { return code_ == StatusCode::ok; }
-  explicit operator bool() const { return is_ok(); }
-  StatusCode code() const { return code_; }
-  const std::string& message() const { return message_; }
-
-  // Returns a copy whose message is "context: message".
-  Status with_context(const std::string& context) const {
-    if (is_ok()) return *this;
-    return Status(code_, context + ": " + message_);
-  }
-
- private:
-  StatusCode code_ = StatusCode::ok;
-  std::string message_;
-};
+using Status = BasicStatus<StatusCode>;
 
 inline Status invalid_argument(std::string m) {
   return {StatusCode::invalid_argument, std::move(m)};
@@ -52,28 +31,7 @@ inline Status failed_precondition(std::string m) {
 
 // Either a T or a non-ok Status.
 template <typename T>
-class [[nodiscard]] Result {
- public:
-  Result(T value) : v_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
-  Result(Status status) : v_(std::move(status)) {}  // NOLINT(google-explicit-constructor)
-
-  bool is_ok() const { return std::holds_alternative<T>(v_); }
-  explicit operator bool() const { return is_ok(); }
-  const Status& status() const {
-    static const Status kOk;
-    return is_ok() ? kOk : std::get<Status>(v_);
-  }
-  T& value() & { return std::get<T>(v_); }
-  const T& value() const& { return std::get<T>(v_); }
-  T&& value() && { return std::get<T>(std::move(v_)); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-  T& operator*() & { return value(); }
-  const T& operator*() const& { return value(); }
-
- private:
-  std::variant<T, Status> v_;
-};
+using Result = BasicResult<T, StatusCode>;
 
 }  // namespace neuronc::device
 
