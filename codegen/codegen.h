@@ -42,10 +42,12 @@ struct CodegenOptions {
   // result is only a cat input (once) writes straight into its slice of the cat's buffer, so
   // the cat moves no bytes for it.
   bool cat_in_place = true;
-  // Residual epilogue: a convolution (optionally through a fused float cast) whose only use is
-  // `add.Tensor` (alpha 1) with a tensor of the same shape and dtype, optionally followed by a
-  // unary activation, runs as one kernel: the residual tile is loaded next to the PSUM result
-  // and added on the way out. Requires `fuse`.
+  // Residual epilogue: a convolution or matmul-family node (linear, addmm, mm, bmm, baddbmm,
+  // matmul; optionally through a fused float cast) whose only use is `add.Tensor` (alpha 1)
+  // with a tensor of the same shape and dtype, optionally followed by a unary activation, runs
+  // as one kernel: the residual tile is loaded next to the PSUM result and added on the way
+  // out. A matmul fuses only when the residual is defined before it and its view fits the
+  // kernel's [batch, M, N] tile order. Requires `fuse`.
   bool fuse_residual = true;
   // Channel scale in the input load: `mul(x, s)` with s one value per (batch, channel) — the
   // squeeze-and-excitation rescale — whose only use is a convolution's input is applied to

@@ -539,12 +539,19 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     }
   }
 
-  // Residual epilogues: conv -> [float cast] -> add(alpha 1, same shape and dtype) ->
+  // Residual epilogues: conv or matmul -> [float cast] -> add(alpha 1, same shape and dtype) ->
   // [unary activation], each intermediate read once and not a partition output, becomes one
-  // convolution kernel emitted at the last node of the chain (every operand of the chain is
-  // defined by then). The other operand of the add is loaded per output tile.
+  // convolution or matmul kernel emitted at the last node of the chain (every operand of the
+  // chain is defined by then). The other operand of the add is loaded per output tile. A matmul
+  // flattens leading dims into its own [batch, M, N] problem, so its residual must be defined
+  // before it (its view is then checked against that layout when the matmul is reached, and
+  // the group is dissolved when it does not fit).
   std::unordered_map<const ir::Node*, std::vector<const ir::Node*>> residual_group;  // last ->
   std::unordered_map<const ir::Node*, bool> grouped;  // every node of a residual group
+  std::unordered_map<const ir::Node*, size_t> node_index;
+  for (size_t i = 0; i < nodes.size(); ++i) node_index[nodes[i]] = i;
+  std::unordered_map<const ir::Node*, std::pair<const ir::Node*, const ir::Value*>>
+      matmul_residual;  // matmul -> {last node of its group, residual}
   if (opts.fuse && opts.fuse_residual) {
     auto only_consumer = [&](const ir::Value* v) -> const ir::Node* {
       if (is_output.count(v) || v->uses().size() != 1 || ctx.read_through.count(v)) return nullptr;
@@ -553,7 +560,9 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
       return m;
     };
     for (const ir::Node* c : nodes) {
-      if (!conv_lowering(c->op()) || c->outputs().size() != 1 || grouped.count(c)) continue;
+      const bool matmul = matmul_lowering(c->op()) != nullptr;
+      if (!(conv_lowering(c->op()) || matmul) || c->outputs().size() != 1 || grouped.count(c))
+        continue;
       std::vector<const ir::Node*> chain = {c};
       const ir::Node* m = only_consumer(c->output());
       if (m && m->op() == "aten._to_copy.default" && epilogue_activation(*m) &&
@@ -571,12 +580,16 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
       if (!r || r == v || !(r->shape() == out->shape()) || !(v->shape() == out->shape()) ||
           r->dtype() != out->dtype() || v->dtype() != out->dtype() || ctx.read_through.count(r))
         continue;
+      if (matmul && r->producer() && in_partition.count(r->producer()) &&
+          node_index.at(r->producer()) > node_index.at(c))
+        continue;
       chain.push_back(m);
       if (const ir::Node* a = only_consumer(out);
           a && a->op() != "aten._to_copy.default" && epilogue_activation(*a) && !grouped.count(a))
         chain.push_back(a);
       for (const ir::Node* x : chain) grouped[x] = true;
       for (size_t i = 0; i + 1 < chain.size(); ++i) absorbed_into[chain[i]] = chain.back();
+      if (matmul) matmul_residual[c] = {chain.back(), r};
       residual_group[chain.back()] = std::move(chain);
     }
   }
@@ -659,6 +672,8 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     if (p->outputs().size() != 1 || absorbed_into.count(p)) return false;
     if (auto e = epilogue_of.find(p); e != epilogue_of.end())
       return conv_lowering(e->second->op()) != nullptr;
+    if (auto rg = residual_group.find(p); rg != residual_group.end())
+      return conv_lowering(rg->second[0]->op()) != nullptr;  // a matmul stores [batch, M, N]
     const std::string& op = p->op();
     if (conv_lowering(op) || elementwise_kernel(p) || op == "aten.group_norm.default") return true;
     if (pool_lowering(op)) {  // its rows (leading dims) must be one uniform stride
@@ -844,6 +859,24 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
         continue;
       }
     }
+    // A matmul whose residual's view does not reshape to its problem layout runs unfused: the
+    // group dissolves into the kernels plain fusion makes of it (a cast as the matmul's
+    // epilogue, the add fused into a following activation).
+    if (auto mr = matmul_residual.find(&n); mr != matmul_residual.end()) {
+      const auto [last, residual] = mr->second;
+      if (!ctx.values.count(residual) || !matmul_residual_fits(n, ctx, ctx.view(residual))) {
+        const std::vector<const ir::Node*> chain = residual_group.at(last);
+        residual_group.erase(last);
+        for (const ir::Node* x : chain) absorbed_into.erase(x);
+        size_t add = 1;
+        if (chain[1]->op() == "aten._to_copy.default") {
+          absorbed_into[chain[0]] = chain[1];
+          epilogue_of[chain[1]] = chain[0];
+          add = 2;
+        }
+        if (add + 1 < chain.size()) absorbed_into[chain[add]] = chain[add + 1];
+      }
+    }
     if (absorbed_into.count(&n)) continue;             // computed inside its consumer's kernel
     if (ctx.read_through.count(n.output())) continue;  // converted by the consuming matmul
     LowerFn fn = find_lowering(op);
@@ -854,7 +887,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     Kernel kernel{fn, &n, static_cast<uint32_t>(ni), {}, nullptr, nullptr};
     std::vector<const ir::Node*> group;
     if (auto rg = residual_group.find(&n); rg != residual_group.end()) {
-      kernel.fn = conv_lowering(rg->second[0]->op());
+      kernel.fn = find_lowering(rg->second[0]->op());
       kernel.node = rg->second[0];
       kernel.fused.assign(rg->second.begin() + 1, rg->second.end());
       group = rg->second;

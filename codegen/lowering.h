@@ -66,6 +66,11 @@ LowerFn conv_lowering(const std::string& op);
 LowerFn pool_lowering(const std::string& op);           // max / avg / adaptive-avg pooling
 LowerFn data_movement_lowering(const std::string& op);  // cat, materialising copies
 
+// Whether the matmul-family node `mm` can fuse a residual add with `residual` (a view of the
+// matmul's output shape): the view must reshape to the kernel's [batch..., M, N] problem layout,
+// which flattens leading dims the operands allow.
+bool matmul_residual_fits(const ir::Node& mm, const PartitionContext& ctx, const HbmView& residual);
+
 // A layer norm whose normalised extent is too large for one SBUF row, lowered by the group-norm
 // kernel (statistics over partitions x chunks, group_norm_kernel.cpp).
 void lower_large_layer_norm(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx);

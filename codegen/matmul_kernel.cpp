@@ -104,15 +104,35 @@ int64_t ceil_div(int64_t a, int64_t b) {
 }
 
 void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
-  // A fused activation (epilogue) writes the activation's value instead of the matmul's.
-  const std::vector<const ir::Node*>& fused = fused_nodes(kb);
-  std::optional<device::ActivationFunction> act;
+  // Fused epilogue nodes, in order: [unary activation or float cast] [add(residual)
+  // [activation]]. `staged` is the value the unfused matmul kernel would store (the add sees
+  // exactly its rounding); `result` the value the kernel writes.
+  std::optional<device::ActivationFunction> act, post_act;
   const ir::Value* result = n.output();
-  if (!fused.empty()) {
-    act = epilogue_activation(*fused[0]);
-    result = fused[0]->output();
+  const ir::Value* staged = n.output();
+  const ir::Value* residual = nullptr;
+  for (const ir::Node* f : fused_nodes(kb)) {
+    if (f->op() == "aten.add.Tensor") {
+      staged = result;
+      residual = f->input(0) == result ? f->input(1) : f->input(0);
+    } else if (residual) {
+      post_act = epilogue_activation(*f);
+    } else {
+      act = epilogue_activation(*f);
+    }
+    result = f->output();
   }
   Problem p = make_problem(n, ctx, ctx.view(result));
+  // The residual in the problem's [batch..., M, N] layout (the driver checked it reshapes).
+  std::optional<HbmView> res;
+  if (residual) {
+    res = ctx.view(residual).reshape(concat(p.batch, {p.M, p.N}));
+    if (!res) fail(n, "internal: the fused residual's view has no [batch, M, N] layout");
+  }
+  const DType sdt = device_dtype(staged->dtype());
+  // relu commutes with the rounding of the sum (it runs in place on the stored dtype); any
+  // other activation reads the fp32 sum, as the unfused element-wise kernel does.
+  const bool sum_in_f32 = post_act && *post_act != device::ActivationFunction::relu;
   const device::Target& t = kb.target();
   const int64_t P = t.partitions;
   const int64_t maxN = std::min<int64_t>(t.matmul_max_moving, t.psum_bank_elems_f32());
@@ -152,6 +172,14 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
     bias_off[s] = p.bias ? kb.alloc(nt * 4, "matmul bias") : 0;
     tmp_off[s] = (p.alpha != 1 || p.beta != 1) ? kb.alloc(nt * 4, "matmul epilogue") : 0;
   }
+  uint32_t res_off[2] = {0, 0}, staged_off[2] = {0, 0}, sum_off[2] = {0, 0};
+  if (res) {
+    for (int s = 0; s < 2; ++s) {
+      res_off[s] = kb.alloc(nt * device::dtype_size(res->dtype), "matmul residual");
+      staged_off[s] = kb.alloc(nt * device::dtype_size(sdt), "matmul staged");
+      if (sum_in_f32) sum_off[s] = kb.alloc(nt * 4, "matmul residual sum");
+    }
+  }
 
   int copy_engine = 0;
   auto evacuate = [&](const MemRef& dst, const MemRef& src) {
@@ -176,11 +204,12 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
   for (int64_t d : p.batch) batch_count *= d;
   int n_iter = 0, out_iter = 0;
   for (int64_t bi = 0; bi < batch_count; ++bi) {
-    int64_t a_base = 0, b_base = 0, c_base = 0, bias_base = 0;
+    int64_t a_base = 0, b_base = 0, c_base = 0, bias_base = 0, res_base = 0;
     for (int d = 0; d < rb; ++d) {
       a_base += bidx[d] * p.a.strides[d];
       b_base += bidx[d] * p.b.strides[d];
       c_base += bidx[d] * p.c.strides[d];
+      if (res) res_base += bidx[d] * res->strides[d];
       if (p.bias) bias_base += bidx[d] * p.bias->strides[d];
     }
     for (int64_t mb0 = 0; mb0 < nM; mb0 += m_block) {
@@ -243,6 +272,17 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
         }
         for (int64_t mi = 0; mi < mb_count; ++mi, ++out_iter) {
           const int64_t m0 = (mb0 + mi) * P, mt = std::min(P, p.M - m0);
+          const int os = out_iter % 2;
+          // The residual tile loads before the tile's matmuls (its DMA overlaps TensorE).
+          MemRef res_tile;
+          if (res) {
+            const int64_t srm = res->strides[rb], srn = res->strides[rb + 1];
+            res_tile = KernelBuilder::sb(res_off[os], mt, res->dtype, ntc);
+            kb.dma(res_tile,
+                   KernelBuilder::hbm(*res, res_base + m0 * srm + n0 * srn, mt, srm,
+                                      {{static_cast<int32_t>(srn), static_cast<uint32_t>(ntc)}}),
+                   DmaRole::load);
+          }
           const uint32_t bank = kb.psum_bank();
           const MemRef acc = KernelBuilder::ps(bank, mt, ntc);
           for (int64_t kc = 0; kc < nK; ++kc) {
@@ -256,8 +296,10 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
           }
           kb.add_flops(2.0 * mt * ntc * p.K);
           // Epilogue.
-          const int os = out_iter % 2;
           const MemRef out_tile = KernelBuilder::sb(out_off[os], mt, p.c.dtype, ntc);
+          // Without a residual the epilogue writes the output tile itself.
+          const MemRef staged_tile =
+              res ? KernelBuilder::sb(staged_off[os], mt, sdt, ntc) : out_tile;
           const int64_t sc_m = p.c.strides[rb], sc_n = p.c.strides[rb + 1];
           if (p.bias) {
             const int64_t sbm = p.bias->strides[rb], sbn = p.bias->strides[rb + 1];
@@ -268,7 +310,7 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
             kb.dma(bt, KernelBuilder::hbm(*p.bias, bias_base + m0 * sbm + n0 * sbn, mt, sbm, lv),
                    DmaRole::load);
             MemRef sum_dst =
-                (p.alpha != 1) ? KernelBuilder::sb(tmp_off[os], mt, DType::f32, ntc) : out_tile;
+                (p.alpha != 1) ? KernelBuilder::sb(tmp_off[os], mt, DType::f32, ntc) : staged_tile;
             if (col) {
               device::TensorScalar ts;  // acc * (1) + beta/alpha*bias handled below
               ts.dst = sum_dst;
@@ -302,7 +344,7 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
             }
             if (p.alpha != 1) {
               device::Activation act;
-              act.dst = out_tile;
+              act.dst = staged_tile;
               act.src = sum_dst;
               act.scale = static_cast<float>(p.alpha);
               kb.emit(Engine::scalar, act);
@@ -310,20 +352,36 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
           } else if (p.alpha != 1 || act) {
             // Evacuate PSUM through ScalarE with the scale and activation in one instruction.
             device::Activation a;
-            a.dst = out_tile;
+            a.dst = staged_tile;
             a.src = acc;
             a.scale = static_cast<float>(p.alpha);
             if (act) a.function = *act;
             kb.emit(Engine::scalar, a);
           } else {
-            evacuate(out_tile, acc);
+            evacuate(staged_tile, acc);
           }
           if (act && p.bias) {
             device::Activation a;
-            a.dst = out_tile;
-            a.src = out_tile;
+            a.dst = staged_tile;
+            a.src = staged_tile;
             a.function = *act;
             kb.emit(Engine::scalar, a);
+          }
+          if (res) {
+            // The add of the unfused graph: staged + residual in fp32, then the activation.
+            device::TensorTensor add;
+            add.dst = sum_in_f32 ? KernelBuilder::sb(sum_off[os], mt, DType::f32, ntc) : out_tile;
+            add.in0 = staged_tile;
+            add.in1 = res_tile;
+            add.op = device::AluOp::add;
+            kb.emit(Engine::vector, add);
+            if (post_act) {
+              device::Activation pa;
+              pa.dst = out_tile;
+              pa.src = add.dst;
+              pa.function = *post_act;
+              kb.emit(Engine::scalar, pa);
+            }
           }
           kb.dma(KernelBuilder::hbm(p.c, c_base + m0 * sc_m + n0 * sc_n, mt, sc_m,
                                     {{static_cast<int32_t>(sc_n), static_cast<uint32_t>(ntc)}}),
@@ -339,6 +397,13 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
 }
 
 }  // namespace
+
+bool matmul_residual_fits(const ir::Node& mm, const PartitionContext& ctx,
+                          const HbmView& residual) {
+  const Problem p =
+      make_problem(mm, ctx, HbmView::contiguous(residual.dtype, 0, static_shape(mm.output())));
+  return residual.reshape(concat(p.batch, {p.M, p.N})).has_value();
+}
 
 LowerFn matmul_lowering(const std::string& op) {
   if (op == "aten.linear.default" || op == "aten.addmm.default" || op == "aten.mm.default" ||
