@@ -127,17 +127,6 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
   auto col = [&](uint32_t off, int64_t rows) {
     return KernelBuilder::sb(off, rows, DType::f32, 1);
   };
-  auto ts = [&](const MemRef& dst, const MemRef& src, AluOp o0, device::ScalarOperand a0,
-                AluOp o1 = AluOp::bypass, device::ScalarOperand a1 = 0.0f) {
-    device::TensorScalar x;
-    x.dst = dst;
-    x.src = src;
-    x.op0 = o0;
-    x.operand0 = a0;
-    x.op1 = o1;
-    x.operand1 = a1;
-    kb.emit(Engine::vector, x);
-  };
   auto memset = [&](const MemRef& dst, double value) {
     device::Memset m;
     m.dst = dst;
@@ -274,7 +263,7 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
           tt.op = AluOp::max;
           kb.emit(Engine::vector, tt);
         }
-        ts(col(negm, qt), m_new, AluOp::multiply, -1.0f);
+        kb.tensor_scalar(col(negm, qt), m_new, AluOp::multiply, -1.0f);
         const MemRef p = KernelBuilder::sb(p_sb[sl], qt, mdt, kt);
         {
           device::Activation a;
@@ -291,8 +280,8 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
           c.bias = col(negm, qt);
           kb.emit(Engine::scalar, c);
         }
-        ts(col(l_col, qt), col(l_col, qt), AluOp::multiply, col(corr, qt), AluOp::add,
-           col(rsum, qt));
+        kb.tensor_scalar(col(l_col, qt), col(l_col, qt), AluOp::multiply, col(corr, qt), AluOp::add,
+                         col(rsum, qt));
         mi = 1 - mi;
         // P V.
         const MemRef pv = KernelBuilder::ps(kb.psum_bank(), qt, Dv);
@@ -311,7 +300,7 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
           kb.emit(Engine::tensor, mm);
         }
         const MemRef a = KernelBuilder::sb(acc, qt, DType::f32, Dv);
-        ts(a, a, AluOp::multiply, col(corr, qt));
+        kb.tensor_scalar(a, a, AluOp::multiply, col(corr, qt));
         device::TensorTensor tt;
         tt.dst = a;
         tt.in0 = pv;
@@ -328,7 +317,7 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
         kb.emit(Engine::scalar, a);
       }
       const MemRef o = KernelBuilder::sb(o_sb, qt, out.dtype, Dv);
-      ts(o, KernelBuilder::sb(acc, qt, DType::f32, Dv), AluOp::multiply, col(rl, qt));
+      kb.tensor_scalar(o, KernelBuilder::sb(acc, qt, DType::f32, Dv), AluOp::multiply, col(rl, qt));
       const int64_t so_s = out.strides[nl], so_d = out.strides[nl + 1];
       kb.dma(KernelBuilder::hbm(out, ob + q0 * so_s, qt, so_s,
                                 {{static_cast<int32_t>(so_d), static_cast<uint32_t>(Dv)}}),

@@ -222,32 +222,6 @@ void emit_norm(KernelBuilder& kb, const NormPlan& p) {
   }
 
   auto col = [](uint32_t off, int64_t rows) { return KernelBuilder::sb(off, rows, DType::f32, 1); };
-  auto reduce = [&](const MemRef& dst, const MemRef& src) {
-    device::TensorReduce tr;
-    tr.dst = dst;
-    tr.src = src;
-    tr.op = device::ReduceOp::sum;
-    kb.emit(Engine::vector, tr);
-  };
-  auto tscalar = [&](const MemRef& dst, const MemRef& src, AluOp o0, device::ScalarOperand a0,
-                     AluOp o1 = AluOp::bypass, device::ScalarOperand a1 = 0.0f) {
-    device::TensorScalar ts;
-    ts.dst = dst;
-    ts.src = src;
-    ts.op0 = o0;
-    ts.operand0 = a0;
-    ts.op1 = o1;
-    ts.operand1 = a1;
-    kb.emit(Engine::vector, ts);
-  };
-  auto ttensor = [&](const MemRef& dst, const MemRef& in0, const MemRef& in1, AluOp op) {
-    device::TensorTensor tt;
-    tt.dst = dst;
-    tt.in0 = in0;
-    tt.in1 = in1;
-    tt.op = op;
-    kb.emit(Engine::vector, tt);
-  };
   auto chunk_levels = [&](const Operand& o, int64_t fn) {
     return std::vector<device::AccessLevel>{
         {static_cast<int32_t>(o.sf), static_cast<uint32_t>(fn)}};
@@ -286,7 +260,8 @@ void emit_norm(KernelBuilder& kb, const NormPlan& p) {
           for (int64_t k = 0; k < nch; ++k)
             per_chunk(col(cs.part + static_cast<uint32_t>(k * 4), rows), chunk(i, k, first_pass),
                       rows);
-          reduce(c, KernelBuilder::sb(cs.part, rows, DType::f32, nch));
+          kb.tensor_reduce(c, KernelBuilder::sb(cs.part, rows, DType::f32, nch),
+                           device::ReduceOp::sum);
         }
         device::MatMul mm;
         mm.dst = acc;
@@ -299,10 +274,11 @@ void emit_norm(KernelBuilder& kb, const NormPlan& p) {
     };
 
     // 1. -mean on every row.
-    const MemRef sum =
-        combine([&](const MemRef& dst, const MemRef& x, int64_t) { reduce(dst, x); }, true);
+    const MemRef sum = combine([&](const MemRef& dst, const MemRef& x,
+                                   int64_t) { kb.tensor_reduce(dst, x, device::ReduceOp::sum); },
+                               true);
     const MemRef negmean = col(cs.negmean, prow);
-    tscalar(negmean, sum, AluOp::multiply, -inv_r);
+    kb.tensor_scalar(negmean, sum, AluOp::multiply, -inv_r);
     // 2. rstd = (sum((x - mean)^2) / R + eps)^-1/2.
     const MemRef ssq = combine(
         [&](const MemRef& dst, const MemRef& x, int64_t rows) {
@@ -316,7 +292,7 @@ void emit_norm(KernelBuilder& kb, const NormPlan& p) {
         },
         false);
     const MemRef rstd = col(cs.rstd, prow);
-    tscalar(rstd, ssq, AluOp::multiply, inv_r, AluOp::add, static_cast<float>(p.eps));
+    kb.tensor_scalar(rstd, ssq, AluOp::multiply, inv_r, AluOp::add, static_cast<float>(p.eps));
     {
       device::Activation a;
       a.dst = a.src = rstd;
@@ -327,7 +303,7 @@ void emit_norm(KernelBuilder& kb, const NormPlan& p) {
     // native_group_norm's mean and rstd: [rows, 2] -> PSUM [2, rows], one element per group.
     if (p.mean) {
       const MemRef stats = KernelBuilder::sb(cs.stats, prow, DType::f32, 2);
-      tscalar(col(cs.stats, prow), negmean, AluOp::multiply, -1.0f);
+      kb.tensor_scalar(col(cs.stats, prow), negmean, AluOp::multiply, -1.0f);
       device::TensorCopy cp;
       cp.dst = col(cs.stats + 4, prow);
       cp.src = rstd;
@@ -381,21 +357,22 @@ void emit_norm(KernelBuilder& kb, const NormPlan& p) {
         if (p.gamma && !p.elementwise_affine) {
           const MemRef g = load_column(*p.gamma, cs.g);
           scale = col(cs.scale, rows);
-          ttensor(scale, col(cs.rstd, rows), g, AluOp::multiply);
+          kb.tensor_tensor(scale, col(cs.rstd, rows), g, AluOp::multiply);
         }
-        ttensor(shift, col(cs.negmean, rows), scale, AluOp::multiply);
+        kb.tensor_tensor(shift, col(cs.negmean, rows), scale, AluOp::multiply);
         if (p.beta && !p.elementwise_affine)
-          ttensor(shift, shift, load_column(*p.beta, cs.b), AluOp::add);
+          kb.tensor_tensor(shift, shift, load_column(*p.beta, cs.b), AluOp::add);
       }
       for (int64_t c = 0; c < nch; ++c) {
         const int64_t f0 = c * fc, fn = std::min(fc, p.F - f0);
         const MemRef x = chunk(i, c, false);
         const MemRef o = KernelBuilder::sb(oslot[out_iter++ % 2], rows, odt, fn);
         if (per_row) {
-          tscalar(o, x, AluOp::multiply, scale, AluOp::add, shift);
+          kb.tensor_scalar(o, x, AluOp::multiply, scale, AluOp::add, shift);
         } else {
           const MemRef w = KernelBuilder::sb(work, rows, DType::f32, fn);
-          tscalar(w, x, AluOp::add, col(cs.negmean, rows), AluOp::multiply, col(cs.rstd, rows));
+          kb.tensor_scalar(w, x, AluOp::add, col(cs.negmean, rows), AluOp::multiply,
+                           col(cs.rstd, rows));
           const int slot = param_iter++ % 2;
           auto load_chunk = [&](const Operand& op, uint32_t off) {
             for (const Run& r : runs) {
@@ -409,8 +386,8 @@ void emit_norm(KernelBuilder& kb, const NormPlan& p) {
             return KernelBuilder::sb(off, rows, op.view->dtype, fn);
           };
           if (p.gamma)
-            ttensor(p.beta ? w : o, w, load_chunk(*p.gamma, gslot[slot]), AluOp::multiply);
-          if (p.beta) ttensor(o, w, load_chunk(*p.beta, bslot[slot]), AluOp::add);
+            kb.tensor_tensor(p.beta ? w : o, w, load_chunk(*p.gamma, gslot[slot]), AluOp::multiply);
+          if (p.beta) kb.tensor_tensor(o, w, load_chunk(*p.beta, bslot[slot]), AluOp::add);
         }
         kb.dma(KernelBuilder::hbm(*p.out.view, t.obase + t.r0 * p.out.sk + f0 * p.out.sf, rows,
                                   p.out.sk, chunk_levels(p.out, fn)),

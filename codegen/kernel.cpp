@@ -106,6 +106,39 @@ void KernelBuilder::emit(device::Engine e, device::Operation op) {
   code_.push_back({e, std::move(op), debug_id_, DmaRole::none});
 }
 
+void KernelBuilder::tensor_scalar(const MemRef& dst, const MemRef& src, device::AluOp op0,
+                                  device::ScalarOperand a0, device::AluOp op1,
+                                  device::ScalarOperand a1) {
+  device::TensorScalar ts;
+  ts.dst = dst;
+  ts.src = src;
+  ts.op0 = op0;
+  ts.operand0 = a0;
+  ts.op1 = op1;
+  ts.operand1 = a1;
+  emit(device::Engine::vector, ts);
+}
+
+void KernelBuilder::tensor_tensor(const MemRef& dst, const MemRef& in0, const MemRef& in1,
+                                  device::AluOp op) {
+  device::TensorTensor tt;
+  tt.dst = dst;
+  tt.in0 = in0;
+  tt.in1 = in1;
+  tt.op = op;
+  emit(device::Engine::vector, tt);
+}
+
+void KernelBuilder::tensor_reduce(const MemRef& dst, const MemRef& src, device::ReduceOp op,
+                                  bool negate) {
+  device::TensorReduce tr;
+  tr.dst = dst;
+  tr.src = src;
+  tr.op = op;
+  tr.negate = negate;
+  emit(device::Engine::vector, tr);
+}
+
 void KernelBuilder::dma(const MemRef& dst, const MemRef& src, DmaRole role) {
   device::DmaCopy d;
   d.dst = dst;

@@ -112,6 +112,14 @@ class KernelBuilder {
                             const std::vector<device::AccessLevel>& levels);
 
   void emit(device::Engine e, device::Operation op);
+  // VectorE shorthands: dst = (src op0 a0) op1 a1; dst = in0 op in1; dst = [-]reduce(src).
+  void tensor_scalar(const device::MemRef& dst, const device::MemRef& src, device::AluOp op0,
+                     device::ScalarOperand a0, device::AluOp op1 = device::AluOp::bypass,
+                     device::ScalarOperand a1 = 0.0f);
+  void tensor_tensor(const device::MemRef& dst, const device::MemRef& in0,
+                     const device::MemRef& in1, device::AluOp op);
+  void tensor_reduce(const device::MemRef& dst, const device::MemRef& src, device::ReduceOp op,
+                     bool negate = false);
   void dma(const device::MemRef& dst, const device::MemRef& src, DmaRole role);
   void add_flops(double f) { flops_ += f; }
 

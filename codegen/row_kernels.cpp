@@ -195,25 +195,6 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
     const MemRef c2 = KernelBuilder::sb(s.c2, rows, DType::f32, 1);
     const MemRef work = KernelBuilder::sb(s.work, rows, DType::f32, R);
     const MemRef ot = KernelBuilder::sb(s.out, rows, out.dtype, same_shape ? R : 1);
-    auto reduce = [&](const MemRef& dst, const MemRef& src, device::ReduceOp rop, bool negate) {
-      device::TensorReduce tr;
-      tr.dst = dst;
-      tr.src = src;
-      tr.op = rop;
-      tr.negate = negate;
-      kb.emit(Engine::vector, tr);
-    };
-    auto tscalar = [&](const MemRef& dst, const MemRef& src, AluOp o0, device::ScalarOperand a0,
-                       AluOp o1 = AluOp::bypass, device::ScalarOperand a1 = 0.0f) {
-      device::TensorScalar ts;
-      ts.dst = dst;
-      ts.src = src;
-      ts.op0 = o0;
-      ts.operand0 = a0;
-      ts.op1 = o1;
-      ts.operand1 = a1;
-      kb.emit(Engine::vector, ts);
-    };
     auto act = [&](const MemRef& dst, const MemRef& src, ActivationFunction f,
                    device::ScalarOperand bias = 0.0f, std::optional<MemRef> accumulate = {},
                    float scale = 1.0f) {
@@ -237,26 +218,26 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
                                          ? device::ReduceOp::max
                                          : device::ReduceOp::sum;
         if (kind == RowOp::mean) {
-          reduce(c0, xt, rop, false);
-          tscalar(ot, c0, AluOp::multiply, static_cast<float>(1.0 / R));
+          kb.tensor_reduce(c0, xt, rop, false);
+          kb.tensor_scalar(ot, c0, AluOp::multiply, static_cast<float>(1.0 / R));
         } else if (kind == RowOp::any) {
-          reduce(c0, xt, rop, false);
-          tscalar(ot, c0, AluOp::not_equal, 0.0f);
+          kb.tensor_reduce(c0, xt, rop, false);
+          kb.tensor_scalar(ot, c0, AluOp::not_equal, 0.0f);
         } else {
-          reduce(ot, xt, rop, false);
+          kb.tensor_reduce(ot, xt, rop, false);
         }
         break;
       }
       case RowOp::softmax:
       case RowOp::log_softmax: {
-        reduce(c0, xt, device::ReduceOp::max, true);  // -max
+        kb.tensor_reduce(c0, xt, device::ReduceOp::max, true);  // -max
         act(work, xt, ActivationFunction::exp, c0, c1);
         if (kind == RowOp::softmax) {
           act(c2, c1, ActivationFunction::reciprocal);
-          tscalar(ot, work, AluOp::multiply, c2);
+          kb.tensor_scalar(ot, work, AluOp::multiply, c2);
         } else {
           act(c2, c1, ActivationFunction::log);
-          tscalar(ot, xt, AluOp::add, c0, AluOp::subtract, c2);
+          kb.tensor_scalar(ot, xt, AluOp::add, c0, AluOp::subtract, c2);
         }
         break;
       }
@@ -266,20 +247,20 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
             n, "eps", kind == RowOp::rms_norm ? std::numeric_limits<float>::epsilon() : 1e-5);
         MemRef centred = xt;
         if (kind == RowOp::layer_norm) {
-          reduce(c0, xt, device::ReduceOp::sum, false);
-          tscalar(c0, c0, AluOp::multiply, static_cast<float>(-1.0 / R));
-          tscalar(work, xt, AluOp::add, c0);  // x - mean
+          kb.tensor_reduce(c0, xt, device::ReduceOp::sum, false);
+          kb.tensor_scalar(c0, c0, AluOp::multiply, static_cast<float>(-1.0 / R));
+          kb.tensor_scalar(work, xt, AluOp::add, c0);  // x - mean
           centred = work;
         }
         // Sum of squares (fp32 accumulators); the squares themselves land in `ot` and are
         // overwritten by the result.
         act(ot, centred, ActivationFunction::square, 0.0f, c1);
-        tscalar(c2, c1, AluOp::multiply, static_cast<float>(1.0 / R), AluOp::add,
-                static_cast<float>(eps));
+        kb.tensor_scalar(c2, c1, AluOp::multiply, static_cast<float>(1.0 / R), AluOp::add,
+                         static_cast<float>(eps));
         act(c2, c2, ActivationFunction::rsqrt);
         const MemRef src = kind == RowOp::layer_norm ? work : xt;
         const bool affine = gamma || beta;
-        tscalar(affine ? work : ot, src, AluOp::multiply, c2);
+        kb.tensor_scalar(affine ? work : ot, src, AluOp::multiply, c2);
         if (gamma) {
           device::TensorTensor tt;
           tt.dst = beta ? work : ot;
