@@ -573,19 +573,11 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
               kb.emit(Engine::scalar, a);
               if (res) {
                 // The add of the unfused graph: staged + residual in fp32, then the activation.
-                device::TensorTensor add;
-                add.dst = sum_in_f32 ? KernelBuilder::sb(f_sb[slot], on, DType::f32, rc * cw) : ot;
-                add.in0 = a.dst;
-                add.in1 = rt;
-                add.op = device::AluOp::add;
-                kb.emit(Engine::vector, add);
-                if (post_activation) {
-                  device::Activation pa;
-                  pa.dst = ot;
-                  pa.src = add.dst;
-                  pa.function = post_act;
-                  kb.emit(Engine::scalar, pa);
-                }
+                kb.residual_add(
+                    sum_in_f32 ? KernelBuilder::sb(f_sb[slot], on, DType::f32, rc * cw) : ot, a.dst,
+                    rt, ot,
+                    post_activation ? std::optional<device::ActivationFunction>(post_act)
+                                    : std::nullopt);
               }
               kb.dma(KernelBuilder::hbm(out, b * os0 + o_abs * os1 + y * os2 + x0 * os3, on, os1,
                                         {{static_cast<int32_t>(os2), static_cast<uint32_t>(rc)},

@@ -139,6 +139,17 @@ void KernelBuilder::tensor_reduce(const MemRef& dst, const MemRef& src, device::
   emit(device::Engine::vector, tr);
 }
 
+void KernelBuilder::residual_add(const MemRef& sum, const MemRef& staged, const MemRef& residual,
+                                 const MemRef& out, std::optional<device::ActivationFunction> act) {
+  tensor_tensor(sum, staged, residual, device::AluOp::add);
+  if (!act) return;
+  device::Activation a;
+  a.dst = out;
+  a.src = sum;
+  a.function = *act;
+  emit(device::Engine::scalar, a);
+}
+
 void KernelBuilder::dma(const MemRef& dst, const MemRef& src, DmaRole role) {
   device::DmaCopy d;
   d.dst = dst;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -120,6 +121,11 @@ class KernelBuilder {
                      const device::MemRef& in1, device::AluOp op);
   void tensor_reduce(const device::MemRef& dst, const device::MemRef& src, device::ReduceOp op,
                      bool negate = false);
+  // The residual epilogue of a fused conv/matmul: sum = staged + residual (VectorE, fp32), then
+  // out = act(sum) on ScalarE when there is an activation (else `sum` must be `out`).
+  void residual_add(const device::MemRef& sum, const device::MemRef& staged,
+                    const device::MemRef& residual, const device::MemRef& out,
+                    std::optional<device::ActivationFunction> act);
   void dma(const device::MemRef& dst, const device::MemRef& src, DmaRole role);
   void add_flops(double f) { flops_ += f; }
 

@@ -369,19 +369,9 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
           }
           if (res) {
             // The add of the unfused graph: staged + residual in fp32, then the activation.
-            device::TensorTensor add;
-            add.dst = sum_in_f32 ? KernelBuilder::sb(sum_off[os], mt, DType::f32, ntc) : out_tile;
-            add.in0 = staged_tile;
-            add.in1 = res_tile;
-            add.op = device::AluOp::add;
-            kb.emit(Engine::vector, add);
-            if (post_act) {
-              device::Activation pa;
-              pa.dst = out_tile;
-              pa.src = add.dst;
-              pa.function = *post_act;
-              kb.emit(Engine::scalar, pa);
-            }
+            kb.residual_add(
+                sum_in_f32 ? KernelBuilder::sb(sum_off[os], mt, DType::f32, ntc) : out_tile,
+                staged_tile, res_tile, out_tile, post_act);
           }
           kb.dma(KernelBuilder::hbm(p.c, c_base + m0 * sc_m + n0 * sc_n, mt, sc_m,
                                     {{static_cast<int32_t>(sc_n), static_cast<uint32_t>(ntc)}}),
