@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -187,6 +188,19 @@ inline OptionComparison compare_option(const std::string& text, device::TargetKi
   for (const auto& [name, t] : c.off.device_outputs)
     EXPECT_EQ(t.data, c.on.device_outputs.at(name).data) << name;
   return c;
+}
+
+// One line per comparison: kernels, DMA transfers and bytes, simulated latency, off -> on.
+inline void print_comparison(const std::string& what, device::TargetKind kind,
+                             const OptionComparison& c) {
+  std::printf(
+      "%s (%s): kernels %llu -> %llu, DMA %llu -> %llu transfers, %llu -> %llu bytes, "
+      "%.2f -> %.2f us\n",
+      what.c_str(), std::string(device::target(kind).name).c_str(),
+      (unsigned long long)c.off.part.stats.kernels, (unsigned long long)c.on.part.stats.kernels,
+      (unsigned long long)c.off_dma.transfers, (unsigned long long)c.on_dma.transfers,
+      (unsigned long long)c.off_dma.bytes, (unsigned long long)c.on_dma.bytes,
+      c.off.report.total_time_ns / 1000, c.on.report.total_time_ns / 1000);
 }
 
 }  // namespace neuronc::codegen::testing

@@ -13,29 +13,12 @@
 namespace neuronc::codegen::testing {
 namespace {
 
-struct Comparison {
-  RunResult unfused, fused;
-  DmaTotals unfused_dma, fused_dma;
-};
-
-// With and without the residual epilogue: both match the reference and each other.
-Comparison compare(const std::string& text, device::TargetKind kind = device::TargetKind::trn1,
-                   double tol = 1e-5) {
-  OptionComparison o = compare_option(
+// With and without the residual epilogue (off = unfused, on = fused): both match the reference
+// and each other.
+OptionComparison compare(const std::string& text,
+                         device::TargetKind kind = device::TargetKind::trn1, double tol = 1e-5) {
+  return compare_option(
       text, kind, tol, [](CodegenOptions& opts, bool on) { opts.fuse_residual = on; }, 7, 11);
-  return {std::move(o.off), std::move(o.on), o.off_dma, o.on_dma};
-}
-
-void print(const char* what, device::TargetKind kind, const Comparison& c) {
-  std::printf(
-      "%s (%s): kernels %llu -> %llu, DMA %llu -> %llu transfers, %llu -> %llu bytes, "
-      "%.2f -> %.2f us\n",
-      what, std::string(device::target(kind).name).c_str(),
-      (unsigned long long)c.unfused.part.stats.kernels,
-      (unsigned long long)c.fused.part.stats.kernels, (unsigned long long)c.unfused_dma.transfers,
-      (unsigned long long)c.fused_dma.transfers, (unsigned long long)c.unfused_dma.bytes,
-      (unsigned long long)c.fused_dma.bytes, c.unfused.report.total_time_ns / 1000,
-      c.fused.report.total_time_ns / 1000);
 }
 
 // Weights are f32 parameters; `dt` bf16 converts them at compile time (auto-cast weights).
@@ -96,13 +79,13 @@ TEST(CodegenResidualFusion, BasicBlock) {
     const bool bf16 = std::string(dt) == "bf16";
     const uint64_t out_bytes = 64 * 16 * 16 * (bf16 ? 2 : 4);
     for (device::TargetKind kind : kTargets) {
-      Comparison c = compare(basic_block(dt), kind, bf16 ? 3e-2 : 1e-5);
+      OptionComparison c = compare(basic_block(dt), kind, bf16 ? 3e-2 : 1e-5);
       // The add + relu kernel is gone, and with it one store and one load of the conv output.
-      EXPECT_EQ(c.fused.part.stats.kernels + 1, c.unfused.part.stats.kernels);
-      EXPECT_EQ(c.unfused_dma.bytes - c.fused_dma.bytes, 2 * out_bytes);
-      EXPECT_LT(c.fused.report.total_time_ns, c.unfused.report.total_time_ns);
-      EXPECT_LT(c.fused.part.stats.hbm_bytes, c.unfused.part.stats.hbm_bytes);
-      print(bf16 ? "basic block bf16" : "basic block f32", kind, c);
+      EXPECT_EQ(c.on.part.stats.kernels + 1, c.off.part.stats.kernels);
+      EXPECT_EQ(c.off_dma.bytes - c.on_dma.bytes, 2 * out_bytes);
+      EXPECT_LT(c.on.report.total_time_ns, c.off.report.total_time_ns);
+      EXPECT_LT(c.on.part.stats.hbm_bytes, c.off.part.stats.hbm_bytes);
+      print_comparison(bf16 ? "basic block bf16" : "basic block f32", kind, c);
     }
   }
 }
@@ -112,11 +95,11 @@ TEST(CodegenResidualFusion, BottleneckWithDownsample) {
     const bool bf16 = std::string(dt) == "bf16";
     const uint64_t out_bytes = 2 * 128 * 8 * 8 * (bf16 ? 2 : 4);
     for (device::TargetKind kind : kTargets) {
-      Comparison c = compare(bottleneck(dt), kind, bf16 ? 3e-2 : 1e-5);
-      EXPECT_EQ(c.fused.part.stats.kernels + 1, c.unfused.part.stats.kernels);
-      EXPECT_EQ(c.unfused_dma.bytes - c.fused_dma.bytes, 2 * out_bytes);
-      EXPECT_LT(c.fused.report.total_time_ns, c.unfused.report.total_time_ns);
-      print(bf16 ? "bottleneck bf16" : "bottleneck f32", kind, c);
+      OptionComparison c = compare(bottleneck(dt), kind, bf16 ? 3e-2 : 1e-5);
+      EXPECT_EQ(c.on.part.stats.kernels + 1, c.off.part.stats.kernels);
+      EXPECT_EQ(c.off_dma.bytes - c.on_dma.bytes, 2 * out_bytes);
+      EXPECT_LT(c.on.report.total_time_ns, c.off.report.total_time_ns);
+      print_comparison(bf16 ? "bottleneck bf16" : "bottleneck f32", kind, c);
     }
   }
 }
@@ -135,10 +118,10 @@ TEST(CodegenResidualFusion, AutoCastChainKeepsTheFp32Sum) {
   t += "  %y : f32[" + S + "] = aten.relu.default(%s)\n";
   t += "  output %y\n}";
   for (device::TargetKind kind : kTargets) {
-    Comparison c = compare(t, kind, 3e-2);
-    EXPECT_EQ(c.fused.part.stats.kernels + 1, c.unfused.part.stats.kernels);
-    EXPECT_EQ(c.unfused_dma.bytes - c.fused_dma.bytes, uint64_t{2 * 32 * 144 * 4});
-    EXPECT_LT(c.fused.report.total_time_ns, c.unfused.report.total_time_ns);
+    OptionComparison c = compare(t, kind, 3e-2);
+    EXPECT_EQ(c.on.part.stats.kernels + 1, c.off.part.stats.kernels);
+    EXPECT_EQ(c.off_dma.bytes - c.on_dma.bytes, uint64_t{2 * 32 * 144 * 4});
+    EXPECT_LT(c.on.report.total_time_ns, c.off.report.total_time_ns);
   }
 }
 
@@ -153,10 +136,10 @@ TEST(CodegenResidualFusion, OtherActivationsAndNoActivation) {
     t += "  %s : bf16[" + S + "] = aten.add.Tensor(%r, %c)\n";
     if (*act) t += "  %y : bf16[" + S + "] = aten." + act + ".default(%s)\n";
     t += std::string("  output %") + (*act ? "y" : "s") + "\n}";
-    Comparison c = compare(t, device::TargetKind::trn2, 3e-2);
-    EXPECT_EQ(c.fused.part.stats.kernels + 1, c.unfused.part.stats.kernels) << act;
+    OptionComparison c = compare(t, device::TargetKind::trn2, 3e-2);
+    EXPECT_EQ(c.on.part.stats.kernels + 1, c.off.part.stats.kernels) << act;
   }
-  Comparison c1 = compare(R"(graph {
+  OptionComparison c1 = compare(R"(graph {
   input %x : f32[2, 24, 40]
   param %w : f32[24, 24, 5] "w"
   %c : f32[2, 24, 40] = aten.conv1d.default(%x, %w) {padding = [2]}
@@ -164,8 +147,8 @@ TEST(CodegenResidualFusion, OtherActivationsAndNoActivation) {
   %y : f32[2, 24, 40] = aten.relu.default(%s)
   output %y
 })");
-  EXPECT_EQ(c1.fused.part.stats.kernels + 1, c1.unfused.part.stats.kernels);
-  Comparison dw = compare(R"(graph {
+  EXPECT_EQ(c1.on.part.stats.kernels + 1, c1.off.part.stats.kernels);
+  OptionComparison dw = compare(R"(graph {
   input %x : f32[1, 160, 10, 10]
   param %w : f32[160, 1, 3, 3] "w"
   param %b : f32[160] "b"
@@ -173,7 +156,7 @@ TEST(CodegenResidualFusion, OtherActivationsAndNoActivation) {
   %s : f32[1, 160, 10, 10] = aten.add.Tensor(%c, %x)
   output %s
 })");
-  EXPECT_EQ(dw.fused.part.stats.kernels + 1, dw.unfused.part.stats.kernels);
+  EXPECT_EQ(dw.on.part.stats.kernels + 1, dw.off.part.stats.kernels);
 }
 
 TEST(CodegenResidualFusion, UnsafeCasesKeepTheAddKernel) {
@@ -196,16 +179,16 @@ TEST(CodegenResidualFusion, UnsafeCasesKeepTheAddKernel) {
       "  %s : f32[1, 8, 6, 6] = aten.add.Tensor(%c, %c)\n  output %s\n}",
   };
   for (const char* body : bodies) {
-    Comparison c = compare(head + body);
-    EXPECT_EQ(c.fused.part.stats.kernels, c.unfused.part.stats.kernels) << body;
-    EXPECT_EQ(c.fused_dma.bytes, c.unfused_dma.bytes) << body;
+    OptionComparison c = compare(head + body);
+    EXPECT_EQ(c.on.part.stats.kernels, c.off.part.stats.kernels) << body;
+    EXPECT_EQ(c.on_dma.bytes, c.off_dma.bytes) << body;
   }
 }
 
 TEST(CodegenResidualFusion, ResidualDefinedAfterTheConvolution) {
   // The residual branch comes after the main convolution in node order: the fused kernel runs
   // at the add, after the branch; the main convolution (first in order) absorbs the add.
-  Comparison c = compare(R"(graph {
+  OptionComparison c = compare(R"(graph {
   input %x : f32[1, 32, 8, 8]
   param %w : f32[48, 32, 3, 3] "w"
   param %wd : f32[48, 32, 1, 1] "wd"
@@ -216,15 +199,15 @@ TEST(CodegenResidualFusion, ResidualDefinedAfterTheConvolution) {
   %y : f32[1, 48, 8, 8] = aten.relu.default(%s)
   output %y
 })",
-                         device::TargetKind::trn3);
-  EXPECT_EQ(c.fused.part.stats.kernels + 1, c.unfused.part.stats.kernels);
-  EXPECT_EQ(c.unfused_dma.bytes - c.fused_dma.bytes, uint64_t{2 * 48 * 64 * 4});
+                               device::TargetKind::trn3);
+  EXPECT_EQ(c.on.part.stats.kernels + 1, c.off.part.stats.kernels);
+  EXPECT_EQ(c.off_dma.bytes - c.on_dma.bytes, uint64_t{2 * 48 * 64 * 4});
 }
 
 TEST(CodegenResidualFusion, ChainedBlocksAndCatInPlace) {
   // Two basic blocks in a row (the first block's fused result is the second's residual), then
   // the result is concatenated: the fused kernel writes into its slice of the cat.
-  Comparison c = compare(R"(graph {
+  OptionComparison c = compare(R"(graph {
   input %x : f32[1, 16, 8, 8]
   param %w1 : f32[16, 16, 3, 3] "w1"
   param %w2 : f32[16, 16, 3, 3] "w2"
@@ -239,8 +222,8 @@ TEST(CodegenResidualFusion, ChainedBlocksAndCatInPlace) {
   %cat : f32[1, 24, 8, 8] = aten.cat.default(%y2, %p) {dim = 1}
   output %cat
 })");
-  EXPECT_EQ(c.fused.part.stats.kernels + 2, c.unfused.part.stats.kernels);
-  EXPECT_EQ(c.unfused_dma.bytes - c.fused_dma.bytes, uint64_t{2 * 2 * 16 * 64 * 4});
+  EXPECT_EQ(c.on.part.stats.kernels + 2, c.off.part.stats.kernels);
+  EXPECT_EQ(c.off_dma.bytes - c.on_dma.bytes, uint64_t{2 * 2 * 16 * 64 * 4});
 }
 
 }  // namespace
