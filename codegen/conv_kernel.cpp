@@ -30,10 +30,6 @@ using device::DType;
 using device::Engine;
 using device::MemRef;
 
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
 // SBUF bytes per partition a conv kernel may use for its input bands (two slots) and weights.
 constexpr int64_t kBandBudget = 40 * 1024;
 constexpr int64_t kWeightBudget = 48 * 1024;

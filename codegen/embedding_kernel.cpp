@@ -17,10 +17,6 @@ using device::DType;
 using device::Engine;
 using device::MemRef;
 
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
 void lower_embedding(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
   const HbmView& w = ctx.view(n.input(0));
   const HbmView& ix = ctx.view(n.input(1));

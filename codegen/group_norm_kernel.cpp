@@ -35,10 +35,6 @@ using device::MemRef;
 constexpr int64_t kResidentBudget = 40 * 1024;  // bytes per partition of one unit's input
 constexpr int64_t kChunk = 2048;                // free elements per compute instruction
 
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
 // One dimension walked with one stride.
 struct Axis {
   int64_t size = 1, stride = 1;

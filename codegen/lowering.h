@@ -121,6 +121,11 @@ void copy_view(KernelBuilder& kb, const HbmView& dst, const HbmView& src);
 // (relu, gelu, silu, sigmoid, tanh), else nullopt.
 std::optional<device::ActivationFunction> epilogue_activation(const ir::Node& n);
 
+// Tiles of size b needed to cover a (a >= 0, b > 0).
+inline int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
 // Fused nodes of the kernel being built (see KernelBuilder::fused).
 inline const std::vector<const ir::Node*>& fused_nodes(const KernelBuilder& kb) {
   return kb.fused;

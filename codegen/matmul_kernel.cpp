@@ -99,10 +99,6 @@ Problem make_problem(const ir::Node& n, const PartitionContext& ctx, const HbmVi
   return p;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
 void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
   // Fused epilogue nodes, in order: [unary activation or float cast] [add(residual)
   // [activation]]. `staged` is the value the unfused matmul kernel would store (the add sees
