@@ -89,15 +89,13 @@ void run_analyze(const AnalyzeOptions& o) {
   // A source operator the pipeline rewrote away entirely (decomposed, folded into constants or
   // into its neighbours) is not what decides where the model runs: what it became does, and
   // that is placed below (partitions, host reasons, unsupported leftovers).
-  std::vector<const ir::Node*> unsupported_after;
-  for (const auto& n : g.nodes())
-    if (optimized_oracle(*n).kind == passes::Placement::unsupported)
-      unsupported_after.push_back(n.get());
-  // Per source operator, what the optimised graph does with its surviving nodes (the worst
-  // placement among them), or that none survive.
+  // Each surviving node is placed once (the oracle asks codegen and the host kernels).
+  // Per source operator: the worst placement among its surviving nodes, or none survive.
+  std::vector<std::pair<const ir::Node*, passes::Placement>> unsupported_after;
   std::map<std::string, passes::Placement> after;
   for (const auto& n : g.nodes()) {
     const passes::Placement p = optimized_oracle(*n);
+    if (p.kind == passes::Placement::unsupported) unsupported_after.push_back({n.get(), p});
     auto [it, inserted] = after.emplace(n->op(), p);
     if (!inserted && static_cast<int>(p.kind) > static_cast<int>(it->second.kind)) it->second = p;
   }
@@ -186,10 +184,10 @@ void run_analyze(const AnalyzeOptions& o) {
     }
     j["optimized"]["host_nodes_detail"] = reasons;
     nlohmann::ordered_json left = nlohmann::ordered_json::array();
-    for (const ir::Node* n : unsupported_after) {
+    for (const auto& [n, p] : unsupported_after) {
       left.push_back({{"node", n->name()},
                       {"op", n->op()},
-                      {"reason", optimized_oracle(*n).reason},
+                      {"reason", p.reason},
                       {"location", n->location().to_string()}});
     }
     j["optimized"]["unsupported"] = left;
@@ -237,10 +235,10 @@ void run_analyze(const AnalyzeOptions& o) {
       std::printf("  host %s (%s): %s%s%s\n", r.node->name().c_str(), r.node->op().c_str(),
                   r.reason.c_str(), loc.empty() ? "" : " at ", loc.c_str());
     }
-    for (const ir::Node* n : unsupported_after) {
+    for (const auto& [n, p] : unsupported_after) {
       const std::string loc = n->location().to_string();
       std::printf("  unsupported %s (%s): %s%s%s\n", n->name().c_str(), n->op().c_str(),
-                  optimized_oracle(*n).reason.c_str(), loc.empty() ? "" : " at ", loc.c_str());
+                  p.reason.c_str(), loc.empty() ? "" : " at ", loc.c_str());
     }
     for (const OpUse& u : ops) {
       if (u.support == Support::device) continue;
