@@ -232,17 +232,34 @@ DmaWork CostModel::dma_work(const DmaCopy& d) const {
   const int rows = d.src.partition_count;
   const int engines = t_.dma_engines_per_core;
   const bool both_hbm = d.src.memory == MemoryKind::hbm && d.dst.memory == MemoryKind::hbm;
+  const uint64_t last_bytes = row_bytes - (runs_per_row - 1) * desc_bytes;
+  // §5.3: an engine whose HBM side is one contiguous region (whole rows back to back) streams
+  // it as one transfer; otherwise each descriptor is a separate HBM access.
+  const auto rows_back_to_back = [&](const MemRef& m) {
+    return m.memory != MemoryKind::hbm ||
+           (contiguous_run(m) == elems &&
+            (rows == 1 || static_cast<uint64_t>(m.partition_stride) == elems));
+  };
+  const bool streamed = !both_hbm && rows_back_to_back(d.src) && rows_back_to_back(d.dst);
+  const double desc_weight = 1.0 / dma_transfer_efficiency(desc_bytes);
+  const double last_weight = 1.0 / dma_transfer_efficiency(last_bytes);
   uint64_t desc_index = 0;
   for (int r = 0; r < rows; ++r) {
     for (uint64_t k = 0; k < runs_per_row; ++k, ++desc_index) {
       // DMA: a tile is split 8 partitions per engine; HBM<->HBM round-robin (assumption).
       const int eng = both_hbm ? static_cast<int>(desc_index % engines)
                                : (r / t_.dma_partitions_per_engine) % engines;
-      const uint64_t b = (k + 1 == runs_per_row) ? row_bytes - k * desc_bytes : desc_bytes;
+      const bool last = k + 1 == runs_per_row;
+      const uint64_t b = last ? last_bytes : desc_bytes;
       w.bytes[eng] += b;
+      w.rate_weighted_bytes[eng] += static_cast<double>(b) * (last ? last_weight : desc_weight);
       w.descriptors[eng] += 1;
     }
   }
+  if (streamed)
+    for (int e = 0; e < engines; ++e)
+      if (w.bytes[e] > 0)
+        w.rate_weighted_bytes[e] = w.bytes[e] / dma_transfer_efficiency(w.bytes[e]);
   w.total_bytes = row_bytes * rows;
   const uint64_t src_bytes = elems * ssz * rows;
   const uint64_t dst_bytes = elems * dsz * rows;
@@ -254,10 +271,25 @@ DmaWork CostModel::dma_work(const DmaCopy& d) const {
   return w;
 }
 
-double CostModel::dma_engine_ns(uint64_t bytes, uint32_t descriptors, double bytes_per_ns) const {
+double CostModel::dma_engine_ns(double rate_weighted_bytes, uint32_t descriptors,
+                                double bytes_per_ns) const {
   if (descriptors == 0) return 0;
-  return descriptors * t_.dma_descriptor_ns + static_cast<double>(bytes) / bytes_per_ns +
+  return descriptors * t_.dma_descriptor_ns + rate_weighted_bytes / bytes_per_ns +
          t_.dma_semaphore_write_ns;
+}
+
+// §5.3: transfers of up to `dma_small_transfer_bytes` move at the fitted small rate, transfers
+// of `dma_full_rate_transfer_bytes` and more at the DMABW rate; between the two the rate is
+// interpolated linearly in log(size) (assumption).
+double CostModel::dma_transfer_efficiency(uint64_t contiguous_hbm_bytes) const {
+  const double full = t_.dma_engine_bytes_per_ns;
+  const double small = std::min(full, t_.dma_small_transfer_bytes_per_ns);
+  const double lo = t_.dma_small_transfer_bytes, hi = t_.dma_full_rate_transfer_bytes;
+  const double b = static_cast<double>(contiguous_hbm_bytes);
+  if (b >= hi || small >= full) return 1.0;
+  if (b <= lo) return small / full;
+  const double f = std::log(b / lo) / std::log(hi / lo);
+  return (small + f * (full - small)) / full;
 }
 
 double CostModel::collective_ns(const Collective& c, int cores) const {
@@ -298,10 +330,14 @@ std::vector<Assumption> CostModel::assumptions() const {
        "(docs/DEVICE_MODEL.md)"},
       {"dma_trigger_latency_ns", t_.dma_trigger_latency_ns, "ns",
        "trigger-to-first-byte latency (DMABW ~1.3 us); fitted (docs/DEVICE_MODEL.md)"},
-      {"dma_engine_bytes_per_ns", t_.dma_engine_bytes_per_ns, "B/ns",
-       t_.core_generation == 2
-           ? "sustained per-engine DMA rate fitted to the MM tutorial anchors (DMABW says 17)"
-           : "achievable per-engine DMA rate (DMABW), §2.3 default"},
+      {"dma_small_transfer_bytes_per_ns", t_.dma_small_transfer_bytes_per_ns, "B/ns",
+       t_.dma_small_transfer_bytes_per_ns < t_.dma_engine_bytes_per_ns
+           ? "per-engine rate of strided rows and transfers up to 4 KiB, fitted to the MM "
+             "tutorial anchors"
+           : "no published small-transfer anchor: the large-transfer (DMABW) rate"},
+      {"dma_full_rate_transfer_bytes", static_cast<double>(t_.dma_full_rate_transfer_bytes), "B",
+       "contiguous HBM bytes per engine transfer from which the DMABW rate holds (PERF: > 32 "
+       "KiB); rate log-linear in size below it, down to the small rate at 4 KiB"},
       {"dma_issue_cycles", static_cast<double>(t_.dma_issue_cycles), "cycles",
        "cost of a DMA trigger on the issuing engine, taken as MIN_II"},
       {"dma_partitions_per_engine", static_cast<double>(t_.dma_partitions_per_engine), "partitions",
@@ -311,7 +347,7 @@ std::vector<Assumption> CostModel::assumptions() const {
       {"collective_hop_latency_ns", t_.collective_hop_latency_ns, "ns",
        "ring per-hop latency 1-2 us (CC); midpoint"},
       {"collective_link_gbps", t_.collective_link_gbps, "GB/s",
-       "on-chip collectives move data at the core's 16-engine DMA rate"},
+       "on-chip collectives move data at the core's 16-engine large-packet DMA rate"},
       {"psum_accumulation_order", 0, "", "fp32 accumulation in increasing K (§7)"},
       {"f8e4m3_format", 240, "max", "NKI float8_e4m3 follows ml_dtypes float8_e4m3 (§7)"},
   };

@@ -25,6 +25,9 @@ struct InstructionCost {
 struct DmaWork {
   std::array<uint64_t, 16> bytes{};
   std::array<uint32_t, 16> descriptors{};
+  // Bytes weighted by the transfer-size curve: an engine's data time is this over the full
+  // (large-transfer) rate.
+  std::array<double, 16> rate_weighted_bytes{};
   uint64_t total_bytes = 0;  // bytes moved (max of source and destination element bytes)
   uint64_t hbm_read_bytes = 0;
   uint64_t hbm_write_bytes = 0;
@@ -63,7 +66,11 @@ class CostModel {
   // DMA: the split of a transfer into descriptors per engine, and an engine's busy time for
   // `bytes` in `descriptors` at `bytes_per_ns`.
   DmaWork dma_work(const DmaCopy& dma) const;
-  double dma_engine_ns(uint64_t bytes, uint32_t descriptors, double bytes_per_ns) const;
+  double dma_engine_ns(double rate_weighted_bytes, uint32_t descriptors, double bytes_per_ns) const;
+
+  // Rate of an engine that moves `contiguous_hbm_bytes` back to back in HBM, as a fraction of
+  // the full rate (§5.3 curve).
+  double dma_transfer_efficiency(uint64_t contiguous_hbm_bytes) const;
 
   // Collective latency for `cores` ranks on a ring (§8.4), from trigger to completion.
   double collective_ns(const Collective& c, int cores) const;

@@ -347,7 +347,7 @@ Status Run::on_ready(double now, int core, Engine e) {
     for (int i = 0; i < t_.dma_engines_per_core; ++i) {
       if (w.descriptors[i] == 0) continue;
       const double s = std::max(t0, cr.dma_free[i]);
-      const double d = cost_.dma_engine_ns(w.bytes[i], w.descriptors[i], rate);
+      const double d = cost_.dma_engine_ns(w.rate_weighted_bytes[i], w.descriptors[i], rate);
       cr.dma_free[i] = s + d;
       cr.dma_busy.emplace_back(s, s + d);
       first = any ? std::min(first, s) : s;

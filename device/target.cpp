@@ -39,6 +39,8 @@ Target common() {
   t.dma_queues_per_engine = 16;              // DMA, DRV
   t.dma_partitions_per_engine = 8;           // DMA: 128 partitions / 16 engines
   t.dma_descriptor_ns = 20.0;                // assumption: §5.3 default, see DEVICE_MODEL.md
+  t.dma_small_transfer_bytes = 4096;         // MM: strided rows of 256 B - 4 KiB, one rate
+  t.dma_full_rate_transfer_bytes = 32768;    // PERF: > 32 KiB per engine transfer is ideal
   t.dma_trigger_latency_ns = 1300.0;         // assumption: DMABW ~1.3 us, see DEVICE_MODEL.md
   t.dma_semaphore_write_ns = 0.0;            // assumption: folded into the descriptor cost
   t.dma_cast_factor = 1.0;                   // assumption: casts at full rate
@@ -71,13 +73,15 @@ Target make_trn1() {
   t.hbm_bytes_per_core = 16 * kGiB;       // CHIP: 32 GiB / 2
   t.hbm_gbps_per_chip = 820.0;            // ARCH2, §2.3 default
   t.hbm_gbps_per_core = 410.0;            // derived
+  // DMABW: 17 B/ns per engine on large contiguous transfers. The BERT latencies (BENCH, §6.2)
+  // need at least 228 GB/s per core on weight streams, which only such transfers give.
+  t.dma_engine_bytes_per_ns = 17.0;
   // assumption, fitted: the NKI matmul tutorial kernels (MM, the only published trn1 DMA-bound
-  // timings) sustain ~7.5 B/ns per engine (120 GB/s per core) on HBM row chunks of 256 B to
-  // 4 KiB; DMABW's 17 B/ns "achievable" is not reached by any published trn1 kernel.
-  // See docs/DEVICE_MODEL.md.
-  t.dma_engine_bytes_per_ns = 7.5;
+  // timings) sustain ~7.5 B/ns per engine on strided HBM rows of 256 B to 4 KiB. See
+  // docs/DEVICE_MODEL.md.
+  t.dma_small_transfer_bytes_per_ns = 7.5;
   t.dma_engine_peak_bytes_per_ns = 27.2;  // DMA
-  t.collective_link_gbps = 16 * 7.5;      // assumption: 16 DMA engines x sustained rate
+  t.collective_link_gbps = 16 * 17.0;     // assumption: 16 DMA engines x large-packet rate
   return t;
 }
 
@@ -87,21 +91,22 @@ Target make_trn2() {
   t.name = "trn2";
   t.core_version = "NeuronCore-v3";
   t.core_generation = 3;
-  t.tensor_clock_ghz = 2.4;               // ARCH3
-  t.vector_clock_ghz = 0.96;              // ARCH3
-  t.scalar_clock_ghz = 1.2;               // ARCH3
-  t.gpsimd_clock_ghz = 1.2;               // ARCH3
-  t.sync_clock_ghz = 1.2;                 // assumption: ScalarE clock
-  t.has_fp8_double_row = true;            // ARCH3
-  t.vector_perf_mode_factor = 4;          // ARCH3 (§5.4)
-  t.sbuf_partition_bytes = 224 * 1024;    // ARCH3: 28 MiB / 128
-  t.cores_per_chip = 8;                   // ARCH3
-  t.hbm_bytes_per_core = 12 * kGiB;       // CHIP: 96 GiB / 8
-  t.hbm_gbps_per_chip = 2900.0;           // CHIP, §2.3 default
-  t.hbm_gbps_per_core = 362.5;            // derived
-  t.dma_engine_bytes_per_ns = 23.0;       // DMABW
-  t.dma_engine_peak_bytes_per_ns = 27.2;  // DMA
-  t.collective_link_gbps = 16 * 23.0;     // assumption
+  t.tensor_clock_ghz = 2.4;                  // ARCH3
+  t.vector_clock_ghz = 0.96;                 // ARCH3
+  t.scalar_clock_ghz = 1.2;                  // ARCH3
+  t.gpsimd_clock_ghz = 1.2;                  // ARCH3
+  t.sync_clock_ghz = 1.2;                    // assumption: ScalarE clock
+  t.has_fp8_double_row = true;               // ARCH3
+  t.vector_perf_mode_factor = 4;             // ARCH3 (§5.4)
+  t.sbuf_partition_bytes = 224 * 1024;       // ARCH3: 28 MiB / 128
+  t.cores_per_chip = 8;                      // ARCH3
+  t.hbm_bytes_per_core = 12 * kGiB;          // CHIP: 96 GiB / 8
+  t.hbm_gbps_per_chip = 2900.0;              // CHIP, §2.3 default
+  t.hbm_gbps_per_core = 362.5;               // derived
+  t.dma_engine_bytes_per_ns = 23.0;          // DMABW
+  t.dma_small_transfer_bytes_per_ns = 23.0;  // assumption: no small-row anchor, flat curve
+  t.dma_engine_peak_bytes_per_ns = 27.2;     // DMA
+  t.collective_link_gbps = 16 * 23.0;        // assumption
   return t;
 }
 
@@ -111,26 +116,27 @@ Target make_trn3() {
   t.name = "trn3";
   t.core_version = "NeuronCore-v4";
   t.core_generation = 4;
-  t.tensor_clock_ghz = 2.4;               // ARCH4
-  t.vector_clock_ghz = 1.2;               // ARCH4
-  t.scalar_clock_ghz = 1.2;               // ARCH4
-  t.gpsimd_clock_ghz = 1.2;               // ARCH4
-  t.sync_clock_ghz = 1.2;                 // assumption: ScalarE clock
-  t.has_fp8_double_row = true;            // assumption (§2.3): v3 rate kept on v4
-  t.vector_perf_mode_factor = 4;          // ARCH3 modes kept on v4: assumption
-  t.scalar_perf_mode_factor = 2;          // ARCH4
-  t.matmul_max_moving = 4096;             // §3.4 derived: 16 KiB / 4 B across 8 banks
-  t.matmul_may_span_banks = true;         // ARCH4
-  t.psum_bf16_accumulate = true;          // ARCH4
-  t.sbuf_partition_bytes = 256 * 1024;    // ARCH4: 32 MiB / 128
-  t.cores_per_chip = 8;                   // ARCH4
-  t.hbm_bytes_per_core = 18 * kGiB;       // CHIP: 144 GiB / 8
-  t.hbm_gbps_per_chip = 4700.0;           // ARCH4, §2.3 default
-  t.hbm_gbps_per_core = 587.5;            // derived
-  t.dma_engine_bytes_per_ns = 33.0;       // DMABW
-  t.dma_engine_peak_bytes_per_ns = 38.4;  // DMA
-  t.semaphores_per_core = 256;            // assumption: not public for v4
-  t.collective_link_gbps = 16 * 33.0;     // assumption
+  t.tensor_clock_ghz = 2.4;                  // ARCH4
+  t.vector_clock_ghz = 1.2;                  // ARCH4
+  t.scalar_clock_ghz = 1.2;                  // ARCH4
+  t.gpsimd_clock_ghz = 1.2;                  // ARCH4
+  t.sync_clock_ghz = 1.2;                    // assumption: ScalarE clock
+  t.has_fp8_double_row = true;               // assumption (§2.3): v3 rate kept on v4
+  t.vector_perf_mode_factor = 4;             // ARCH3 modes kept on v4: assumption
+  t.scalar_perf_mode_factor = 2;             // ARCH4
+  t.matmul_max_moving = 4096;                // §3.4 derived: 16 KiB / 4 B across 8 banks
+  t.matmul_may_span_banks = true;            // ARCH4
+  t.psum_bf16_accumulate = true;             // ARCH4
+  t.sbuf_partition_bytes = 256 * 1024;       // ARCH4: 32 MiB / 128
+  t.cores_per_chip = 8;                      // ARCH4
+  t.hbm_bytes_per_core = 18 * kGiB;          // CHIP: 144 GiB / 8
+  t.hbm_gbps_per_chip = 4700.0;              // ARCH4, §2.3 default
+  t.hbm_gbps_per_core = 587.5;               // derived
+  t.dma_engine_bytes_per_ns = 33.0;          // DMABW
+  t.dma_small_transfer_bytes_per_ns = 33.0;  // assumption: no small-row anchor, flat curve
+  t.dma_engine_peak_bytes_per_ns = 38.4;     // DMA
+  t.semaphores_per_core = 256;               // assumption: not public for v4
+  t.collective_link_gbps = 16 * 33.0;        // assumption
   return t;
 }
 

@@ -68,17 +68,25 @@ struct Target {
   double hbm_gbps_per_core;     // derived: chip / cores: 410 / 362.5 / 587.5
 
   // --- DMA ------------------------------------------------------------------------------
-  int dma_engines_per_core;             // DMA, DRV: 16
-  int dma_queues_per_engine;            // DMA, DRV: 16
-  int dma_partitions_per_engine;        // DMA: a tile is split 8 partitions per engine (128/16)
-  double dma_engine_bytes_per_ns;       // DMABW achievable: 17 / 23 / 33 B/ns
-  double dma_engine_peak_bytes_per_ns;  // DMA theoretical cap: 27.2 / 27.2 / 38.4 GB/s
-  double dma_descriptor_ns;             // assumption: per-descriptor cost fitted to §6.1 anchors
-  double dma_trigger_latency_ns;        // assumption (DMABW ~1.3 us semaphore-to-start), fitted
-  double dma_semaphore_write_ns;        // assumption: final 4-byte semaphore write per engine
-  double dma_cast_factor;               // assumption: a casting DMA moves data at this fraction
-  int dma_issue_cycles;                 // assumption: issuing engine cycles per dma trigger
-  int dma_semaphore_increment;          // DMA: a transfer signals +16 (one write per engine)
+  int dma_engines_per_core;        // DMA, DRV: 16
+  int dma_queues_per_engine;       // DMA, DRV: 16
+  int dma_partitions_per_engine;   // DMA: a tile is split 8 partitions per engine (128/16)
+  double dma_engine_bytes_per_ns;  // DMABW achievable on large transfers: 17 / 23 / 33 B/ns
+  // Transfer-size curve (TRAINIUM.md §5.3): an engine's rate depends on the HBM bytes it reads or
+  // writes contiguously in one transfer (its rows when they lie back to back in HBM, else one
+  // row). Up to `dma_small_transfer_bytes` it moves at `dma_small_transfer_bytes_per_ns`, from
+  // `dma_full_rate_transfer_bytes` at `dma_engine_bytes_per_ns`, log-linear in size between
+  // (assumption: the curve's shape).
+  double dma_small_transfer_bytes_per_ns;  // trn1: fitted to MM's strided rows; v3/v4: flat
+  uint32_t dma_small_transfer_bytes;       // MM: 256 B - 4 KiB strided rows all run at that rate
+  uint32_t dma_full_rate_transfer_bytes;   // PERF: trn1/inf2 transfers > 32 KiB for ideal rate
+  double dma_engine_peak_bytes_per_ns;     // DMA theoretical cap: 27.2 / 27.2 / 38.4 GB/s
+  double dma_descriptor_ns;       // assumption: per-descriptor cost fitted to §6.1 anchors
+  double dma_trigger_latency_ns;  // assumption (DMABW ~1.3 us semaphore-to-start), fitted
+  double dma_semaphore_write_ns;  // assumption: final 4-byte semaphore write per engine
+  double dma_cast_factor;         // assumption: a casting DMA moves data at this fraction
+  int dma_issue_cycles;           // assumption: issuing engine cycles per dma trigger
+  int dma_semaphore_increment;    // DMA: a transfer signals +16 (one write per engine)
 
   // --- Semaphores and pipeline latencies --------------------------------------------------
   int semaphores_per_core;               // DRV: 256 (v4 not public: assumption 256)

@@ -157,12 +157,12 @@ run_export() {
 
 status=0
 if [[ $FULL -eq 1 ]]; then
-  ensure_chroot "$SID_DIR" sid python3-torch python3-torchvision python3-transformers python3-numpy
+  ensure_chroot "$SID_DIR" sid python3-torch python3-torchvision python3-transformers python3-numpy libopenblas0-pthread
   mkdir -p "$HERE/full"
   run_export "$SID_DIR" full "" "$HERE/full" || status=$?
 else
   if [[ $DO_SID -eq 1 ]]; then
-    ensure_chroot "$SID_DIR" sid python3-torch python3-torchvision python3-transformers python3-numpy
+    ensure_chroot "$SID_DIR" sid python3-torch python3-torchvision python3-transformers python3-numpy libopenblas0-pthread
     run_export "$SID_DIR" small "" "$HERE" || status=$?
   fi
   if [[ $DO_TRIXIE -eq 1 ]]; then

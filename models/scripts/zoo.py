@@ -409,6 +409,30 @@ def build_bert_base() -> Fixture:
                    ["full-size encoder"], config=config.to_dict(), model_seed=3101, input_seed=4101)
 
 
+def build_bert_large() -> Fixture:
+    from transformers import BertConfig, BertModel
+    config = _set_attn(BertConfig(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                                  intermediate_size=4096, use_cache=False), "sdpa")
+    torch.manual_seed(3104)
+    m = BertWrap(BertModel(config)).eval()
+    ids = _randint(4104, config.vocab_size, 1, 128)
+    return Fixture(m, (ids, torch.ones(1, 128, dtype=torch.int64)),
+                   "bert-large-uncased architecture (24 layers, hidden 1024), random weights, seq 128",
+                   ["full-size encoder"], config=config.to_dict(), model_seed=3104, input_seed=4104)
+
+
+def build_bert_base_b16() -> Fixture:
+    from transformers import BertConfig, BertModel
+    config = _set_attn(BertConfig(use_cache=False), "sdpa")
+    torch.manual_seed(3105)
+    m = BertWrap(BertModel(config)).eval()
+    ids = _randint(4105, config.vocab_size, 16, 128)
+    return Fixture(m, (ids, torch.ones(16, 128, dtype=torch.int64)),
+                   "bert-base-uncased architecture, random weights, batch 16, seq 128",
+                   ["full-size encoder, batch 16"], config=config.to_dict(), model_seed=3105,
+                   input_seed=4105)
+
+
 def build_gpt2_124m() -> Fixture:
     from transformers import GPT2Config, GPT2LMHeadModel
     config = _set_attn(GPT2Config(use_cache=False), "sdpa")
@@ -438,12 +462,15 @@ def build_llama_1b_2l() -> Fixture:
 FULL: List[Entry] = [
     Entry("resnet18", _tv("resnet18", 3001), requires=("torchvision",), full=True),
     Entry("resnet50", _tv("resnet50", 3002), requires=("torchvision",), full=True),
+    Entry("resnet101", _tv("resnet101", 3008), requires=("torchvision",), full=True),
     Entry("mobilenet_v2", _tv("mobilenet_v2", 3003), requires=("torchvision",), full=True),
     Entry("mobilenet_v3_small", _tv("mobilenet_v3_small", 3004), requires=("torchvision",), full=True),
     Entry("efficientnet_b0", _tv("efficientnet_b0", 3005), requires=("torchvision",), full=True),
     Entry("convnext_tiny", _tv("convnext_tiny", 3006), requires=("torchvision",), full=True),
     Entry("vit_b_16", _tv("vit_b_16", 3007), requires=("torchvision",), full=True),
     Entry("bert_base", build_bert_base, requires=("transformers",), full=True),
+    Entry("bert_large", build_bert_large, requires=("transformers",), full=True),
+    Entry("bert_base_b16", build_bert_base_b16, requires=("transformers",), full=True),
     Entry("gpt2_124m", build_gpt2_124m, requires=("transformers",), full=True),
     Entry("llama_1b_2layers", build_llama_1b_2l, requires=("transformers",), full=True),
 ]

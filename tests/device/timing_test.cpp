@@ -164,6 +164,56 @@ TEST(Timing, DmaSplitsEightPartitionsPerEngine) {
   EXPECT_EQ(r.hbm_read_bytes, 32768u);
 }
 
+// §5.3: on trn1 an engine's rate follows the contiguous HBM bytes of its transfer: strided rows
+// (the MM tutorial's tiles of a larger matrix) at the fitted small rate, a tile whose rows lie
+// back to back at the DMABW rate once an engine's share reaches 32 KiB.
+TEST(Timing, DmaRateFollowsContiguousTransferSize) {
+  const Target& t = target(TargetKind::trn1);
+  const CostModel cm(t);
+  const double small = t.dma_small_transfer_bytes_per_ns / t.dma_engine_bytes_per_ns;
+  EXPECT_LT(small, 1.0);
+  EXPECT_DOUBLE_EQ(cm.dma_transfer_efficiency(256), small);
+  EXPECT_DOUBLE_EQ(cm.dma_transfer_efficiency(t.dma_small_transfer_bytes), small);
+  EXPECT_DOUBLE_EQ(cm.dma_transfer_efficiency(t.dma_full_rate_transfer_bytes), 1.0);
+  EXPECT_DOUBLE_EQ(cm.dma_transfer_efficiency(1u << 20), 1.0);
+  double prev = 0;
+  for (uint64_t b = 1024; b <= 65536; b *= 2) {  // monotone between the two ends
+    const double e = cm.dma_transfer_efficiency(b);
+    EXPECT_GE(e, prev) << b;
+    prev = e;
+  }
+  EXPECT_GT(cm.dma_transfer_efficiency(16384), small);
+  EXPECT_LT(cm.dma_transfer_efficiency(16384), 1.0);
+
+  // [128, 2048] bf16 rows of a [*, 8192] matrix: 4 KiB strided rows, the small rate.
+  const DmaCopy strided{sbuf(0, 128, 0, DType::bf16, 2048), hbm(0, DType::bf16, 128, 2048, 8192),
+                        0};
+  DmaWork w = cm.dma_work(strided);
+  for (int e = 0; e < 16; ++e) EXPECT_NEAR(w.rate_weighted_bytes[e], 8 * 4096 / small, 1e-6);
+  // The same tile stored back to back: each engine streams 32 KiB at the full rate.
+  const DmaCopy dense{sbuf(0, 128, 0, DType::bf16, 2048), hbm(0, DType::bf16, 128, 2048, 2048), 0};
+  w = cm.dma_work(dense);
+  for (int e = 0; e < 16; ++e) EXPECT_NEAR(w.rate_weighted_bytes[e], 8 * 4096, 1e-6);
+  // Stores follow the same rule.
+  w = cm.dma_work(
+      DmaCopy{hbm(0, DType::bf16, 128, 2048, 2048), sbuf(0, 128, 0, DType::bf16, 2048), 0});
+  for (int e = 0; e < 16; ++e) EXPECT_NEAR(w.rate_weighted_bytes[e], 8 * 4096, 1e-6);
+  // End to end: the dense tile's data time is 8 descriptors + 32 KiB at 17 B/ns per engine.
+  Program p = program(1, 1 << 24);
+  p.cores[0].stream(Engine::sync).push_back(inst(dense, {}, {{0, 16}}));
+  auto r = timed(TargetKind::trn1, p);
+  EXPECT_NEAR(r.cores[0].dma_active_ns, 8 * t.dma_descriptor_ns + 32768 / t.dma_engine_bytes_per_ns,
+              1e-6);
+}
+
+TEST(Timing, DmaRateIsFlatWithoutASmallTransferAnchor) {
+  for (TargetKind k : {TargetKind::trn2, TargetKind::trn3}) {
+    const CostModel cm(target(k));
+    EXPECT_DOUBLE_EQ(cm.dma_transfer_efficiency(256), 1.0);
+    EXPECT_DOUBLE_EQ(cm.dma_transfer_efficiency(4096), 1.0);
+  }
+}
+
 TEST(Timing, ReportsAssumptionsAndDeadlocks) {
   Program p = program();
   p.cores[0]
