@@ -27,9 +27,13 @@ using device::Engine;
 using device::MemRef;
 
 void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
-  const HbmView& q = ctx.view(n.input(0));
-  const HbmView& k = ctx.view(n.input(1));
-  const HbmView& v = ctx.view(n.input(2));
+  // A float cast feeding Q, K or V is read through: the load DMAs convert to the operand's dtype.
+  const HbmView& q = ctx.operand_view(n.input(0));
+  const HbmView& k = ctx.operand_view(n.input(1));
+  const HbmView& v = ctx.operand_view(n.input(2));
+  const DType tq = device_dtype(n.input(0)->dtype());
+  const DType tk = device_dtype(n.input(1)->dtype());
+  const DType tv = device_dtype(n.input(2)->dtype());
   const HbmView& out = ctx.view(n.output());
   const bool has_mask = n.inputs().size() > 3 && n.input(3);
   if (scalar_attr(n, "dropout_p", 0.0) != 0.0)
@@ -74,8 +78,8 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
     return off;
   };
 
-  const bool fp32 = q.dtype == DType::f32 || k.dtype == DType::f32 || v.dtype == DType::f32;
-  const DType mdt = fp32 ? DType::f32 : q.dtype;
+  const bool fp32 = tq == DType::f32 || tk == DType::f32 || tv == DType::f32;
+  const DType mdt = fp32 ? DType::f32 : tq;
   const uint32_t es = device::dtype_size(mdt);
   const int64_t nD = ceil_div(D, P);
   const int64_t QT = std::min(P, Sq);
@@ -86,11 +90,11 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
   const int64_t sv_s = v.strides[r - 2], sv_d = v.strides[r - 1];
 
   // SBUF.
-  const uint32_t q_stage = kb.alloc(D * device::dtype_size(q.dtype), "attention Q staging");
+  const uint32_t q_stage = kb.alloc(D * device::dtype_size(tq), "attention Q staging");
   const uint32_t qT = kb.alloc(nD * QT * es, "attention Q^T");
   uint32_t k_stage[2], kT[2], vt[2], s_sb[2], p_sb[2], m_tile[2], mk[2];
   for (int s = 0; s < 2; ++s) {
-    k_stage[s] = kb.alloc(D * device::dtype_size(k.dtype), "attention K staging");
+    k_stage[s] = kb.alloc(D * device::dtype_size(tk), "attention K staging");
     kT[s] = kb.alloc(nD * KT * es, "attention K^T");
     vt[s] = kb.alloc(nKC * Dv * es, "attention V");
     s_sb[s] = kb.alloc(KT * 4, "attention scores");
@@ -131,9 +135,9 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
   };
   // Loads rows [row0, row0 + rows) of a [S, D] matrix (strides s_s, s_d) and writes its
   // transpose [D, rows] (per 128-chunk of D) at `dst_off` with row pitch `pitch` elements.
-  auto load_transposed = [&](const HbmView& x, int64_t base, int64_t s_s, int64_t s_d, int64_t row0,
-                             int64_t rows, uint32_t stage, uint32_t dst_off, int64_t pitch,
-                             int64_t col0) {
+  auto load_transposed = [&](const HbmView& x, DType xdt, int64_t base, int64_t s_s, int64_t s_d,
+                             int64_t row0, int64_t rows, uint32_t stage, uint32_t dst_off,
+                             int64_t pitch, int64_t col0) {
     if (s_s == 1 && rows > 1) {  // already [D, S] in memory
       for (int64_t dc = 0; dc < nD; ++dc) {
         const int64_t d0 = dc * P, dt = std::min(P, D - d0);
@@ -144,7 +148,7 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
       }
       return;
     }
-    MemRef st = KernelBuilder::sb(stage, rows, x.dtype, D);
+    MemRef st = KernelBuilder::sb(stage, rows, xdt, D);
     kb.dma(st,
            KernelBuilder::hbm(x, base + row0 * s_s, rows, s_s,
                               {{static_cast<int32_t>(s_d), static_cast<uint32_t>(D)}}),
@@ -152,7 +156,7 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
     for (int64_t dc = 0; dc < nD; ++dc) {
       const int64_t d0 = dc * P, dt = std::min(P, D - d0);
       MemRef src = st;
-      src.offset += d0 * device::dtype_size(x.dtype);
+      src.offset += d0 * device::dtype_size(xdt);
       src.levels[0].count = static_cast<uint32_t>(dt);
       transpose(KernelBuilder::sb(dst_off + (dc * pitch + col0) * es, dt, mdt, rows), src);
     }
@@ -172,7 +176,7 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
     const int64_t kb_off = kv_index(k, idx), vb_off = kv_index(v, idx);
     for (int64_t q0 = 0; q0 < Sq; q0 += QT) {
       const int64_t qt = std::min(QT, Sq - q0);
-      load_transposed(q, qb, sq_s, sq_d, q0, qt, q_stage, qT, qt, 0);
+      load_transposed(q, tq, qb, sq_s, sq_d, q0, qt, q_stage, qT, qt, 0);
       int mi = 0;
       memset(col(m_col[0], qt), -3.0e38);
       memset(col(l_col, qt), 0.0);
@@ -184,7 +188,7 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
         // K^T [D, kt] and V chunks.
         for (int64_t c0 = 0; c0 < kt; c0 += P) {
           const int64_t cn = std::min(P, kt - c0);
-          load_transposed(k, kb_off, sk_s, sk_d, k0 + c0, cn, k_stage[sl], kT[sl], kt, c0);
+          load_transposed(k, tk, kb_off, sk_s, sk_d, k0 + c0, cn, k_stage[sl], kT[sl], kt, c0);
           kb.dma(KernelBuilder::sb(vt[sl] + (c0 / P) * Dv * es, cn, mdt, Dv),
                  KernelBuilder::hbm(v, vb_off + (k0 + c0) * sv_s, cn, sv_s,
                                     {{static_cast<int32_t>(sv_d), static_cast<uint32_t>(Dv)}}),

@@ -519,8 +519,8 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
       return false;  // a view
     return n->outputs().size() == 1;
   };
-  // Float casts feeding a matmul or convolution operand: the kernel's DMA converts while
-  // loading.
+  // Float casts feeding a matmul or convolution operand, or the query, key or value of an
+  // attention: the kernel's DMA converts while loading.
   if (opts.fuse) {
     for (const ir::Node* n : nodes) {
       if (n->op() != "aten._to_copy.default" || n->input(0)->payload()) continue;
@@ -530,7 +530,12 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
         continue;
       if (is_output.count(v) || v->uses().size() != 1) continue;
       const ir::Node* m = v->uses()[0].node;
-      if (!in_partition.count(m) || !(matmul_lowering(m->op()) || conv_lowering(m->op()))) continue;
+      if (!in_partition.count(m)) continue;
+      if (attention_lowering(m->op())) {
+        if (v->uses()[0].operand <= 2) ctx.read_through[v] = n->input(0);
+        continue;
+      }
+      if (!(matmul_lowering(m->op()) || conv_lowering(m->op()))) continue;
       const bool bias_slot = (m->op() == "aten.addmm.default" || m->op() == "aten.baddbmm.default")
                                  ? v->uses()[0].operand == 0
                                  : v->uses()[0].operand == 2;
