@@ -151,9 +151,23 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
   // Tile sizes within the SBUF budget.
   int64_t nt = std::min<int64_t>(maxN, p.N);
   while (nt > 32 && nK * nt * es > 32 * 1024) nt = std::max<int64_t>(32, nt / 2);
-  const int64_t nN = ceil_div(p.N, nt);
   const int64_t a_tile_bytes = nK * std::min(P, p.M) * es;
   const int64_t m_block = std::max<int64_t>(1, std::min(nM, (48 * 1024) / a_tile_bytes));
+  int64_t batch_count = 1;
+  for (int64_t d : p.batch) batch_count *= d;
+  // B loads in blocks of whole n-tiles: one DMA per K chunk covers a block, so a weight whose
+  // rows lie back to back in HBM streams as one large transfer per DMA engine (TRAINIUM.md §5.3)
+  // instead of one strided row per n-tile. A block loaded once (one n-block, one m-block, one
+  // batch) gets one slot of a third of a partition; otherwise blocks double-buffer in slots of a
+  // sixth. Transposed B operands keep one n-tile per block (they stage per tile).
+  const int64_t part_bytes = t.sbuf_partition_bytes;
+  const bool loaded_once = batch_count == 1 && m_block >= nM && nK * p.N * es <= part_bytes / 3;
+  const int b_slots = loaded_once ? 1 : 2;
+  const int64_t b_budget = loaded_once ? part_bytes / 3 : part_bytes / 6;
+  int64_t nb = nt;
+  if (!b_transpose)
+    nb = std::min(ceil_div(p.N, nt), std::max<int64_t>(1, b_budget / (nK * nt * es))) * nt;
+  nb = std::min(nb, p.N);
 
   // SBUF layout.
   std::vector<uint32_t> at_off(static_cast<size_t>(m_block));
@@ -161,9 +175,9 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
   uint32_t a_stage = 0, b_stage = 0;
   if (a_transpose) a_stage = kb.alloc(p.K * device::dtype_size(p.a.dtype), "matmul A staging");
   if (b_transpose) b_stage = kb.alloc(p.K * device::dtype_size(p.b.dtype), "matmul B staging");
-  uint32_t bt_off[2], out_off[2], bias_off[2], tmp_off[2];
+  uint32_t bt_off[2] = {0, 0}, out_off[2], bias_off[2], tmp_off[2];
+  for (int s = 0; s < b_slots; ++s) bt_off[s] = kb.alloc(nK * nb * es, "matmul B");
   for (int s = 0; s < 2; ++s) {
-    bt_off[s] = kb.alloc(nK * nt * es, "matmul B");
     out_off[s] = kb.alloc(nt * device::dtype_size(p.c.dtype), "matmul output");
     bias_off[s] = p.bias ? kb.alloc(nt * 4, "matmul bias") : 0;
     tmp_off[s] = (p.alpha != 1 || p.beta != 1) ? kb.alloc(nt * 4, "matmul epilogue") : 0;
@@ -196,9 +210,7 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
   };
 
   std::vector<int64_t> bidx(p.batch.size(), 0);
-  int64_t batch_count = 1;
-  for (int64_t d : p.batch) batch_count *= d;
-  int n_iter = 0, out_iter = 0;
+  int block_iter = 0, out_iter = 0;
   for (int64_t bi = 0; bi < batch_count; ++bi) {
     int64_t a_base = 0, b_base = 0, c_base = 0, bias_base = 0, res_base = 0;
     for (int d = 0; d < rb; ++d) {
@@ -236,16 +248,16 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
           }
         }
       }
-      for (int64_t ni = 0; ni < nN; ++ni, ++n_iter) {
-        const int64_t n0 = ni * nt, ntc = std::min(nt, p.N - n0);
-        const uint32_t bslot = bt_off[n_iter % 2];
-        // B tiles [kt, ntc] for every K chunk.
+      for (int64_t nb0 = 0; nb0 < p.N; nb0 += nb, ++block_iter) {
+        const int64_t nbc = std::min(nb, p.N - nb0);
+        const uint32_t bslot = bt_off[block_iter % b_slots];
+        // B block [kt, nbc] for every K chunk.
         if (b_transpose) {
-          for (int64_t s0 = 0; s0 < ntc; s0 += P) {
-            const int64_t st = std::min(P, ntc - s0);
+          for (int64_t s0 = 0; s0 < nbc; s0 += P) {
+            const int64_t st = std::min(P, nbc - s0);
             MemRef stage = KernelBuilder::sb(b_stage, st, p.b.dtype, p.K);
             kb.dma(stage,
-                   KernelBuilder::hbm(p.b, b_base + (n0 + s0) * sb_n, st, sb_n,
+                   KernelBuilder::hbm(p.b, b_base + (nb0 + s0) * sb_n, st, sb_n,
                                       {{static_cast<int32_t>(sb_k), static_cast<uint32_t>(p.K)}}),
                    DmaRole::load);
             for (int64_t kc = 0; kc < nK; ++kc) {
@@ -253,126 +265,129 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
               MemRef src = stage;
               src.offset += k0 * device::dtype_size(p.b.dtype);
               src.levels[0].count = static_cast<uint32_t>(kt);
-              MemRef dst = KernelBuilder::sb(bslot + (kc * ntc + s0) * es, kt, mdt, st);
+              MemRef dst = KernelBuilder::sb(bslot + (kc * nbc + s0) * es, kt, mdt, st);
               transpose(dst, src);
             }
           }
         } else {
           for (int64_t kc = 0; kc < nK; ++kc) {
             const int64_t k0 = kc * P, kt = std::min(P, p.K - k0);
-            kb.dma(KernelBuilder::sb(bslot + kc * ntc * es, kt, mdt, ntc),
-                   KernelBuilder::hbm(p.b, b_base + k0 * sb_k + n0 * sb_n, kt, sb_k,
-                                      {{static_cast<int32_t>(sb_n), static_cast<uint32_t>(ntc)}}),
+            kb.dma(KernelBuilder::sb(bslot + kc * nbc * es, kt, mdt, nbc),
+                   KernelBuilder::hbm(p.b, b_base + k0 * sb_k + nb0 * sb_n, kt, sb_k,
+                                      {{static_cast<int32_t>(sb_n), static_cast<uint32_t>(nbc)}}),
                    DmaRole::load);
           }
         }
-        for (int64_t mi = 0; mi < mb_count; ++mi, ++out_iter) {
-          const int64_t m0 = (mb0 + mi) * P, mt = std::min(P, p.M - m0);
-          const int os = out_iter % 2;
-          // The residual tile loads before the tile's matmuls (its DMA overlaps TensorE).
-          MemRef res_tile;
-          if (res) {
-            const int64_t srm = res->strides[rb], srn = res->strides[rb + 1];
-            res_tile = KernelBuilder::sb(res_off[os], mt, res->dtype, ntc);
-            kb.dma(res_tile,
-                   KernelBuilder::hbm(*res, res_base + m0 * srm + n0 * srn, mt, srm,
-                                      {{static_cast<int32_t>(srn), static_cast<uint32_t>(ntc)}}),
-                   DmaRole::load);
-          }
-          const uint32_t bank = kb.psum_bank();
-          const MemRef acc = KernelBuilder::ps(bank, mt, ntc);
-          for (int64_t kc = 0; kc < nK; ++kc) {
-            const int64_t kt = std::min(P, p.K - kc * P);
-            device::MatMul mm;
-            mm.dst = acc;
-            mm.stationary = KernelBuilder::sb(at_off[mi] + kc * mt * es, kt, mdt, mt);
-            mm.moving = KernelBuilder::sb(bslot + kc * ntc * es, kt, mdt, ntc);
-            mm.accumulate = kc > 0;
-            kb.emit(Engine::tensor, mm);
-          }
-          kb.add_flops(2.0 * mt * ntc * p.K);
-          // Epilogue.
-          const MemRef out_tile = KernelBuilder::sb(out_off[os], mt, p.c.dtype, ntc);
-          // Without a residual the epilogue writes the output tile itself.
-          const MemRef staged_tile =
-              res ? KernelBuilder::sb(staged_off[os], mt, sdt, ntc) : out_tile;
-          const int64_t sc_m = p.c.strides[rb], sc_n = p.c.strides[rb + 1];
-          if (p.bias) {
-            const int64_t sbm = p.bias->strides[rb], sbn = p.bias->strides[rb + 1];
-            const bool col = sbn == 0 && ntc > 1;
-            MemRef bt = KernelBuilder::sb(bias_off[os], mt, p.bias->dtype, col ? 1 : ntc);
-            std::vector<device::AccessLevel> lv;
-            if (!col) lv.push_back({static_cast<int32_t>(sbn), static_cast<uint32_t>(ntc)});
-            kb.dma(bt, KernelBuilder::hbm(*p.bias, bias_base + m0 * sbm + n0 * sbn, mt, sbm, lv),
-                   DmaRole::load);
-            MemRef sum_dst =
-                (p.alpha != 1) ? KernelBuilder::sb(tmp_off[os], mt, DType::f32, ntc) : staged_tile;
-            if (col) {
-              device::TensorScalar ts;  // acc * (1) + beta/alpha*bias handled below
-              ts.dst = sum_dst;
-              ts.src = acc;
-              ts.op0 = device::AluOp::add;
-              ts.operand0 = bt;
-              if (p.beta != 1) {
-                device::TensorScalar sb;
-                sb.dst = bt;
-                sb.src = bt;
-                sb.op0 = device::AluOp::multiply;
-                sb.operand0 = static_cast<float>(p.beta / p.alpha);
-                kb.emit(Engine::vector, sb);
+        for (int64_t n0 = nb0; n0 < nb0 + nbc; n0 += nt)
+          for (int64_t mi = 0; mi < mb_count; ++mi, ++out_iter) {
+            const int64_t ntc = std::min(nt, nb0 + nbc - n0);
+            const uint32_t bcol = bslot + (n0 - nb0) * es;  // this n-tile inside the block
+            const int64_t m0 = (mb0 + mi) * P, mt = std::min(P, p.M - m0);
+            const int os = out_iter % 2;
+            // The residual tile loads before the tile's matmuls (its DMA overlaps TensorE).
+            MemRef res_tile;
+            if (res) {
+              const int64_t srm = res->strides[rb], srn = res->strides[rb + 1];
+              res_tile = KernelBuilder::sb(res_off[os], mt, res->dtype, ntc);
+              kb.dma(res_tile,
+                     KernelBuilder::hbm(*res, res_base + m0 * srm + n0 * srn, mt, srm,
+                                        {{static_cast<int32_t>(srn), static_cast<uint32_t>(ntc)}}),
+                     DmaRole::load);
+            }
+            const uint32_t bank = kb.psum_bank();
+            const MemRef acc = KernelBuilder::ps(bank, mt, ntc);
+            for (int64_t kc = 0; kc < nK; ++kc) {
+              const int64_t kt = std::min(P, p.K - kc * P);
+              device::MatMul mm;
+              mm.dst = acc;
+              mm.stationary = KernelBuilder::sb(at_off[mi] + kc * mt * es, kt, mdt, mt);
+              mm.moving = KernelBuilder::sb(bcol + kc * nbc * es, kt, mdt, ntc);
+              mm.accumulate = kc > 0;
+              kb.emit(Engine::tensor, mm);
+            }
+            kb.add_flops(2.0 * mt * ntc * p.K);
+            // Epilogue.
+            const MemRef out_tile = KernelBuilder::sb(out_off[os], mt, p.c.dtype, ntc);
+            // Without a residual the epilogue writes the output tile itself.
+            const MemRef staged_tile =
+                res ? KernelBuilder::sb(staged_off[os], mt, sdt, ntc) : out_tile;
+            const int64_t sc_m = p.c.strides[rb], sc_n = p.c.strides[rb + 1];
+            if (p.bias) {
+              const int64_t sbm = p.bias->strides[rb], sbn = p.bias->strides[rb + 1];
+              const bool col = sbn == 0 && ntc > 1;
+              MemRef bt = KernelBuilder::sb(bias_off[os], mt, p.bias->dtype, col ? 1 : ntc);
+              std::vector<device::AccessLevel> lv;
+              if (!col) lv.push_back({static_cast<int32_t>(sbn), static_cast<uint32_t>(ntc)});
+              kb.dma(bt, KernelBuilder::hbm(*p.bias, bias_base + m0 * sbm + n0 * sbn, mt, sbm, lv),
+                     DmaRole::load);
+              MemRef sum_dst = (p.alpha != 1) ? KernelBuilder::sb(tmp_off[os], mt, DType::f32, ntc)
+                                              : staged_tile;
+              if (col) {
+                device::TensorScalar ts;  // acc * (1) + beta/alpha*bias handled below
+                ts.dst = sum_dst;
+                ts.src = acc;
+                ts.op0 = device::AluOp::add;
+                ts.operand0 = bt;
+                if (p.beta != 1) {
+                  device::TensorScalar sb;
+                  sb.dst = bt;
+                  sb.src = bt;
+                  sb.op0 = device::AluOp::multiply;
+                  sb.operand0 = static_cast<float>(p.beta / p.alpha);
+                  kb.emit(Engine::vector, sb);
+                }
+                kb.emit(Engine::vector, ts);
+              } else {
+                if (p.beta != p.alpha) {
+                  device::TensorScalar sb;
+                  sb.dst = bt;
+                  sb.src = bt;
+                  sb.op0 = device::AluOp::multiply;
+                  sb.operand0 = static_cast<float>(p.beta / p.alpha);
+                  kb.emit(Engine::vector, sb);
+                }
+                device::TensorTensor tt;
+                tt.dst = sum_dst;
+                tt.in0 = acc;
+                tt.in1 = bt;
+                tt.op = device::AluOp::add;
+                kb.emit(Engine::vector, tt);
               }
-              kb.emit(Engine::vector, ts);
+              if (p.alpha != 1) {
+                device::Activation act;
+                act.dst = staged_tile;
+                act.src = sum_dst;
+                act.scale = static_cast<float>(p.alpha);
+                kb.emit(Engine::scalar, act);
+              }
+            } else if (p.alpha != 1 || act) {
+              // Evacuate PSUM through ScalarE with the scale and activation in one instruction.
+              device::Activation a;
+              a.dst = staged_tile;
+              a.src = acc;
+              a.scale = static_cast<float>(p.alpha);
+              if (act) a.function = *act;
+              kb.emit(Engine::scalar, a);
             } else {
-              if (p.beta != p.alpha) {
-                device::TensorScalar sb;
-                sb.dst = bt;
-                sb.src = bt;
-                sb.op0 = device::AluOp::multiply;
-                sb.operand0 = static_cast<float>(p.beta / p.alpha);
-                kb.emit(Engine::vector, sb);
-              }
-              device::TensorTensor tt;
-              tt.dst = sum_dst;
-              tt.in0 = acc;
-              tt.in1 = bt;
-              tt.op = device::AluOp::add;
-              kb.emit(Engine::vector, tt);
+              evacuate(staged_tile, acc);
             }
-            if (p.alpha != 1) {
-              device::Activation act;
-              act.dst = staged_tile;
-              act.src = sum_dst;
-              act.scale = static_cast<float>(p.alpha);
-              kb.emit(Engine::scalar, act);
+            if (act && p.bias) {
+              device::Activation a;
+              a.dst = staged_tile;
+              a.src = staged_tile;
+              a.function = *act;
+              kb.emit(Engine::scalar, a);
             }
-          } else if (p.alpha != 1 || act) {
-            // Evacuate PSUM through ScalarE with the scale and activation in one instruction.
-            device::Activation a;
-            a.dst = staged_tile;
-            a.src = acc;
-            a.scale = static_cast<float>(p.alpha);
-            if (act) a.function = *act;
-            kb.emit(Engine::scalar, a);
-          } else {
-            evacuate(staged_tile, acc);
+            if (res) {
+              // The add of the unfused graph: staged + residual in fp32, then the activation.
+              kb.residual_add(
+                  sum_in_f32 ? KernelBuilder::sb(sum_off[os], mt, DType::f32, ntc) : out_tile,
+                  staged_tile, res_tile, out_tile, post_act);
+            }
+            kb.dma(KernelBuilder::hbm(p.c, c_base + m0 * sc_m + n0 * sc_n, mt, sc_m,
+                                      {{static_cast<int32_t>(sc_n), static_cast<uint32_t>(ntc)}}),
+                   out_tile, DmaRole::store);
           }
-          if (act && p.bias) {
-            device::Activation a;
-            a.dst = staged_tile;
-            a.src = staged_tile;
-            a.function = *act;
-            kb.emit(Engine::scalar, a);
-          }
-          if (res) {
-            // The add of the unfused graph: staged + residual in fp32, then the activation.
-            kb.residual_add(
-                sum_in_f32 ? KernelBuilder::sb(sum_off[os], mt, DType::f32, ntc) : out_tile,
-                staged_tile, res_tile, out_tile, post_act);
-          }
-          kb.dma(KernelBuilder::hbm(p.c, c_base + m0 * sc_m + n0 * sc_n, mt, sc_m,
-                                    {{static_cast<int32_t>(sc_n), static_cast<uint32_t>(ntc)}}),
-                 out_tile, DmaRole::store);
-        }
       }
     }
     for (int d = rb - 1; d >= 0; --d) {

@@ -53,6 +53,41 @@ TEST(CodegenMatmul, MlpLinearReluGelu) {
 namespace neuronc::codegen::testing {
 namespace {
 
+// A weight that fits in a third of a partition loads as one DMA per 128-row K chunk spanning
+// every n-tile, so each DMA engine streams its rows back to back (TRAINIUM.md §5.3) instead of
+// one strided row per n-tile.
+TEST(CodegenMatmul, WeightsStreamInWholeRowBlocks) {
+  for (device::TargetKind kind :
+       {device::TargetKind::trn1, device::TargetKind::trn2, device::TargetKind::trn3}) {
+    RunResult r = check(R"(graph {
+  input %x : bf16[128, 384]
+  param %wf : f32[1536, 384] "w"
+  %w : bf16[1536, 384] = aten._to_copy.default(%wf) {dtype = #bf16}
+  %y : bf16[128, 1536] = aten.linear.default(%x, %w)
+  output %y
+})",
+                        2e-2, kind);
+    const ConstantBinding* wp = nullptr;
+    for (const ConstantBinding& c : r.part.constants)
+      if (c.dtype == device::DType::bf16) wp = &c;
+    ASSERT_NE(wp, nullptr);
+    const ConstantBinding& w = *wp;
+    EXPECT_TRUE(w.transposed);  // stored [K, N]: K chunks are contiguous row blocks
+    int weight_loads = 0;
+    for (const auto& stream : r.part.program.cores[0].streams)
+      for (const auto& in : stream)
+        if (const auto* d = std::get_if<device::DmaCopy>(&in.op))
+          if (d->src.memory == device::MemoryKind::hbm && d->src.offset >= w.offset &&
+              d->src.offset < w.offset + w.data.size()) {
+            ++weight_loads;
+            EXPECT_EQ(d->src.partition_count, 128);
+            EXPECT_EQ(d->src.free_size(), 1536u);
+            EXPECT_EQ(d->src.partition_stride, 1536);
+          }
+    EXPECT_EQ(weight_loads, 3);  // K = 384: three chunks, each covering all three n-tiles
+  }
+}
+
 TEST(CodegenMatmul, LargeTilesAccumulateAcrossK) {
   // K = 300 (3 K tiles, ragged), M = 200 (2 M tiles), N = 700 (2 N tiles).
   check(R"(graph {
