@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Full-size models on trn1 / trn2 / trn3 beside AWS's published latencies (TRAINIUM.md §6.2):
+# compiles each with --auto-cast matmul at batch 1 (BERT-base also at batch 16), verifies it
+# against PyTorch on trn1, benches it on every target and writes bench/results/trainium_models.md.
+# Needs the full-size zoo (sudo models/export_all.sh --full --no-intermediates --only
+# bert_base,bert_large,bert_base_b16,resnet18,resnet50,resnet101,vit_b_16) and a release build.
+# Every figure in the table comes from the device model (bench --json, inspect --json); the
+# published column is BENCH's P50.
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+NEURONC="${NEURONC:-$ROOT/build/tools/neuronc}"
+OUT="${OUT:-$ROOT/bench/results/trainium_models.md}"
+TARGETS="${TARGETS:-trn1 trn2 trn3}"
+MODELS="${MODELS:-bert_base bert_large bert_base_b16 resnet18 resnet50 resnet101 vit_b_16}"
+[[ -x "$NEURONC" ]] || { echo "trainium_models.sh: build neuronc first ($NEURONC)" >&2; exit 2; }
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+for m in $MODELS; do
+  dir="$ROOT/models/full/$m"
+  [[ -f "$dir/model.pt2" ]] || { echo "trainium_models.sh: $dir/model.pt2 missing (models/export_all.sh --full)" >&2; exit 2; }
+  echo "[$m] verify trn1" >&2
+  "$NEURONC" verify "$dir/model.pt2" --target trn1 --auto-cast matmul --no-intermediates --json \
+    > "$tmp/$m.verify.json" || true   # exit 3 = mismatch, recorded in the table
+  for t in $TARGETS; do
+    echo "[$m] compile + bench $t" >&2
+    "$NEURONC" compile "$dir/model.pt2" -o "$tmp/$m.$t.nca" --target "$t" --auto-cast matmul > /dev/null
+    "$NEURONC" bench "$tmp/$m.$t.nca" --iterations 1 --json > "$tmp/$m.$t.bench.json"
+    "$NEURONC" inspect "$tmp/$m.$t.nca" --json > "$tmp/$m.$t.inspect.json"
+    rm -f "$tmp/$m.$t.nca"
+  done
+done
+python3 - "$tmp" "$OUT" "$(git -C "$ROOT" rev-parse --short HEAD)" "$MODELS" "$TARGETS" <<'PY'
+import datetime, json, sys
+tmp, out, commit, models, targets = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split(), sys.argv[5].split()
+# BENCH (TRAINIUM.md §6.2) P50 at batch 1 (bert_base_b16: batch 16); ResNets on inf2.xlarge,
+# the same NeuronCore-v2 as trn1. ViT-B/16 has no batch-1 figure (published: BS 2, 4.087 ms).
+published = {"bert_base": (0.943, "trn1.2xlarge"), "bert_large": (2.67, "trn1.2xlarge"),
+             "bert_base_b16": (9.34, "trn1.2xlarge, BS 16"), "resnet18": (0.596, "inf2.xlarge"),
+             "resnet50": (0.830, "inf2.xlarge"), "resnet101": (1.007, "inf2.xlarge"),
+             "vit_b_16": (None, "no BS 1 figure")}
+SIZES = {"f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "bool": 1, "u8": 1, "i8": 1, "f64": 8}
+def tensor_bytes(t):  # "f32[1, 128, 768]"
+    dt, dims = t.split("[", 1)
+    n = 1
+    for d in dims.rstrip("]").split(","):
+        n *= int(d) if d.strip().isdigit() else 1
+    return n * SIZES.get(dt, 4)
+def load(p):
+    with open(p) as f: return json.load(f)
+rows = []
+for m in models:
+    ver = load(f"{tmp}/{m}.verify.json")
+    ok = ver.get("pass")
+    for t in targets:
+        b = load(f"{tmp}/{m}.{t}.bench.json"); ins = load(f"{tmp}/{m}.{t}.inspect.json")
+        lat_ms = b["simulated_latency_us"]["p50"] / 1e3
+        flops = b["model_flops"]
+        # The device model's own peak and HBM share, recovered from its MFU / MBU definitions.
+        peak = flops / (b["mfu"] * lat_ms * 1e-3) if b["mfu"] > 0 else float("nan")
+        hbm = b["hbm_bytes"]["total"]
+        bw = hbm / (b["mbu"] * lat_ms * 1e-3) if b["mbu"] > 0 else float("nan")
+        sig = ins["signature"]
+        io = sum(tensor_bytes(x["type"]) for x in sig.get("inputs", []) + sig.get("outputs", []))
+        min_bytes = ins["memory_plan"]["constant_bytes"] + io
+        roof_ms = max(flops / peak, min_bytes / bw) * 1e3
+        pub, where = published[m]
+        rows.append((m, t, lat_ms, pub if t == "trn1" else None, where, roof_ms, 100 * b["mfu"],
+                     100 * b["mbu"], hbm / 1e6, min_bytes / 1e6,
+                     ("match" if ok else "MISMATCH") if t == "trn1" else ""))
+with open(out, "w") as f:
+    f.write("# Full-size models on the device model beside AWS's published latencies\n\n")
+    f.write(f"Measured {datetime.date.today()} at commit {commit} by `bench/trainium_models.sh`: "
+            "batch 1 (bert_base_b16: 16), seq 128 / 224×224, `--auto-cast matmul`, one NeuronCore, "
+            "fresh torch.export 2.14 of random-weight models (models/export_all.sh --full). "
+            "Published P50 from TRAINIUM.md §6.2 (BENCH), trn1 rows only (no trn2/trn3 model figures are "
+            "published). Roofline = max(model FLOPs / TensorE bf16 peak, minimum HBM bytes / HBM share), "
+            "both from the device model; minimum bytes = the artifact's constants + inputs + outputs. "
+            "verify: trn1 outputs against PyTorch (bf16 criterion: cosine ≥ 0.999, tolerance scaled to max|ref|).\n\n")
+    f.write("| model | target | simulated P50 ms | published P50 ms | ratio | roofline ms | sim / roofline | MFU % | MBU % | HBM MB moved | minimum MB | verify |\n")
+    f.write("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+    for (m, t, lat, pub, where, roof, mfu, mbu, hbm, mn, ver) in rows:
+        pubs = f"{pub:.3f} ({where})" if pub else ("—" if t == "trn1" and not pub else "")
+        ratio = f"{lat / pub:.2f}×" if pub else ""
+        f.write(f"| {m} | {t} | {lat:.3f} | {pubs} | {ratio} | {roof:.3f} | {lat / roof:.1f}× | {mfu:.1f} | {mbu:.1f} | {hbm:.0f} | {mn:.0f} | {ver} |\n")
+print(open(out).read())
+PY
