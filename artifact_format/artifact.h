@@ -18,7 +18,7 @@ namespace neuronc::artifact {
 
 // Format version this build writes and the newest it reads (docs/ARTIFACT_FORMAT.md).
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 0;
+inline constexpr uint16_t kFormatMinor = 1;  // 1.1: indirect dma_copy (row_index)
 
 // Element types of plan values (host side); numbering = artifact.fbs TensorDType.
 enum class TensorDType : uint8_t {

@@ -123,6 +123,10 @@ std::string instruction_text(const d::Instruction& inst) {
           f("dst", memref_text(x.dst));
           f("src", memref_text(x.src));
           f("queue", std::to_string(x.queue));
+          if (x.row_index) {
+            f("row_index", memref_text(*x.row_index));
+            f("table_rows", std::to_string(x.table_rows));
+          }
         } else if constexpr (std::is_same_v<T, d::Collective>) {
           f("kind", std::string(d::collective_name(x.kind)));
           f("dst", memref_text(x.dst));

@@ -133,7 +133,10 @@ std::pair<fb::Operation, Offset<void>> encode_op(FlatBufferBuilder& fbb, const d
                       .Union()};
         } else if constexpr (std::is_same_v<T, d::DmaCopy>) {
           r.a = enc(x.dst), r.b = enc(x.src);
-          return {fb::Operation::DmaCopy, fb::CreateDmaCopy(fbb, &r.a, &r.b, x.queue).Union()};
+          return {fb::Operation::DmaCopy,
+                  fb::CreateDmaCopy(fbb, &r.a, &r.b, x.queue, opt_ref(x.row_index, r.c),
+                                    x.row_index ? x.table_rows : 0)
+                      .Union()};
         } else if constexpr (std::is_same_v<T, d::Collective>) {
           r.a = enc(x.dst), r.b = enc(x.src);
           return {fb::Operation::Collective,
@@ -355,6 +358,12 @@ Result<d::Operation> decode_op(const fb::Instruction& in) {
       if (x->queue() > 15)
         return bad("dma queue " + to_string(x->queue()) + " is out of range: expected 0..15");
       o.queue = x->queue();
+      if (x->row_index()) {
+        NEURONC_ARTIFACT_ASSIGN_OR_RETURN(o.row_index, dec(x->row_index(), "row_index"));
+        o.table_rows = x->table_rows();
+      } else if (x->table_rows() != 0) {
+        return bad("dma_copy has " + to_string(x->table_rows()) + " table rows but no row_index");
+      }
       return d::Operation(o);
     }
     case fb::Operation::Collective: {

@@ -1,10 +1,8 @@
-// embedding (a gather of weight rows by data-dependent indices). The ISA has no indirect DMA
-// on NC-v2/v3, so the gather runs on TensorE as a one-hot matmul:
-//   onehot[v, t] = (index[t] - v0 == v)     VectorE tensor_scalar against an iota column
-//   out[t, d]    = sum_v onehot[v, t] W[v0 + v, d]   accumulated in PSUM over vocab chunks
-// Exact in fp32 (one non-zero product per output). Cost grows with the vocabulary (every
-// token tile streams the whole table); an indirect-DMA instruction would make it
-// proportional to the tokens (asked for in docs/CODEGEN.md).
+// embedding (a gather of weight rows by data-dependent indices) as an indirect DMA: per tile of
+// up to 128 tokens the indices load into SBUF (one per partition, as i32), one indirect
+// dma_copy gathers the addressed table rows into the tile (converting when the output dtype
+// differs) and a DMA stores it. HBM traffic is the gathered rows, not the table; an index
+// outside the table stops the run with an error (device/isa.h, DmaCopy::row_index).
 #include <algorithm>
 
 #include "codegen/lowering.h"
@@ -12,9 +10,7 @@
 namespace neuronc::codegen {
 namespace {
 
-using device::AluOp;
 using device::DType;
-using device::Engine;
 using device::MemRef;
 
 void lower_embedding(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
@@ -23,16 +19,16 @@ void lower_embedding(KernelBuilder& kb, const ir::Node& n, const PartitionContex
   const HbmView& out = ctx.view(n.output());
   if (w.rank() != 2) fail(n, "embedding weight must be 2-D");
   const int64_t V = w.shape[0], D = w.shape[1];
+  if (V > UINT32_MAX) fail(n, "embedding table of " + std::to_string(V) + " rows exceeds 2^32");
+  if (ix.dtype != DType::i32 && ix.dtype != DType::u32)
+    fail(n, "embedding indices must be 32-bit integers on the device, found " +
+                std::string(device::dtype_name(ix.dtype)));
   const device::Target& t = kb.target();
   const int64_t P = t.partitions;
-  const int64_t DT = std::min<int64_t>(D, t.psum_bank_elems_f32());
-  const int64_t nDT = ceil_div(D, DT);
-  if (nDT > t.psum_banks)
-    fail(n, "embedding dim " + std::to_string(D) + " needs more than " +
-                std::to_string(t.psum_banks) + " PSUM banks");
-  const DType mdt = w.dtype == DType::f32 ? DType::f32 : w.dtype;
-  const uint32_t es = device::dtype_size(mdt);
-  const int64_t nV = ceil_div(V, P);
+  const uint32_t os = device::dtype_size(out.dtype);
+  if (D * os > t.sbuf_partition_bytes / 4)
+    fail(n, "embedding rows of " + std::to_string(D * os) + " bytes exceed a quarter of a " +
+                std::to_string(t.sbuf_partition_bytes) + "-byte SBUF partition");
 
   // Token tiles: never straddle the innermost index dimension.
   std::vector<int64_t> sizes = ix.shape;
@@ -44,19 +40,14 @@ void lower_embedding(KernelBuilder& kb, const ir::Node& n, const PartitionContex
   for (size_t d = 0; d + 1 < sizes.size(); ++d) outer *= sizes[d];
   const int64_t TT = std::min(P, inner);
 
-  const uint32_t iota = kb.alloc(4, "embedding iota");
-  const uint32_t idx_b = kb.alloc(TT * 4, "embedding indices");
-  const uint32_t onehot[2] = {kb.alloc(TT * es, "embedding one-hot"),
-                              kb.alloc(TT * es, "embedding one-hot")};
-  uint32_t wt[2] = {kb.alloc(DT * es, "embedding rows"), kb.alloc(DT * es, "embedding rows")};
-  const uint32_t o_sb = kb.alloc(DT * device::dtype_size(out.dtype), "embedding output");
-
-  device::Iota io;
-  io.dst = KernelBuilder::sb(iota, P, DType::f32, 1);
-  io.channel_multiplier = 1;
-  kb.emit(Engine::gpsimd, io);
-
-  std::vector<uint32_t> banks(static_cast<size_t>(nDT));
+  uint32_t idx_b[2], rows_b[2];
+  for (int s = 0; s < 2; ++s) {
+    idx_b[s] = kb.alloc(4, "embedding indices");
+    rows_b[s] = kb.alloc(D * os, "embedding rows");
+  }
+  // One table row: D elements from the row's start; the row stride walks the table.
+  const MemRef table = KernelBuilder::hbm(
+      w, 0, 1, 0, {{static_cast<int32_t>(w.strides[1]), static_cast<uint32_t>(D)}});
   int iter = 0;
   int64_t token = 0;
   for (int64_t o = 0; o < outer; ++o) {
@@ -65,53 +56,15 @@ void lower_embedding(KernelBuilder& kb, const ir::Node& n, const PartitionContex
       base += (rem % sizes[d]) * strides[0][d];
       rem /= sizes[d];
     }
-    for (int64_t t0 = 0; t0 < inner; t0 += TT) {
+    for (int64_t t0 = 0; t0 < inner; t0 += TT, ++iter) {
       const int64_t tt = std::min(TT, inner - t0);
-      // Indices broadcast to every partition, as f32 (the DMA converts).
-      const MemRef ib = KernelBuilder::sb(idx_b, P, DType::f32, tt);
-      kb.dma(ib,
-             KernelBuilder::hbm(ix, base + t0 * inner_stride, P, 0,
-                                {{static_cast<int32_t>(inner_stride), static_cast<uint32_t>(tt)}}),
+      const MemRef idx = KernelBuilder::sb(idx_b[iter % 2], tt, ix.dtype, 1);
+      kb.dma(idx, KernelBuilder::hbm(ix, base + t0 * inner_stride, tt, inner_stride, {{1, 1}}),
              DmaRole::load);
-      for (auto& b : banks) b = kb.psum_bank();
-      for (int64_t vc = 0; vc < nV; ++vc, ++iter) {
-        const int64_t v0 = vc * P, vn = std::min(P, V - v0);
-        const MemRef oh = KernelBuilder::sb(onehot[iter % 2], vn, mdt, tt);
-        device::TensorScalar x;
-        x.dst = oh;
-        x.src = KernelBuilder::sb(idx_b, vn, DType::f32, tt);
-        x.op0 = AluOp::subtract;
-        x.operand0 = static_cast<float>(v0);
-        x.op1 = AluOp::is_equal;
-        x.operand1 = KernelBuilder::sb(iota, vn, DType::f32, 1);
-        kb.emit(Engine::vector, x);
-        for (int64_t dc = 0; dc < nDT; ++dc) {
-          const int64_t d0 = dc * DT, dn = std::min(DT, D - d0);
-          const MemRef wr = KernelBuilder::sb(wt[(iter * nDT + dc) % 2], vn, mdt, dn);
-          kb.dma(
-              wr,
-              KernelBuilder::hbm(w, v0 * w.strides[0] + d0 * w.strides[1], vn, w.strides[0],
-                                 {{static_cast<int32_t>(w.strides[1]), static_cast<uint32_t>(dn)}}),
-              DmaRole::load);
-          device::MatMul mm;
-          mm.dst = KernelBuilder::ps(banks[dc], tt, dn);
-          mm.stationary = oh;
-          mm.moving = wr;
-          mm.accumulate = vc > 0;
-          kb.emit(Engine::tensor, mm);
-        }
-      }
-      for (int64_t dc = 0; dc < nDT; ++dc) {
-        const int64_t d0 = dc * DT, dn = std::min(DT, D - d0);
-        const MemRef ot = KernelBuilder::sb(o_sb, tt, out.dtype, dn);
-        device::TensorCopy c;
-        c.dst = ot;
-        c.src = KernelBuilder::ps(banks[dc], tt, dn);
-        kb.emit(Engine::vector, c);
-        kb.dma(
-            KernelBuilder::hbm(out, (token + t0) * D + d0, tt, D, {{1, static_cast<uint32_t>(dn)}}),
-            ot, DmaRole::store);
-      }
+      const MemRef rows = KernelBuilder::sb(rows_b[iter % 2], tt, out.dtype, D);
+      kb.dma_gather(rows, table, w.strides[0], idx, static_cast<uint32_t>(V));
+      kb.dma(KernelBuilder::hbm(out, (token + t0) * D, tt, D, {{1, static_cast<uint32_t>(D)}}),
+             rows, DmaRole::store);
     }
     token += inner;
   }

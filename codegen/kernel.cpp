@@ -157,6 +157,18 @@ void KernelBuilder::dma(const MemRef& dst, const MemRef& src, DmaRole role) {
   code_.push_back({device::Engine::sync, d, debug_id_, role});
 }
 
+void KernelBuilder::dma_gather(const MemRef& dst, MemRef row, int64_t row_stride,
+                               const MemRef& index, uint32_t rows) {
+  device::DmaCopy d;
+  d.dst = dst;
+  row.partition_count = 1;
+  row.partition_stride = row_stride;
+  d.src = row;
+  d.row_index = index;
+  d.table_rows = rows;
+  code_.push_back({device::Engine::sync, d, debug_id_, DmaRole::load});
+}
+
 KernelCode KernelBuilder::finish() {
   KernelCode k;
   k.instructions = std::move(code_);

@@ -57,6 +57,8 @@ void for_each_memref(device::Operation& op, Fn&& fn) {
         if constexpr (requires { x.predicate; }) fn(x.predicate);
         if constexpr (requires { x.on_true; }) fn(x.on_true);
         if constexpr (requires { x.index; }) fn(x.index);
+        if constexpr (requires { x.row_index; })
+          if (x.row_index) fn(*x.row_index);
         if constexpr (requires { x.accumulate_dst; })
           if (x.accumulate_dst) fn(*x.accumulate_dst);
         if constexpr (requires { x.scale; }) scalar(x.scale);
@@ -127,6 +129,10 @@ class KernelBuilder {
                     const device::MemRef& residual, const device::MemRef& out,
                     std::optional<device::ActivationFunction> act);
   void dma(const device::MemRef& dst, const device::MemRef& src, DmaRole role);
+  // Indirect DMA (a load): partition p of `dst` <- row index[p] of the HBM table whose row 0 is
+  // `row` and whose rows are `row_stride` elements apart (device::DmaCopy::row_index).
+  void dma_gather(const device::MemRef& dst, device::MemRef row, int64_t row_stride,
+                  const device::MemRef& index, uint32_t rows);
   void add_flops(double f) { flops_ += f; }
 
   KernelCode finish();

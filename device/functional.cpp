@@ -707,7 +707,39 @@ Status exec_local_gather(const ExecContext& ctx, const LocalGather& x) {
   return Status::ok();
 }
 
+// Indirect DMA: partition p of dst <- table row row_index[p] (cast through fp32 when the dtypes
+// differ). The verifier checked the whole table's footprint, so any index in range is safe.
+Status exec_dma_indirect(const ExecContext& ctx, const DmaCopy& x) {
+  const View d = make_view(ctx, x.dst);
+  const View ix = make_view(ctx, *x.row_index);
+  const bool same = x.src.dtype == x.dst.dtype;
+  std::vector<int64_t> idx(ix.n);
+  std::vector<std::byte> raw(same ? d.n * d.size : 0);
+  std::vector<float> vals(same ? 0 : d.n);
+  MemRef row = x.src;
+  for (int p = 0; p < d.partitions; ++p) {
+    gather_int(ix, p, idx.data());
+    const int64_t r = idx[0];
+    if (r < 0 || r >= static_cast<int64_t>(x.table_rows))
+      return out_of_range("dma_copy row index " + to_string(r) + " at partition " + to_string(p) +
+                          " is outside the table's " + to_string(x.table_rows) + " rows");
+    row.offset =
+        x.src.offset + static_cast<uint64_t>(r * x.src.partition_stride) * dtype_size(x.src.dtype);
+    const View s = make_view(ctx, row);
+    if (same) {
+      gather_raw(s, 0, raw.data());
+      scatter_raw(d, p, raw.data());
+    } else {
+      gather_f32(s, 0, vals.data());
+      Rng rng = rng_for(ctx, p);
+      scatter_f32(d, p, vals.data(), rng.mode, rng.ptr());
+    }
+  }
+  return Status::ok();
+}
+
 Status exec_dma(const ExecContext& ctx, const DmaCopy& x) {
+  if (x.row_index) return exec_dma_indirect(ctx, x);
   const View s = make_view(ctx, x.src);
   const View d = make_view(ctx, x.dst);
   const bool same = x.src.dtype == x.dst.dtype;

@@ -1,6 +1,9 @@
 // Names, sizes and operand lists of the device ISA (isa.h).
 #include "device/isa.h"
 
+#include <algorithm>
+#include <cstdint>
+
 namespace neuronc::device {
 
 uint32_t dtype_size(DType t) {
@@ -196,6 +199,19 @@ void add_scalar(std::vector<MemRef>& reads, const ScalarOperand& s) {
 }
 }  // namespace
 
+MemRef indirect_table_footprint(const DmaCopy& d) {
+  MemRef m = d.src;
+  if (d.src.num_levels >= 4 || d.src.partition_stride < INT32_MIN ||
+      d.src.partition_stride > INT32_MAX)
+    return m;  // not expressible; the verifier refuses such a transfer
+  m.partition_count = 1;
+  m.partition_stride = 0;
+  m.num_levels = static_cast<uint8_t>(d.src.num_levels + 1);
+  m.levels[0] = {static_cast<int32_t>(d.src.partition_stride), std::max<uint32_t>(1, d.table_rows)};
+  for (int l = 0; l < d.src.num_levels; ++l) m.levels[l + 1] = d.src.levels[l];
+  return m;
+}
+
 Operands operands(const Operation& op) {
   Operands o;
   std::visit(
@@ -205,9 +221,13 @@ Operands operands(const Operation& op) {
           o.reads = {x.stationary, x.moving};
           if (x.accumulate) o.reads.push_back(x.dst);
           o.writes = {x.dst};
+        } else if constexpr (std::is_same_v<T, DmaCopy>) {
+          o.reads = {x.row_index ? indirect_table_footprint(x) : x.src};
+          if (x.row_index) o.reads.push_back(*x.row_index);
+          o.writes = {x.dst};
         } else if constexpr (std::is_same_v<T, Transpose> || std::is_same_v<T, TensorCopy> ||
-                             std::is_same_v<T, TensorReduce> || std::is_same_v<T, DmaCopy> ||
-                             std::is_same_v<T, AffineSelect> || std::is_same_v<T, Collective>) {
+                             std::is_same_v<T, TensorReduce> || std::is_same_v<T, AffineSelect> ||
+                             std::is_same_v<T, Collective>) {
           o.reads = {x.src};
           o.writes = {x.dst};
         } else if constexpr (std::is_same_v<T, Activation>) {

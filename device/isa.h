@@ -278,11 +278,26 @@ struct LocalGather {
 // DMA transfer (HBM<->SBUF, HBM<->HBM, SBUF<->SBUF; never PSUM), cast through fp32 when the
 // dtypes differ. Triggered by the engine whose stream holds it; runs on DMA queue `queue`;
 // waits apply to the trigger, signals fire when the whole transfer is done.
+//
+// With `row_index` it is an indirect DMA (descriptors generated from data: software DGE on
+// GpSimd on NC-v2, hardware DGE on NC-v3/v4, TRAINIUM.md §2.1, DGE): `src` is one row of a table
+// of `table_rows` rows in HBM, row r starting `r * src.partition_stride` elements after
+// src.offset with src's access pattern (src.partition_count is 1); partition p of dst receives
+// row row_index[p], the first element of partition p of `row_index` (an integer tile in SBUF with
+// dst's partition count). An index outside [0, table_rows) stops the run with an error.
 struct DmaCopy {
+  DmaCopy() = default;
+  DmaCopy(const MemRef& d, const MemRef& s, uint16_t q = 0) : dst(d), src(s), queue(q) {}
   MemRef dst, src;
   uint16_t queue = 0;  // 0..15
+  std::optional<MemRef> row_index;
+  uint32_t table_rows = 0;
   bool operator==(const DmaCopy&) const = default;
 };
+
+// The HBM bytes an indirect DMA may read: every row of its table (a bounding pattern with the
+// row as the outermost level; src must have at most 3 levels and a row stride in int32).
+MemRef indirect_table_footprint(const DmaCopy& d);
 
 enum class CollectiveKind : uint8_t { all_reduce = 0, all_gather, reduce_scatter };
 std::string_view collective_name(CollectiveKind k);

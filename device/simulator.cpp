@@ -327,7 +327,8 @@ Status Run::on_ready(double now, int core, Engine e) {
       ++q[qthread];
       qsnap = q;
     }
-    const double t0 = now + c.ii_ns + t_.dma_trigger_latency_ns;
+    const double t0 = now + c.ii_ns + t_.dma_trigger_latency_ns +
+                      (dma->row_index ? t_.dma_indirect_setup_ns : 0.0);
     const DmaWork w = cost_.dma_work(*dma);
     double rate = std::min(t_.dma_engine_bytes_per_ns, t_.dma_engine_peak_bytes_per_ns);
     if (w.cast) rate *= t_.dma_cast_factor;

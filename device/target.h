@@ -83,6 +83,7 @@ struct Target {
   double dma_engine_peak_bytes_per_ns;     // DMA theoretical cap: 27.2 / 27.2 / 38.4 GB/s
   double dma_descriptor_ns;       // assumption: per-descriptor cost fitted to §6.1 anchors
   double dma_trigger_latency_ns;  // assumption (DMABW ~1.3 us semaphore-to-start), fitted
+  double dma_indirect_setup_ns;   // ARCH3: ~600 ns per DGE DMA (v3/v4); v2: assumption
   double dma_semaphore_write_ns;  // assumption: final 4-byte semaphore write per engine
   double dma_cast_factor;         // assumption: a casting DMA moves data at this fraction
   int dma_issue_cycles;           // assumption: issuing engine cycles per dma trigger

@@ -147,10 +147,13 @@ void for_each_memref(device::Operation& op, F&& f) {
           f(o.dst), f(o.predicate), f(o.on_true), scalar(o.on_false);
         } else if constexpr (std::is_same_v<T, device::LocalGather>) {
           f(o.dst), f(o.src), f(o.index);
+        } else if constexpr (std::is_same_v<T, device::DmaCopy>) {
+          f(o.dst), f(o.src);
+          if (o.row_index) f(*o.row_index);
         } else if constexpr (std::is_same_v<T, device::Nop>) {
         } else {
           f(o.dst),
-              f(o.src);  // Transpose, TensorReduce, TensorCopy, AffineSelect, DmaCopy, Collective
+              f(o.src);  // Transpose, TensorReduce, TensorCopy, AffineSelect, Collective
         }
       },
       op);

@@ -126,6 +126,11 @@ TEST(ArtifactRoundTrip, EveryOpcodeRoundTrips) {
   dp.program.cores[0]
       .stream(d::Engine::sync)
       .push_back(testing::inst(d::DmaCopy{d::hbm(0, d::DType::f32, 4, 8, 8), s(0), 15}));
+  d::DmaCopy gather{s(0), d::hbm(0, d::DType::f32, 1, 8, 0), 3};
+  gather.src.partition_stride = 8;
+  gather.row_index = d::sbuf(0, 32, 256, d::DType::i32, 1);
+  gather.table_rows = 4;
+  dp.program.cores[0].stream(d::Engine::sync).push_back(testing::inst(gather));
   dp.program.cores[0]
       .stream(d::Engine::sync)
       .push_back(testing::inst(d::Collective{d::CollectiveKind::all_gather, d::ReduceOp::sum,

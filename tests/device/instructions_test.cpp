@@ -382,6 +382,39 @@ TEST_F(Instructions, DmaRoundTripWithCast) {
   for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(out[i], bf16_to_f32(f32_to_bf16(in[i])));
 }
 
+// Indirect DMA: partition p receives table row index[p] (converted to the destination dtype); an
+// index outside the table stops the run naming the index and the partition.
+DmaCopy gather(const MemRef& dst, const MemRef& idx, uint32_t rows) {
+  DmaCopy d{dst, hbm(0, DType::f32, 1, 6, 0)};
+  d.src.partition_stride = 8;  // table rows 8 elements apart, 6 used
+  d.row_index = idx;
+  d.table_rows = rows;
+  return d;
+}
+
+TEST_F(Instructions, IndirectDmaGathersTableRows) {
+  std::vector<float> table(10 * 8);
+  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<float>(i) + 0.3f;
+  std::memcpy(hbm_.data(), table.data(), table.size() * 4);
+  const MemRef idx = sbuf(0, 4, 0, DType::i32, 1);
+  const MemRef dst = sbuf(0, 4, 64, DType::bf16, 6);
+  write(sim_, 0, idx, {7, 0, 9, 7});
+  run(single(Engine::sync, gather(dst, idx, 10)));
+  const std::vector<float> got = read(sim_, 0, dst);
+  const int rows[4] = {7, 0, 9, 7};
+  for (int p = 0; p < 4; ++p)
+    for (int i = 0; i < 6; ++i)
+      EXPECT_EQ(got[p * 6 + i], bf16_to_f32(f32_to_bf16(table[rows[p] * 8 + i]))) << p << " " << i;
+  for (float bad : {10.0f, -1.0f}) {
+    write(sim_, 0, idx, {1, 2, bad, 3});
+    auto r = sim_.run(single(Engine::sync, gather(dst, idx, 10)), hbm_);
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_THAT(r.status().message(),
+                HasSubstr("dma_copy row index " + std::to_string(static_cast<int>(bad)) +
+                          " at partition 2 is outside the table's 10 rows"));
+  }
+}
+
 TEST_F(Instructions, AllReduceAndAllGatherAcrossTwoCores) {
   Simulator sim(target(TargetKind::trn2));
   std::vector<std::byte> mem(4096);

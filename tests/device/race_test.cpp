@@ -30,6 +30,27 @@ Program pipeline(bool with_load_semaphore) {
   return p;
 }
 
+// An indirect DMA may read any row of its table: an unordered write to another row races.
+TEST(RaceChecker, IndirectDmaReadsItsWholeTable) {
+  SimulatorOptions o;
+  o.check_races = true;
+  Simulator sim(target(TargetKind::trn1), o);
+  std::vector<std::byte> mem(1 << 20);
+  Program p = program(1, 1 << 20);
+  DmaCopy g{sbuf(0, 4, 0, DType::f32, 8), hbm(0, DType::f32, 1, 8, 0), 0};
+  g.src.partition_stride = 8;
+  g.row_index = sbuf(0, 4, 64, DType::i32, 1);
+  g.table_rows = 100;
+  p.cores[0].stream(Engine::sync).push_back(inst(g));
+  // Row 50 of the table (byte 1600) is written by another queue with no semaphore.
+  p.cores[0]
+      .stream(Engine::sync)
+      .push_back(inst(DmaCopy{hbm(1600, DType::f32, 1, 8, 8), sbuf(0, 1, 128, DType::f32, 8), 1}));
+  auto r = sim.run(p, mem);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("race: "));
+}
+
 TEST(RaceChecker, OrderedPipelineIsClean) {
   SimulatorOptions o;
   o.check_races = true;

@@ -40,6 +40,34 @@ TEST(Verifier, PartitionStartAlignment) {
             "ok");
 }
 
+TEST(Verifier, IndirectDmaOperands) {
+  auto gather = [](MemRef dst, MemRef src, MemRef idx, uint32_t rows) {
+    DmaCopy d{dst, src};
+    d.row_index = idx;
+    d.table_rows = rows;
+    return d;
+  };
+  MemRef row = hbm(0, DType::f32, 1, 8, 0);
+  row.partition_stride = 8;
+  const MemRef dst = sbuf(0, 4, 0, DType::f32, 8);
+  const MemRef idx = sbuf(0, 4, 64, DType::i32, 1);
+  EXPECT_EQ(error_of(single(Engine::sync, gather(dst, row, idx, 16))), "ok");
+  EXPECT_THAT(error_of(single(Engine::sync, gather(dst, row, idx, 0))),
+              HasSubstr("the table has 0 rows"));
+  EXPECT_THAT(error_of(single(Engine::sync, gather(dst, row, sbuf(0, 4, 64, DType::f32, 1), 16))),
+              HasSubstr("row_index must be an i32/u32/i16/u16 sbuf tile, found f32 in sbuf"));
+  EXPECT_THAT(error_of(single(Engine::sync, gather(dst, row, sbuf(0, 3, 64, DType::i32, 1), 16))),
+              HasSubstr("3 index partitions for 4 destination rows"));
+  EXPECT_THAT(
+      error_of(single(Engine::sync, gather(dst, hbm(0, DType::f32, 2, 8, 8), idx, 16))),
+      HasSubstr("src must be one hbm row (partition count 1), found hbm with 2 partitions"));
+  EXPECT_THAT(error_of(single(Engine::sync, gather(sbuf(0, 4, 0, DType::f32, 4), row, idx, 16))),
+              HasSubstr("table rows of 8 elements into rows of 4"));
+  // The whole table must lie in the arena, not only the first row: 16 rows x 32 B = 512 B.
+  EXPECT_THAT(error_of(single(Engine::sync, gather(dst, row, idx, 16), 480)),
+              HasSubstr("hbm bytes [0, 512) are outside the arena of 480 bytes"));
+}
+
 TEST(Verifier, AccessPatternLimits) {
   MemRef a = sbuf(0, 1, 0, DType::f32, 2);
   a.levels[0] = {40000, 2};

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "tools/cli_output.h"
 #include "tools/compiler_driver.h"
 #include "tools/npy.h"
 #include "tools/runner.h"
@@ -169,6 +170,35 @@ TEST_P(EndToEnd, MatchesPyTorch) {
     ++compared;
   }
   EXPECT_GT(compared, 0u) << "no reference outputs in " << dir;
+}
+
+// A token id outside the vocabulary stops the run with an error that names the id (the
+// embedding's indirect DMA checks every index); it never yields silent zeros.
+TEST(EndToEndErrors, TokenIdOutsideTheVocabularyIsReported) {
+  const fs::path dir = fixture_dir("bert");
+  CompileRequest req;
+  req.model = (dir / "model.pt2").string();
+  req.target = "trn1";
+  CompileResult compiled = compile_model(req);
+  auto model = neuronc::Model::load_from_memory(compiled.artifact);
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  std::vector<std::pair<std::string, NpyArray>> inputs;
+  for (size_t i = 0; i < model->inputs().size(); ++i)
+    inputs.emplace_back(model->inputs()[i].name,
+                        read_npy((dir / ("input_" + std::to_string(i) + ".npy")).string()));
+  ASSERT_EQ(inputs[0].second.type, NpyType::i64);
+  const int64_t bad = 500;  // vocab 128
+  std::memcpy(inputs[0].second.data.data() + 3 * 8, &bad, 8);
+  neuronc::Session session(*model);
+  ASSERT_TRUE(session.status().is_ok()) << session.status().message();
+  try {
+    run_once(session, inputs);
+    FAIL() << "a token id outside the vocabulary ran";
+  } catch (const CommandExit& e) {
+    EXPECT_NE(e.message.find("row index 500 at partition 3 is outside the table's 128 rows"),
+              std::string::npos)
+        << e.message;
+  }
 }
 
 std::vector<Case> cases() {
