@@ -175,11 +175,26 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
   uint32_t a_stage = 0, b_stage = 0;
   if (a_transpose) a_stage = kb.alloc(p.K * device::dtype_size(p.a.dtype), "matmul A staging");
   if (b_transpose) b_stage = kb.alloc(p.K * device::dtype_size(p.b.dtype), "matmul B staging");
-  uint32_t bt_off[2] = {0, 0}, out_off[2], bias_off[2], tmp_off[2];
+  // A bias that is one row broadcast over M (linear, addmm with a vector bias) and has the
+  // operand dtype joins the PSUM accumulation as a last K = 1 matmul against a ones column:
+  // acc + 1 * b rounds exactly like the epilogue's fp32 add, and the row loads once per block
+  // instead of once per output tile broadcast to every partition.
+  const bool bias_in_psum = p.bias && p.alpha == 1 && p.beta == 1 && p.bias->strides[rb] == 0 &&
+                            (p.bias->strides[rb + 1] != 0 || p.N == 1) &&
+                            (p.bias->dtype == mdt || mdt == DType::f32);
+  // Output tiles of one m-tile gather into a block row [mt, nb] stored by one DMA, so a result
+  // whose rows lie back to back streams (TRAINIUM.md §5.3).
+  const uint32_t cs = device::dtype_size(p.c.dtype);
+  uint32_t bt_off[2] = {0, 0}, out_off[2], bias_off[2] = {0, 0}, tmp_off[2], brow_off[2] = {0, 0};
+  uint32_t ones_off = 0;
   for (int s = 0; s < b_slots; ++s) bt_off[s] = kb.alloc(nK * nb * es, "matmul B");
+  if (bias_in_psum) {
+    ones_off = kb.alloc(P * es, "matmul bias ones");
+    for (int s = 0; s < b_slots; ++s) brow_off[s] = kb.alloc(nb * es, "matmul bias row");
+  }
   for (int s = 0; s < 2; ++s) {
-    out_off[s] = kb.alloc(nt * device::dtype_size(p.c.dtype), "matmul output");
-    bias_off[s] = p.bias ? kb.alloc(nt * 4, "matmul bias") : 0;
+    out_off[s] = kb.alloc(nb * cs, "matmul output");
+    if (p.bias && !bias_in_psum) bias_off[s] = kb.alloc(nt * 4, "matmul bias");
     tmp_off[s] = (p.alpha != 1 || p.beta != 1) ? kb.alloc(nt * 4, "matmul epilogue") : 0;
   }
   uint32_t res_off[2] = {0, 0}, staged_off[2] = {0, 0}, sum_off[2] = {0, 0};
@@ -209,8 +224,14 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
     evacuate(dst, ps);
   };
 
+  if (bias_in_psum) {
+    device::Memset ones;
+    ones.dst = KernelBuilder::sb(ones_off, 1, mdt, P);
+    ones.value = 1.0;
+    kb.emit(Engine::vector, ones);
+  }
   std::vector<int64_t> bidx(p.batch.size(), 0);
-  int block_iter = 0, out_iter = 0;
+  int block_iter = 0, out_iter = 0, tile_iter = 0;
   for (int64_t bi = 0; bi < batch_count; ++bi) {
     int64_t a_base = 0, b_base = 0, c_base = 0, bias_base = 0, res_base = 0;
     for (int d = 0; d < rb; ++d) {
@@ -278,12 +299,22 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
                    DmaRole::load);
           }
         }
-        for (int64_t n0 = nb0; n0 < nb0 + nbc; n0 += nt)
-          for (int64_t mi = 0; mi < mb_count; ++mi, ++out_iter) {
+        MemRef brow;
+        if (bias_in_psum) {
+          const int64_t sbn = p.bias->strides[rb + 1];
+          brow = KernelBuilder::sb(brow_off[block_iter % b_slots], 1, mdt, nbc);
+          kb.dma(brow,
+                 KernelBuilder::hbm(*p.bias, bias_base + nb0 * sbn, 1, 0,
+                                    {{static_cast<int32_t>(sbn), static_cast<uint32_t>(nbc)}}),
+                 DmaRole::load);
+        }
+        for (int64_t mi = 0; mi < mb_count; ++mi, ++out_iter) {
+          const int64_t m0 = (mb0 + mi) * P, mt = std::min(P, p.M - m0);
+          const uint32_t oblock = out_off[out_iter % 2];
+          for (int64_t n0 = nb0; n0 < nb0 + nbc; n0 += nt, ++tile_iter) {
             const int64_t ntc = std::min(nt, nb0 + nbc - n0);
             const uint32_t bcol = bslot + (n0 - nb0) * es;  // this n-tile inside the block
-            const int64_t m0 = (mb0 + mi) * P, mt = std::min(P, p.M - m0);
-            const int os = out_iter % 2;
+            const int os = tile_iter % 2;
             // The residual tile loads before the tile's matmuls (its DMA overlaps TensorE).
             MemRef res_tile;
             if (res) {
@@ -305,14 +336,21 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
               mm.accumulate = kc > 0;
               kb.emit(Engine::tensor, mm);
             }
+            if (bias_in_psum) {
+              device::MatMul mb;
+              mb.dst = acc;
+              mb.stationary = KernelBuilder::sb(ones_off, 1, mdt, mt);
+              mb.moving = KernelBuilder::sb(brow.offset + (n0 - nb0) * es, 1, mdt, ntc);
+              mb.accumulate = true;
+              kb.emit(Engine::tensor, mb);
+            }
             kb.add_flops(2.0 * mt * ntc * p.K);
             // Epilogue.
-            const MemRef out_tile = KernelBuilder::sb(out_off[os], mt, p.c.dtype, ntc);
+            const MemRef out_tile = KernelBuilder::sb(oblock + (n0 - nb0) * cs, mt, p.c.dtype, ntc);
             // Without a residual the epilogue writes the output tile itself.
             const MemRef staged_tile =
                 res ? KernelBuilder::sb(staged_off[os], mt, sdt, ntc) : out_tile;
-            const int64_t sc_m = p.c.strides[rb], sc_n = p.c.strides[rb + 1];
-            if (p.bias) {
+            if (p.bias && !bias_in_psum) {
               const int64_t sbm = p.bias->strides[rb], sbn = p.bias->strides[rb + 1];
               const bool col = sbn == 0 && ntc > 1;
               MemRef bt = KernelBuilder::sb(bias_off[os], mt, p.bias->dtype, col ? 1 : ntc);
@@ -360,7 +398,7 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
                 act.scale = static_cast<float>(p.alpha);
                 kb.emit(Engine::scalar, act);
               }
-            } else if (p.alpha != 1 || act) {
+            } else if (p.alpha != 1 || (act && !p.bias)) {
               // Evacuate PSUM through ScalarE with the scale and activation in one instruction.
               device::Activation a;
               a.dst = staged_tile;
@@ -384,10 +422,12 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
                   sum_in_f32 ? KernelBuilder::sb(sum_off[os], mt, DType::f32, ntc) : out_tile,
                   staged_tile, res_tile, out_tile, post_act);
             }
-            kb.dma(KernelBuilder::hbm(p.c, c_base + m0 * sc_m + n0 * sc_n, mt, sc_m,
-                                      {{static_cast<int32_t>(sc_n), static_cast<uint32_t>(ntc)}}),
-                   out_tile, DmaRole::store);
           }
+          const int64_t sc_m = p.c.strides[rb], sc_n = p.c.strides[rb + 1];
+          kb.dma(KernelBuilder::hbm(p.c, c_base + m0 * sc_m + nb0 * sc_n, mt, sc_m,
+                                    {{static_cast<int32_t>(sc_n), static_cast<uint32_t>(nbc)}}),
+                 KernelBuilder::sb(oblock, mt, p.c.dtype, nbc), DmaRole::store);
+        }
       }
     }
     for (int d = rb - 1; d >= 0; --d) {

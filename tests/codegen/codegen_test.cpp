@@ -88,6 +88,54 @@ TEST(CodegenMatmul, WeightsStreamInWholeRowBlocks) {
   }
 }
 
+// A row bias joins the PSUM accumulation (a K = 1 matmul against ones): bit-identical to adding
+// it after the matmul in fp32, loaded once per block instead of once per output tile, and the
+// output tiles of a row block are stored by one DMA.
+TEST(CodegenMatmul, RowBiasAccumulatesInPsumBitIdentically) {
+  const std::string fused = R"(graph {
+  input %x : f32[200, 300]
+  param %w : f32[700, 300] "w"
+  param %b : f32[700] "b"
+  %y : f32[200, 700] = aten.linear.default(%x, %w, %b)
+  output %y
+})";
+  const std::string separate = R"(graph {
+  input %x : f32[200, 300]
+  param %w : f32[700, 300] "w"
+  param %b : f32[700] "b"
+  %l : f32[200, 700] = aten.linear.default(%x, %w)
+  %y : f32[200, 700] = aten.add.Tensor(%l, %b)
+  output %y
+})";
+  for (device::TargetKind kind :
+       {device::TargetKind::trn1, device::TargetKind::trn2, device::TargetKind::trn3}) {
+    auto run = [&](const std::string& text) {
+      auto g = ir::parse(text);
+      attach_random_payloads(*g, 11);
+      CodegenOptions opts;
+      opts.fuse_residual = false;  // keep the add a kernel of its own
+      return compile_and_run(*g, kind, opts, 5);
+    };
+    RunResult a = run(fused), b = run(separate);
+    EXPECT_LE(a.max_abs_error, 1e-5 * std::max(1.0, a.max_abs_reference));
+    EXPECT_EQ(a.device_outputs.begin()->second.data, b.device_outputs.begin()->second.data);
+    // Bias row: one [1, 700] load; stores: one [mt, 700] row block per m-tile (2).
+    int bias_loads = 0, stores = 0;
+    for (const auto& stream : a.part.program.cores[0].streams)
+      for (const auto& in : stream)
+        if (const auto* d = std::get_if<device::DmaCopy>(&in.op)) {
+          if (d->dst.memory == device::MemoryKind::hbm) {
+            ++stores;
+            EXPECT_EQ(d->dst.free_size(), 700u);
+          } else if (d->src.partition_count == 1 && d->src.free_size() == 700) {
+            ++bias_loads;
+          }
+        }
+    EXPECT_EQ(bias_loads, 1);
+    EXPECT_EQ(stores, 2);
+  }
+}
+
 TEST(CodegenMatmul, LargeTilesAccumulateAcrossK) {
   // K = 300 (3 K tiles, ragged), M = 200 (2 M tiles), N = 700 (2 N tiles).
   check(R"(graph {
