@@ -557,13 +557,13 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
   for (size_t i = 0; i < nodes.size(); ++i) node_index[nodes[i]] = i;
   std::unordered_map<const ir::Node*, std::pair<const ir::Node*, const ir::Value*>>
       matmul_residual;  // matmul -> {last node of its group, residual}
+  auto only_consumer = [&](const ir::Value* v) -> const ir::Node* {
+    if (is_output.count(v) || v->uses().size() != 1 || ctx.read_through.count(v)) return nullptr;
+    const ir::Node* m = v->uses()[0].node;
+    if (!in_partition.count(m) || m->outputs().size() != 1) return nullptr;
+    return m;
+  };
   if (opts.fuse && opts.fuse_residual) {
-    auto only_consumer = [&](const ir::Value* v) -> const ir::Node* {
-      if (is_output.count(v) || v->uses().size() != 1 || ctx.read_through.count(v)) return nullptr;
-      const ir::Node* m = v->uses()[0].node;
-      if (!in_partition.count(m) || m->outputs().size() != 1) return nullptr;
-      return m;
-    };
     for (const ir::Node* c : nodes) {
       const bool matmul = matmul_lowering(c->op()) != nullptr;
       if (!(conv_lowering(c->op()) || matmul) || c->outputs().size() != 1 || grouped.count(c))
@@ -596,6 +596,26 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
       for (size_t i = 0; i + 1 < chain.size(); ++i) absorbed_into[chain[i]] = chain.back();
       if (matmul) matmul_residual[c] = {chain.back(), r};
       residual_group[chain.back()] = std::move(chain);
+    }
+  }
+  // Matmul -> float cast -> unary activation (what `--auto-cast matmul` makes of linear -> gelu):
+  // one matmul kernel whose evacuation applies the activation and stores in the cast's dtype,
+  // exactly what the cast epilogue and the activation kernel computed separately.
+  if (opts.fuse) {
+    for (const ir::Node* c : nodes) {
+      if (!matmul_lowering(c->op()) || c->outputs().size() != 1 || grouped.count(c)) continue;
+      const ir::Node* m = only_consumer(c->output());
+      if (!m || m->op() != "aten._to_copy.default" || !epilogue_activation(*m) || grouped.count(m))
+        continue;
+      const ir::Node* a = only_consumer(m->output());
+      if (!a || a->op() == "aten._to_copy.default" || !epilogue_activation(*a) ||
+          grouped.count(a) || !(a->output()->shape() == m->output()->shape()) ||
+          a->output()->dtype() != m->output()->dtype())
+        continue;
+      for (const ir::Node* x : {c, m, a}) grouped[x] = true;
+      absorbed_into[c] = a;
+      absorbed_into[m] = a;
+      residual_group[a] = {c, m, a};
     }
   }
 

@@ -136,6 +136,40 @@ TEST(CodegenMatmul, RowBiasAccumulatesInPsumBitIdentically) {
   }
 }
 
+// linear (bf16) -> cast to f32 -> gelu, as `--auto-cast matmul` leaves a transformer's FFN: one
+// matmul kernel whose evacuation applies gelu, bit-identical to the cast epilogue followed by a
+// gelu kernel (forced here by also returning the cast's result).
+TEST(CodegenMatmul, CastThenActivationIsOneKernel) {
+  auto graph = [](bool keep_cast) {
+    std::string t = R"(graph {
+  input %x : bf16[128, 192]
+  param %wf : f32[384, 192] "w"
+  param %bf : f32[384] "b"
+  %w : bf16[384, 192] = aten._to_copy.default(%wf) {dtype = #bf16}
+  %b : bf16[384] = aten._to_copy.default(%bf) {dtype = #bf16}
+  %l : bf16[128, 384] = aten.linear.default(%x, %w, %b)
+  %c : f32[128, 384] = aten._to_copy.default(%l) {dtype = #f32}
+  %g : f32[128, 384] = aten.gelu.default(%c)
+  output %g
+)";
+    if (keep_cast) t += "  output %c\n";
+    return t + "}";
+  };
+  for (device::TargetKind kind :
+       {device::TargetKind::trn1, device::TargetKind::trn2, device::TargetKind::trn3}) {
+    auto run = [&](bool keep_cast) {
+      auto g = ir::parse(graph(keep_cast));
+      attach_random_payloads(*g, 17);
+      return compile_and_run(*g, kind, {}, 3);
+    };
+    RunResult fused = run(false), split = run(true);
+    EXPECT_LE(fused.max_abs_error, 2e-2 * std::max(1.0, fused.max_abs_reference));
+    EXPECT_EQ(fused.part.stats.kernels + 1, split.part.stats.kernels);
+    EXPECT_EQ(fused.device_outputs.at("g").data, split.device_outputs.at("g").data);
+    EXPECT_LT(fused.report.total_time_ns, split.report.total_time_ns);
+  }
+}
+
 TEST(CodegenMatmul, LargeTilesAccumulateAcrossK) {
   // K = 300 (3 K tiles, ragged), M = 200 (2 M tiles), N = 700 (2 N tiles).
   check(R"(graph {
