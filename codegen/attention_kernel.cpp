@@ -34,7 +34,11 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
   const DType tq = device_dtype(n.input(0)->dtype());
   const DType tk = device_dtype(n.input(1)->dtype());
   const DType tv = device_dtype(n.input(2)->dtype());
-  const HbmView& out = ctx.view(n.output());
+  // A fused float cast (the only fused node) stores the result in its dtype: the output tile
+  // keeps the attention's own dtype (its rounding), the store DMA converts.
+  const std::vector<const ir::Node*>& fused = fused_nodes(kb);
+  const HbmView& out = ctx.view(fused.empty() ? n.output() : fused.back()->output());
+  const DType odt = device_dtype(n.output()->dtype());
   const bool has_mask = n.inputs().size() > 3 && n.input(3);
   if (scalar_attr(n, "dropout_p", 0.0) != 0.0)
     fail(n, "dropout_p must be 0 on the device (inference)");
@@ -104,7 +108,7 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
   }
   const uint32_t pT = kb.alloc(QT * es, "attention P^T");
   const uint32_t acc = kb.alloc(Dv * 4, "attention accumulator");
-  const uint32_t o_sb = kb.alloc(Dv * device::dtype_size(out.dtype), "attention output");
+  const uint32_t o_sb = kb.alloc(Dv * device::dtype_size(odt), "attention output");
   uint32_t m_col[2] = {kb.alloc(4, "attention max"), kb.alloc(4, "attention max")};
   const uint32_t negm = kb.alloc(4, "attention -max");
   const uint32_t corr = kb.alloc(4, "attention correction");
@@ -316,7 +320,7 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
         a.function = ActivationFunction::reciprocal;
         kb.emit(Engine::scalar, a);
       }
-      const MemRef o = KernelBuilder::sb(o_sb, qt, out.dtype, Dv);
+      const MemRef o = KernelBuilder::sb(o_sb, qt, odt, Dv);
       kb.tensor_scalar(o, KernelBuilder::sb(acc, qt, DType::f32, Dv), AluOp::multiply, col(rl, qt));
       const int64_t so_s = out.strides[nl], so_d = out.strides[nl + 1];
       kb.dma(KernelBuilder::hbm(out, ob + q0 * so_s, qt, so_s,

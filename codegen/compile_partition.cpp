@@ -528,19 +528,26 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
       if (!ir::is_floating(v->dtype()) || !ir::is_floating(n->input(0)->dtype()) ||
           device_dtype(v->dtype()) == device_dtype(n->input(0)->dtype()))
         continue;
-      if (is_output.count(v) || v->uses().size() != 1) continue;
-      const ir::Node* m = v->uses()[0].node;
-      if (!in_partition.count(m)) continue;
-      if (attention_lowering(m->op())) {
-        if (v->uses()[0].operand <= 2) ctx.read_through[v] = n->input(0);
-        continue;
+      if (is_output.count(v) || v->uses().empty()) continue;
+      // Every reader converts on load (a layer norm's bf16 copy feeding Q, K and V, say).
+      bool all = true;
+      for (const ir::Use& u : v->uses()) {
+        const ir::Node* m = u.node;
+        if (!in_partition.count(m)) {
+          all = false;
+        } else if (attention_lowering(m->op())) {
+          all = all && u.operand <= 2;
+        } else if (matmul_lowering(m->op()) || conv_lowering(m->op())) {
+          const bool bias_slot =
+              (m->op() == "aten.addmm.default" || m->op() == "aten.baddbmm.default")
+                  ? u.operand == 0
+                  : u.operand == 2;
+          all = all && !bias_slot;
+        } else {
+          all = false;
+        }
       }
-      if (!(matmul_lowering(m->op()) || conv_lowering(m->op()))) continue;
-      const bool bias_slot = (m->op() == "aten.addmm.default" || m->op() == "aten.baddbmm.default")
-                                 ? v->uses()[0].operand == 0
-                                 : v->uses()[0].operand == 2;
-      if (bias_slot) continue;
-      ctx.read_through[v] = n->input(0);
+      if (all) ctx.read_through[v] = n->input(0);
     }
   }
 
@@ -660,8 +667,10 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
       if (multiple) continue;
       if (elementwise_kernel(n) && elementwise_kernel(m)) {
         absorbed_into[n] = m;
-      } else if ((matmul_lowering(n->op()) || conv_lowering(n->op())) && epilogue_activation(*m) &&
-                 !absorbed_into.count(n)) {
+      } else if (!absorbed_into.count(n) && epilogue_activation(*m) &&
+                 (matmul_lowering(n->op()) || conv_lowering(n->op()) ||
+                  // an attention's float cast: its store DMA converts the rounded result
+                  (attention_lowering(n->op()) && m->op() == "aten._to_copy.default"))) {
         absorbed_into[n] = m;
         epilogue_of[m] = n;
       }

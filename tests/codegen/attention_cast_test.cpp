@@ -52,6 +52,46 @@ TEST(CodegenAttentionCast, CastsAreReadThroughBitIdentically) {
       }
 }
 
+// The attention's own output cast back to f32 is done by its store DMA (the output tile keeps
+// the attention's bf16 rounding), so the whole block is one kernel.
+TEST(CodegenAttentionCast, OutputCastIsDoneByTheStore) {
+  std::string text = block(false, false);
+  text.replace(text.find("  output %o"), std::string("  output %o").size(),
+               "  %of : f32[1, 4, 96, 32] = aten._to_copy.default(%o) {dtype = #f32}\n"
+               "  output %of");
+  for (device::TargetKind kind :
+       {device::TargetKind::trn1, device::TargetKind::trn2, device::TargetKind::trn3}) {
+    const OptionComparison c = compare_option(
+        text, kind, 2e-2, [](CodegenOptions& o, bool on) { o.fuse = on; }, 3, 7);
+    EXPECT_EQ(c.on.part.stats.kernels + 4, c.off.part.stats.kernels);
+    EXPECT_LT(c.on.report.total_time_ns, c.off.report.total_time_ns);
+  }
+}
+
+// One cast read by several matmuls (a layer norm's bf16 copy feeding Q, K and V): every matmul's
+// load converts, the cast kernel disappears, results stay bit-identical.
+TEST(CodegenAttentionCast, CastReadByThreeMatmulsIsReadThrough) {
+  const std::string text = R"(graph {
+  input %x : f32[96, 128]
+  param %w1f : f32[128, 128] "w1"
+  param %w2f : f32[128, 128] "w2"
+  param %w3f : f32[128, 128] "w3"
+  %w1 : bf16[128, 128] = aten._to_copy.default(%w1f) {dtype = #bf16}
+  %w2 : bf16[128, 128] = aten._to_copy.default(%w2f) {dtype = #bf16}
+  %w3 : bf16[128, 128] = aten._to_copy.default(%w3f) {dtype = #bf16}
+  %xb : bf16[96, 128] = aten._to_copy.default(%x) {dtype = #bf16}
+  %q : bf16[96, 128] = aten.linear.default(%xb, %w1)
+  %k : bf16[96, 128] = aten.linear.default(%xb, %w2)
+  %v : bf16[96, 128] = aten.linear.default(%xb, %w3)
+  output %q
+  output %k
+  output %v
+})";
+  const OptionComparison c = compare_option(
+      text, device::TargetKind::trn1, 2e-2, [](CodegenOptions& o, bool on) { o.fuse = on; }, 3, 7);
+  EXPECT_EQ(c.on.part.stats.kernels + 1, c.off.part.stats.kernels);
+}
+
 // A cast whose result is also read elsewhere keeps its kernel (the value must exist in HBM).
 TEST(CodegenAttentionCast, CastReadTwiceKeepsItsKernel) {
   const std::string text = R"(graph {
