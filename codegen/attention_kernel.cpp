@@ -94,8 +94,26 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
   const int64_t sv_s = v.strides[r - 2], sv_d = v.strides[r - 1];
 
   // SBUF.
-  const uint32_t q_stage = kb.alloc(D * device::dtype_size(tq), "attention Q staging");
-  const uint32_t qT = kb.alloc(nD * QT * es, "attention Q^T");
+  // Per query tile state, double-buffered so the next (head, query tile) loads and multiplies
+  // while this one's softmax runs.
+  struct QueryState {
+    uint32_t q_stage, qT, pT, acc, o_sb, m_col[2], negm, corr, rsum, l_col, rl;
+  };
+  QueryState qstate[2];
+  for (QueryState& st : qstate) {
+    st.q_stage = kb.alloc(D * device::dtype_size(tq), "attention Q staging");
+    st.qT = kb.alloc(nD * QT * es, "attention Q^T");
+    st.pT = kb.alloc(QT * es, "attention P^T");
+    st.acc = kb.alloc(Dv * 4, "attention accumulator");
+    st.o_sb = kb.alloc(Dv * device::dtype_size(odt), "attention output");
+    st.m_col[0] = kb.alloc(4, "attention max");
+    st.m_col[1] = kb.alloc(4, "attention max");
+    st.negm = kb.alloc(4, "attention -max");
+    st.corr = kb.alloc(4, "attention correction");
+    st.rsum = kb.alloc(4, "attention row sum");
+    st.l_col = kb.alloc(4, "attention denominator");
+    st.rl = kb.alloc(4, "attention 1/l");
+  }
   uint32_t k_stage[2], kT[2], vt[2], s_sb[2], p_sb[2], m_tile[2], mk[2];
   for (int s = 0; s < 2; ++s) {
     k_stage[s] = kb.alloc(D * device::dtype_size(tk), "attention K staging");
@@ -106,15 +124,6 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
     m_tile[s] = kb.alloc(4, "attention row max");
     mk[s] = has_mask ? kb.alloc(KT * device::dtype_size(mask->dtype), "attention mask") : 0;
   }
-  const uint32_t pT = kb.alloc(QT * es, "attention P^T");
-  const uint32_t acc = kb.alloc(Dv * 4, "attention accumulator");
-  const uint32_t o_sb = kb.alloc(Dv * device::dtype_size(odt), "attention output");
-  uint32_t m_col[2] = {kb.alloc(4, "attention max"), kb.alloc(4, "attention max")};
-  const uint32_t negm = kb.alloc(4, "attention -max");
-  const uint32_t corr = kb.alloc(4, "attention correction");
-  const uint32_t rsum = kb.alloc(4, "attention row sum");
-  const uint32_t l_col = kb.alloc(4, "attention denominator");
-  const uint32_t rl = kb.alloc(4, "attention 1/l");
 
   int copy_engine = 0;
   auto transpose = [&](const MemRef& dst, const MemRef& src) {
@@ -169,7 +178,7 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
   int64_t heads = 1;
   for (int64_t d : lead) heads *= d;
   std::vector<int64_t> idx(nl, 0);
-  int kv_iter = 0;
+  int kv_iter = 0, q_iter = 0;
   for (int64_t h = 0; h < heads; ++h) {
     int64_t qb = 0, ob = 0, mb = 0;
     for (size_t d = 0; d < nl; ++d) {
@@ -180,7 +189,11 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
     const int64_t kb_off = kv_index(k, idx), vb_off = kv_index(v, idx);
     for (int64_t q0 = 0; q0 < Sq; q0 += QT) {
       const int64_t qt = std::min(QT, Sq - q0);
-      load_transposed(q, tq, qb, sq_s, sq_d, q0, qt, q_stage, qT, qt, 0);
+      const QueryState& st = qstate[q_iter++ % 2];
+      const uint32_t qT = st.qT, pT = st.pT, acc = st.acc, o_sb = st.o_sb, negm = st.negm,
+                     corr = st.corr, rsum = st.rsum, l_col = st.l_col, rl = st.rl;
+      const uint32_t* m_col = st.m_col;
+      load_transposed(q, tq, qb, sq_s, sq_d, q0, qt, st.q_stage, qT, qt, 0);
       int mi = 0;
       memset(col(m_col[0], qt), -3.0e38);
       memset(col(l_col, qt), 0.0);

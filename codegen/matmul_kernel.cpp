@@ -230,6 +230,24 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
     ones.value = 1.0;
     kb.emit(Engine::vector, ones);
   }
+  // Loads `rows` rows of a row-major operand (rows `s_row` apart, K contiguous at `s_k`) into
+  // `stage` and transposes each K chunk through PSUM into dst(kc, kt) (contraction on the
+  // partitions).
+  auto stage_transposed = [&](const HbmView& v, int64_t base, int64_t rows, int64_t s_row,
+                              int64_t s_k, uint32_t stage_off, auto&& dst) {
+    MemRef stage = KernelBuilder::sb(stage_off, rows, v.dtype, p.K);
+    kb.dma(stage,
+           KernelBuilder::hbm(v, base, rows, s_row,
+                              {{static_cast<int32_t>(s_k), static_cast<uint32_t>(p.K)}}),
+           DmaRole::load);
+    for (int64_t kc = 0; kc < nK; ++kc) {
+      const int64_t k0 = kc * P, kt = std::min(P, p.K - k0);
+      MemRef src = stage;
+      src.offset += k0 * device::dtype_size(v.dtype);
+      src.levels[0].count = static_cast<uint32_t>(kt);
+      transpose(dst(kc, kt), src);
+    }
+  };
   // B block [kt, nbc] for every K chunk (and the bias row) into slot `slot`.
   auto load_b = [&](int64_t nb0, int64_t nbc, int slot, int64_t b_base, int64_t bias_base) {
     const uint32_t bslot = bt_off[slot];
@@ -237,19 +255,10 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
     if (b_transpose) {
       for (int64_t s0 = 0; s0 < nbc; s0 += P) {
         const int64_t st = std::min(P, nbc - s0);
-        MemRef stage = KernelBuilder::sb(b_stage, st, p.b.dtype, p.K);
-        kb.dma(stage,
-               KernelBuilder::hbm(p.b, b_base + (nb0 + s0) * sb_n, st, sb_n,
-                                  {{static_cast<int32_t>(sb_k), static_cast<uint32_t>(p.K)}}),
-               DmaRole::load);
-        for (int64_t kc = 0; kc < nK; ++kc) {
-          const int64_t k0 = kc * P, kt = std::min(P, p.K - k0);
-          MemRef src = stage;
-          src.offset += k0 * device::dtype_size(p.b.dtype);
-          src.levels[0].count = static_cast<uint32_t>(kt);
-          MemRef dst = KernelBuilder::sb(bslot + (kc * nbc + s0) * es, kt, mdt, st);
-          transpose(dst, src);
-        }
+        stage_transposed(p.b, b_base + (nb0 + s0) * sb_n, st, sb_n, sb_k, b_stage,
+                         [&](int64_t kc, int64_t kt) {
+                           return KernelBuilder::sb(bslot + (kc * nbc + s0) * es, kt, mdt, st);
+                         });
       }
     } else {
       for (int64_t kc = 0; kc < nK; ++kc) {
@@ -293,18 +302,10 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
       for (int64_t mi = 0; mi < mb_count; ++mi) {
         const int64_t m0 = (mb0 + mi) * P, mt = std::min(P, p.M - m0);
         if (a_transpose) {
-          MemRef stage = KernelBuilder::sb(a_stage, mt, p.a.dtype, p.K);
-          kb.dma(stage,
-                 KernelBuilder::hbm(p.a, a_base + m0 * sa_m, mt, sa_m,
-                                    {{static_cast<int32_t>(sa_k), static_cast<uint32_t>(p.K)}}),
-                 DmaRole::load);
-          for (int64_t kc = 0; kc < nK; ++kc) {
-            const int64_t k0 = kc * P, kt = std::min(P, p.K - k0);
-            MemRef src = stage;
-            src.offset += k0 * device::dtype_size(p.a.dtype);
-            src.levels[0].count = static_cast<uint32_t>(kt);
-            transpose(KernelBuilder::sb(at_off[mi] + kc * mt * es, kt, mdt, mt), src);
-          }
+          stage_transposed(p.a, a_base + m0 * sa_m, mt, sa_m, sa_k, a_stage,
+                           [&](int64_t kc, int64_t kt) {
+                             return KernelBuilder::sb(at_off[mi] + kc * mt * es, kt, mdt, mt);
+                           });
         } else {
           for (int64_t kc = 0; kc < nK; ++kc) {
             const int64_t k0 = kc * P, kt = std::min(P, p.K - k0);

@@ -398,39 +398,30 @@ def _tv(name: str, seed: int, image: int = 224) -> Callable[[], Fixture]:
     return build
 
 
-def build_bert_base() -> Fixture:
+def _bert(seed: int, batch: int, description: str, tags: List[str], **widths) -> Fixture:
     from transformers import BertConfig, BertModel
-    config = _set_attn(BertConfig(use_cache=False), "sdpa")
-    torch.manual_seed(3101)
+    config = _set_attn(BertConfig(use_cache=False, **widths), "sdpa")
+    torch.manual_seed(seed)
     m = BertWrap(BertModel(config)).eval()
-    ids = _randint(4101, config.vocab_size, 1, 128)
-    return Fixture(m, (ids, torch.ones(1, 128, dtype=torch.int64)),
-                   "bert-base-uncased architecture (12 layers, hidden 768), random weights, seq 128",
-                   ["full-size encoder"], config=config.to_dict(), model_seed=3101, input_seed=4101)
+    ids = _randint(seed + 1000, config.vocab_size, batch, 128)
+    return Fixture(m, (ids, torch.ones(batch, 128, dtype=torch.int64)), description, tags,
+                   config=config.to_dict(), model_seed=seed, input_seed=seed + 1000)
+
+
+def build_bert_base() -> Fixture:
+    return _bert(3101, 1, "bert-base-uncased architecture (12 layers, hidden 768), random weights, seq 128",
+                 ["full-size encoder"])
 
 
 def build_bert_large() -> Fixture:
-    from transformers import BertConfig, BertModel
-    config = _set_attn(BertConfig(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
-                                  intermediate_size=4096, use_cache=False), "sdpa")
-    torch.manual_seed(3104)
-    m = BertWrap(BertModel(config)).eval()
-    ids = _randint(4104, config.vocab_size, 1, 128)
-    return Fixture(m, (ids, torch.ones(1, 128, dtype=torch.int64)),
-                   "bert-large-uncased architecture (24 layers, hidden 1024), random weights, seq 128",
-                   ["full-size encoder"], config=config.to_dict(), model_seed=3104, input_seed=4104)
+    return _bert(3104, 1, "bert-large-uncased architecture (24 layers, hidden 1024), random weights, seq 128",
+                 ["full-size encoder"], hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                 intermediate_size=4096)
 
 
 def build_bert_base_b16() -> Fixture:
-    from transformers import BertConfig, BertModel
-    config = _set_attn(BertConfig(use_cache=False), "sdpa")
-    torch.manual_seed(3105)
-    m = BertWrap(BertModel(config)).eval()
-    ids = _randint(4105, config.vocab_size, 16, 128)
-    return Fixture(m, (ids, torch.ones(16, 128, dtype=torch.int64)),
-                   "bert-base-uncased architecture, random weights, batch 16, seq 128",
-                   ["full-size encoder, batch 16"], config=config.to_dict(), model_seed=3105,
-                   input_seed=4105)
+    return _bert(3105, 16, "bert-base-uncased architecture, random weights, batch 16, seq 128",
+                 ["full-size encoder, batch 16"])
 
 
 def build_gpt2_124m() -> Fixture:
