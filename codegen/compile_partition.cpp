@@ -605,12 +605,15 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
       residual_group[chain.back()] = std::move(chain);
     }
   }
-  // Matmul -> float cast -> unary activation (what `--auto-cast matmul` makes of linear -> gelu):
-  // one matmul kernel whose evacuation applies the activation and stores in the cast's dtype,
-  // exactly what the cast epilogue and the activation kernel computed separately.
+  // Matmul or convolution -> float cast -> unary activation (what `--auto-cast matmul` makes of
+  // linear -> gelu and conv -> relu): one kernel whose evacuation applies the activation and
+  // stores in the cast's dtype, exactly what the cast epilogue and the activation kernel
+  // computed separately.
   if (opts.fuse) {
     for (const ir::Node* c : nodes) {
-      if (!matmul_lowering(c->op()) || c->outputs().size() != 1 || grouped.count(c)) continue;
+      if (!(matmul_lowering(c->op()) || conv_lowering(c->op())) || c->outputs().size() != 1 ||
+          grouped.count(c))
+        continue;
       const ir::Node* m = only_consumer(c->output());
       if (!m || m->op() != "aten._to_copy.default" || !epilogue_activation(*m) || grouped.count(m))
         continue;

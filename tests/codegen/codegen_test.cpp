@@ -170,6 +170,39 @@ TEST(CodegenMatmul, CastThenActivationIsOneKernel) {
   }
 }
 
+// The same for a convolution: conv (bf16, folded bias) -> cast to f32 -> relu, as ResNet's
+// blocks look under `--auto-cast matmul`.
+TEST(CodegenConv, CastThenActivationIsOneKernel) {
+  auto graph = [](bool keep_cast) {
+    std::string t = R"(graph {
+  input %x : bf16[1, 32, 12, 12]
+  param %wf : f32[48, 32, 3, 3] "w"
+  param %bf : f32[48] "b"
+  %w : bf16[48, 32, 3, 3] = aten._to_copy.default(%wf) {dtype = #bf16}
+  %b : bf16[48] = aten._to_copy.default(%bf) {dtype = #bf16}
+  %y : bf16[1, 48, 12, 12] = aten.conv2d.default(%x, %w, %b) {stride = [1, 1], padding = [1, 1], dilation = [1, 1], groups = 1}
+  %c : f32[1, 48, 12, 12] = aten._to_copy.default(%y) {dtype = #f32}
+  %r : f32[1, 48, 12, 12] = aten.relu.default(%c)
+  output %r
+)";
+    if (keep_cast) t += "  output %c\n";
+    return t + "}";
+  };
+  for (device::TargetKind kind :
+       {device::TargetKind::trn1, device::TargetKind::trn2, device::TargetKind::trn3}) {
+    auto run = [&](bool keep_cast) {
+      auto g = ir::parse(graph(keep_cast));
+      attach_random_payloads(*g, 19);
+      return compile_and_run(*g, kind, {}, 4);
+    };
+    RunResult fused = run(false), split = run(true);
+    EXPECT_LE(fused.max_abs_error, 2e-2 * std::max(1.0, fused.max_abs_reference));
+    EXPECT_EQ(fused.part.stats.kernels + 1, split.part.stats.kernels);
+    EXPECT_EQ(fused.device_outputs.at("r").data, split.device_outputs.at("r").data);
+    EXPECT_LT(fused.report.total_time_ns, split.report.total_time_ns);
+  }
+}
+
 TEST(CodegenMatmul, LargeTilesAccumulateAcrossK) {
   // K = 300 (3 K tiles, ragged), M = 200 (2 M tiles), N = 700 (2 N tiles).
   check(R"(graph {
