@@ -261,17 +261,21 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
   }
   const int64_t rc_max = std::max<int64_t>(1, std::min(RB, maxN / wc));
   const uint32_t ob = device::dtype_size(out.dtype);
-  uint32_t o_sb[2] = {kb.alloc(rc_max * wc * ob, "conv out"),
-                      kb.alloc(rc_max * wc * ob, "conv out")};
+  // Output tiles rotate over four slots when they are small (a store takes the DMA trigger
+  // latency plus the transfer; two slots would make each evacuation wait for the store two tiles
+  // back), else two.
+  const int out_slots = rc_max * wc * ob <= 4096 ? 4 : 2;
+  uint32_t o_sb[4] = {0, 0, 0, 0};
+  for (int i = 0; i < out_slots; ++i) o_sb[i] = kb.alloc(rc_max * wc * ob, "conv out");
   // Residual epilogue: per output tile the residual tile (loaded before the tile's matmuls, so
   // the DMA overlaps TensorE), the staged convolution value and, before a non-relu activation,
   // the fp32 sum (the unfused element-wise kernel keeps it in fp32; relu commutes with the
   // rounding, so it runs in place on the stored dtype).
   const DType sdt = device_dtype(staged->dtype());
   const bool sum_in_f32 = post_activation && post_act != device::ActivationFunction::relu;
-  uint32_t r_sb[2] = {0, 0}, s_sb[2] = {0, 0}, f_sb[2] = {0, 0};
+  uint32_t r_sb[4] = {0, 0, 0, 0}, s_sb[4] = {0, 0, 0, 0}, f_sb[4] = {0, 0, 0, 0};
   if (res) {
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < out_slots; ++i) {
       r_sb[i] = kb.alloc(rc_max * wc * device::dtype_size(res->dtype), "conv residual");
       s_sb[i] = kb.alloc(rc_max * wc * device::dtype_size(sdt), "conv staged");
       if (sum_in_f32) f_sb[i] = kb.alloc(rc_max * wc * 4, "conv residual sum");
@@ -498,7 +502,7 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
             for (int64_t x0 = 0; x0 < g.Wo; x0 += wc) {
               const int64_t cw = std::min(wc, g.Wo - x0);
               const int64_t y = Y0 + y0;
-              const int slot = out_iter % 2;
+              const int slot = out_iter % out_slots;
               MemRef rt;
               if (res) {
                 rt = KernelBuilder::sb(r_sb[slot], on, res->dtype, rc * cw);
