@@ -119,17 +119,25 @@ void lower_pool(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
   const int64_t oh = spatial == 2 ? out.strides[r - 2] : 0, ow = out.strides[r - 1];
   const bool is_max = g.kind == PoolGeometry::max;
   const double pad_value = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
-  const int64_t Hp = g.Hp, Wp = g.Wp;
-  const bool needs_pad = g.pt > 0 || g.pl > 0 || Hp > g.H + g.pt || Wp > g.W + g.pl;
+  // Few (batch, channel) rows (a ResNet stem's 64 channels): the output rows split into `bands`
+  // bands, band s on partitions [s * rows, (s + 1) * rows), so every partition, VectorE lane and
+  // DMA engine works. Each band holds the padded input rows its output rows read.
+  int64_t bands = 1;
+  if (!g.uneven && g.rows * 2 <= P && g.Ho > 1) bands = std::min<int64_t>(P / g.rows, g.Ho);
+  const int64_t Hb = ceil_div(g.Ho, bands);  // output rows per band
+  const int64_t Hp = bands > 1 ? (Hb - 1) * g.sh + (g.KH - 1) * g.dh + 1 : g.Hp, Wp = g.Wp;
+  const bool needs_pad = bands > 1 || g.pt > 0 || g.pl > 0 || Hp > g.H + g.pt || Wp > g.W + g.pl;
   uint32_t tile[2] = {kb.alloc(Hp * Wp * 4, "pool input"), kb.alloc(Hp * Wp * 4, "pool input")};
-  const int64_t No = g.Ho * g.Wo;
+  const int64_t Ho_t = bands > 1 ? Hb : g.Ho;  // output rows per partition
+  const int64_t No = Ho_t * g.Wo;
   const uint32_t osz = device::dtype_size(out.dtype);
   uint32_t red[2] = {kb.alloc(No * 4, "pool result"), kb.alloc(No * 4, "pool result")};
   uint32_t ot[2] = {kb.alloc(No * osz, "pool out"), kb.alloc(No * osz, "pool out")};
   const int64_t limit = kb.target().max_free_elems_sbuf;
   int it = 0;
   for (int64_t r0 = 0; r0 < g.rows; r0 += P, ++it) {
-    const int64_t pn = std::min(P, g.rows - r0);
+    const int64_t rn = std::min(P, g.rows - r0);  // (batch, channel) rows of this tile
+    const int64_t pn = rn * bands;                // partitions
     const uint32_t tl = tile[it % 2], rd = red[it % 2], oo = ot[it % 2];
     if (needs_pad) {
       device::Memset ms;
@@ -137,15 +145,24 @@ void lower_pool(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
       ms.value = pad_value;
       kb.emit(Engine::vector, ms);
     }
-    MemRef dst = KernelBuilder::sb(tl + (g.pt * Wp + g.pl) * 4, pn, DType::f32, 1);
-    dst.num_levels = 2;
-    dst.levels[0] = {static_cast<int32_t>(Wp), static_cast<uint32_t>(g.H)};
-    dst.levels[1] = {1, static_cast<uint32_t>(g.W)};
-    kb.dma(dst,
-           KernelBuilder::hbm(x, r0 * *xrs, pn, *xrs,
-                              {{static_cast<int32_t>(xh), static_cast<uint32_t>(g.H)},
-                               {static_cast<int32_t>(xw), static_cast<uint32_t>(g.W)}}),
-           DmaRole::load);
+    for (int64_t s = 0; s < bands; ++s) {
+      // Padded input rows of band s: [s * Hb * sh - pt, ... + Hp), clipped to the input.
+      const int64_t top = s * Hb * g.sh - (bands > 1 ? g.pt : 0);
+      const int64_t first = std::max<int64_t>(0, top), last = std::min(g.H, top + Hp);
+      if (bands > 1 && first >= last) continue;
+      const int64_t dst_row = bands > 1 ? first - top : g.pt;
+      const int64_t nrows = bands > 1 ? last - first : g.H;
+      MemRef dst = KernelBuilder::sb(tl + (dst_row * Wp + g.pl) * 4, rn, DType::f32, 1);
+      dst.partition_start = static_cast<uint16_t>(s * rn);
+      dst.num_levels = 2;
+      dst.levels[0] = {static_cast<int32_t>(Wp), static_cast<uint32_t>(nrows)};
+      dst.levels[1] = {1, static_cast<uint32_t>(g.W)};
+      kb.dma(dst,
+             KernelBuilder::hbm(x, r0 * *xrs + first * xh, rn, *xrs,
+                                {{static_cast<int32_t>(xh), static_cast<uint32_t>(nrows)},
+                                 {static_cast<int32_t>(xw), static_cast<uint32_t>(g.W)}}),
+             DmaRole::load);
+    }
     auto reduce = [&](uint32_t dst_off, int64_t src_off, std::vector<device::AccessLevel> lv,
                       int64_t count) {
       device::TensorReduce tr;
@@ -176,9 +193,9 @@ void lower_pool(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
         }
     } else {
       const int64_t per_row = g.Wo * g.KH * g.KW;
-      const int64_t rows_per = std::max<int64_t>(1, std::min(g.Ho, limit / per_row));
-      for (int64_t y0 = 0; y0 < g.Ho; y0 += rows_per) {
-        const int64_t rc = std::min(rows_per, g.Ho - y0);
+      const int64_t rows_per = std::max<int64_t>(1, std::min(Ho_t, limit / per_row));
+      for (int64_t y0 = 0; y0 < Ho_t; y0 += rows_per) {
+        const int64_t rc = std::min(rows_per, Ho_t - y0);
         reduce(rd + y0 * g.Wo * 4, y0 * g.sh * Wp,
                {{static_cast<int32_t>(g.sh * Wp), static_cast<uint32_t>(rc)},
                 {static_cast<int32_t>(g.sw), static_cast<uint32_t>(g.Wo)},
@@ -195,10 +212,16 @@ void lower_pool(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
       a.scale =
           static_cast<float>(1.0 / (g.divisor > 0 ? g.divisor : static_cast<double>(g.KH * g.KW)));
     kb.emit(Engine::scalar, a);
-    kb.dma(KernelBuilder::hbm(out, r0 * *ors, pn, *ors,
-                              {{static_cast<int32_t>(oh), static_cast<uint32_t>(g.Ho)},
-                               {static_cast<int32_t>(ow), static_cast<uint32_t>(g.Wo)}}),
-           KernelBuilder::sb(oo, pn, out.dtype, No), DmaRole::store);
+    for (int64_t s = 0; s < bands; ++s) {
+      const int64_t y0 = s * Ho_t, yn = std::min(Ho_t, g.Ho - y0);
+      if (yn <= 0) continue;
+      MemRef src = KernelBuilder::sb(oo, rn, out.dtype, yn * g.Wo);
+      src.partition_start = static_cast<uint16_t>(s * rn);
+      kb.dma(KernelBuilder::hbm(out, r0 * *ors + y0 * oh, rn, *ors,
+                                {{static_cast<int32_t>(oh), static_cast<uint32_t>(yn)},
+                                 {static_cast<int32_t>(ow), static_cast<uint32_t>(g.Wo)}}),
+             src, DmaRole::store);
+    }
   }
 }
 

@@ -247,11 +247,16 @@ DmaWork CostModel::dma_work(const DmaCopy& d) const {
   const double desc_weight = 1.0 / dma_transfer_efficiency(desc_bytes);
   const double last_weight = 1.0 / dma_transfer_efficiency(last_bytes);
   uint64_t desc_index = 0;
+  // DMA: each engine serves 8 SBUF partition lanes, so the engine follows the on-chip side's
+  // absolute partition (rows into partitions 64.. use engines 8..); HBM<->HBM round-robin
+  // (assumption).
+  const int lane0 = d.dst.memory != MemoryKind::hbm   ? d.dst.partition_start
+                    : d.src.memory != MemoryKind::hbm ? d.src.partition_start
+                                                      : 0;
   for (int r = 0; r < rows; ++r) {
     for (uint64_t k = 0; k < runs_per_row; ++k, ++desc_index) {
-      // DMA: a tile is split 8 partitions per engine; HBM<->HBM round-robin (assumption).
       const int eng = both_hbm ? static_cast<int>(desc_index % engines)
-                               : (r / t_.dma_partitions_per_engine) % engines;
+                               : ((lane0 + r) / t_.dma_partitions_per_engine) % engines;
       const bool last = k + 1 == runs_per_row;
       const uint64_t b = last ? last_bytes : desc_bytes;
       w.bytes[eng] += b;

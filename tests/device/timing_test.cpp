@@ -206,6 +206,27 @@ TEST(Timing, DmaRateFollowsContiguousTransferSize) {
               1e-6);
 }
 
+// DMA: each engine serves 8 SBUF partition lanes, so a transfer into partitions 64.. runs on
+// engines 8.., and two transfers into disjoint partition halves run side by side.
+TEST(Timing, DmaEngineFollowsTheAbsolutePartition) {
+  const Target& t = target(TargetKind::trn1);
+  const CostModel cm(t);
+  DmaWork w =
+      cm.dma_work(DmaCopy{sbuf(64, 4, 0, DType::bf16, 4096), hbm(0, DType::bf16, 4, 4096, 4096)});
+  EXPECT_EQ(w.engines_used(), 1);
+  EXPECT_EQ(w.descriptors[8], 4u);
+  w = cm.dma_work(DmaCopy{hbm(0, DType::bf16, 4, 4096, 4096), sbuf(120, 4, 0, DType::bf16, 4096)});
+  EXPECT_EQ(w.descriptors[15], 4u);
+  Program p = program(1, 1 << 24);
+  const DmaCopy lo{sbuf(0, 64, 0, DType::f32, 2048), hbm(0, DType::f32, 64, 2048, 2048), 0};
+  const DmaCopy hi{sbuf(64, 64, 0, DType::f32, 2048), hbm(1 << 20, DType::f32, 64, 2048, 2048), 1};
+  p.cores[0].stream(Engine::sync).push_back(inst(lo, {}, {{0, 16}}));
+  p.cores[0].stream(Engine::sync).push_back(inst(hi, {}, {{0, 16}}));
+  const double one = timed(TargetKind::trn1, single(Engine::sync, lo, 1 << 24)).total_time_ns;
+  const double both = timed(TargetKind::trn1, p).total_time_ns;
+  EXPECT_LT(both, 1.1 * one);  // side by side, not one after the other
+}
+
 TEST(Timing, DmaRateIsFlatWithoutASmallTransferAnchor) {
   for (TargetKind k : {TargetKind::trn2, TargetKind::trn3}) {
     const CostModel cm(target(k));
