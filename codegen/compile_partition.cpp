@@ -977,6 +977,35 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
       buffers.push_back(b);
       ValueInfo vi;
       vi.view = HbmView::contiguous(dt, 0, static_shape(v));
+      // An attention result read only through one transpose (the heads merging back into the
+      // hidden dim) is laid out so that the transposed view is contiguous: the reshape after it
+      // is then a view instead of a copy. The attention stores through any strides.
+      if (opts.fuse && kernel.node && attention_lowering(kernel.node->op()) &&
+          b.region == Buffer::scratch && v->uses().size() == 1 &&
+          in_partition.count(v->uses()[0].node)) {
+        const ir::Node& t = *v->uses()[0].node;
+        const int64_t rank = vi.view.rank();
+        std::vector<int64_t> perm(static_cast<size_t>(rank));
+        std::iota(perm.begin(), perm.end(), 0);
+        bool is_perm = false;
+        if (t.op() == "aten.transpose.int" && rank >= 2) {
+          int64_t a = t.attr_int("dim0"), c = t.attr_int("dim1");
+          if (a < 0) a += rank;
+          if (c < 0) c += rank;
+          std::swap(perm[a], perm[c]);
+          is_perm = true;
+        } else if (t.op() == "aten.permute.default") {
+          perm = t.attr_ints("dims");
+          for (int64_t& d : perm) d = d < 0 ? d + rank : d;
+          is_perm = static_cast<int64_t>(perm.size()) == rank;
+        }
+        if (is_perm) {
+          std::vector<int64_t> permuted(perm.size());
+          for (size_t i = 0; i < perm.size(); ++i) permuted[i] = vi.view.shape[perm[i]];
+          const HbmView dense = HbmView::contiguous(dt, 0, permuted);
+          for (size_t i = 0; i < perm.size(); ++i) vi.view.strides[perm[i]] = dense.strides[i];
+        }
+      }
       vi.buffer = static_cast<int>(buffers.size()) - 1;
       ctx.values[v] = vi;
     }

@@ -92,6 +92,30 @@ TEST(CodegenAttentionCast, CastReadByThreeMatmulsIsReadThrough) {
   EXPECT_EQ(c.on.part.stats.kernels + 1, c.off.part.stats.kernels);
 }
 
+// The attention result read through transpose(1, 2) and merged into the hidden dim is laid out
+// so the transposed view is contiguous: the reshape is a view, its copy kernel disappears.
+TEST(CodegenAttentionCast, HeadMergeIsAView) {
+  const std::string text = R"(graph {
+  input %q : bf16[1, 4, 96, 32]
+  input %k : bf16[1, 4, 96, 32]
+  input %v : bf16[1, 4, 96, 32]
+  param %wf : f32[64, 128] "w"
+  %w : bf16[64, 128] = aten._to_copy.default(%wf) {dtype = #bf16}
+  %o : bf16[1, 4, 96, 32] = aten.scaled_dot_product_attention.default(%q, %k, %v)
+  %t : bf16[1, 96, 4, 32] = aten.transpose.int(%o) {dim0 = 1, dim1 = 2}
+  %r : bf16[1, 96, 128] = aten.reshape.default(%t) {shape = [1, 96, 128]}
+  %y : bf16[1, 96, 64] = aten.linear.default(%r, %w)
+  output %y
+})";
+  for (device::TargetKind kind :
+       {device::TargetKind::trn1, device::TargetKind::trn2, device::TargetKind::trn3}) {
+    const OptionComparison c = compare_option(
+        text, kind, 2e-2, [](CodegenOptions& o, bool on) { o.fuse = on; }, 3, 7);
+    EXPECT_EQ(c.on.part.stats.kernels + 1, c.off.part.stats.kernels);
+    EXPECT_LT(c.on.report.total_time_ns, c.off.report.total_time_ns);
+  }
+}
+
 // A cast whose result is also read elsewhere keeps its kernel (the value must exist in HBM).
 TEST(CodegenAttentionCast, CastReadTwiceKeepsItsKernel) {
   const std::string text = R"(graph {
