@@ -259,6 +259,24 @@ const Rule kRules[] = {
     {"hbm_memref",
      [](auto& c) { std::get<d::DmaCopy>(first(c, d::Engine::sync).op).src.offset = 4000; },
      "outside the arena of 1024 bytes"},
+    {"indirect_dma_index_dtype",
+     [](auto& c) {
+       d::DmaCopy g{d::sbuf(0, 4, 0, d::DType::f32, 8), d::hbm(0, d::DType::f32, 1, 8, 0)};
+       g.src.partition_stride = 8;
+       g.row_index = d::sbuf(0, 4, 64, d::DType::f32, 1);
+       g.table_rows = 4;
+       first(c, d::Engine::sync).op = g;
+     },
+     "row_index must be an i32/u32/i16/u16 sbuf tile, found f32"},
+    {"indirect_dma_table",
+     [](auto& c) {
+       d::DmaCopy g{d::sbuf(0, 4, 0, d::DType::f32, 8), d::hbm(0, d::DType::f32, 1, 8, 0)};
+       g.src.partition_stride = 8;
+       g.row_index = d::sbuf(0, 4, 64, d::DType::i32, 1);
+       g.table_rows = 100;  // 100 rows x 32 B overrun the 1024-byte arena
+       first(c, d::Engine::sync).op = g;
+     },
+     "outside the arena of 1024 bytes"},
     {"unknown_target", [](auto& c) { c.target = "trn9"; }, "target: "},
     {"cores", [](auto& c) { c.num_cores = 0; }, "artifact uses 0 cores"},
     {"sha256", [](auto& c) { c.source.sha256.resize(5); }, "sha256 has 5 bytes, expected 32"},
