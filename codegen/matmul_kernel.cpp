@@ -380,22 +380,14 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
                 ts.op0 = device::AluOp::add;
                 ts.operand0 = bt;
                 if (p.beta != 1) {
-                  device::TensorScalar sb;
-                  sb.dst = bt;
-                  sb.src = bt;
-                  sb.op0 = device::AluOp::multiply;
-                  sb.operand0 = static_cast<float>(p.beta / p.alpha);
-                  kb.emit(Engine::vector, sb);
+                  kb.tensor_scalar(bt, bt, device::AluOp::multiply,
+                                   static_cast<float>(p.beta / p.alpha));
                 }
                 kb.emit(Engine::vector, ts);
               } else {
                 if (p.beta != p.alpha) {
-                  device::TensorScalar sb;
-                  sb.dst = bt;
-                  sb.src = bt;
-                  sb.op0 = device::AluOp::multiply;
-                  sb.operand0 = static_cast<float>(p.beta / p.alpha);
-                  kb.emit(Engine::vector, sb);
+                  kb.tensor_scalar(bt, bt, device::AluOp::multiply,
+                                   static_cast<float>(p.beta / p.alpha));
                 }
                 device::TensorTensor tt;
                 tt.dst = sum_dst;
