@@ -2,6 +2,7 @@
 #include "codegen/emitter.h"
 
 #include <algorithm>
+#include <string>
 
 #include "codegen/codegen.h"
 #include "device/verifier.h"
@@ -13,6 +14,10 @@ using device::MemoryKind;
 using device::MemRef;
 
 ProgramEmitter::ProgramEmitter(const device::Target& t) : t_(t) {
+  if (t.dma_queues_per_engine < kQueues)
+    throw Error("internal: target " + std::string(t.name) + " has " +
+                std::to_string(t.dma_queues_per_engine) +
+                " DMA queues per engine; the emitter needs " + std::to_string(kQueues));
   program_.cores.resize(1);
   known_.assign(kThreads, Clock(kThreads, -1));
   snapshots_.resize(kThreads);
@@ -70,12 +75,10 @@ void ProgramEmitter::place(PendingInstruction in) {
   if (auto* d = std::get_if<device::DmaCopy>(&in.op)) {
     if (in.role == DmaRole::store) {
       stream = static_cast<int>(Engine::gpsimd);
-      d->queue = static_cast<uint16_t>(8 + next_store_queue_);
-      next_store_queue_ = (next_store_queue_ + 1) % 8;
+      d->queue = kStoreQueue;
     } else {
       stream = sync_thread;
-      d->queue = static_cast<uint16_t>(next_load_queue_);
-      next_load_queue_ = (next_load_queue_ + 1) % 8;
+      d->queue = kLoadQueue;
     }
     thread = device::kNumEngines + d->queue;
   }

@@ -2,7 +2,9 @@
 //  - relocation: a kernel's SBUF region goes at a ring cursor (the next kernel starts where the
 //    previous one ended, so consecutive kernels overlap), its PSUM banks rotate likewise;
 //  - placement: compute instructions go to their engine's stream; loads trigger from SyncE on
-//    DMA queues 0-7, stores from GpSimdE on queues 8-15 (round robin);
+//    DMA queue 0, stores from GpSimdE on queue 1 (one queue per trigger engine, as Neuron's
+//    runtime ties them, DMA doc); the DMA engines serve the queues round-robin (TRAINIUM.md
+//    §5.3), so a store never waits behind the loads queued before it;
 //  - synchronisation: every instruction's byte footprint is checked against earlier accesses
 //    (RAW, WAR, WAW) by other threads (engine streams and DMA queues); a wait is added only when
 //    the dependency is not already implied by the thread's order or by an earlier wait (vector
@@ -36,7 +38,10 @@ class ProgramEmitter {
   uint32_t psum_peak() const { return psum_peak_; }
 
  private:
-  static constexpr int kQueues = 16;
+  // The DMA queues the emitter uses, by role (a compiler convention; the target has at least
+  // this many queues per engine, checked at construction).
+  static constexpr uint16_t kLoadQueue = 0, kStoreQueue = 1;
+  static constexpr int kQueues = 2;
   static constexpr int kThreads = device::kNumEngines + kQueues;
 
   struct Rect {
@@ -70,8 +75,6 @@ class ProgramEmitter {
   device::Program program_;
   uint32_t sbuf_cursor_ = 0;
   uint32_t psum_cursor_ = 0;
-  uint32_t next_load_queue_ = 0;
-  uint32_t next_store_queue_ = 0;
   std::vector<Clock> known_;                   // per thread: latest seq of each thread it follows
   std::vector<std::vector<Clock>> snapshots_;  // per thread, per seq: knowledge at issue
   std::vector<std::vector<Placed>> placed_;    // per thread, per seq

@@ -3,7 +3,10 @@
 // latency), its engine is free (previous II elapsed) and, for a read-after-write on the same
 // engine, the dependency distance has passed. Its functional effect and semaphore increments
 // apply at completion = issue + II + completion latency. DMA triggers hand a transfer to the
-// DMA engines after the trigger latency; the transfer's descriptors run FIFO per engine.
+// DMA engines after the trigger latency. Each engine serves its 16 queues round-robin (§5.3,
+// v2/v3 switch queues at 4 KiB packet boundaries; modelled as a fluid fair share among the
+// queues whose head transfer is ready), in order within a queue; a transfer completes when its
+// share on every engine is done and every earlier transfer of its queue has completed.
 //
 // The race checker keeps a vector clock per thread (engine stream, DMA queue, collective unit)
 // and joins clocks through semaphores; two accesses to overlapping bytes, one a write, whose
@@ -12,6 +15,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
+#include <limits>
 #include <queue>
 #include <string>
 
@@ -84,7 +89,7 @@ struct AccessRecord {
   Who who;
 };
 
-enum class EventKind : uint8_t { ready, complete, dma_done, collective_done };
+enum class EventKind : uint8_t { ready, complete, dma_done, dma_tick, collective_done };
 
 struct Event {
   double t;
@@ -121,10 +126,43 @@ struct Semaphore {
   std::vector<uint8_t> waiters;  // engines parked on this semaphore
 };
 
+// One engine's share of a transfer: `work` ns of engine time left at a full share, ready from
+// `t0` (trigger + trigger latency).
+struct DmaPart {
+  uint32_t transfer;
+  double t0;
+  double work;
+};
+
+struct DmaEngineRun {
+  std::array<std::deque<DmaPart>, kDmaQueues> queues;
+  double last = 0;       // parts are advanced up to this time
+  uint32_t version = 0;  // of the engine's one live tick event
+  size_t busy_index = SIZE_MAX;
+  double busy_end = -1;
+  bool idle() const {
+    return std::all_of(queues.begin(), queues.end(), [](const auto& q) { return q.empty(); });
+  }
+};
+
+struct DmaTransfer {
+  uint32_t pid = 0;
+  uint16_t queue = 0;
+  Engine issuer = Engine::sync;
+  uint32_t index = 0, debug_id = kNoDebugId;
+  int parts_left = 0;
+  double first = 0, last_part = 0;
+  bool started = false;
+  uint64_t bytes = 0;
+};
+
 struct CoreRun {
   std::array<EngineRun, kNumEngines> engines;
   std::vector<Semaphore> sems;
-  std::array<double, 16> dma_free{};
+  std::array<DmaEngineRun, 16> dma;
+  std::vector<DmaTransfer> transfers;
+  std::vector<uint32_t> free_transfers;
+  std::array<std::deque<uint32_t>, kDmaQueues> queue_order;  // transfers not yet complete
   std::array<double, kDmaQueues> queue_done{};
   std::vector<std::pair<double, double>> dma_busy;
   CoreStats stats;
@@ -182,6 +220,11 @@ class Run {
 
   Status on_ready(double now, int core, Engine e);
   Status on_complete(double now, uint32_t pid, bool dma);
+  // DMA engine `i` of `core`: runs its queues' head parts up to `until`, then schedules its next
+  // tick (a part finishing or becoming ready).
+  void dma_advance(int core, int i, double until);
+  void dma_schedule(int core, int i, double now);
+  void dma_part_done(int core, uint32_t transfer, double t);
   Status on_collective(double now, uint32_t group);
   Status check_races(const Pending& p, const Operands& ops, const Clock& snap, uint32_t clock);
   void signal(double now, int core, const std::vector<SemaphoreSignal>& sigs, const Clock& snap);
@@ -336,38 +379,53 @@ Status Run::on_ready(double now, int core, Engine e) {
     if (uses_hbm) {
       // One HBM pool per chip (§1): this core's share divided among its active engines.
       int active = 0;
-      for (int i = 0; i < t_.dma_engines_per_core; ++i)
-        active += (cr.dma_free[i] > t0 || w.descriptors[i] > 0);
+      for (int i = 0; i < t_.dma_engines_per_core; ++i) {
+        dma_advance(core, i, now);
+        active += (!cr.dma[i].idle() || w.descriptors[i] > 0);
+      }
       const double pool =
           t_.hbm_gbps_per_chip /
           std::max<double>(1.0, std::min<double>(prog_.cores.size(), t_.cores_per_chip));
       rate = std::min(rate, pool / std::max(1, active));
     }
-    double first = t0, finish = t0;
-    bool any = false;
+    uint32_t x;
+    if (!cr.free_transfers.empty()) {
+      x = cr.free_transfers.back();
+      cr.free_transfers.pop_back();
+    } else {
+      x = static_cast<uint32_t>(cr.transfers.size());
+      cr.transfers.emplace_back();
+    }
+    {
+      DmaTransfer& tr = cr.transfers[x];
+      tr = DmaTransfer{};
+      tr.pid = new_pending(core, e, index, qthread, qsnap);
+      tr.queue = dma->queue;
+      tr.issuer = e;
+      tr.index = index;
+      tr.debug_id = in.debug_id;
+      tr.first = tr.last_part = t0;
+      tr.bytes = w.total_bytes;
+    }
+    cr.queue_order[dma->queue].push_back(x);
     for (int i = 0; i < t_.dma_engines_per_core; ++i) {
       if (w.descriptors[i] == 0) continue;
-      const double s = std::max(t0, cr.dma_free[i]);
-      const double d = cost_.dma_engine_ns(w.rate_weighted_bytes[i], w.descriptors[i], rate);
-      cr.dma_free[i] = s + d;
-      cr.dma_busy.emplace_back(s, s + d);
-      first = any ? std::min(first, s) : s;
-      finish = std::max(finish, s + d);
-      any = true;
+      dma_advance(core, i, now);
+      cr.dma[i].queues[dma->queue].push_back(
+          {x, t0, cost_.dma_engine_ns(w.rate_weighted_bytes[i], w.descriptors[i], rate)});
+      ++cr.transfers[x].parts_left;
+      dma_schedule(core, i, now);
     }
-    finish = std::max(finish, cr.queue_done[dma->queue]);  // in order within a queue
-    cr.queue_done[dma->queue] = finish;
     cr.stats.dma_transfers += 1;
     cr.stats.dma_bytes += w.total_bytes;
     report_.hbm_read_bytes += w.hbm_read_bytes;
     report_.hbm_write_bytes += w.hbm_write_bytes;
     report_.sb_read_bytes += w.sbuf_read_bytes;
     report_.sb_write_bytes += w.sbuf_write_bytes;
-    if (opt_.trace)
-      report_.trace.push_back({static_cast<uint16_t>(core), "dma.q" + to_string(dma->queue), first,
-                               finish, Opcode::dma_copy, e, index, in.debug_id, w.total_bytes});
-    const uint32_t pid = new_pending(core, e, index, qthread, qsnap);
-    push(finish, EventKind::dma_done, core, static_cast<int>(e), pid);
+    if (cr.transfers[x].parts_left == 0) {  // nothing to move: done after the trigger
+      cr.transfers[x].parts_left = 1;
+      dma_part_done(core, x, t0);
+    }
   } else if (std::holds_alternative<Collective>(in.op)) {
     const uint32_t cthread = thread_of(core, kNumEngines + kDmaQueues);
     Clock csnap;
@@ -402,6 +460,100 @@ Status Run::on_ready(double now, int core, Engine e) {
   ++er.pc;
   push(er.next_issue, EventKind::ready, core, static_cast<int>(e), 0);
   return Status::ok();
+}
+
+void Run::dma_advance(int core, int i, double until) {
+  CoreRun& cr = cores_[core];
+  DmaEngineRun& E = cr.dma[i];
+  double t = E.last;
+  while (t < until) {
+    // The queues whose head part is ready share the engine equally.
+    int n = 0;
+    double min_work = std::numeric_limits<double>::infinity();
+    double next_ready = std::numeric_limits<double>::infinity();
+    for (auto& q : E.queues) {
+      if (q.empty()) continue;
+      const DmaPart& h = q.front();
+      if (h.t0 <= t) {
+        ++n;
+        min_work = std::min(min_work, h.work);
+        DmaTransfer& tr = cr.transfers[h.transfer];
+        if (!tr.started) tr.first = t;
+        tr.started = true;
+      } else {
+        next_ready = std::min(next_ready, h.t0);
+      }
+    }
+    if (n == 0) {
+      if (next_ready > until) break;
+      t = next_ready;
+      continue;
+    }
+    const double t_finish = t + min_work * n;
+    const double t_next = std::min({t_finish, next_ready, until});
+    const double share = (t_next - t) / n;
+    if (E.busy_index != SIZE_MAX && E.busy_end == t) {
+      cr.dma_busy[E.busy_index].second = t_next;
+    } else {
+      E.busy_index = cr.dma_busy.size();
+      cr.dma_busy.emplace_back(t, t_next);
+    }
+    E.busy_end = t_next;
+    const bool finishing = t_next == t_finish;
+    for (auto& q : E.queues) {
+      if (q.empty() || q.front().t0 > t) continue;
+      DmaPart& h = q.front();
+      const bool done = (finishing && h.work <= min_work) || h.work - share <= 1e-9;
+      h.work = std::max(0.0, h.work - share);
+      if (!done) continue;
+      const uint32_t x = h.transfer;
+      q.pop_front();
+      dma_part_done(core, x, t_next);
+    }
+    t = t_next;
+  }
+  E.last = std::max(E.last, until);
+}
+
+void Run::dma_schedule(int core, int i, double now) {
+  DmaEngineRun& E = cores_[core].dma[i];
+  int n = 0;
+  double min_work = std::numeric_limits<double>::infinity();
+  double next = std::numeric_limits<double>::infinity();
+  for (const auto& q : E.queues) {
+    if (q.empty()) continue;
+    if (q.front().t0 <= now) {
+      ++n;
+      min_work = std::min(min_work, q.front().work);
+    } else {
+      next = std::min(next, q.front().t0);
+    }
+  }
+  if (n > 0) next = std::min(next, now + min_work * n);
+  ++E.version;
+  if (next != std::numeric_limits<double>::infinity())
+    push(next, EventKind::dma_tick, core, i, E.version);
+}
+
+void Run::dma_part_done(int core, uint32_t x, double t) {
+  CoreRun& cr = cores_[core];
+  DmaTransfer& tr = cr.transfers[x];
+  tr.last_part = std::max(tr.last_part, t);
+  if (--tr.parts_left > 0) return;
+  // In order within a queue: complete this transfer and any later ones it held back.
+  auto& order = cr.queue_order[tr.queue];
+  while (!order.empty() && cr.transfers[order.front()].parts_left == 0) {
+    const uint32_t y = order.front();
+    order.pop_front();
+    const DmaTransfer& d = cr.transfers[y];
+    const double finish = std::max(d.last_part, cr.queue_done[d.queue]);
+    cr.queue_done[d.queue] = finish;
+    if (opt_.trace)
+      report_.trace.push_back({static_cast<uint16_t>(core), "dma.q" + to_string(d.queue), d.first,
+                               finish, Opcode::dma_copy, d.issuer, d.index, d.debug_id, d.bytes});
+    push(finish, EventKind::dma_done, core, static_cast<int>(d.issuer), d.pid);
+    cr.free_transfers.push_back(y);
+  }
 }
 
 Status Run::check_races(const Pending& p, const Operands& ops, const Clock& snap, uint32_t clock) {
@@ -545,6 +697,12 @@ Result<RunReport> Run::go() {
         break;
       case EventKind::dma_done:
         st = on_complete(ev.t, ev.id, true);
+        break;
+      case EventKind::dma_tick:
+        if (ev.id == cores_[ev.core].dma[ev.engine].version) {
+          dma_advance(ev.core, ev.engine, ev.t);
+          dma_schedule(ev.core, ev.engine, ev.t);
+        }
         break;
       case EventKind::collective_done:
         st = on_collective(ev.t, ev.id);

@@ -32,7 +32,10 @@ constexpr int kK = 8192, kM = 4096, kN = 8192;
 constexpr uint64_t kLhs = 0, kRhs = uint64_t{kK} * kM * 2, kRes = kRhs + uint64_t{kK} * kN * 2;
 constexpr uint64_t kHbm = kRes + uint64_t{kM} * kN * 2;
 
-// Semaphores: 0 lhsT loads (queue 0), 1 rhs loads (queue 1), 2 stores (queue 2),
+// Queues follow the trigger engine (DMA: "the queue ID is typically tied to the trigger engine"):
+// every load SyncE triggers is on queue 0, so loads run in order, and the stores ScalarE
+// triggers are on queue 2; the engines serve the two round-robin (§5.3).
+// Semaphores: 0 lhsT loads, 1 rhs loads, 2 stores,
 // 3 matmuls done, 4 PSUM evacuations done.
 enum Sem : uint16_t { kSemLhs = 0, kSemRhs = 1, kSemStore = 2, kSemMm = 3, kSemVec = 4 };
 constexpr uint32_t kDmaInc = 16;  // DMA: +16 per transfer
@@ -88,7 +91,7 @@ Program mm_original(int buffers) {
         s.sync().push_back(
             make(DmaCopy{lt, lhs_tile(k, m * 128, 128), 0}, free, {{kSemLhs, kDmaInc}}));
         s.sync().push_back(
-            make(DmaCopy{rt, rhs_tile(k, n * 512, 512), 1}, {}, {{kSemRhs, kDmaInc}}));
+            make(DmaCopy{rt, rhs_tile(k, n * 512, 512), 0}, {}, {{kSemRhs, kDmaInc}}));
         std::vector<SemaphoreWait> w = {{kSemLhs, kDmaInc * (step + 1)},
                                         {kSemRhs, kDmaInc * (step + 1)}};
         if (k == 0 && tile >= 2) w.push_back({kSemVec, tile - 1});
@@ -122,7 +125,7 @@ Program mm_hoisted() {
         std::vector<SemaphoreWait> free;
         if (tile >= 2) free.push_back({kSemMm, (tile - 2) * kT + k + 1});
         s.sync().push_back(make(
-            DmaCopy{sbuf(0, 128, rb + k * 1024, DType::bf16, 512), rhs_tile(k, n * 512, 512), 1},
+            DmaCopy{sbuf(0, 128, rb + k * 1024, DType::bf16, 512), rhs_tile(k, n * 512, 512), 0},
             free, {{kSemRhs, kDmaInc}}));
       }
       for (int k = 0; k < kT; ++k, ++mm) {
@@ -174,7 +177,7 @@ Program mm_block_free() {
                 {kSemMm, (nblock - 1) * kMmPerNBlock + ((kBM - 1) * kBN + bn) * kT + k + 1});
           s.sync().push_back(
               make(DmaCopy{sbuf(0, 128, rhs_base + (bn * kT + k) * 1024, DType::bf16, 512),
-                           rhs_tile(k, (n2 * kBN + bn) * 512, 512), 1},
+                           rhs_tile(k, (n2 * kBN + bn) * 512, 512), 0},
                    free, {{kSemRhs, kDmaInc}}));
         }
       for (int bm = 0; bm < kBM; ++bm)
@@ -223,7 +226,7 @@ Program mm_block_all(int psum_buffers) {
         std::vector<SemaphoreWait> free;
         if (rhs_block >= 2) free.push_back({kSemMm, (rhs_block - 1) * mm_per_rhs_block});
         s.sync().push_back(make(DmaCopy{sbuf(0, 128, rb + bk * 2048, DType::bf16, 1024),
-                                        rhs_tile(k * kTK + bk, n * 1024, 1024), 1},
+                                        rhs_tile(k * kTK + bk, n * 1024, 1024), 0},
                                 free, {{kSemRhs, kDmaInc}}));
       }
       for (int m = 0; m < kNBM; ++m, ++lhs_block) {
@@ -310,7 +313,7 @@ Program mamba_v1(int channels, int seq, int states) {
         DmaCopy{tile(buf(kD, cp)), hbm(delta_hbm + ct * 128 * row, DType::f32, 128, seq, seq), 0},
         free, {{kDelta, kDmaInc}}));
     sync.push_back(
-        make(DmaCopy{tile(buf(kUb, cp)), hbm(u_hbm + ct * 128 * row, DType::f32, 128, seq, seq), 1},
+        make(DmaCopy{tile(buf(kUb, cp)), hbm(u_hbm + ct * 128 * row, DType::f32, 128, seq, seq), 0},
              free, {{kU, kDmaInc}}));
     std::vector<SemaphoreWait> acc_free;
     if (ct >= 2) acc_free.push_back({kStore, uint32_t(kDmaInc * (ct - 1))});
@@ -327,12 +330,12 @@ Program mamba_v1(int channels, int seq, int states) {
       sync.push_back(make(
           DmaCopy{a_tile,
                   hbm(a_hbm + (uint64_t(ct) * 128 * states + st) * 4, DType::f32, 128, 1, states),
-                  2},
+                  0},
           a_free, {{kA, kDmaInc}}));
       MemRef b_row = hbm(b_hbm + st * row, DType::f32, 128, seq, 0);  // broadcast rows
       MemRef c_row = hbm(c_hbm + st * row, DType::f32, 128, seq, 0);
-      sync.push_back(make(DmaCopy{tile(buf(kBb, ip)), b_row, 3}, bc_free, {{kB, kDmaInc}}));
-      sync.push_back(make(DmaCopy{tile(buf(kCb, ip)), c_row, 4}, bc_free, {{kC, kDmaInc}}));
+      sync.push_back(make(DmaCopy{tile(buf(kBb, ip)), b_row, 0}, bc_free, {{kB, kDmaInc}}));
+      sync.push_back(make(DmaCopy{tile(buf(kCb, ip)), c_row, 0}, bc_free, {{kC, kDmaInc}}));
       Activation act;
       act.dst = tile(buf(kDA, ip));
       act.src = tile(buf(kD, cp));

@@ -2,6 +2,7 @@
 // formulas (TRAINIUM.md §4.1, §5) and the target's assumption parameters.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -225,6 +226,50 @@ TEST(Timing, DmaEngineFollowsTheAbsolutePartition) {
   const double one = timed(TargetKind::trn1, single(Engine::sync, lo, 1 << 24)).total_time_ns;
   const double both = timed(TargetKind::trn1, p).total_time_ns;
   EXPECT_LT(both, 1.1 * one);  // side by side, not one after the other
+}
+
+// §5.3 (DMA): an engine serves its queues round-robin and each queue in order. A small
+// transfer on its own queue shares the engine with a large one issued just before it instead
+// of waiting behind it; a transfer queued behind the large one on the same queue waits.
+TEST(Timing, DmaQueuesShareAnEngineRoundRobin) {
+  const Target& t = target(TargetKind::trn2);
+  const CostModel cm(t);
+  const DmaCopy big{sbuf(0, 4, 0, DType::bf16, 4096), hbm(0, DType::bf16, 4, 4096, 4096), 0};
+  const DmaCopy small{sbuf(0, 4, 16384, DType::bf16, 512), hbm(1 << 16, DType::bf16, 4, 512, 512),
+                      1};
+  DmaCopy after = small;
+  after.dst.offset = 32768;
+  after.queue = 0;
+  const auto work = [&](const DmaCopy& d) {
+    const DmaWork w = cm.dma_work(d);
+    EXPECT_EQ(w.engines_used(), 1);
+    return cm.dma_engine_ns(w.rate_weighted_bytes[0], w.descriptors[0], t.dma_engine_bytes_per_ns);
+  };
+  Program p = program(1, 1 << 20);
+  for (const DmaCopy& d : {big, small, after})
+    p.cores[0].stream(Engine::sync).push_back(inst(d, {}, {{0, 16}}));
+  SimulatorOptions o;
+  o.functional = false;
+  o.trace = true;
+  Simulator sim(t, o);
+  auto r = sim.run(p, {});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  std::vector<TraceEvent> xfers;
+  for (const TraceEvent& e : r->trace)
+    if (e.unit.starts_with("dma.q")) xfers.push_back(e);
+  ASSERT_EQ(xfers.size(), 3u);
+  std::sort(xfers.begin(), xfers.end(), [](const TraceEvent& a, const TraceEvent& b) {
+    return a.instruction_index < b.instruction_index;
+  });
+  const TraceEvent &b = xfers[0], &s = xfers[1], &a = xfers[2];
+  // The small transfer runs at half the engine from its start: twice its solo time.
+  EXPECT_NEAR(s.end_ns - s.start_ns, 2 * work(small), 1e-6);
+  // The engine never idles: the large one ends after both transfers' work.
+  EXPECT_NEAR(b.end_ns - b.start_ns, work(big) + work(small), 1e-6);
+  // The one behind it on queue 0 starts when it ends and then has the engine to itself.
+  EXPECT_NEAR(a.start_ns, b.end_ns, 1e-6);
+  EXPECT_NEAR(a.end_ns - a.start_ns, work(after), 1e-6);
+  EXPECT_NEAR(r->cores[0].dma_active_ns, work(big) + work(small) + work(after), 1e-6);
 }
 
 TEST(Timing, DmaRateIsFlatWithoutASmallTransferAnchor) {
