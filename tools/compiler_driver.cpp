@@ -486,6 +486,8 @@ CompileResult compile_model(const CompileRequest& req) {
              " nodes)");
     codegen::CodegenOptions copts;
     copts.threads = req.threads;
+    // -O0: no fusion, every op its own kernel (for debugging a fused kernel against its ops).
+    copts.fuse = req.opt_level >= 1;
     codegen::CompiledPartition cp =
         codegen::compile_partition(g, p.nodes, p.inputs, p.outputs, target, copts);
     const uint64_t base = (arena + 4095) / 4096 * 4096;

@@ -91,12 +91,14 @@ struct Case {
   passes::AutoCastMode cast;
   int64_t batch = 0;  // dynamic_batch: the bound to compile and run at (0: the sample's)
   std::string file = "model.pt2";  // or model_core.pt2 (the core-ATen export)
+  int opt_level = 2;
 };
 
 void PrintTo(const Case& c, std::ostream* os) {
   *os << c.fixture << " " << c.target << " auto-cast " << passes::auto_cast_name(c.cast);
   if (c.batch) *os << " batch " << c.batch;
   if (c.file != "model.pt2") *os << " " << c.file;
+  if (c.opt_level != 2) *os << " -O" << c.opt_level;
 }
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
@@ -104,6 +106,7 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
       info.param.fixture + "_" + info.param.target + "_" + passes::auto_cast_name(info.param.cast);
   if (info.param.batch) s += "_batch" + std::to_string(info.param.batch);
   if (info.param.file == "model_core.pt2") s += "_core";
+  if (info.param.opt_level != 2) s += "_O" + std::to_string(info.param.opt_level);
   return s;
 }
 
@@ -116,6 +119,7 @@ TEST_P(EndToEnd, MatchesPyTorch) {
   req.model = (dir / c.file).string();
   req.target = c.target;
   req.auto_cast = c.cast;
+  req.opt_level = c.opt_level;
   if (c.batch) {
     std::ifstream in(dir / "meta.json");
     const nlohmann::json meta = nlohmann::json::parse(in);
@@ -201,6 +205,26 @@ TEST(EndToEndErrors, TokenIdOutsideTheVocabularyIsReported) {
   }
 }
 
+// -O0 fuses nothing: more kernels, so more instructions, than -O1 on a model with fusible
+// chains; each level's artifact differs (it records the level).
+TEST(EndToEndOptLevels, ZeroFusesNothing) {
+  std::vector<std::vector<std::byte>> artifacts;
+  std::vector<uint64_t> instructions;
+  for (int o : {0, 1}) {
+    CompileRequest req;
+    req.model = (fixture_dir("bert") / "model.pt2").string();
+    req.target = "trn1";
+    req.opt_level = o;
+    CompileResult r = compile_model(req);
+    uint64_t n = 0;
+    for (const PartitionReport& p : r.partitions) n += p.instructions;
+    instructions.push_back(n);
+    artifacts.push_back(std::move(r.artifact));
+  }
+  EXPECT_GT(instructions[0], instructions[1]);
+  EXPECT_NE(artifacts[0], artifacts[1]);
+}
+
 std::vector<Case> cases() {
   std::vector<Case> out;
   for (const char* f : {"mlp", "transformer_encoder", "bert", "gpt2", "llama", "vit",
@@ -218,6 +242,11 @@ std::vector<Case> cases() {
   for (const char* f : {"cnn", "vision_extras"})
     for (passes::AutoCastMode m : {passes::AutoCastMode::none, passes::AutoCastMode::matmul})
       out.push_back({f, "trn1", m, 0, "model_core.pt2"});
+  // Every optimisation level verifies (-O2 above).
+  for (const char* f : {"mlp", "transformer_encoder", "bert", "gpt2", "llama", "vit",
+                        "dynamic_batch", "fallback", "buffers", "cnn", "vision_extras"})
+    for (int o : {0, 1, 3})
+      out.push_back({f, "trn1", passes::AutoCastMode::matmul, 0, "model.pt2", o});
   return out;
 }
 
