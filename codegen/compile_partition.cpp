@@ -599,6 +599,13 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
       if (const ir::Node* a = only_consumer(out);
           a && a->op() != "aten._to_copy.default" && epilogue_activation(*a) && !grouped.count(a))
         chain.push_back(a);
+      // A layer norm reading the chain's result becomes the matmul's epilogue too (checked
+      // against the matmul's tiling when it is reached; dropped from the group if it does not
+      // fit).
+      if (const ir::Node* l = only_consumer(chain.back()->output());
+          matmul && l && l->op() == "aten.layer_norm.default" && !grouped.count(l) &&
+          l->input(0) == chain.back()->output())
+        chain.push_back(l);
       for (const ir::Node* x : chain) grouped[x] = true;
       for (size_t i = 0; i + 1 < chain.size(); ++i) absorbed_into[chain[i]] = chain.back();
       if (matmul) matmul_residual[c] = {chain.back(), r};
@@ -900,11 +907,29 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     // group dissolves into the kernels plain fusion makes of it (a cast as the matmul's
     // epilogue, the add fused into a following activation).
     if (auto mr = matmul_residual.find(&n); mr != matmul_residual.end()) {
+      // A layer-norm epilogue that does not fit the matmul's tiling leaves the group, which then
+      // ends at the add (or its activation).
+      if (const ir::Node* ln = mr->second.first;
+          ln->op() == "aten.layer_norm.default" && !matmul_layer_norm_fits(n, *ln, ctx)) {
+        std::vector<const ir::Node*> chain = residual_group.at(ln);
+        residual_group.erase(ln);
+        grouped.erase(ln);
+        chain.pop_back();
+        const ir::Node* end = chain.back();
+        absorbed_into.erase(end);
+        for (size_t i = 0; i + 1 < chain.size(); ++i) absorbed_into[chain[i]] = end;
+        residual_group[end] = chain;
+        mr->second.first = end;
+      }
       const auto [last, residual] = mr->second;
       if (!ctx.values.count(residual) || !matmul_residual_fits(n, ctx, ctx.view(residual))) {
-        const std::vector<const ir::Node*> chain = residual_group.at(last);
+        std::vector<const ir::Node*> chain = residual_group.at(last);
         residual_group.erase(last);
         for (const ir::Node* x : chain) absorbed_into.erase(x);
+        if (chain.back()->op() == "aten.layer_norm.default") {  // a kernel of its own again
+          grouped.erase(chain.back());
+          chain.pop_back();
+        }
         size_t add = 1;
         if (chain[1]->op() == "aten._to_copy.default") {
           absorbed_into[chain[0]] = chain[1];

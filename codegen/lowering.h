@@ -4,6 +4,7 @@
 // lower concurrently.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -70,6 +71,22 @@ LowerFn data_movement_lowering(const std::string& op);  // cat, materialising co
 // matmul's output shape): the view must reshape to the kernel's [batch..., M, N] problem layout,
 // which flattens leading dims the operands allow.
 bool matmul_residual_fits(const ir::Node& mm, const PartitionContext& ctx, const HbmView& residual);
+
+// Layer norm (or rms norm) of each row of `xt` [rows, R] into `ot`, through the fp32 `work`
+// tile [rows, R] and three fp32 columns [rows, 1]; gamma / beta are [rows, R] tiles of the
+// affine parameters. The one instruction sequence of every row-norm lowering (the row kernel,
+// a matmul's layer-norm epilogue), so they round alike.
+void emit_row_norm(KernelBuilder& kb, bool layer_norm, const device::MemRef& xt,
+                   const device::MemRef& work, const device::MemRef& ot,
+                   const std::array<device::MemRef, 3>& cols,
+                   const std::optional<device::MemRef>& gamma,
+                   const std::optional<device::MemRef>& beta, double eps);
+
+// Whether the matmul-family node `mm` can apply layer norm `ln` (over the last dim of its
+// result, which it reads) as its epilogue: one m-tile (M <= partitions, no batch) and a row of
+// at most kLayerNormEpilogueMaxN elements, so the whole rows stay in SBUF until normalised.
+constexpr int64_t kLayerNormEpilogueMaxN = 2048;
+bool matmul_layer_norm_fits(const ir::Node& mm, const ir::Node& ln, const PartitionContext& ctx);
 
 // A layer norm whose normalised extent is too large for one SBUF row, lowered by the group-norm
 // kernel (statistics over partitions x chunks, group_norm_kernel.cpp).

@@ -107,8 +107,11 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
   const ir::Value* result = n.output();
   const ir::Value* staged = n.output();
   const ir::Value* residual = nullptr;
+  const ir::Node* norm = nullptr;  // a layer norm over the rows of the result (last)
   for (const ir::Node* f : fused_nodes(kb)) {
-    if (f->op() == "aten.add.Tensor") {
+    if (f->op() == "aten.layer_norm.default") {
+      norm = f;
+    } else if (f->op() == "aten.add.Tensor") {
       staged = result;
       residual = f->input(0) == result ? f->input(1) : f->input(0);
     } else if (residual) {
@@ -204,6 +207,31 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
       staged_off[s] = kb.alloc(nt * device::dtype_size(sdt), "matmul staged");
       if (sum_in_f32) sum_off[s] = kb.alloc(nt * 4, "matmul residual sum");
     }
+  }
+
+  // Layer-norm epilogue (M <= 128, checked by matmul_layer_norm_fits): the m-tile's whole rows
+  // [mt, N] gather in `row_off` across the n-blocks, then the row norm runs on them and one DMA
+  // stores the normalised rows; gamma and beta load once, first.
+  uint32_t row_off = 0, norm_work = 0, norm_out = 0, norm_cols[3] = {0, 0, 0};
+  std::optional<MemRef> gamma_tile, beta_tile;
+  if (norm) {
+    const int64_t mt = std::min(P, p.M);
+    row_off = kb.alloc(p.N * cs, "matmul rows for the layer norm");
+    norm_work = kb.alloc(p.N * 4, "layer norm work");
+    norm_out = kb.alloc(p.N * cs, "layer norm output");
+    for (uint32_t& c : norm_cols) c = kb.alloc(4, "layer norm column");
+    auto load_param = [&](const ir::Value* v) {
+      const HbmView& pv = ctx.view(v);
+      const uint32_t off = kb.alloc(p.N * device::dtype_size(pv.dtype), "layer norm weight");
+      const MemRef tile = KernelBuilder::sb(off, mt, pv.dtype, p.N);
+      kb.dma(tile,
+             KernelBuilder::hbm(
+                 pv, 0, mt, 0, {{static_cast<int32_t>(pv.strides[0]), static_cast<uint32_t>(p.N)}}),
+             DmaRole::load);
+      return tile;
+    };
+    if (norm->inputs().size() > 1 && norm->input(1)) gamma_tile = load_param(norm->input(1));
+    if (norm->inputs().size() > 2 && norm->input(2)) beta_tile = load_param(norm->input(2));
   }
 
   int copy_engine = 0;
@@ -359,7 +387,9 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
             }
             kb.add_flops(2.0 * mt * ntc * p.K);
             // Epilogue.
-            const MemRef out_tile = KernelBuilder::sb(oblock + (n0 - nb0) * cs, mt, p.c.dtype, ntc);
+            const MemRef out_tile =
+                norm ? KernelBuilder::sb(row_off + n0 * cs, mt, p.c.dtype, ntc)
+                     : KernelBuilder::sb(oblock + (n0 - nb0) * cs, mt, p.c.dtype, ntc);
             // Without a residual the epilogue writes the output tile itself.
             const MemRef staged_tile =
                 res ? KernelBuilder::sb(staged_off[os], mt, sdt, ntc) : out_tile;
@@ -428,11 +458,25 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
                   staged_tile, res_tile, out_tile, post_act);
             }
           }
+          if (norm) continue;  // stored once normalised, below
           const int64_t sc_m = p.c.strides[rb], sc_n = p.c.strides[rb + 1];
           kb.dma(KernelBuilder::hbm(p.c, c_base + m0 * sc_m + nb0 * sc_n, mt, sc_m,
                                     {{static_cast<int32_t>(sc_n), static_cast<uint32_t>(nbc)}}),
                  KernelBuilder::sb(oblock, mt, p.c.dtype, nbc), DmaRole::store);
         }
+      }
+      if (norm) {
+        const int64_t mt = std::min(P, p.M);
+        std::array<MemRef, 3> cols;
+        for (int i = 0; i < 3; ++i) cols[i] = KernelBuilder::sb(norm_cols[i], mt, DType::f32, 1);
+        const MemRef ot = KernelBuilder::sb(norm_out, mt, p.c.dtype, p.N);
+        emit_row_norm(kb, true, KernelBuilder::sb(row_off, mt, p.c.dtype, p.N),
+                      KernelBuilder::sb(norm_work, mt, DType::f32, p.N), ot, cols, gamma_tile,
+                      beta_tile, scalar_attr(*norm, "eps", 1e-5));
+        const int64_t sc_m = p.c.strides[rb], sc_n = p.c.strides[rb + 1];
+        kb.dma(KernelBuilder::hbm(p.c, c_base, mt, sc_m,
+                                  {{static_cast<int32_t>(sc_n), static_cast<uint32_t>(p.N)}}),
+               ot, DmaRole::store);
       }
     }
     for (int d = rb - 1; d >= 0; --d) {
@@ -449,6 +493,21 @@ bool matmul_residual_fits(const ir::Node& mm, const PartitionContext& ctx,
   const Problem p =
       make_problem(mm, ctx, HbmView::contiguous(residual.dtype, 0, static_shape(mm.output())));
   return residual.reshape(concat(p.batch, {p.M, p.N})).has_value();
+}
+
+bool matmul_layer_norm_fits(const ir::Node& mm, const ir::Node& ln, const PartitionContext& ctx) {
+  if (ln.op() != "aten.layer_norm.default" || ln.attr_ints("normalized_shape").size() != 1)
+    return false;
+  const ir::Value* x = ln.input(0);
+  if (!x || x->dtype() != ln.output()->dtype() || !ir::is_floating(x->dtype())) return false;
+  const Problem p =
+      make_problem(mm, ctx, HbmView::contiguous(device_dtype(x->dtype()), 0, static_shape(x)));
+  if (!p.batch.empty() || p.M > ctx.target.partitions || p.N != static_shape(x).back() ||
+      p.N > kLayerNormEpilogueMaxN)
+    return false;
+  for (size_t i = 1; i < 3 && i < ln.inputs().size(); ++i)
+    if (ln.input(i) && static_shape(ln.input(i)) != std::vector<int64_t>{p.N}) return false;
+  return true;
 }
 
 LowerFn matmul_lowering(const std::string& op) {

@@ -13,6 +13,7 @@
 // (group_norm_kernel.cpp: statistics over partitions x chunks).
 // Tiles are double-buffered so the next tile's load overlaps this tile's compute.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -245,38 +246,10 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
       case RowOp::rms_norm: {
         const double eps = scalar_attr(
             n, "eps", kind == RowOp::rms_norm ? std::numeric_limits<float>::epsilon() : 1e-5);
-        MemRef centred = xt;
-        if (kind == RowOp::layer_norm) {
-          kb.tensor_reduce(c0, xt, device::ReduceOp::sum, false);
-          kb.tensor_scalar(c0, c0, AluOp::multiply, static_cast<float>(-1.0 / R));
-          kb.tensor_scalar(work, xt, AluOp::add, c0);  // x - mean
-          centred = work;
-        }
-        // Sum of squares (fp32 accumulators); the squares themselves land in `ot` and are
-        // overwritten by the result.
-        act(ot, centred, ActivationFunction::square, 0.0f, c1);
-        kb.tensor_scalar(c2, c1, AluOp::multiply, static_cast<float>(1.0 / R), AluOp::add,
-                         static_cast<float>(eps));
-        act(c2, c2, ActivationFunction::rsqrt);
-        const MemRef src = kind == RowOp::layer_norm ? work : xt;
-        const bool affine = gamma || beta;
-        kb.tensor_scalar(affine ? work : ot, src, AluOp::multiply, c2);
-        if (gamma) {
-          device::TensorTensor tt;
-          tt.dst = beta ? work : ot;
-          tt.in0 = work;
-          tt.in1 = KernelBuilder::sb(gamma_off, rows, gamma->dtype, R);
-          tt.op = AluOp::multiply;
-          kb.emit(Engine::vector, tt);
-        }
-        if (beta) {
-          device::TensorTensor tt;
-          tt.dst = ot;
-          tt.in0 = work;
-          tt.in1 = KernelBuilder::sb(beta_off, rows, beta->dtype, R);
-          tt.op = AluOp::add;
-          kb.emit(Engine::vector, tt);
-        }
+        std::optional<MemRef> g, b;
+        if (gamma) g = KernelBuilder::sb(gamma_off, rows, gamma->dtype, R);
+        if (beta) b = KernelBuilder::sb(beta_off, rows, beta->dtype, R);
+        emit_row_norm(kb, kind == RowOp::layer_norm, xt, work, ot, {c0, c1, c2}, g, b, eps);
         break;
       }
     }
@@ -287,6 +260,56 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
 }
 
 }  // namespace
+
+void emit_row_norm(KernelBuilder& kb, bool layer_norm, const MemRef& xt, const MemRef& work,
+                   const MemRef& ot, const std::array<MemRef, 3>& cols,
+                   const std::optional<MemRef>& gamma, const std::optional<MemRef>& beta,
+                   double eps) {
+  const auto& [c0, c1, c2] = cols;
+  const int64_t R = static_cast<int64_t>(xt.free_size());
+  auto act = [&](const MemRef& dst, const MemRef& src, ActivationFunction f,
+                 device::ScalarOperand bias = 0.0f, std::optional<MemRef> accumulate = {}) {
+    device::Activation a;
+    a.dst = dst;
+    a.src = src;
+    a.function = f;
+    a.bias = bias;
+    a.accumulate_dst = accumulate;
+    kb.emit(Engine::scalar, a);
+  };
+  MemRef centred = xt;
+  if (layer_norm) {
+    kb.tensor_reduce(c0, xt, device::ReduceOp::sum, false);
+    kb.tensor_scalar(c0, c0, AluOp::multiply, static_cast<float>(-1.0 / R));
+    kb.tensor_scalar(work, xt, AluOp::add, c0);  // x - mean
+    centred = work;
+  }
+  // Sum of squares (fp32 accumulators); the squares themselves land in `ot` and are
+  // overwritten by the result.
+  act(ot, centred, ActivationFunction::square, 0.0f, c1);
+  kb.tensor_scalar(c2, c1, AluOp::multiply, static_cast<float>(1.0 / R), AluOp::add,
+                   static_cast<float>(eps));
+  act(c2, c2, ActivationFunction::rsqrt);
+  const MemRef src = layer_norm ? work : xt;
+  const bool affine = gamma || beta;
+  kb.tensor_scalar(affine ? work : ot, src, AluOp::multiply, c2);
+  if (gamma) {
+    device::TensorTensor tt;
+    tt.dst = beta ? work : ot;
+    tt.in0 = work;
+    tt.in1 = *gamma;
+    tt.op = AluOp::multiply;
+    kb.emit(Engine::vector, tt);
+  }
+  if (beta) {
+    device::TensorTensor tt;
+    tt.dst = ot;
+    tt.in0 = work;
+    tt.in1 = *beta;
+    tt.op = AluOp::add;
+    kb.emit(Engine::vector, tt);
+  }
+}
 
 LowerFn row_lowering(const std::string& op) {
   static const char* kOps[] = {
