@@ -171,6 +171,29 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
   if (!b_transpose)
     nb = std::min(ceil_div(p.N, nt), std::max<int64_t>(1, b_budget / (nK * nt * es))) * nt;
   nb = std::min(nb, p.N);
+  // K interleaving: when B's block is whole rows back to back in HBM, groups of T K-chunks load
+  // as one DMA in which partition p receives the T consecutive rows p*T .. p*T + T-1 of the
+  // group, so each DMA engine's 8 partitions are one contiguous run of 8*T rows (full rate from
+  // `dma_full_rate_transfer_bytes`, TRAINIUM.md §5.3) instead of 8 rows. K-chunk j of a group
+  // then holds rows {p*T + j}; A^T uses the same rows (a strided transpose source or partition
+  // stride), so the contraction is the same sum in another order.
+  int64_t T = 1;
+  {
+    const uint64_t row_bytes = static_cast<uint64_t>(nb) * device::dtype_size(p.b.dtype);
+    const uint64_t engine_rows = static_cast<uint64_t>(t.dma_partitions_per_engine);
+    const bool whole_rows = !b_transpose && sb_n == 1 && nb == p.N && sb_k == p.N;
+    if (whole_rows && engine_rows * row_bytes < t.dma_full_rate_transfer_bytes)
+      for (int64_t c = 2; c <= 8; ++c)
+        if (p.K % (P * c) == 0 && engine_rows * row_bytes * c >= t.dma_full_rate_transfer_bytes) {
+          T = c;
+          break;
+        }
+  }
+  // First K row of chunk kc and the row step between its partitions.
+  auto chunk_rows = [&](int64_t kc) -> std::pair<int64_t, int64_t> {
+    if (T == 1) return {kc * P, 1};
+    return {(kc / T) * T * P + kc % T, T};
+  };
 
   // SBUF layout.
   std::vector<uint32_t> at_off(static_cast<size_t>(m_block));
@@ -269,10 +292,12 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
                               {{static_cast<int32_t>(s_k), static_cast<uint32_t>(p.K)}}),
            DmaRole::load);
     for (int64_t kc = 0; kc < nK; ++kc) {
-      const int64_t k0 = kc * P, kt = std::min(P, p.K - k0);
+      const auto [k0, step] = chunk_rows(kc);
+      const int64_t kt = std::min(P, p.K - kc * P);
       MemRef src = stage;
       src.offset += k0 * device::dtype_size(v.dtype);
       src.levels[0].count = static_cast<uint32_t>(kt);
+      src.levels[0].stride = static_cast<int32_t>(step);
       transpose(dst(kc, kt), src);
     }
   };
@@ -288,6 +313,13 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
                            return KernelBuilder::sb(bslot + (kc * nbc + s0) * es, kt, mdt, st);
                          });
       }
+    } else if (T > 1) {
+      for (int64_t kc = 0; kc < nK; kc += T)
+        kb.dma(KernelBuilder::sb(bslot + kc * nbc * es, P, mdt, T * nbc),
+               KernelBuilder::hbm(p.b, b_base + kc * P * sb_k + nb0 * sb_n, P, T * sb_k,
+                                  {{static_cast<int32_t>(sb_k), static_cast<uint32_t>(T)},
+                                   {static_cast<int32_t>(sb_n), static_cast<uint32_t>(nbc)}}),
+               DmaRole::load);
     } else {
       for (int64_t kc = 0; kc < nK; ++kc) {
         const int64_t k0 = kc * P, kt = std::min(P, p.K - k0);
@@ -336,9 +368,10 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
                            });
         } else {
           for (int64_t kc = 0; kc < nK; ++kc) {
-            const int64_t k0 = kc * P, kt = std::min(P, p.K - k0);
+            const auto [k0, step] = chunk_rows(kc);
+            const int64_t kt = std::min(P, p.K - kc * P);
             kb.dma(KernelBuilder::sb(at_off[mi] + kc * mt * es, kt, mdt, mt),
-                   KernelBuilder::hbm(p.a, a_base + m0 * sa_m + k0 * sa_k, kt, sa_k,
+                   KernelBuilder::hbm(p.a, a_base + m0 * sa_m + k0 * sa_k, kt, step * sa_k,
                                       {{static_cast<int32_t>(sa_m), static_cast<uint32_t>(mt)}}),
                    DmaRole::load);
           }

@@ -56,36 +56,61 @@ namespace {
 // A weight that fits in a third of a partition loads as one DMA per 128-row K chunk spanning
 // every n-tile, so each DMA engine streams its rows back to back (TRAINIUM.md §5.3) instead of
 // one strided row per n-tile.
+// B loads in whole row blocks: a weight stored [K, N] (transposed) streams each K chunk as one
+// DMA over 128 partitions. When 8 rows (one DMA engine's partitions) are shorter than the
+// full-rate transfer size, T chunks interleave into one DMA (partition p holds rows p*T ..
+// p*T + T-1), so each engine moves 8*T rows back to back.
 TEST(CodegenMatmul, WeightsStreamInWholeRowBlocks) {
-  for (device::TargetKind kind :
-       {device::TargetKind::trn1, device::TargetKind::trn2, device::TargetKind::trn3}) {
-    RunResult r = check(R"(graph {
-  input %x : bf16[128, 384]
-  param %wf : f32[1536, 384] "w"
-  %w : bf16[1536, 384] = aten._to_copy.default(%wf) {dtype = #bf16}
-  %y : bf16[128, 1536] = aten.linear.default(%x, %w)
+  struct Case {
+    int64_t n;
+    int loads;              // weight DMAs (K = 384: three chunks)
+    uint64_t row_elements;  // per partition per DMA
+  };
+  // N = 1536 bf16: 8 rows = 24 KiB < 32 KiB, so the three chunks interleave (T = 3); N = 2048:
+  // 8 rows = 32 KiB, one DMA per chunk.
+  for (const Case& c : {Case{1536, 1, 3 * 1536}, Case{2048, 3, 2048}})
+    for (device::TargetKind kind :
+         {device::TargetKind::trn1, device::TargetKind::trn2, device::TargetKind::trn3}) {
+      const std::string N = std::to_string(c.n);
+      RunResult r =
+          check("graph {\n  input %x : bf16[128, 384]\n  param %wf : f32[" + N +
+                    ", 384] \"w\"\n  %w : bf16[" + N +
+                    ", 384] = aten._to_copy.default(%wf) {dtype = #bf16}\n  %y : bf16[128, " + N +
+                    "] = aten.linear.default(%x, %w)\n  output %y\n}",
+                2e-2, kind);
+      const ConstantBinding* wp = nullptr;
+      for (const ConstantBinding& cb : r.part.constants)
+        if (cb.dtype == device::DType::bf16) wp = &cb;
+      ASSERT_NE(wp, nullptr);
+      const ConstantBinding& w = *wp;
+      EXPECT_TRUE(w.transposed);  // stored [K, N]: K chunks are contiguous row blocks
+      int weight_loads = 0;
+      for (const auto& stream : r.part.program.cores[0].streams)
+        for (const auto& in : stream)
+          if (const auto* d = std::get_if<device::DmaCopy>(&in.op))
+            if (d->src.memory == device::MemoryKind::hbm && d->src.offset >= w.offset &&
+                d->src.offset < w.offset + w.data.size()) {
+              ++weight_loads;
+              EXPECT_EQ(d->src.partition_count, 128);
+              EXPECT_EQ(d->src.free_size(), c.row_elements);
+              EXPECT_EQ(d->src.partition_stride, static_cast<int64_t>(c.row_elements));
+            }
+      EXPECT_EQ(weight_loads, c.loads) << "N = " << c.n;
+    }
+}
+
+// Interleaved K chunks with A^T loaded directly (A a transposed view, M contiguous): the A^T
+// DMA walks the same rows {p*T + j} by partition stride.
+TEST(CodegenMatmul, InterleavedChunksWithADirectTransposedLoad) {
+  check(R"(graph {
+  input %xt : bf16[768, 96]
+  param %wf : f32[768, 768] "w"
+  %w : bf16[768, 768] = aten._to_copy.default(%wf) {dtype = #bf16}
+  %x : bf16[96, 768] = aten.permute.default(%xt) {dims = [1, 0]}
+  %y : bf16[96, 768] = aten.linear.default(%x, %w)
   output %y
 })",
-                        2e-2, kind);
-    const ConstantBinding* wp = nullptr;
-    for (const ConstantBinding& c : r.part.constants)
-      if (c.dtype == device::DType::bf16) wp = &c;
-    ASSERT_NE(wp, nullptr);
-    const ConstantBinding& w = *wp;
-    EXPECT_TRUE(w.transposed);  // stored [K, N]: K chunks are contiguous row blocks
-    int weight_loads = 0;
-    for (const auto& stream : r.part.program.cores[0].streams)
-      for (const auto& in : stream)
-        if (const auto* d = std::get_if<device::DmaCopy>(&in.op))
-          if (d->src.memory == device::MemoryKind::hbm && d->src.offset >= w.offset &&
-              d->src.offset < w.offset + w.data.size()) {
-            ++weight_loads;
-            EXPECT_EQ(d->src.partition_count, 128);
-            EXPECT_EQ(d->src.free_size(), 1536u);
-            EXPECT_EQ(d->src.partition_stride, 1536);
-          }
-    EXPECT_EQ(weight_loads, 3);  // K = 384: three chunks, each covering all three n-tiles
-  }
+        2e-2);
 }
 
 // A row bias joins the PSUM accumulation (a K = 1 matmul against ones): bit-identical to adding
