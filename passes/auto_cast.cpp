@@ -29,6 +29,21 @@ const char* auto_cast_name(AutoCastMode m) {
 
 namespace {
 
+// Ops whose result is a view of their only operand, whatever its dtype.
+bool is_view_op(const std::string& op) {
+  static const char* kOps[] = {"aten.view.default",      "aten._unsafe_view.default",
+                               "aten.reshape.default",   "aten.flatten.using_ints",
+                               "aten.unflatten.int",     "aten.squeeze.dim",
+                               "aten.squeeze.dims",      "aten.squeeze.default",
+                               "aten.unsqueeze.default", "aten.permute.default",
+                               "aten.t.default",         "aten.transpose.int",
+                               "aten.expand.default",    "aten.slice.Tensor",
+                               "aten.select.int",        "aten.alias.default"};
+  for (const char* k : kOps)
+    if (op == k) return true;
+  return false;
+}
+
 bool eligible(const ir::Node& n, AutoCastMode mode) {
   const ir::OpInfo* info = n.info();
   if (!info || info->inplace || info->placement != ir::Placement::device) return false;
@@ -62,11 +77,33 @@ bool AutoCast::run(ir::Graph& g) {
   std::unordered_map<const ir::Value*, ir::Value*> bf16_of;
   auto to_bf16 = [&](ir::Node* before, ir::Value* v) -> ir::Value* {
     if (auto it = bf16_of.find(v); it != bf16_of.end()) return it->second;
-    ir::Value* r;
-    const ir::Node* p = v->producer();
-    if (p && p->op() == "aten._to_copy.default" && p->input(0)->dtype() == ir::DType::bf16) {
-      r = p->input(0);  // f32 cast of a bf16 value: use the bf16 value itself
-    } else {
+    ir::Value* r = nullptr;
+    // Views of an f32 cast of a bf16 value (a projection's result reshaped into heads, an
+    // attention's result merged back): the same views of the bf16 value. bf16 -> f32 is exact
+    // and f32 -> bf16 of such a value gives it back, so the round trip is the identity.
+    std::vector<const ir::Node*> views;
+    const ir::Value* cur = v;
+    while (cur->producer() && is_view_op(cur->producer()->op()) &&
+           cur->producer()->inputs().size() == 1 && cur->producer()->outputs().size() == 1) {
+      views.push_back(cur->producer());
+      cur = cur->producer()->input(0);
+    }
+    const ir::Node* c = cur->producer();
+    if (c && c->op() == "aten._to_copy.default" && cur->dtype() == ir::DType::f32 &&
+        c->input(0)->dtype() == ir::DType::bf16) {
+      r = c->input(0);  // the bf16 value itself (through `views`)
+      for (auto it = views.rbegin(); it != views.rend(); ++it) {
+        try {
+          r = g.insert_before(before, (*it)->op(), {r}, (*it)->attrs(), std::nullopt,
+                              {(*it)->output()->name() + "_bf16"})
+                  ->output();
+        } catch (const ir::Error&) {
+          r = nullptr;  // the view does not accept bf16 here: cast as usual
+          break;
+        }
+      }
+    }
+    if (!r) {
       r = g.insert_before(before, "aten._to_copy.default", {v}, {{"dtype", ir::DType::bf16}},
                           std::nullopt, {v->name() + "_bf16"})
               ->output();

@@ -7,7 +7,9 @@
 // a value that is itself a cast from bf16), the node is rebuilt on the bf16 operands, and each
 // result is cast back to fp32 so the graph's types outside the node are unchanged. Casts that
 // cancel (bf16 -> f32 -> bf16) are removed by reusing the source, so chains under `all` stay in
-// bf16.
+// bf16; also through views (view, reshape, permute, transpose, ...): a projection's result split
+// into heads for an attention, or an attention's result merged back for the next projection,
+// becomes the same views of the bf16 value, so it crosses HBM in bf16.
 #pragma once
 
 #include <optional>

@@ -63,6 +63,47 @@ TEST(AutoCast, AllKeepsChainsInBf16) {
 )");
 }
 
+// A projection's result viewed into heads feeds a second matmul: the second one reads the same
+// views of the bf16 result (bf16 -> f32 -> bf16 is the identity), not a cast of the f32 view.
+TEST(AutoCast, ViewsOfACastBackReadTheBf16Value) {
+  const std::string out = run(R"(graph {
+  input %x : f32[4, 8]
+  param %w : f32[8, 8] "w"
+  param %v : f32[4, 3] "v"
+  %y : f32[4, 8] = aten.linear.default(%x, %w, _)
+  %r : f32[4, 2, 4] = aten.view.default(%y) {size = [4, 2, 4]}
+  %p : f32[2, 4, 4] = aten.permute.default(%r) {dims = [1, 0, 2]}
+  %z : f32[2, 4, 3] = aten.matmul.default(%p, %v)
+  output %z
+}
+)",
+                              AutoCastMode::matmul);
+  EXPECT_NE(out.find("%r_bf16 : bf16[4, 2, 4] = aten.view.default(%y_bf16)"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("%p_bf16 : bf16[2, 4, 4] = aten.permute.default(%r_bf16)"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("aten.matmul.default(%p_bf16, %v_bf16)"), std::string::npos) << out;
+  // The only f32 -> bf16 casts left are of the graph's inputs and weights.
+  EXPECT_EQ(out.find("= aten._to_copy.default(%p)"), std::string::npos) << out;
+}
+
+// A view of a computed f32 value (not a conversion of a bf16 one) keeps its cast: relu's result
+// is rounded to bf16 for the next matmul.
+TEST(AutoCast, ComputedF32ValuesAreStillCast) {
+  const std::string out = run(R"(graph {
+  input %x : f32[4, 8]
+  param %w : f32[8, 8] "w"
+  %y : f32[4, 8] = aten.linear.default(%x, %w, _)
+  %a : f32[4, 8] = aten.relu.default(%y)
+  %r : f32[8, 4] = aten.t.default(%a)
+  %z : f32[8, 8] = aten.mm.default(%r, %a)
+  output %z
+}
+)",
+                              AutoCastMode::matmul);
+  EXPECT_NE(out.find("= aten._to_copy.default(%r) {dtype = #bf16}"), std::string::npos) << out;
+}
+
 TEST(AutoCast, ComparisonsAndIntegerOpsStay) {
   const std::string text = R"(graph {
   input %x : f32[4]
