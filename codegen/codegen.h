@@ -55,6 +55,11 @@ struct CodegenOptions {
   // Only when the convolution keeps channels on the partitions and x, the product and the
   // convolution's SBUF operands share one dtype (no extra rounding). Requires `fuse`.
   bool fuse_channel_scale = true;
+  // Narrowing store: matmul -> float cast -> unary activation -> narrowing float cast (gelu ->
+  // bf16 under `--auto-cast matmul`) is one kernel that stores the activation's result in the
+  // narrow dtype, instead of storing it wide for the next load DMA to convert. Same rounding
+  // (ScalarE rounds its fp32 result once to the destination dtype). Requires `fuse`.
+  bool fuse_narrowing_store = true;
 };
 
 // A partition input or output: a row-major contiguous tensor of `dtype` at `offset` in the HBM

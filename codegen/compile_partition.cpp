@@ -629,10 +629,25 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
           grouped.count(a) || !(a->output()->shape() == m->output()->shape()) ||
           a->output()->dtype() != m->output()->dtype())
         continue;
-      for (const ir::Node* x : {c, m, a}) grouped[x] = true;
-      absorbed_into[c] = a;
-      absorbed_into[m] = a;
-      residual_group[a] = {c, m, a};
+      std::vector<const ir::Node*> group = {c, m, a};
+      // A narrowing float cast that is the activation's only reader (what `--auto-cast
+      // matmul` puts before the next projection: gelu -> bf16) is done by the kernel's own
+      // evacuation, so the value crosses HBM once, in the narrow dtype, instead of wide and
+      // converted by the reader's load DMA (the same rounding: ScalarE computes in fp32 and
+      // rounds once to the destination dtype).
+      if (const ir::Node* n2 = only_consumer(a->output());
+          opts.fuse_narrowing_store && c->op() == "aten.linear.default" &&
+          (c->inputs().size() < 3 || !c->input(2) ||
+           c->input(2)->dtype() == c->input(0)->dtype()) &&
+          n2 && n2->op() == "aten._to_copy.default" && epilogue_activation(*n2) &&
+          !grouped.count(n2) && n2->output()->shape() == a->output()->shape() &&
+          ir::dtype_size(n2->output()->dtype()) < ir::dtype_size(a->output()->dtype())) {
+        ctx.read_through.erase(n2->output());
+        group.push_back(n2);
+      }
+      for (const ir::Node* x : group) grouped[x] = true;
+      for (size_t i = 0; i + 1 < group.size(); ++i) absorbed_into[group[i]] = group.back();
+      residual_group[group.back()] = group;
     }
   }
 

@@ -108,6 +108,7 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
   const ir::Value* staged = n.output();
   const ir::Value* residual = nullptr;
   const ir::Node* norm = nullptr;  // a layer norm over the rows of the result (last)
+  bool narrow = false;             // the activation's result is stored in a narrower dtype
   for (const ir::Node* f : fused_nodes(kb)) {
     if (f->op() == "aten.layer_norm.default") {
       norm = f;
@@ -116,6 +117,9 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
       residual = f->input(0) == result ? f->input(1) : f->input(0);
     } else if (residual) {
       post_act = epilogue_activation(*f);
+    } else if (act && *act != device::ActivationFunction::identity &&
+               f->op() == "aten._to_copy.default") {
+      narrow = true;  // a cast after the activation: its result is stored in the cast's dtype
     } else {
       act = epilogue_activation(*f);
     }
@@ -208,6 +212,11 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
   const bool bias_in_psum = p.bias && p.alpha == 1 && p.beta == 1 && p.bias->strides[rb] == 0 &&
                             (p.bias->strides[rb + 1] != 0 || p.N == 1) &&
                             (p.bias->dtype == mdt || mdt == DType::f32);
+  // A narrowed activation result must come from one ScalarE pass over PSUM (a bias added on
+  // VectorE would round to the narrow dtype before the activation); the driver only fuses a
+  // narrowing store into a linear whose bias has the operands' dtype.
+  if (narrow && p.bias && !bias_in_psum)
+    fail(n, "internal: a narrowing store needs the bias accumulated in PSUM");
   // Output tiles of one m-tile gather into a block row [mt, nb] stored by one DMA, so a result
   // whose rows lie back to back streams (TRAINIUM.md §5.3).
   const uint32_t cs = device::dtype_size(p.c.dtype);
@@ -466,8 +475,10 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
                 act.scale = static_cast<float>(p.alpha);
                 kb.emit(Engine::scalar, act);
               }
-            } else if (p.alpha != 1 || (act && !p.bias)) {
-              // Evacuate PSUM through ScalarE with the scale and activation in one instruction.
+            } else if (p.alpha != 1 ||
+                       (act && (!p.bias || *act != device::ActivationFunction::identity))) {
+              // Evacuate PSUM through ScalarE with the scale and activation in one instruction
+              // (a bias accumulated in PSUM is already in `acc`).
               device::Activation a;
               a.dst = staged_tile;
               a.src = acc;
@@ -477,7 +488,7 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
             } else {
               evacuate(staged_tile, acc);
             }
-            if (act && p.bias) {
+            if (act && p.bias && !bias_in_psum) {
               device::Activation a;
               a.dst = staged_tile;
               a.src = staged_tile;

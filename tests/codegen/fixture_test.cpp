@@ -189,7 +189,8 @@ TEST_P(Fixture, DevicePartitionsMatch) {
     ASSERT_EQ(want.numel(), got.numel()) << go.value->name();
     for (int64_t i = 0; i < want.numel(); ++i) {
       out_err = std::max(out_err, std::fabs(want.data[i] - got.data[i]));
-      not_close += !(std::fabs(want.data[i] - got.data[i]) <= 1e-4 + 1e-3 * std::fabs(want.data[i]));
+      not_close +=
+          !(std::fabs(want.data[i] - got.data[i]) <= 1e-4 + 1e-3 * std::fabs(want.data[i]));
       out_max = std::max(out_max, std::fabs(want.data[i]));
       dot += want.data[i] * got.data[i];
       nw += want.data[i] * want.data[i];

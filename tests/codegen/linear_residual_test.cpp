@@ -107,6 +107,34 @@ TEST(CodegenLinearResidual, LayerNormIsTheEpilogueBitIdentically) {
   }
 }
 
+// `--auto-cast matmul`'s FFN: linear (bf16) -> f32 -> gelu -> bf16 -> linear. With the
+// narrowing store the up projection's kernel applies gelu and stores bf16 itself, so the
+// intermediate crosses HBM in bf16 instead of in f32 converted by the next load: half the bytes
+// of the hand-off, bit-identical.
+TEST(CodegenLinearResidual, NarrowingCastAfterTheActivationIsStoredByTheKernel) {
+  for (const char* bias : {"", "b1"}) {
+    std::string t = "graph {\n  input %x : bf16[64, 96]\n";
+    t += param("w1", "192, 96", "bf16") + param("w2", "96, 192", "bf16");
+    if (*bias) t += param("b1", "192", "bf16");
+    t += std::string("  %u : bf16[64, 192] = aten.linear.default(%x, %w1") +
+         (*bias ? ", %b1" : "") + ")\n";
+    t += "  %uf : f32[64, 192] = aten._to_copy.default(%u) {dtype = #f32}\n";
+    t += "  %h : f32[64, 192] = aten.gelu.default(%uf)\n";
+    t += "  %hb : bf16[64, 192] = aten._to_copy.default(%h) {dtype = #bf16}\n";
+    t += "  %y : bf16[64, 96] = aten.linear.default(%hb, %w2)\n  output %y\n}";
+    for (device::TargetKind kind : kTargets) {
+      const OptionComparison c = compare_option(
+          t, kind, 5e-2, [](CodegenOptions& o, bool on) { o.fuse_narrowing_store = on; }, 5, 13);
+      const std::string what = std::string("ffn gelu -> bf16") + (*bias ? " + bias" : "");
+      print_comparison(what, kind, c);
+      // h crosses HBM as bf16 (64 x 192 x 2 bytes, stored and loaded) instead of f32.
+      EXPECT_EQ(c.off_dma.bytes - c.on_dma.bytes, 2u * 64 * 192 * 2) << what;
+      EXPECT_LT(c.on.report.total_time_ns, c.off.report.total_time_ns) << what;
+      EXPECT_EQ(c.on.part.stats.kernels, c.off.part.stats.kernels) << what;
+    }
+  }
+}
+
 TEST(CodegenLinearResidual, FeedForwardDownProjection) {
   // FFN: up projection -> gelu (a plain activation epilogue in both) -> down projection ->
   // add(x): the down projection absorbs the add. K = 384 runs three PSUM accumulation steps.
