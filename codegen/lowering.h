@@ -72,6 +72,13 @@ LowerFn data_movement_lowering(const std::string& op);  // cat, materialising co
 // which flattens leading dims the operands allow.
 bool matmul_residual_fits(const ir::Node& mm, const PartitionContext& ctx, const HbmView& residual);
 
+// A [rows, n] SBUF tile whose every partition holds the same HBM row (`v` walked by `levels`, n
+// elements): a norm's gamma / beta. Loads the row once and broadcasts it over the partitions
+// on TensorE (a ones matmul, exact), instead of re-reading it per partition.
+device::MemRef load_broadcast_row(KernelBuilder& kb, const HbmView& v,
+                                  const std::vector<device::AccessLevel>& levels, int64_t rows,
+                                  const char* what);
+
 // Layer norm (or rms norm) of each row of `xt` [rows, R] into `ot`, through the fp32 `work`
 // tile [rows, R] and three fp32 columns [rows, 1]; gamma / beta are [rows, R] tiles of the
 // affine parameters. The one instruction sequence of every row-norm lowering (the row kernel,

@@ -159,14 +159,11 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
   // Affine parameters, loaded once for the largest tile (same values on every partition).
   uint32_t gamma_off = 0, beta_off = 0;
   auto load_param = [&](const HbmView& v, int k) {
-    const uint32_t off = kb.alloc(R * device::dtype_size(v.dtype), "norm weight");
     std::vector<device::AccessLevel> lv;
     for (size_t d = 0; d < L.free_sizes.size(); ++d)
       lv.push_back(
           {static_cast<int32_t>(L.free_strides[k][d]), static_cast<uint32_t>(L.free_sizes[d])});
-    kb.dma(KernelBuilder::sb(off, max_rows, v.dtype, R), KernelBuilder::hbm(v, 0, max_rows, 0, lv),
-           DmaRole::load);
-    return off;
+    return load_broadcast_row(kb, v, lv, max_rows, "norm weight").offset;
   };
   if (gamma) gamma_off = load_param(*gamma, 2);
   if (beta) beta_off = load_param(*beta, 3);
@@ -260,6 +257,45 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
 }
 
 }  // namespace
+
+MemRef load_broadcast_row(KernelBuilder& kb, const HbmView& v,
+                          const std::vector<device::AccessLevel>& levels, int64_t rows,
+                          const char* what) {
+  uint64_t n = 1;
+  for (const device::AccessLevel& l : levels) n *= l.count;
+  const DType dt = v.dtype;
+  const uint32_t es = device::dtype_size(dt);
+  const MemRef dst = KernelBuilder::sb(kb.alloc(n * es, what), rows, dt, static_cast<int64_t>(n));
+  const int64_t bank = kb.target().psum_bank_elems_f32();
+  if (rows == 1 || !device::dtype_is_float(dt)) {
+    kb.dma(dst, KernelBuilder::hbm(v, 0, rows, 0, levels), DmaRole::load);
+    return dst;
+  }
+  // One row from HBM (one DMA engine, n elements), then ones[1, rows]^T x row[1, n] on TensorE:
+  // x * 1 is exact and a one-term PSUM sum does not round, so every partition gets the row's
+  // bits. Instead of `rows` descriptors re-reading the same bytes at the small-transfer rate.
+  const MemRef row = KernelBuilder::sb(kb.alloc(n * es, what), 1, dt, static_cast<int64_t>(n));
+  kb.dma(row, KernelBuilder::hbm(v, 0, 1, 0, levels), DmaRole::load);
+  const MemRef ones = KernelBuilder::sb(kb.alloc(rows * es, what), 1, dt, rows);
+  device::Memset ms;
+  ms.dst = ones;
+  ms.value = 1.0;
+  kb.emit(Engine::vector, ms);
+  for (int64_t c0 = 0; c0 < static_cast<int64_t>(n); c0 += bank) {
+    const int64_t cn = std::min<int64_t>(bank, static_cast<int64_t>(n) - c0);
+    device::MatMul mm;
+    mm.dst = KernelBuilder::ps(kb.psum_bank(), rows, cn);
+    mm.stationary = ones;
+    mm.moving = KernelBuilder::sb(row.offset + c0 * es, 1, dt, cn);
+    mm.accumulate = false;
+    kb.emit(Engine::tensor, mm);
+    device::TensorCopy cp;
+    cp.dst = KernelBuilder::sb(dst.offset + c0 * es, rows, dt, cn);
+    cp.src = mm.dst;
+    kb.emit(Engine::vector, cp);
+  }
+  return dst;
+}
 
 void emit_row_norm(KernelBuilder& kb, bool layer_norm, const MemRef& xt, const MemRef& work,
                    const MemRef& ot, const std::array<MemRef, 3>& cols,

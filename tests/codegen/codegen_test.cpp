@@ -390,6 +390,26 @@ TEST(CodegenAttention, SdpaCausalGqaBoolMaskBf16) {
         1e-5);
 }
 
+// A norm's gamma and beta load as one HBM row each and are broadcast over the partitions on
+// TensorE (a ones matmul, exact): the DMAs move 2 x 700 x 4 bytes, not 2 x 100 rows of them.
+TEST(CodegenRow, NormWeightsLoadOnceAndBroadcastOnTensorE) {
+  for (const std::string d : {"f32", "bf16"}) {
+    std::string t = "graph {\n  input %x : " + d + "[100, 700]\n";
+    for (const char* w : {"g", "b"}) {
+      t += std::string("  param %") + w + "f : f32[700] \"ln." + w + "\"\n";
+      t += std::string("  %") + w + " : " + d + "[700] = aten._to_copy.default(%" + w +
+           "f) {dtype = #" + d + "}\n";
+    }
+    t += "  %y : " + d +
+         "[100, 700] = aten.layer_norm.default(%x, %g, %b) {normalized_shape = [700], eps = "
+         "1e-05}\n  output %y\n}";
+    RunResult r = check(t, d == "f32" ? 1e-5 : 2e-2);
+    const uint64_t es = d == "f32" ? 4 : 2;
+    // x in, y out, gamma and beta one row each.
+    EXPECT_EQ(dma_totals(r.part.program).bytes, 2 * 100 * 700 * es + 2 * 700 * es) << d;
+  }
+}
+
 // Head groups (attention_kernel.cpp): the heads of the innermost lead dim share each Q, K and
 // V load and the output store, and are software-pipelined three deep. [1, S, H, D] projections
 // seen as [1, H, S, D] (BERT's layout), two query tiles (S = 200), with a float mask shared by
