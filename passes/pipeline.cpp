@@ -2,11 +2,12 @@
 #include "passes/pipeline.h"
 
 #include "passes/canonicalize.h"
-#include "passes/decompose.h"
 #include "passes/common_subexpression_elimination.h"
 #include "passes/constant_folding.h"
 #include "passes/dead_code_elimination.h"
+#include "passes/decompose.h"
 #include "passes/fold_batch_norm.h"
+#include "passes/fuse_sibling_linears.h"
 
 namespace neuronc::passes {
 
@@ -18,6 +19,7 @@ void build_pipeline(PassManager& pm, const PipelineOptions& opts) {
   pm.add(std::make_unique<DeadCodeElimination>());
   if (opts.opt_level >= 1) {
     pm.add(std::make_unique<CommonSubexpressionElimination>());
+    pm.add(std::make_unique<FuseSiblingLinears>());
     pm.add(std::make_unique<DeadCodeElimination>());
   }
 }

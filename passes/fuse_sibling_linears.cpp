@@ -1,0 +1,135 @@
+// Sibling-linear fusion (see the header).
+#include "passes/fuse_sibling_linears.h"
+
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+#include "passes/reference_eval.h"
+
+namespace neuronc::passes {
+namespace {
+
+class Fuser {
+ public:
+  explicit Fuser(ir::Graph& g) : g_(g) {
+    for (const ir::GraphOutput& o : g.outputs())
+      if (o.role == ir::OutputRole::buffer_mutation) mutated_.insert(o.target);
+  }
+
+  bool run() {
+    // Linears by input, in node order (the first one is where the fused linear goes).
+    std::vector<ir::Value*> inputs;
+    std::unordered_map<ir::Value*, std::vector<ir::Node*>> by_input;
+    for (const auto& n : g_.nodes()) {
+      if (n->op() != "aten.linear.default" || !fusible(*n)) continue;
+      auto [it, fresh] = by_input.try_emplace(n->input(0));
+      if (fresh) inputs.push_back(n->input(0));
+      it->second.push_back(n.get());
+    }
+    bool changed = false;
+    for (ir::Value* x : inputs) {
+      std::vector<ir::Node*>& group = by_input[x];
+      // One fused linear per (weight dtype, K, has bias) among the siblings.
+      while (group.size() >= 2) {
+        std::vector<ir::Node*> same, rest;
+        for (ir::Node* n : group)
+          (same.empty() || compatible(*same[0], *n) ? same : rest).push_back(n);
+        if (same.size() >= 2) changed |= fuse(same);
+        group = std::move(rest);
+      }
+    }
+    if (changed) g_.erase_unused_constant_inputs();
+    return changed;
+  }
+
+ private:
+  bool is_constant(const ir::Value* v) const {
+    if (!v || v->producer() || !v->payload()) return false;
+    for (const ir::GraphInput& in : g_.inputs())
+      if (in.value == v) return in.role != ir::InputRole::user_input && !mutated_.count(in.target);
+    return false;
+  }
+  static bool has_bias(const ir::Node& n) { return n.inputs().size() > 2 && n.input(2); }
+  bool fusible(const ir::Node& n) const {
+    const ir::Value* w = n.input(1);
+    if (!is_constant(w) || w->type().rank() != 2 || !w->type().shape[0].is_constant() ||
+        !w->type().shape[1].is_constant())
+      return false;
+    return !has_bias(n) || (is_constant(n.input(2)) && n.input(2)->type().rank() == 1);
+  }
+  static bool compatible(const ir::Node& a, const ir::Node& b) {
+    const ir::Value *wa = a.input(1), *wb = b.input(1);
+    if (wa->dtype() != wb->dtype() || wa->type().shape[1] != wb->type().shape[1] ||
+        has_bias(a) != has_bias(b))
+      return false;
+    return !has_bias(a) || a.input(2)->dtype() == b.input(2)->dtype();
+  }
+
+  ir::Value* add_constant(const std::string& base, HostTensor t) {
+    auto bytes = std::make_shared<std::vector<std::byte>>(encode(t));
+    ir::TensorType type;
+    type.dtype = t.dtype;
+    for (int64_t d : t.shape) type.shape.push_back(ir::Dim::constant(d));
+    ir::Value* c =
+        g_.add_input(g_.unique_name(base), type, ir::InputRole::constant, "fused." + base);
+    c->set_payload(ir::ConstantPayload{bytes->data(), bytes->size(), 0, {}, bytes});
+    return c;
+  }
+
+  bool fuse(const std::vector<ir::Node*>& group) {
+    HostTensor w, b;
+    std::vector<int64_t> widths;
+    for (ir::Node* n : group) {
+      auto wi = read_constant(*n->input(1));
+      if (!wi) return false;
+      if (w.shape.empty()) {
+        w = HostTensor{wi->dtype, {0, wi->shape[1]}, {}};
+      }
+      w.shape[0] += wi->shape[0];
+      w.data.insert(w.data.end(), wi->data.begin(), wi->data.end());
+      widths.push_back(wi->shape[0]);
+      if (has_bias(*n)) {
+        auto bi = read_constant(*n->input(2));
+        if (!bi || bi->shape[0] != wi->shape[0]) return false;
+        if (b.shape.empty()) b = HostTensor{bi->dtype, {0}, {}};
+        b.shape[0] += bi->shape[0];
+        b.data.insert(b.data.end(), bi->data.begin(), bi->data.end());
+      }
+    }
+    ir::Node* first = group[0];
+    std::vector<ir::Value*> in = {first->input(0),
+                                  add_constant(first->name() + "_fused_weight", w)};
+    in.push_back(has_bias(*first) ? add_constant(first->name() + "_fused_bias", b) : nullptr);
+    ir::Node* fused = g_.insert_before(first, "aten.linear.default", in, {}, std::nullopt,
+                                       {first->output()->name() + "_fused"});
+    fused->set_location(first->location());
+    const int64_t last = first->output()->type().rank() - 1;
+    int64_t offset = 0;
+    for (size_t i = 0; i < group.size(); ++i) {
+      ir::Node* n = group[i];
+      ir::Node* s = g_.insert_before(
+          n, "aten.slice.Tensor", {fused->output()},
+          {{"dim", last}, {"start", offset}, {"end", offset + widths[i]}, {"step", int64_t{1}}});
+      s->set_location(n->location());
+      offset += widths[i];
+      const std::string name = n->output()->name();
+      n->output()->replace_all_uses_with(s->output());
+      g_.erase(n);
+      g_.rename(s, name, {name});
+    }
+    return true;
+  }
+
+  ir::Graph& g_;
+  std::set<std::string> mutated_;
+};
+
+}  // namespace
+
+bool FuseSiblingLinears::run(ir::Graph& g) {
+  return Fuser(g).run();
+}
+
+}  // namespace neuronc::passes
