@@ -250,6 +250,8 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
   // The online softmax of one (head, query tile), in steps so a head group can interleave
   // heads: begin (state reset), qk (S = Q K^T of a key tile), scores (scale, mask), softmax
   // (running max, exp, denominator), pv_update (acc) and end (o = acc / l).
+  // Head groups have one key tile (Sk <= KT): no online rescaling.
+  bool single_key_tile = false;
   auto begin = [&](const QueryState& st, int64_t qt) {
     memset(col(st.m_col[0], qt), -3.0e38);
     memset(col(st.l_col, qt), 0.0);
@@ -323,6 +325,24 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
     const uint32_t negm = st.negm, corr = st.corr, rsum = st.rsum, l_col = st.l_col;
     const uint32_t* m_col = st.m_col;
     const MemRef s = KernelBuilder::sb(s_sb[sl], qt, DType::f32, kt);
+    if (single_key_tile) {
+      // One key tile: the running max is this tile's max and the denominator its row sum
+      // (the online update would compute exactly these, through a correction of 0).
+      device::TensorReduce red;
+      red.dst = col(m_tile[sl], qt);
+      red.src = s;
+      red.op = device::ReduceOp::max;
+      kb.emit(Engine::vector, red);
+      kb.tensor_scalar(col(negm, qt), col(m_tile[sl], qt), AluOp::multiply, -1.0f);
+      device::Activation a;
+      a.dst = KernelBuilder::sb(p_sb[sl], qt, mdt, kt);
+      a.src = s;
+      a.function = ActivationFunction::exp;
+      a.bias = col(negm, qt);
+      a.accumulate_dst = col(rsum, qt);
+      kb.emit(Engine::scalar, a);
+      return;
+    }
     // Online softmax.
     const MemRef m_old = col(m_col[mi], qt), m_new = col(m_col[1 - mi], qt);
     device::TensorReduce red;
@@ -379,6 +399,7 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
       mm.accumulate = c0 > 0;
       kb.emit(Engine::tensor, mm);
     }
+    if (single_key_tile) return pv;  // `end_single` scales it straight out of PSUM
     const MemRef a = KernelBuilder::sb(acc, qt, DType::f32, Dv);
     kb.tensor_scalar(a, a, AluOp::multiply, col(corr, qt));
     device::TensorTensor tt;
@@ -387,6 +408,16 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
     tt.in1 = a;
     tt.op = AluOp::add;
     kb.emit(Engine::vector, tt);
+    return pv;
+  };
+  // One key tile: o = P V / rowsum, read from PSUM.
+  auto end_single = [&](const QueryState& st, int64_t qt, const MemRef& pv, const MemRef& o) {
+    device::Activation a;
+    a.dst = col(st.rl, qt);
+    a.src = col(st.rsum, qt);
+    a.function = ActivationFunction::reciprocal;
+    kb.emit(Engine::scalar, a);
+    kb.tensor_scalar(o, pv, AluOp::multiply, col(st.rl, qt));
   };
   auto end = [&](const QueryState& st, int64_t qt, const MemRef& o) {
     const uint32_t acc = st.acc, l_col = st.l_col, rl = st.rl;
@@ -417,6 +448,7 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
     end(st, qt, o);
   };
 
+  single_key_tile = G > 1;
   int64_t heads = 1;
   for (int64_t d : lead) heads *= d;
   std::vector<int64_t> idx(nl, 0);
@@ -492,7 +524,6 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
       const auto first_half = [&](int64_t g) {
         const QueryState& st = state(g);
         const int sl = slot(g);
-        begin(st, qt);
         transpose_staged(qg[gs], tq, g * D, qt, st.qT, qt, 0);
         for (int64_t c0 = 0; c0 < Sk; c0 += P) {
           const int64_t cn = std::min(P, Sk - c0), c = c0 / P;
@@ -512,9 +543,9 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
         softmax(state(g), slot(g), mi, qt, Sk);
       };
       const auto last = [&](int64_t g) {
-        pv_update(state(g), slot(g), qt, Sk, v_chunk_of(g));
-        end(state(g), qt,
-            KernelBuilder::sb(og[gs] + g * Dv * device::dtype_size(odt), qt, odt, Dv));
+        const MemRef pv = pv_update(state(g), slot(g), qt, Sk, v_chunk_of(g));
+        end_single(state(g), qt, pv,
+                   KernelBuilder::sb(og[gs] + g * Dv * device::dtype_size(odt), qt, odt, Dv));
       };
       // Three stages in flight: head g's Q K^T, head g-1's softmax, head g-2's P V.
       for (int64_t g = 0; g < G + 2; ++g) {
