@@ -317,7 +317,7 @@ void emit_row_norm(KernelBuilder& kb, bool layer_norm, const MemRef& xt, const M
   if (layer_norm) {
     kb.tensor_reduce(c0, xt, device::ReduceOp::sum, false);
     kb.tensor_scalar(c0, c0, AluOp::multiply, static_cast<float>(-1.0 / R));
-    kb.tensor_scalar(work, xt, AluOp::add, c0);  // x - mean
+    act(work, xt, ActivationFunction::identity, c0);  // x - mean, on ScalarE (VectorE is busier)
     centred = work;
   }
   // Sum of squares (fp32 accumulators); the squares themselves land in `ot` and are
@@ -328,7 +328,13 @@ void emit_row_norm(KernelBuilder& kb, bool layer_norm, const MemRef& xt, const M
   act(c2, c2, ActivationFunction::rsqrt);
   const MemRef src = layer_norm ? work : xt;
   const bool affine = gamma || beta;
-  kb.tensor_scalar(affine ? work : ot, src, AluOp::multiply, c2);
+  {
+    device::Activation a;  // (x - mean) * rstd, on ScalarE
+    a.dst = affine ? work : ot;
+    a.src = src;
+    a.scale = c2;
+    kb.emit(Engine::scalar, a);
+  }
   if (gamma) {
     device::TensorTensor tt;
     tt.dst = beta ? work : ot;
