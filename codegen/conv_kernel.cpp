@@ -30,9 +30,17 @@ using device::DType;
 using device::Engine;
 using device::MemRef;
 
-// SBUF bytes per partition a conv kernel may use for its input bands (two slots) and weights.
-constexpr int64_t kBandBudget = 40 * 1024;
-constexpr int64_t kWeightBudget = 48 * 1024;
+// SBUF bytes per partition a conv kernel may use for its input bands (two slots) and weights:
+// fixed shares of the target's partition (40 and 48 KiB of trn1's 192 KiB).
+int64_t band_budget(const device::Target& t) {
+  return static_cast<int64_t>(t.sbuf_partition_bytes) * 5 / 24;
+}
+int64_t weight_budget(const device::Target& t) {
+  return static_cast<int64_t>(t.sbuf_partition_bytes) / 4;
+}
+// conv_geometry decides legality without a target: it uses the smallest target's band budget
+// (trn1), so whatever it accepts fits every target's.
+constexpr int64_t kLegalBandBudget = 192 * 1024 * 5 / 24;
 
 std::vector<int64_t> spatial_attr(const ir::Node& n, const char* name, int64_t dflt, size_t k) {
   std::vector<int64_t> v;
@@ -85,7 +93,8 @@ std::optional<std::string> conv_geometry(const ir::Node& n, ConvGeometry& g) {
   if (g.sh * ((g.Ho - 1) * g.sh + (g.KH - 1) * g.dh + 1) > 32767 || g.sw > 32767 || g.dw > 32767)
     return "stride too large for an SBUF access pattern";
   const int64_t wp = (g.Wo - 1) * g.sw + (g.KW - 1) * g.dw + 1;
-  if (wp * 4 > kBandBudget) return "input row of " + std::to_string(wp) + " elements is too long";
+  if (wp * 4 > kLegalBandBudget)
+    return "input row of " + std::to_string(wp) + " elements is too long";
   return std::nullopt;
 }
 
@@ -210,10 +219,10 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
   // Output rows per band: the band's input tiles (all channel chunks) fit the budget.
   const int64_t per_row = nC_max * in_rows_per_out * Wp * es;
   int64_t RB = std::max<int64_t>(
-      1, (kBandBudget - nC_max * row_extra * Wp * es) / std::max<int64_t>(per_row, 1));
+      1, (band_budget(t) - nC_max * row_extra * Wp * es) / std::max<int64_t>(per_row, 1));
   RB = std::min(RB, g.Ho);
   const int64_t band_rows = packed ? RB : (RB - 1) * g.sh + row_extra + 1;
-  if (nC_max * band_rows * Wp * es > kBandBudget + 64 * 1024)
+  if (nC_max * band_rows * Wp * es > band_budget(t) + 64 * 1024)
     fail(n, "convolution input band of " + std::to_string(band_rows) + " x " + std::to_string(Wp) +
                 " elements does not fit SBUF");
   const int64_t nbands = ceil_div(g.Ho, RB);
@@ -229,14 +238,14 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
   const int64_t w_per_chunk_cols =
       packed ? g.O * (mode == Mode::packed_rows ? g.KW : 1) : (depthwise ? KK : Og * KK);
   const int64_t w_total = (packed || depthwise ? 1 : ceil_div(Cg, P)) * w_per_chunk_cols * es;
-  const bool w_resident = depthwise || packed || (g.groups == 1 && w_total <= kWeightBudget);
+  const bool w_resident = depthwise || packed || (g.groups == 1 && w_total <= weight_budget(t));
   const int64_t OPo = std::min(P, g.O);  // output chunk width
   std::vector<uint32_t> wt_slot;
   if (w_resident) {
     wt_slot.push_back(kb.alloc(static_cast<uint64_t>(w_total), "conv weights"));
   } else {
     const int64_t per_oc = ceil_div(std::min(Cg, g.C), P) * OPo * KK * es;
-    if (per_oc > kWeightBudget)
+    if (per_oc > weight_budget(t))
       fail(n, "convolution weights need " + std::to_string(per_oc) +
                   " SBUF bytes per partition per output chunk");
     wt_slot.push_back(kb.alloc(per_oc, "conv weights"));

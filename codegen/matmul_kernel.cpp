@@ -157,9 +157,12 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
 
   // Tile sizes within the SBUF budget.
   int64_t nt = std::min<int64_t>(maxN, p.N);
-  while (nt > 32 && nK * nt * es > 32 * 1024) nt = std::max<int64_t>(32, nt / 2);
+  // Shares of the partition (32 and 48 KiB of trn1's 192 KiB) for one n-tile of B and for the
+  // A^T tiles of an m-block.
+  const int64_t part = t.sbuf_partition_bytes;
+  while (nt > 32 && nK * nt * es > part / 6) nt = std::max<int64_t>(32, nt / 2);
   const int64_t a_tile_bytes = nK * std::min(P, p.M) * es;
-  const int64_t m_block = std::max<int64_t>(1, std::min(nM, (48 * 1024) / a_tile_bytes));
+  const int64_t m_block = std::max<int64_t>(1, std::min(nM, (part / 4) / a_tile_bytes));
   int64_t batch_count = 1;
   for (int64_t d : p.batch) batch_count *= d;
   // B loads in blocks of whole n-tiles: one DMA per K chunk covers a block, so a weight whose
