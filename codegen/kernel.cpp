@@ -119,6 +119,19 @@ void KernelBuilder::tensor_scalar(const MemRef& dst, const MemRef& src, device::
   emit(device::Engine::vector, ts);
 }
 
+void KernelBuilder::activation(const MemRef& dst, const MemRef& src, device::ActivationFunction f,
+                               device::ScalarOperand bias, std::optional<MemRef> accumulate,
+                               device::ScalarOperand scale) {
+  device::Activation a;
+  a.dst = dst;
+  a.src = src;
+  a.function = f;
+  a.bias = bias;
+  a.scale = scale;
+  a.accumulate_dst = std::move(accumulate);
+  emit(device::Engine::scalar, a);
+}
+
 void KernelBuilder::tensor_tensor(const MemRef& dst, const MemRef& in0, const MemRef& in1,
                                   device::AluOp op) {
   device::TensorTensor tt;

@@ -123,6 +123,11 @@ class KernelBuilder {
                      const device::MemRef& in1, device::AluOp op);
   void tensor_reduce(const device::MemRef& dst, const device::MemRef& src, device::ReduceOp op,
                      bool negate = false);
+  // ScalarE shorthand: dst = f(src * scale + bias), the row sum into `accumulate` when given.
+  void activation(const device::MemRef& dst, const device::MemRef& src,
+                  device::ActivationFunction f, device::ScalarOperand bias = 0.0f,
+                  std::optional<device::MemRef> accumulate = {},
+                  device::ScalarOperand scale = 1.0f);
   // The residual epilogue of a fused conv/matmul: sum = staged + residual (VectorE, fp32), then
   // out = act(sum) on ScalarE when there is an activation (else `sum` must be `out`).
   void residual_add(const device::MemRef& sum, const device::MemRef& staged,

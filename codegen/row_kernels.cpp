@@ -193,18 +193,6 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
     const MemRef c2 = KernelBuilder::sb(s.c2, rows, DType::f32, 1);
     const MemRef work = KernelBuilder::sb(s.work, rows, DType::f32, R);
     const MemRef ot = KernelBuilder::sb(s.out, rows, out.dtype, same_shape ? R : 1);
-    auto act = [&](const MemRef& dst, const MemRef& src, ActivationFunction f,
-                   device::ScalarOperand bias = 0.0f, std::optional<MemRef> accumulate = {},
-                   float scale = 1.0f) {
-      device::Activation a;
-      a.dst = dst;
-      a.src = src;
-      a.function = f;
-      a.bias = bias;
-      a.scale = scale;
-      a.accumulate_dst = accumulate;
-      kb.emit(Engine::scalar, a);
-    };
     switch (kind) {
       case RowOp::sum:
       case RowOp::mean:
@@ -229,12 +217,12 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
       case RowOp::softmax:
       case RowOp::log_softmax: {
         kb.tensor_reduce(c0, xt, device::ReduceOp::max, true);  // -max
-        act(work, xt, ActivationFunction::exp, c0, c1);
+        kb.activation(work, xt, ActivationFunction::exp, c0, c1);
         if (kind == RowOp::softmax) {
-          act(c2, c1, ActivationFunction::reciprocal);
+          kb.activation(c2, c1, ActivationFunction::reciprocal);
           kb.tensor_scalar(ot, work, AluOp::multiply, c2);
         } else {
-          act(c2, c1, ActivationFunction::log);
+          kb.activation(c2, c1, ActivationFunction::log);
           kb.tensor_scalar(ot, xt, AluOp::add, c0, AluOp::subtract, c2);
         }
         break;
@@ -303,38 +291,24 @@ void emit_row_norm(KernelBuilder& kb, bool layer_norm, const MemRef& xt, const M
                    double eps) {
   const auto& [c0, c1, c2] = cols;
   const int64_t R = static_cast<int64_t>(xt.free_size());
-  auto act = [&](const MemRef& dst, const MemRef& src, ActivationFunction f,
-                 device::ScalarOperand bias = 0.0f, std::optional<MemRef> accumulate = {}) {
-    device::Activation a;
-    a.dst = dst;
-    a.src = src;
-    a.function = f;
-    a.bias = bias;
-    a.accumulate_dst = accumulate;
-    kb.emit(Engine::scalar, a);
-  };
   MemRef centred = xt;
   if (layer_norm) {
     kb.tensor_reduce(c0, xt, device::ReduceOp::sum, false);
     kb.tensor_scalar(c0, c0, AluOp::multiply, static_cast<float>(-1.0 / R));
-    act(work, xt, ActivationFunction::identity, c0);  // x - mean, on ScalarE (VectorE is busier)
+    kb.activation(work, xt, ActivationFunction::identity,
+                  c0);  // x - mean, on ScalarE (VectorE is busier)
     centred = work;
   }
   // Sum of squares (fp32 accumulators); the squares themselves land in `ot` and are
   // overwritten by the result.
-  act(ot, centred, ActivationFunction::square, 0.0f, c1);
+  kb.activation(ot, centred, ActivationFunction::square, 0.0f, c1);
   kb.tensor_scalar(c2, c1, AluOp::multiply, static_cast<float>(1.0 / R), AluOp::add,
                    static_cast<float>(eps));
-  act(c2, c2, ActivationFunction::rsqrt);
+  kb.activation(c2, c2, ActivationFunction::rsqrt);
   const MemRef src = layer_norm ? work : xt;
   const bool affine = gamma || beta;
-  {
-    device::Activation a;  // (x - mean) * rstd, on ScalarE
-    a.dst = affine ? work : ot;
-    a.src = src;
-    a.scale = c2;
-    kb.emit(Engine::scalar, a);
-  }
+  kb.activation(affine ? work : ot, src, ActivationFunction::identity, 0.0f, {},
+                c2);  // (x - mean) * rstd, on ScalarE
   if (gamma) {
     device::TensorTensor tt;
     tt.dst = beta ? work : ot;

@@ -49,13 +49,7 @@ class Folder {
   }
 
   ir::Value* add_constant(const std::string& base, const std::string& target, HostTensor t) {
-    auto bytes = std::make_shared<std::vector<std::byte>>(encode(t));
-    ir::TensorType type;
-    type.dtype = t.dtype;
-    for (int64_t d : t.shape) type.shape.push_back(ir::Dim::constant(d));
-    ir::Value* c = g_.add_input(g_.unique_name(base), type, ir::InputRole::constant, target);
-    c->set_payload(ir::ConstantPayload{bytes->data(), bytes->size(), 0, {}, bytes});
-    return c;
+    return add_constant_input(g_, base, target, t);
   }
 
   bool fold(ir::Node* bn) {

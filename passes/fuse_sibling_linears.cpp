@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "passes/reference_eval.h"
+#include "passes/rewrite.h"
 
 namespace neuronc::passes {
 namespace {
@@ -67,15 +68,8 @@ class Fuser {
     return !has_bias(a) || a.input(2)->dtype() == b.input(2)->dtype();
   }
 
-  ir::Value* add_constant(const std::string& base, HostTensor t) {
-    auto bytes = std::make_shared<std::vector<std::byte>>(encode(t));
-    ir::TensorType type;
-    type.dtype = t.dtype;
-    for (int64_t d : t.shape) type.shape.push_back(ir::Dim::constant(d));
-    ir::Value* c =
-        g_.add_input(g_.unique_name(base), type, ir::InputRole::constant, "fused." + base);
-    c->set_payload(ir::ConstantPayload{bytes->data(), bytes->size(), 0, {}, bytes});
-    return c;
+  ir::Value* add_constant(const std::string& base, const HostTensor& t) {
+    return add_constant_input(g_, base, "fused." + base, t);
   }
 
   bool fuse(const std::vector<ir::Node*>& group) {

@@ -1,6 +1,8 @@
 // Graph-rewriting helpers.
 #include "passes/rewrite.h"
 
+#include <memory>
+
 namespace neuronc::passes {
 
 ir::Node* replace_node(ir::Graph& g, ir::Node* old, std::string op, std::vector<ir::Value*> inputs,
@@ -42,6 +44,17 @@ ir::Attribute shape_attr(const ir::Shape& s) {
     return v;
   }
   return ir::SymIntList{s};
+}
+
+ir::Value* add_constant_input(ir::Graph& g, const std::string& base, const std::string& target,
+                              const HostTensor& t) {
+  auto bytes = std::make_shared<std::vector<std::byte>>(encode(t));
+  ir::TensorType type;
+  type.dtype = t.dtype;
+  for (int64_t d : t.shape) type.shape.push_back(ir::Dim::constant(d));
+  ir::Value* c = g.add_input(g.unique_name(base), type, ir::InputRole::constant, target);
+  c->set_payload(ir::ConstantPayload{bytes->data(), bytes->size(), 0, {}, bytes});
+  return c;
 }
 
 }  // namespace neuronc::passes

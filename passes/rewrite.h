@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "passes/reference_eval.h"
 
 namespace neuronc::passes {
 
@@ -17,6 +18,11 @@ ir::Node* replace_node(ir::Graph& g, ir::Node* old, std::string op, std::vector<
 
 // Redirects the uses of `n`'s single result to `v` and erases `n`.
 void forward_to(ir::Graph& g, ir::Node* n, ir::Value* v);
+
+// A new constant graph input holding `t` (its payload owns the encoded bytes), named after
+// `base` and bound to the parameter FQN `target`.
+ir::Value* add_constant_input(ir::Graph& g, const std::string& base, const std::string& target,
+                              const HostTensor& t);
 
 // Views of a shape as the `size` attribute of aten.view: an int list when static, else a
 // symbolic list.

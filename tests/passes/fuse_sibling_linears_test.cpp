@@ -7,16 +7,13 @@
 
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "pass_test_util.h"
 #include "passes/reference_eval.h"
 
 namespace neuronc::passes {
 namespace {
 
-void set_f32(ir::Graph& g, const char* name, std::vector<float> values) {
-  auto buf = std::make_shared<std::vector<float>>(std::move(values));
-  g.find_value(name)->set_payload(
-      {reinterpret_cast<const std::byte*>(buf->data()), buf->size() * sizeof(float), 0, {}, buf});
-}
+using testing::set_f32;
 
 // Query / key / value projections of one input (widths 2, 1, 2; K = 2) and one linear of
 // another input, which stays.
