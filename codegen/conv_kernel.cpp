@@ -221,6 +221,12 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
   int64_t RB = std::max<int64_t>(
       1, (band_budget(t) - nC_max * row_extra * Wp * es) / std::max<int64_t>(per_row, 1));
   RB = std::min(RB, g.Ho);
+  // A row-packed stem uses few partitions (3 channels x 7 kernel rows = 21), so its band loads
+  // would run on 3 of the 16 DMA engines (each serves 8 partitions). Its bands rotate over the
+  // partition quadrants (0, 32, 64, 96), each with its own copy of the weights, and are cut
+  // small enough that every quadrant gets two, so four bands load on different engines at once.
+  const int64_t quadrants = (mode == Mode::packed_rows && KP <= 32) ? P / 32 : 1;
+  if (quadrants > 1) RB = std::min(RB, std::max<int64_t>(1, ceil_div(g.Ho, 2 * quadrants)));
   const int64_t band_rows = packed ? RB : (RB - 1) * g.sh + row_extra + 1;
   if (nC_max * band_rows * Wp * es > band_budget(t) + 64 * 1024)
     fail(n, "convolution input band of " + std::to_string(band_rows) + " x " + std::to_string(Wp) +
@@ -302,17 +308,18 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
   if (packed) {
     // Partition (kwrep, c, kh) <- w[o, c, kh, kw]: one DMA per (c, kw block).
     const int64_t kwn = mode == Mode::packed_taps ? g.KW : 1;
-    for (int64_t r = 0; r < kwn; ++r)
-      for (int64_t c = 0; c < g.C; ++c) {
-        const int64_t p0 = r * g.C * g.KH + c * g.KH;
-        MemRef dst = KernelBuilder::sb(wt_slot[0], g.KH, mdt, w_per_chunk_cols);
-        dst.partition_start = static_cast<uint16_t>(p0);
-        std::vector<device::AccessLevel> lv;
-        if (mode == Mode::packed_rows)
-          lv.push_back({static_cast<int32_t>(ws3), static_cast<uint32_t>(g.KW)});
-        lv.push_back({static_cast<int32_t>(ws0), static_cast<uint32_t>(g.O)});
-        kb.dma(dst, KernelBuilder::hbm(w, c * ws1 + r * ws3, g.KH, ws2, lv), DmaRole::load);
-      }
+    for (int64_t q = 0; q < quadrants; ++q)
+      for (int64_t r = 0; r < kwn; ++r)
+        for (int64_t c = 0; c < g.C; ++c) {
+          const int64_t p0 = q * 32 + r * g.C * g.KH + c * g.KH;
+          MemRef dst = KernelBuilder::sb(wt_slot[0], g.KH, mdt, w_per_chunk_cols);
+          dst.partition_start = static_cast<uint16_t>(p0);
+          std::vector<device::AccessLevel> lv;
+          if (mode == Mode::packed_rows)
+            lv.push_back({static_cast<int32_t>(ws3), static_cast<uint32_t>(g.KW)});
+          lv.push_back({static_cast<int32_t>(ws0), static_cast<uint32_t>(g.O)});
+          kb.dma(dst, KernelBuilder::hbm(w, c * ws1 + r * ws3, g.KH, ws2, lv), DmaRole::load);
+        }
   } else if (w_resident && !depthwise) {
     for (int64_t cc = 0; cc < ceil_div(Cg, P); ++cc) {
       const int64_t c0 = cc * P, cn = std::min(P, Cg - c0);
@@ -398,6 +405,7 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
     for (int64_t b = 0; b < g.B; ++b) {
       for (int64_t Y0 = 0; Y0 < g.Ho; Y0 += RB) {
         const int64_t rb = std::min(RB, g.Ho - Y0);
+        const uint16_t qbase = static_cast<uint16_t>(32 * (band_iter % quadrants));
         const std::vector<uint32_t>& tiles = band[band_iter++ % slots];
         // --- load the band ---------------------------------------------------------------------
         if (packed) {
@@ -413,6 +421,7 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
           if (needs_zero) {
             device::Memset ms;
             ms.dst = KernelBuilder::sb(tile, KP, mdt, rb * Wp);
+            ms.dst.partition_start = qbase;
             kb.emit(Engine::vector, ms);
           }
           for (int64_t c = 0; c < g.C; ++c)
@@ -423,7 +432,7 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
               while (yb > ya && (yb - 1) * g.sh + kh * g.dh - g.pt >= g.H) --yb;
               if (ya >= yb || cols_hi <= cols_lo) continue;
               MemRef dst = KernelBuilder::sb(tile + ((ya - Y0) * Wp + cols_lo) * es, 1, mdt, 1);
-              dst.partition_start = static_cast<uint16_t>(c * g.KH + kh);
+              dst.partition_start = static_cast<uint16_t>(qbase + c * g.KH + kh);
               dst.num_levels = 2;
               dst.levels[0] = {static_cast<int32_t>(Wp), static_cast<uint32_t>(yb - ya)};
               dst.levels[1] = {1, static_cast<uint32_t>(cols_hi - cols_lo)};
@@ -528,6 +537,7 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
                 mm.dst = acc;
                 mm.stationary = st;
                 MemRef mv = KernelBuilder::sb(tile + off * es, parts, mdt, 1);
+                mv.partition_start = st.partition_start;  // the band's quadrant
                 mv.num_levels = 2;
                 mv.levels[0] = {static_cast<int32_t>(in_rows_per_out * Wp),
                                 static_cast<uint32_t>(rc)};
@@ -544,6 +554,7 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
               } else if (mode == Mode::packed_rows) {
                 for (int64_t kw = 0; kw < g.KW; ++kw) {
                   MemRef st = KernelBuilder::sb(wbase + (kw * g.O + o_abs) * es, KP, mdt, on);
+                  st.partition_start = qbase;
                   matmul(st, tiles[0], KP, base + kw * g.dw);
                 }
               } else if (depthwise) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <set>
 
 #include "harness.h"
 
@@ -534,8 +535,14 @@ TEST(CodegenConv, FewInputChannelsArePackedOnPartitions) {
   %y : f32[1, 16, 32, 32] = aten.conv2d.default(%x, %w, %b) {stride = [2, 2], padding = [3, 3]}
   output %y
 })");
-  // 32 x 32 outputs = 2 PSUM tiles of 512, 7 matmuls each.
-  EXPECT_EQ(b.part.stats.instructions[static_cast<int>(device::Engine::tensor)], 14u);
+  // 32 output rows in 8 bands of 4 (two per partition quadrant, so the band loads use 12 DMA
+  // engines instead of 3): 8 PSUM tiles of 4 x 32, 7 matmuls each.
+  EXPECT_EQ(b.part.stats.instructions[static_cast<int>(device::Engine::tensor)], 56u);
+  std::set<int> quadrants;
+  for (const auto& in : b.part.program.cores[0].streams[static_cast<int>(device::Engine::tensor)])
+    if (const auto* mm = std::get_if<device::MatMul>(&in.op))
+      quadrants.insert(mm->stationary.partition_start);
+  EXPECT_EQ(quadrants, (std::set<int>{0, 32, 64, 96}));
 }
 
 TEST(CodegenConv, WideChannelsAndStreamedWeightsBf16) {
