@@ -320,63 +320,22 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
       kb.emit(Engine::gpsimd, as);
     }
   };
-  // Running max, p = exp(s - max), correction and denominator.
+  // Running max, p = exp(s - max), correction and denominator. With one key tile the running
+  // max is the tile's max and the denominator its row sum (what the online update computes,
+  // through a correction of exactly 0).
   auto softmax = [&](const QueryState& st, int sl, int& mi, int64_t qt, int64_t kt) {
-    const uint32_t negm = st.negm, corr = st.corr, rsum = st.rsum, l_col = st.l_col;
-    const uint32_t* m_col = st.m_col;
     const MemRef s = KernelBuilder::sb(s_sb[sl], qt, DType::f32, kt);
-    if (single_key_tile) {
-      // One key tile: the running max is this tile's max and the denominator its row sum
-      // (the online update would compute exactly these, through a correction of 0).
-      device::TensorReduce red;
-      red.dst = col(m_tile[sl], qt);
-      red.src = s;
-      red.op = device::ReduceOp::max;
-      kb.emit(Engine::vector, red);
-      kb.tensor_scalar(col(negm, qt), col(m_tile[sl], qt), AluOp::multiply, -1.0f);
-      device::Activation a;
-      a.dst = KernelBuilder::sb(p_sb[sl], qt, mdt, kt);
-      a.src = s;
-      a.function = ActivationFunction::exp;
-      a.bias = col(negm, qt);
-      a.accumulate_dst = col(rsum, qt);
-      kb.emit(Engine::scalar, a);
-      return;
-    }
-    // Online softmax.
-    const MemRef m_old = col(m_col[mi], qt), m_new = col(m_col[1 - mi], qt);
-    device::TensorReduce red;
-    red.dst = col(m_tile[sl], qt);
-    red.src = s;
-    red.op = device::ReduceOp::max;
-    kb.emit(Engine::vector, red);
-    {
-      device::TensorTensor tt;
-      tt.dst = m_new;
-      tt.in0 = m_old;
-      tt.in1 = col(m_tile[sl], qt);
-      tt.op = AluOp::max;
-      kb.emit(Engine::vector, tt);
-    }
-    kb.tensor_scalar(col(negm, qt), m_new, AluOp::multiply, -1.0f);
-    const MemRef p = KernelBuilder::sb(p_sb[sl], qt, mdt, kt);
-    {
-      device::Activation a;
-      a.dst = p;
-      a.src = s;
-      a.function = ActivationFunction::exp;
-      a.bias = col(negm, qt);
-      a.accumulate_dst = col(rsum, qt);
-      kb.emit(Engine::scalar, a);
-      device::Activation c;
-      c.dst = col(corr, qt);
-      c.src = m_old;
-      c.function = ActivationFunction::exp;
-      c.bias = col(negm, qt);
-      kb.emit(Engine::scalar, c);
-    }
-    kb.tensor_scalar(col(l_col, qt), col(l_col, qt), AluOp::multiply, col(corr, qt), AluOp::add,
-                     col(rsum, qt));
+    const MemRef tile_max = col(m_tile[sl], qt), negm = col(st.negm, qt);
+    const MemRef m_old = col(st.m_col[mi], qt), m_new = col(st.m_col[1 - mi], qt);
+    kb.tensor_reduce(tile_max, s, device::ReduceOp::max);
+    if (!single_key_tile) kb.tensor_tensor(m_new, m_old, tile_max, AluOp::max);
+    kb.tensor_scalar(negm, single_key_tile ? tile_max : m_new, AluOp::multiply, -1.0f);
+    kb.activation(KernelBuilder::sb(p_sb[sl], qt, mdt, kt), s, ActivationFunction::exp, negm,
+                  col(st.rsum, qt));
+    if (single_key_tile) return;
+    kb.activation(col(st.corr, qt), m_old, ActivationFunction::exp, negm);
+    kb.tensor_scalar(col(st.l_col, qt), col(st.l_col, qt), AluOp::multiply, col(st.corr, qt),
+                     AluOp::add, col(st.rsum, qt));
     mi = 1 - mi;
   };
   // acc = acc * correction + P V.
@@ -399,7 +358,7 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
       mm.accumulate = c0 > 0;
       kb.emit(Engine::tensor, mm);
     }
-    if (single_key_tile) return pv;  // `end_single` scales it straight out of PSUM
+    if (single_key_tile) return pv;  // normalised straight out of PSUM
     const MemRef a = KernelBuilder::sb(acc, qt, DType::f32, Dv);
     kb.tensor_scalar(a, a, AluOp::multiply, col(corr, qt));
     device::TensorTensor tt;
@@ -410,26 +369,15 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
     kb.emit(Engine::vector, tt);
     return pv;
   };
-  // One key tile: o = P V / rowsum, read from PSUM.
-  auto end_single = [&](const QueryState& st, int64_t qt, const MemRef& pv, const MemRef& o) {
-    device::Activation a;
-    a.dst = col(st.rl, qt);
-    a.src = col(st.rsum, qt);
-    a.function = ActivationFunction::reciprocal;
-    kb.emit(Engine::scalar, a);
-    kb.tensor_scalar(o, pv, AluOp::multiply, col(st.rl, qt));
+
+  // o = num / den per row (ScalarE reciprocal, VectorE scale).
+  auto normalize = [&](const QueryState& st, int64_t qt, const MemRef& num, uint32_t den,
+                       const MemRef& o) {
+    kb.activation(col(st.rl, qt), col(den, qt), ActivationFunction::reciprocal);
+    kb.tensor_scalar(o, num, AluOp::multiply, col(st.rl, qt));
   };
   auto end = [&](const QueryState& st, int64_t qt, const MemRef& o) {
-    const uint32_t acc = st.acc, l_col = st.l_col, rl = st.rl;
-    // out = acc / l.
-    {
-      device::Activation a;
-      a.dst = col(rl, qt);
-      a.src = col(l_col, qt);
-      a.function = ActivationFunction::reciprocal;
-      kb.emit(Engine::scalar, a);
-    }
-    kb.tensor_scalar(o, KernelBuilder::sb(acc, qt, DType::f32, Dv), AluOp::multiply, col(rl, qt));
+    normalize(st, qt, KernelBuilder::sb(st.acc, qt, DType::f32, Dv), st.l_col, o);
   };
 
   auto attend = [&](const QueryState& st, int64_t q0, int64_t qt, int64_t mb, const MemRef& o,
@@ -544,8 +492,9 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
       };
       const auto last = [&](int64_t g) {
         const MemRef pv = pv_update(state(g), slot(g), qt, Sk, v_chunk_of(g));
-        end_single(state(g), qt, pv,
-                   KernelBuilder::sb(og[gs] + g * Dv * device::dtype_size(odt), qt, odt, Dv));
+        // One key tile: o = P V / rowsum, read straight from PSUM.
+        normalize(state(g), qt, pv, state(g).rsum,
+                  KernelBuilder::sb(og[gs] + g * Dv * device::dtype_size(odt), qt, odt, Dv));
       };
       // Three stages in flight: head g's Q K^T, head g-1's softmax, head g-2's P V.
       for (int64_t g = 0; g < G + 2; ++g) {
