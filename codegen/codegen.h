@@ -60,6 +60,10 @@ struct CodegenOptions {
   // narrow dtype, instead of storing it wide for the next load DMA to convert. Same rounding
   // (ScalarE rounds its fp32 result once to the destination dtype). Requires `fuse`.
   bool fuse_narrowing_store = true;
+  // Store-to-load forwarding (store_forwarding.h): a load of bytes a store wrote from an SBUF
+  // tile that is still intact becomes an SBUF copy on GpSimdE, and a scratch store nothing
+  // loads any more is dropped, so activations stay in SBUF between kernels (-O2 and up).
+  bool forward_stores = true;
 };
 
 // A partition input or output: a row-major contiguous tensor of `dtype` at `offset` in the HBM
@@ -105,6 +109,9 @@ struct CodegenStats {
   uint64_t hbm_scratch_unshared_bytes = 0;  // the same without reuse
   uint32_t sbuf_peak_bytes = 0;             // per partition, largest kernel
   uint32_t psum_peak_bytes = 0;             // per partition, largest kernel
+  uint64_t loads_forwarded = 0;             // loads that became SBUF copies (forward_stores)
+  uint64_t stores_elided = 0;               // scratch stores nothing read any more
+  uint64_t dma_bytes_forwarded = 0;         // DMA bytes those two no longer move
   double flops = 0;  // model matmul FLOPs (2*M*N*K), no transposes or one-hots
 };
 

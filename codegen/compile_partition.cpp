@@ -1214,7 +1214,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     result.stats.flops += k.flops;
     emitter.append(std::move(k));
   }
-  result.program = emitter.finish(hbm_size);
+  result.program = emitter.finish(hbm_size, opts.forward_stores, scratch_base);
 
   CodegenStats& st = result.stats;
   for (int e = 0; e < device::kNumEngines; ++e) {
@@ -1229,6 +1229,9 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
   st.hbm_scratch_unshared_bytes = unshared;
   st.sbuf_peak_bytes = emitter.sbuf_peak();
   st.psum_peak_bytes = emitter.psum_peak();
+  st.loads_forwarded = emitter.forwarding().loads_forwarded;
+  st.stores_elided = emitter.forwarding().stores_elided;
+  st.dma_bytes_forwarded = emitter.forwarding().dma_bytes_saved;
   return result;
 }
 

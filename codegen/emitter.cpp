@@ -43,12 +43,45 @@ bool covers(const auto& outer, const auto& inner) {
 }
 }  // namespace
 
+// A kernel's region goes where it overlaps only the oldest of the recent kernels: the
+// candidates are the partition's ends and the edges of the recent regions; each is scored by
+// which recent kernels it overlaps, most recent first, and the first candidate with the best
+// score wins (the ring cursor is the first candidate, so a region that fits after the
+// previous one goes there). A plain ring wraps a large region onto the kernel before it, whose
+// compute it must then wait for (BERT's FFN down projection after the up projection).
+uint32_t ProgramEmitter::place_region(uint32_t bytes) {
+  const uint32_t cap = t_.sbuf_partition_bytes;
+  if (bytes == 0) return 0;
+  const uint32_t last = cap - bytes;
+  std::vector<uint32_t> candidates{sbuf_cursor_ <= last ? sbuf_cursor_ : 0u, 0u, last};
+  for (const Region& r : recent_) {
+    if (r.end <= last) candidates.push_back(r.end);
+    if (r.begin >= bytes) candidates.push_back((r.begin - bytes) / 64 * 64);
+  }
+  auto score = [&](uint32_t base) {
+    // Bit i set: overlaps the i-th most recent region; a smaller score overlaps older ones.
+    uint32_t s = 0;
+    for (size_t i = 0; i < recent_.size(); ++i) {
+      const Region& r = recent_[recent_.size() - 1 - i];
+      if (base < r.end && r.begin < base + bytes) s |= 1u << (kRecentRegions - 1 - i);
+    }
+    return s;
+  };
+  uint32_t best = candidates.front(), best_score = score(best);
+  for (uint32_t c : candidates) {
+    const uint32_t sc = score(c);
+    if (sc < best_score) best = c, best_score = sc;
+  }
+  recent_.push_back({best, best + bytes});
+  if (recent_.size() > kRecentRegions) recent_.erase(recent_.begin());
+  sbuf_cursor_ = best + bytes;
+  return best;
+}
+
 void ProgramEmitter::append(KernelCode k) {
   const uint32_t cap = t_.sbuf_partition_bytes;
   if (k.sbuf_bytes > cap) throw Error("internal: kernel SBUF region exceeds the partition");
-  if (sbuf_cursor_ + k.sbuf_bytes > cap) sbuf_cursor_ = 0;
-  const uint32_t sbuf_base = sbuf_cursor_;
-  sbuf_cursor_ += k.sbuf_bytes;
+  const uint32_t sbuf_base = place_region(k.sbuf_bytes);
   const uint32_t banks = static_cast<uint32_t>(t_.psum_banks);
   const uint32_t bank_base = psum_cursor_;
   psum_cursor_ = (psum_cursor_ + k.psum_banks) % banks;
@@ -64,7 +97,7 @@ void ProgramEmitter::append(KernelCode k) {
         m.offset = ((bank + bank_base) % banks) * t_.psum_bank_bytes + within;
       }
     });
-    place(std::move(in));
+    pending_.push_back(std::move(in));
   }
 }
 
@@ -150,7 +183,10 @@ void ProgramEmitter::place(PendingInstruction in) {
   s.push_back(std::move(inst));
 }
 
-device::Program ProgramEmitter::finish(uint64_t hbm_size) {
+device::Program ProgramEmitter::finish(uint64_t hbm_size, bool forward, uint64_t scratch_begin) {
+  if (forward) forwarding_ = forward_stores(pending_, scratch_begin);
+  for (PendingInstruction& in : pending_) place(std::move(in));
+  pending_.clear();
   std::vector<std::vector<uint32_t>> rank(kThreads);
   for (int u = 0; u < kThreads; ++u) {
     const uint32_t inc =

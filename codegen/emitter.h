@@ -1,6 +1,7 @@
 // The ProgramEmitter places kernels into one NeuronCore program, in program order:
-//  - relocation: a kernel's SBUF region goes at a ring cursor (the next kernel starts where the
-//    previous one ended, so consecutive kernels overlap), its PSUM banks rotate likewise;
+//  - relocation: a kernel's SBUF region goes after the previous one when it fits, else where it
+//    overlaps only the oldest recent kernels (so consecutive kernels overlap in time); its PSUM
+//    banks rotate;
 //  - placement: compute instructions go to their engine's stream; loads trigger from SyncE on
 //    DMA queue 0, stores from GpSimdE on queue 1 (one queue per trigger engine, as Neuron's
 //    runtime ties them, DMA doc); the DMA engines serve the queues round-robin (TRAINIUM.md
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "codegen/kernel.h"
+#include "codegen/store_forwarding.h"
 #include "device/isa.h"
 #include "device/target.h"
 
@@ -29,11 +31,15 @@ class ProgramEmitter {
  public:
   explicit ProgramEmitter(const device::Target& t);
 
+  // Relocates the kernel and queues its instructions.
   void append(KernelCode kernel);
-  // Patches wait values and signals; returns the program for one core.
-  device::Program finish(uint64_t hbm_size);
+  // Forwards stores to loads when `forward` (store_forwarding.h; stores at or after
+  // `scratch_begin` may be dropped), places every instruction, patches wait values and
+  // signals; returns the program for one core.
+  device::Program finish(uint64_t hbm_size, bool forward, uint64_t scratch_begin);
 
   uint64_t waits() const { return waits_; }
+  const ForwardingStats& forwarding() const { return forwarding_; }
   uint32_t sbuf_peak() const { return sbuf_peak_; }
   uint32_t psum_peak() const { return psum_peak_; }
 
@@ -68,11 +74,17 @@ class ProgramEmitter {
   };
   using Clock = std::vector<int32_t>;
 
+  uint32_t place_region(uint32_t bytes);
   void place(PendingInstruction inst);
   Rect rect_of(const device::MemRef& m) const;
 
   const device::Target& t_;
   device::Program program_;
+  struct Region {
+    uint32_t begin, end;
+  };
+  static constexpr size_t kRecentRegions = 8;
+  std::vector<Region> recent_;  // SBUF regions of the last kernels that had one, oldest first
   uint32_t sbuf_cursor_ = 0;
   uint32_t psum_cursor_ = 0;
   std::vector<Clock> known_;                   // per thread: latest seq of each thread it follows
@@ -81,6 +93,8 @@ class ProgramEmitter {
   std::vector<std::vector<uint8_t>> needed_;   // per thread, per seq: someone waits on it
   std::vector<WaitRef> wait_refs_;
   std::vector<std::vector<Access>> accesses_;  // per memory kind
+  std::vector<PendingInstruction> pending_;    // relocated, in program order
+  ForwardingStats forwarding_;
   uint64_t waits_ = 0;
   uint32_t sbuf_peak_ = 0;
   uint32_t psum_peak_ = 0;

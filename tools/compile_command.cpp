@@ -149,8 +149,8 @@ void register_compile_command(CLI::App& app) {
       ->check(CLI::IsMember({"none", "matmul", "matmult", "all"}));
   cmd->add_option("-O,--opt-level", o->opt_level,
                   "Optimisation level: 0 = no CSE and no fusion, every op its own kernel "
-                  "(debugging); 1-3 = CSE and fusion (2 is the default; 2 and 3 add nothing "
-                  "over 1 yet)")
+                  "(debugging); 1 = CSE and fusion; 2 (the default) = also keeps activations in "
+                  "SBUF between kernels (store-to-load forwarding); 3 = as 2 for now")
       ->check(CLI::Range(0, 3));
   cmd->add_option("--threads", o->threads,
                   "Codegen worker threads (0 = all cores); output is identical for any value");

@@ -488,6 +488,8 @@ CompileResult compile_model(const CompileRequest& req) {
     copts.threads = req.threads;
     // -O0: no fusion, every op its own kernel (for debugging a fused kernel against its ops).
     copts.fuse = req.opt_level >= 1;
+    // -O2 (the default) and up: activations stay in SBUF between kernels when they can.
+    copts.forward_stores = req.opt_level >= 2;
     codegen::CompiledPartition cp =
         codegen::compile_partition(g, p.nodes, p.inputs, p.outputs, target, copts);
     const uint64_t base = (arena + 4095) / 4096 * 4096;
