@@ -1210,9 +1210,15 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     if (!errors[i].empty()) throw Error(errors[i]);
 
   ProgramEmitter emitter(target);
-  for (KernelCode& k : codes) {
-    result.stats.flops += k.flops;
-    emitter.append(std::move(k));
+  uint32_t next_sbuf = 0;
+  std::vector<uint32_t> next_region(codes.size(), 0);
+  for (size_t i = codes.size(); i-- > 0;) {
+    next_region[i] = next_sbuf;
+    if (codes[i].sbuf_bytes > 0) next_sbuf = codes[i].sbuf_bytes;
+  }
+  for (size_t i = 0; i < codes.size(); ++i) {
+    result.stats.flops += codes[i].flops;
+    emitter.append(std::move(codes[i]), next_region[i]);
   }
   result.program = emitter.finish(hbm_size, opts.forward_stores, scratch_base);
 

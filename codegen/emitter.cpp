@@ -43,13 +43,14 @@ bool covers(const auto& outer, const auto& inner) {
 }
 }  // namespace
 
-// A kernel's region goes where it overlaps only the oldest of the recent kernels: the
-// candidates are the partition's ends and the edges of the recent regions; each is scored by
-// which recent kernels it overlaps, most recent first, and the first candidate with the best
-// score wins (the ring cursor is the first candidate, so a region that fits after the
-// previous one goes there). A plain ring wraps a large region onto the kernel before it, whose
-// compute it must then wait for (BERT's FFN down projection after the up projection).
-uint32_t ProgramEmitter::place_region(uint32_t bytes) {
+// A kernel's region goes where it overlaps only the oldest of the recent kernels, leaving room
+// for the next kernel beside it. The candidates are the partition's ends, the cursor after the
+// previous region and the edges of the recent regions; each is scored, most important first,
+// by: overlapping the previous kernel, leaving the next kernel (`next_bytes`) no place that
+// avoids this one, then overlapping each older recent kernel, newest first. The first best
+// candidate wins. A plain ring wraps a large region onto the kernel before it, whose compute
+// it must then wait for (BERT's FFN down projection after the up projection).
+uint32_t ProgramEmitter::place_region(uint32_t bytes, uint32_t next_bytes) {
   const uint32_t cap = t_.sbuf_partition_bytes;
   if (bytes == 0) return 0;
   const uint32_t last = cap - bytes;
@@ -59,12 +60,14 @@ uint32_t ProgramEmitter::place_region(uint32_t bytes) {
     if (r.begin >= bytes) candidates.push_back((r.begin - bytes) / 64 * 64);
   }
   auto score = [&](uint32_t base) {
-    // Bit i set: overlaps the i-th most recent region; a smaller score overlaps older ones.
     uint32_t s = 0;
     for (size_t i = 0; i < recent_.size(); ++i) {
       const Region& r = recent_[recent_.size() - 1 - i];
-      if (base < r.end && r.begin < base + bytes) s |= 1u << (kRecentRegions - 1 - i);
+      if (!(base < r.end && r.begin < base + bytes)) continue;
+      s |= i == 0 ? 1u << (kRecentRegions + 1) : 1u << (kRecentRegions - 1 - i);
     }
+    if (next_bytes > 0 && base < next_bytes && cap - (base + bytes) < next_bytes)
+      s |= 1u << kRecentRegions;
     return s;
   };
   uint32_t best = candidates.front(), best_score = score(best);
@@ -78,10 +81,10 @@ uint32_t ProgramEmitter::place_region(uint32_t bytes) {
   return best;
 }
 
-void ProgramEmitter::append(KernelCode k) {
+void ProgramEmitter::append(KernelCode k, uint32_t next_sbuf_bytes) {
   const uint32_t cap = t_.sbuf_partition_bytes;
   if (k.sbuf_bytes > cap) throw Error("internal: kernel SBUF region exceeds the partition");
-  const uint32_t sbuf_base = place_region(k.sbuf_bytes);
+  const uint32_t sbuf_base = place_region(k.sbuf_bytes, next_sbuf_bytes);
   const uint32_t banks = static_cast<uint32_t>(t_.psum_banks);
   const uint32_t bank_base = psum_cursor_;
   psum_cursor_ = (psum_cursor_ + k.psum_banks) % banks;

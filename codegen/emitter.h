@@ -31,8 +31,9 @@ class ProgramEmitter {
  public:
   explicit ProgramEmitter(const device::Target& t);
 
-  // Relocates the kernel and queues its instructions.
-  void append(KernelCode kernel);
+  // Relocates the kernel and queues its instructions. `next_sbuf_bytes`: the SBUF region of
+  // the next kernel that has one (0 = none or unknown), so this one leaves room for it.
+  void append(KernelCode kernel, uint32_t next_sbuf_bytes = 0);
   // Forwards stores to loads when `forward` (store_forwarding.h; stores at or after
   // `scratch_begin` may be dropped), places every instruction, patches wait values and
   // signals; returns the program for one core.
@@ -74,7 +75,7 @@ class ProgramEmitter {
   };
   using Clock = std::vector<int32_t>;
 
-  uint32_t place_region(uint32_t bytes);
+  uint32_t place_region(uint32_t bytes, uint32_t next_bytes);
   void place(PendingInstruction inst);
   Rect rect_of(const device::MemRef& m) const;
 

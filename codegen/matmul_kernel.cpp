@@ -257,13 +257,9 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
     for (uint32_t& c : norm_cols) c = kb.alloc(4, "layer norm column");
     auto load_param = [&](const ir::Value* v) {
       const HbmView& pv = ctx.view(v);
-      const uint32_t off = kb.alloc(p.N * device::dtype_size(pv.dtype), "layer norm weight");
-      const MemRef tile = KernelBuilder::sb(off, mt, pv.dtype, p.N);
-      kb.dma(tile,
-             KernelBuilder::hbm(
-                 pv, 0, mt, 0, {{static_cast<int32_t>(pv.strides[0]), static_cast<uint32_t>(p.N)}}),
-             DmaRole::load);
-      return tile;
+      return load_broadcast_row(kb, pv,
+                                {{static_cast<int32_t>(pv.strides[0]), static_cast<uint32_t>(p.N)}},
+                                mt, "layer norm weight");
     };
     if (norm->inputs().size() > 1 && norm->input(1)) gamma_tile = load_param(norm->input(1));
     if (norm->inputs().size() > 2 && norm->input(2)) beta_tile = load_param(norm->input(2));
