@@ -246,7 +246,8 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
 
   // Layer-norm epilogue (M <= 128, checked by matmul_layer_norm_fits): the m-tile's whole rows
   // [mt, N] gather in `row_off` across the n-blocks, then the row norm runs on them and one DMA
-  // stores the normalised rows; gamma and beta load once, first.
+  // stores the normalised rows; gamma and beta load once, first, as one row each broadcast
+  // over the partitions on TensorE (load_broadcast_row).
   uint32_t row_off = 0, norm_work = 0, norm_out = 0, norm_cols[3] = {0, 0, 0};
   std::optional<MemRef> gamma_tile, beta_tile;
   if (norm) {
