@@ -19,6 +19,12 @@
 namespace neuronc::codegen {
 namespace {
 
+// K ring (see lower_matmul): at least this many K chunks per slot, this many slots, for at most
+// this many n-tiles (PSUM banks accumulating at once).
+constexpr int64_t kRingGroupChunks = 4;
+constexpr int kRingSlots = 4;
+constexpr int64_t kRingMaxTiles = 2;
+
 using device::DType;
 using device::Engine;
 using device::MemRef;
@@ -196,6 +202,20 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
           break;
         }
   }
+  // K ring: a B loaded once whose K is long and whose n-tiles fit a few PSUM banks (BERT-large's
+  // FFN down projection, K = 4096, N = 1024) streams through a ring of slots of G K-chunks, the
+  // matmuls of every n-tile accumulating group by group, so the kernel holds 3 groups of B
+  // instead of all of it (24 instead of 64 KiB per partition), leaving SBUF for the next
+  // kernel's weights to stream in beside it, and its matmuls start on the first group.
+  const int64_t n_tiles = ceil_div(p.N, nt);
+  int64_t G = T;
+  while (G < kRingGroupChunks) G += T;
+  const bool kring = loaded_once && !b_transpose && nM == 1 && n_tiles <= kRingMaxTiles &&
+                     p.K % P == 0 && nK % G == 0 && nK / G > kRingSlots &&
+                     nK * p.N * es > part_bytes / 4;
+  const int b_ring_slots = kring ? kRingSlots : b_slots;
+  const int64_t b_slot_chunks = kring ? G : nK;
+
   // First K row of chunk kc and the row step between its partitions.
   auto chunk_rows = [&](int64_t kc) -> std::pair<int64_t, int64_t> {
     if (T == 1) return {kc * P, 1};
@@ -225,7 +245,9 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
   const uint32_t cs = device::dtype_size(p.c.dtype);
   uint32_t bt_off[2] = {0, 0}, out_off[2], bias_off[2] = {0, 0}, tmp_off[2], brow_off[2] = {0, 0};
   uint32_t ones_off = 0;
-  for (int s = 0; s < b_slots; ++s) bt_off[s] = kb.alloc(nK * nb * es, "matmul B");
+  uint32_t ring_off[kRingSlots] = {};
+  uint32_t* const b_off = kring ? ring_off : bt_off;
+  for (int s = 0; s < b_ring_slots; ++s) b_off[s] = kb.alloc(b_slot_chunks * nb * es, "matmul B");
   if (bias_in_psum) {
     ones_off = kb.alloc(P * es, "matmul bias ones");
     for (int s = 0; s < b_slots; ++s) brow_off[s] = kb.alloc(nb * es, "matmul bias row");
@@ -349,6 +371,16 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
     }
     return brow;
   };
+  // K-ring group g: chunks [g*G, g*G + G) of the whole rows, T chunks per DMA.
+  auto load_group = [&](int64_t g, int64_t b_base) {
+    const uint32_t slot = ring_off[g % kRingSlots];
+    for (int64_t kc = g * G; kc < (g + 1) * G; kc += T)
+      kb.dma(KernelBuilder::sb(slot + (kc - g * G) * p.N * es, P, mdt, T * p.N),
+             KernelBuilder::hbm(p.b, b_base + kc * P * sb_k, P, T * sb_k,
+                                {{static_cast<int32_t>(sb_k), static_cast<uint32_t>(T)},
+                                 {static_cast<int32_t>(sb_n), static_cast<uint32_t>(p.N)}}),
+             DmaRole::load);
+  };
   // A block loaded once (weights) is requested before the activations: its DMAs wait for
   // nothing the previous kernel writes, so they stream while that kernel still computes.
   const bool b_first = loaded_once && !b_transpose;
@@ -366,7 +398,19 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
     for (int64_t mb0 = 0; mb0 < nM; mb0 += m_block) {
       const int64_t mb_count = std::min(m_block, nM - mb0);
       MemRef first_brow;
-      if (b_first) first_brow = load_b(0, p.N, 0, b_base, bias_base);
+      if (kring) {
+        for (int64_t g = 0; g < kRingSlots; ++g) load_group(g, b_base);
+        if (bias_in_psum) {
+          const int64_t sbn = p.bias->strides[rb + 1];
+          first_brow = KernelBuilder::sb(brow_off[0], 1, mdt, p.N);
+          kb.dma(first_brow,
+                 KernelBuilder::hbm(*p.bias, bias_base, 1, 0,
+                                    {{static_cast<int32_t>(sbn), static_cast<uint32_t>(p.N)}}),
+                 DmaRole::load);
+        }
+      } else if (b_first) {
+        first_brow = load_b(0, p.N, 0, b_base, bias_base);
+      }
       // A^T tiles of the block.
       for (int64_t mi = 0; mi < mb_count; ++mi) {
         const int64_t m0 = (mb0 + mi) * P, mt = std::min(P, p.M - m0);
@@ -391,6 +435,40 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
         const uint32_t bslot = bt_off[block_iter % b_slots];
         const MemRef brow =
             b_first ? first_brow : load_b(nb0, nbc, block_iter % b_slots, b_base, bias_base);
+        // K ring (one m-tile): residual tiles first, then every n-tile accumulates group by
+        // group while later groups stream into the slots the earlier ones leave.
+        std::vector<MemRef> ring_acc, ring_res;
+        if (kring) {
+          const int64_t mt = std::min(P, p.M);
+          for (int64_t j = 0; j < n_tiles; ++j) {
+            const int64_t n0 = j * nt, ntc = std::min(nt, p.N - n0);
+            if (res) {
+              const int64_t srm = res->strides[rb], srn = res->strides[rb + 1];
+              ring_res.push_back(
+                  KernelBuilder::sb(res_off[(tile_iter + j) % 2], mt, res->dtype, ntc));
+              kb.dma(ring_res.back(),
+                     KernelBuilder::hbm(*res, res_base + n0 * srn, mt, srm,
+                                        {{static_cast<int32_t>(srn), static_cast<uint32_t>(ntc)}}),
+                     DmaRole::load);
+            }
+            ring_acc.push_back(KernelBuilder::ps(kb.psum_bank(), mt, ntc));
+          }
+          for (int64_t g = 0; g < nK / G; ++g) {
+            if (g >= kRingSlots) load_group(g, b_base);
+            const uint32_t slot = ring_off[g % kRingSlots];
+            for (int64_t j = 0; j < n_tiles; ++j) {
+              const int64_t n0 = j * nt, ntc = std::min(nt, p.N - n0);
+              for (int64_t kc = g * G; kc < (g + 1) * G; ++kc) {
+                device::MatMul mm;
+                mm.dst = ring_acc[static_cast<size_t>(j)];
+                mm.stationary = KernelBuilder::sb(at_off[0] + kc * mt * es, P, mdt, mt);
+                mm.moving = KernelBuilder::sb(slot + ((kc - g * G) * p.N + n0) * es, P, mdt, ntc);
+                mm.accumulate = kc > 0;
+                kb.emit(Engine::tensor, mm);
+              }
+            }
+          }
+        }
         for (int64_t mi = 0; mi < mb_count; ++mi, ++out_iter) {
           const int64_t m0 = (mb0 + mi) * P, mt = std::min(P, p.M - m0);
           const uint32_t oblock = out_off[out_iter % 2];
@@ -400,7 +478,10 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
             const int os = tile_iter % 2;
             // The residual tile loads before the tile's matmuls (its DMA overlaps TensorE).
             MemRef res_tile;
-            if (res) {
+            const size_t ring_j = static_cast<size_t>((n0 - nb0) / nt);
+            if (kring) {
+              if (res) res_tile = ring_res[ring_j];
+            } else if (res) {
               const int64_t srm = res->strides[rb], srn = res->strides[rb + 1];
               res_tile = KernelBuilder::sb(res_off[os], mt, res->dtype, ntc);
               kb.dma(res_tile,
@@ -408,9 +489,9 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
                                         {{static_cast<int32_t>(srn), static_cast<uint32_t>(ntc)}}),
                      DmaRole::load);
             }
-            const uint32_t bank = kb.psum_bank();
-            const MemRef acc = KernelBuilder::ps(bank, mt, ntc);
-            for (int64_t kc = 0; kc < nK; ++kc) {
+            const MemRef acc =
+                kring ? ring_acc[ring_j] : KernelBuilder::ps(kb.psum_bank(), mt, ntc);
+            for (int64_t kc = 0; kc < (kring ? 0 : nK); ++kc) {
               const int64_t kt = std::min(P, p.K - kc * P);
               device::MatMul mm;
               mm.dst = acc;

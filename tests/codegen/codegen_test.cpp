@@ -100,6 +100,32 @@ TEST(CodegenMatmul, WeightsStreamInWholeRowBlocks) {
     }
 }
 
+// A long K (BERT-large's FFN down projection: K = 4096, N = 1024) streams B through a ring of
+// slots of K chunks instead of holding all of it: the kernel's SBUF region stays under the
+// 64 KiB per partition the whole weight would take on trn1, every weight byte still loads once,
+// and each n-tile accumulates over all K.
+TEST(CodegenMatmul, LongKWeightsStreamThroughARing) {
+  for (device::TargetKind kind :
+       {device::TargetKind::trn1, device::TargetKind::trn2, device::TargetKind::trn3}) {
+    RunResult r = check(
+        "graph {\n  input %x : bf16[128, 4096]\n  param %wf : f32[1024, 4096] \"w\"\n"
+        "  %w : bf16[1024, 4096] = aten._to_copy.default(%wf) {dtype = #bf16}\n"
+        "  %y : bf16[128, 1024] = aten.linear.default(%x, %w)\n  output %y\n}",
+        2e-2, kind);
+    uint64_t weight_bytes = 0;
+    for (const auto& stream : r.part.program.cores[0].streams)
+      for (const auto& in : stream)
+        if (const auto* d = std::get_if<device::DmaCopy>(&in.op))
+          if (d->dst.memory == device::MemoryKind::sbuf && d->dst.partition_count == 128 &&
+              d->src.memory == device::MemoryKind::hbm && d->src.free_size() >= 1024)
+            weight_bytes += uint64_t{128} * d->src.free_size() * 2;
+    EXPECT_EQ(weight_bytes, uint64_t{4096} * 1024 * 2 + 128 * 4096 * 2);  // B once, x once
+    if (kind == device::TargetKind::trn1) {
+      EXPECT_LT(r.part.stats.sbuf_peak_bytes, 64u * 1024);
+    }
+  }
+}
+
 // Interleaved K chunks with A^T loaded directly (A a transposed view, M contiguous): the A^T
 // DMA walks the same rows {p*T + j} by partition stride.
 TEST(CodegenMatmul, InterleavedChunksWithADirectTransposedLoad) {
