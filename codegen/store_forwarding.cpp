@@ -66,6 +66,44 @@ bool dense_rows(const MemRef& m) {
   return run && (m.partition_count == 1 || m.partition_stride == static_cast<int64_t>(*run));
 }
 
+// The elements [lo, hi) of `m`'s iteration order (per partition) as at most three patterns:
+// `m` has at most two levels of more than one step (a padded band: rows of W at a pitch).
+// Nothing when it has more.
+std::optional<std::vector<MemRef>> slice_pattern(const MemRef& m, int64_t lo, int64_t hi) {
+  std::vector<device::AccessLevel> lv;
+  for (int l = 0; l < m.num_levels; ++l)
+    if (m.levels[static_cast<size_t>(l)].count > 1) lv.push_back(m.levels[static_cast<size_t>(l)]);
+  if (lv.size() > 2) return std::nullopt;
+  if (lv.empty()) lv.push_back({1, 1});
+  const int64_t esz = device::dtype_size(m.dtype);
+  const int64_t w = lv.back().count, s0 = lv.back().stride;
+  const int64_t s1 = lv.size() == 2 ? lv.front().stride : 0;
+  auto piece = [&](int64_t row, int64_t col, std::vector<device::AccessLevel> levels) {
+    MemRef p = m;
+    p.offset = static_cast<uint64_t>(static_cast<int64_t>(m.offset) + (row * s1 + col * s0) * esz);
+    p.num_levels = static_cast<uint8_t>(levels.size());
+    p.levels = {};
+    for (size_t i = 0; i < levels.size(); ++i) p.levels[i] = levels[i];
+    return p;
+  };
+  std::vector<MemRef> out;
+  if (lo % w != 0 && lo < hi) {
+    const int64_t n = std::min(w - lo % w, hi - lo);
+    out.push_back(piece(lo / w, lo % w, {{static_cast<int32_t>(s0), static_cast<uint32_t>(n)}}));
+    lo += n;
+  }
+  if (const int64_t rows = (hi - lo) / w; rows > 0) {
+    std::vector<device::AccessLevel> levels;
+    if (rows > 1) levels.push_back({static_cast<int32_t>(s1), static_cast<uint32_t>(rows)});
+    levels.push_back({static_cast<int32_t>(s0), static_cast<uint32_t>(w)});
+    out.push_back(piece(lo / w, 0, levels));
+    lo += rows * w;
+  }
+  if (lo < hi)
+    out.push_back(piece(lo / w, 0, {{static_cast<int32_t>(s0), static_cast<uint32_t>(hi - lo)}}));
+  return out;
+}
+
 // One load side or store side as rows of one contiguous run in HBM: `rows` rows `stride`
 // elements apart (any stride for one row), `run` elements each, from element `offset`.
 struct Rows {
@@ -91,12 +129,15 @@ std::optional<std::vector<device::TensorCopy>> forwarded(const std::vector<Write
                                                          const DmaCopy& l) {
   const MemRef& src = l.src;
   const MemRef& dst = l.dst;
+  // A converting load converts on the engine instead (ScalarE and GpSimdE round like the DMA).
   if (l.row_index || src.memory != MemoryKind::hbm || dst.memory != MemoryKind::sbuf ||
-      src.dtype != dst.dtype || src.partition_count != dst.partition_count)
+      src.partition_count != dst.partition_count ||
+      (src.dtype != dst.dtype &&
+       !(device::dtype_is_float(src.dtype) && device::dtype_is_float(dst.dtype))))
     return std::nullopt;
   const std::optional<Rows> lr = rows_of(src);
-  const std::optional<uint64_t> dst_run = contiguous_run(dst);
-  if (!lr || !dst_run || static_cast<int64_t>(*dst_run) != lr->run) return std::nullopt;
+  if (!lr || static_cast<int64_t>(dst.free_size()) != lr->run || !slice_pattern(dst, 0, lr->run))
+    return std::nullopt;
   const int64_t esz = device::dtype_size(src.dtype);
   const Rect r = rect_of(src);
   std::vector<std::pair<int64_t, int64_t>> open{{0, lr->run}}, next;  // columns not yet found
@@ -144,14 +185,17 @@ std::optional<std::vector<device::TensorCopy>> forwarded(const std::vector<Write
         }
         if (a < lo) next.push_back({a, lo});
         if (hi < b) next.push_back({hi, b});
-        device::TensorCopy c;
-        c.dst = device::sbuf(dst.partition_start, dst.partition_count,
-                             dst.offset + static_cast<uint64_t>(lo * esz), dst.dtype,
-                             static_cast<uint32_t>(hi - lo));
-        c.src = device::sbuf(dst.partition_start, dst.partition_count,
-                             s.src.offset + static_cast<uint64_t>((pt.x0 + lo - pt.c0) * esz),
-                             dst.dtype, static_cast<uint32_t>(hi - lo));
-        copies.push_back(c);
+        int64_t at = lo;
+        const std::optional<std::vector<MemRef>> pieces = slice_pattern(dst, lo, hi);
+        for (const MemRef& piece : *pieces) {
+          device::TensorCopy c;
+          c.dst = piece;
+          c.src = device::sbuf(dst.partition_start, dst.partition_count,
+                               s.src.offset + static_cast<uint64_t>((pt.x0 + at - pt.c0) * esz),
+                               src.dtype, static_cast<uint32_t>(piece.free_size()));
+          at += static_cast<int64_t>(piece.free_size());
+          copies.push_back(c);
+        }
       }
       open.swap(next);
     }

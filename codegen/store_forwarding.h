@@ -1,10 +1,11 @@
 // Store-to-load forwarding across kernels: an activation stays in SBUF from its producer to its
 // consumers when the bytes allow it.
 //
-// Kernels meet through HBM: a producer stores its result tile, a consumer loads it back. When a
-// load reads only bytes that one earlier store wrote, from an SBUF tile no instruction has
-// written since, on the same partitions and in the same dtype, the load becomes an SBUF-to-SBUF
-// copy on GpSimdE (bit-exact) and leaves the DMA queues to the weights. A store into scratch
+// Kernels meet through HBM: a producer stores its result tile, a consumer loads it back. When
+// every byte a load reads was last written by stores from SBUF tiles no instruction has written
+// since, on the same partitions, the load becomes SBUF-to-SBUF copies on GpSimdE (bit-exact in
+// one dtype; a float cast the load did is done by the copy, rounding as the DMA does) and
+// leaves the DMA queues to the weights. A store into scratch
 // HBM none of whose bytes any DMA reads any more is dropped. Runs on the relocated instruction
 // list in program order, before synchronisation, so the emitter derives every dependency of the
 // rewritten program from its bytes as usual. Deterministic; O(instructions x live stores).

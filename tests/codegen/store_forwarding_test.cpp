@@ -152,13 +152,58 @@ TEST(StoreForwarding, ALoadSpanningTwoStoresOrShiftedPartitionsKeepsTheDma) {
   EXPECT_TRUE(std::holds_alternative<device::DmaCopy>(q[1].op));
 }
 
-TEST(StoreForwarding, AConvertingLoadKeepsTheDma) {
+TEST(StoreForwarding, AConvertingLoadConvertsOnTheEngine) {
+  // f32 stored, loaded as bf16 (a cast fused into the consumer's load): the copy converts.
   std::vector<PendingInstruction> p{
       store(0, 128, 0, kScratch, 256, 256, DType::f32),
       load(0, 128, 4096, kScratch, 256, 256, DType::f32, DType::bf16)};
   forward_stores(p, kScratch);
-  ASSERT_EQ(p.size(), 2u);
-  EXPECT_TRUE(std::holds_alternative<device::DmaCopy>(p[1].op));
+  ASSERT_EQ(p.size(), 1u);
+  ASSERT_TRUE(is_copy(p[0]));
+  const auto& c = std::get<device::TensorCopy>(p[0].op);
+  EXPECT_EQ(c.src, device::sbuf(0, 128, 0, DType::f32, 256));
+  EXPECT_EQ(c.dst, device::sbuf(0, 128, 4096, DType::bf16, 256));
+  // Float to integer is not a plain copy: the DMA stays.
+  std::vector<PendingInstruction> q{store(0, 128, 0, kScratch, 256, 256, DType::f32),
+                                    load(0, 128, 4096, kScratch, 256, 256, DType::f32, DType::i32)};
+  forward_stores(q, kScratch);
+  ASSERT_EQ(q.size(), 2u);
+  EXPECT_TRUE(std::holds_alternative<device::DmaCopy>(q[1].op));
+}
+
+TEST(StoreForwarding, APaddedBandReadsItsRowsFromEachStore) {
+  // A convolution's input band: 4 rows of 6 stored as tiles of 10 elements (not row-aligned)
+  // and loaded into rows of pitch 8 (zero padding around): each store's part of the band is
+  // at most a partial row, whole rows and a partial row.
+  std::vector<PendingInstruction> p;
+  for (int t = 0; t < 3; ++t)
+    p.push_back(store(0, 64, 1024 + 64 * t, kScratch + t * 10 * 4, t < 2 ? 10 : 4, 24));
+  PendingInstruction band = load(0, 64, 8192, kScratch, 24, 24);
+  auto& d = std::get<device::DmaCopy>(band.op);
+  d.dst.num_levels = 2;
+  d.dst.levels[0] = {8, 4};
+  d.dst.levels[1] = {1, 6};
+  d.src.num_levels = 2;
+  d.src.levels[0] = {6, 4};
+  d.src.levels[1] = {1, 6};
+  p.push_back(band);
+  const ForwardingStats s = forward_stores(p, kScratch);
+  EXPECT_EQ(s.loads_forwarded, 1u);
+  EXPECT_EQ(s.stores_elided, 3u);
+  // Elements 0-9: row 0, row 1 cols 0-3; 10-19: row 1 cols 4-5, row 2, row 3 cols 0-1; 20-23.
+  std::vector<std::pair<uint64_t, uint64_t>> want{{8192, 6},      {8192 + 32, 4}, {8192 + 48, 2},
+                                                  {8192 + 64, 6}, {8192 + 96, 2}, {8192 + 104, 4}};
+  ASSERT_EQ(p.size(), want.size());
+  uint64_t total = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    ASSERT_TRUE(is_copy(p[i]));
+    const auto& c = std::get<device::TensorCopy>(p[i].op);
+    EXPECT_EQ(c.dst.offset, want[i].first) << i;
+    EXPECT_EQ(c.dst.free_size(), want[i].second) << i;
+    EXPECT_EQ(c.src.free_size(), want[i].second) << i;
+    total += c.dst.free_size();
+  }
+  EXPECT_EQ(total, 24u);
 }
 
 TEST(StoreForwarding, AnyOtherReaderKeepsTheStore) {
@@ -187,12 +232,12 @@ TEST(StoreForwarding, ALaterStoreOfTheSameBytesIsWhatALoadSees) {
 }
 
 TEST(StoreForwarding, APartlyOverwrittenStoreStaysForItsOtherReaders) {
-  // The second store overwrites the first value's rows 0..63; a converting load (not
-  // forwarded) of rows 64..127 reads what the first store wrote, which must stay. Nothing
+  // The second store overwrites the first value's rows 0..63; a load converting to integers
+  // (not forwarded) of rows 64..127 reads what the first store wrote, which must stay. Nothing
   // reads the second store.
   std::vector<PendingInstruction> p{
       store(0, 128, 0, kScratch, 256, 256), store(0, 64, 2048, kScratch, 256, 256),
-      load(64, 64, 8192, kScratch + 64 * 256 * 4, 256, 256, DType::f32, DType::bf16)};
+      load(64, 64, 8192, kScratch + 64 * 256 * 4, 256, 256, DType::f32, DType::i32)};
   const ForwardingStats s = forward_stores(p, kScratch);
   ASSERT_EQ(p.size(), 2u);
   EXPECT_EQ(std::get<device::DmaCopy>(p[0].op).src, device::sbuf(0, 128, 0, DType::f32, 256));
