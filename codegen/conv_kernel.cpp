@@ -280,8 +280,19 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
   // latency plus the transfer; two slots would make each evacuation wait for the store two tiles
   // back), else two.
   const int out_slots = rc_max * wc * ob <= 4096 ? 4 : 2;
-  uint32_t o_sb[4] = {0, 0, 0, 0};
-  for (int i = 0; i < out_slots; ++i) o_sb[i] = kb.alloc(rc_max * wc * ob, "conv out");
+  // Output tiles stay: when every output tile of the kernel fits in a sixth of the partition,
+  // each gets its own slot instead of a rotating one, so the tiles are still in SBUF when the
+  // next kernel loads them and store forwarding (store_forwarding.h) hands them over there.
+  int64_t total_tiles = 0;
+  for (const ConvJob& job : jobs)
+    for (int64_t Y0 = 0; Y0 < g.Ho; Y0 += RB)
+      total_tiles += g.B * ceil_div(job.OJ, P) * ceil_div(std::min(RB, g.Ho - Y0), rc_max) *
+                     ceil_div(g.Wo, wc);
+  const bool out_resident =
+      total_tiles > out_slots &&
+      total_tiles * rc_max * wc * ob <= static_cast<int64_t>(t.sbuf_partition_bytes) / 6;
+  std::vector<uint32_t> o_sb(static_cast<size_t>(out_resident ? total_tiles : out_slots));
+  for (uint32_t& o : o_sb) o = kb.alloc(rc_max * wc * ob, "conv out");
   // Residual epilogue: per output tile the residual tile (loaded before the tile's matmuls, so
   // the DMA overlaps TensorE), the staged convolution value and, before a non-relu activation,
   // the fp32 sum (the unfused element-wise kernel keeps it in fp32; relu commutes with the
@@ -581,7 +592,9 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
                 }
               }
               kb.add_flops(2.0 * on * rc * cw * Cg * KK);
-              const MemRef ot = KernelBuilder::sb(o_sb[slot], on, out.dtype, rc * cw);
+              const MemRef ot =
+                  KernelBuilder::sb(o_sb[static_cast<size_t>(out_resident ? out_iter : slot)], on,
+                                    out.dtype, rc * cw);
               ++out_iter;
               device::Activation a;
               a.dst = res ? KernelBuilder::sb(s_sb[slot], on, sdt, rc * cw) : ot;

@@ -297,5 +297,36 @@ TEST(StoreForwarding, ActivationsStayInSbufBetweenKernels) {
     }
 }
 
+// Two 3x3 convolutions (+ relu) at 56x56, as in a ResNet stage, with the f32 result cast to bf16
+// for the second (what --auto-cast matmul makes of it): the first convolution's output tiles
+// stay in SBUF (one slot each) and the second's padded input band is filled from them, the cast
+// done by the copies. Same bits, no round trip of the intermediate.
+TEST(StoreForwarding, ConvolutionOutputsFeedTheNextConvolutionInSbuf) {
+  const std::string t = R"(graph {
+  input %x : bf16[1, 64, 56, 56]
+  param %w1f : f32[64, 64, 3, 3] "w1"
+  param %w2f : f32[64, 64, 3, 3] "w2"
+  %w1 : bf16[64, 64, 3, 3] = aten._to_copy.default(%w1f) {dtype = #bf16}
+  %w2 : bf16[64, 64, 3, 3] = aten._to_copy.default(%w2f) {dtype = #bf16}
+  %c1 : bf16[1, 64, 56, 56] = aten.conv2d.default(%x, %w1) {padding = [1, 1]}
+  %f1 : f32[1, 64, 56, 56] = aten._to_copy.default(%c1) {dtype = #f32}
+  %r1 : f32[1, 64, 56, 56] = aten.relu.default(%f1)
+  %b1 : bf16[1, 64, 56, 56] = aten._to_copy.default(%r1) {dtype = #bf16}
+  %c2 : bf16[1, 64, 56, 56] = aten.conv2d.default(%b1, %w2) {padding = [1, 1]}
+  output %c2
+})";
+  for (device::TargetKind kind :
+       {device::TargetKind::trn1, device::TargetKind::trn2, device::TargetKind::trn3}) {
+    OptionComparison c = compare_option(
+        t, kind, 5e-2, [](CodegenOptions& o, bool on) { o.forward_stores = on; }, 3, 5);
+    EXPECT_GE(c.on.part.stats.loads_forwarded, 1u);
+    EXPECT_GE(c.on.part.stats.stores_elided, 1u);
+    // The f32 intermediate neither leaves nor comes back.
+    EXPECT_GE(c.off_dma.bytes - c.on_dma.bytes, uint64_t{2} * 64 * 56 * 56 * 4 - 64 * 56 * 56 * 2);
+    EXPECT_LT(c.on.report.total_time_ns, c.off.report.total_time_ns);
+    print_comparison("conv -> relu -> conv", kind, c);
+  }
+}
+
 }  // namespace
 }  // namespace neuronc::codegen::testing
