@@ -88,6 +88,11 @@ struct ConstantBinding {
   // Non-empty: the bytes hold the tensor permuted by it, row-major (stored dim i = IR dim
   // permutation[i]); convolution weights are stored [C/g, KH, KW, O]. `shape` stays the IR's.
   std::vector<int64_t> permutation;
+  // Non-zero P: the rows of the first stored dim (R of them, R a multiple of P) are stored
+  // interleaved, stored row p * (R / P) + q holding row q * P + p, so the rows one partition p
+  // reads for every P-row chunk q lie back to back. Convolution weights with more than one
+  // 128-channel chunk: one DMA per weight, full-rate per-engine runs (TRAINIUM.md §5.3).
+  int64_t row_interleave = 0;
   uint64_t offset = 0;
   std::vector<std::byte> data;
 };

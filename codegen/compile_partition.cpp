@@ -23,6 +23,11 @@ namespace neuronc::codegen {
 
 using device::DType;
 
+int64_t PartitionContext::row_interleave(const ir::Value* v) const {
+  auto it = constant_buffers.find(info(v).buffer);
+  return it == constant_buffers.end() ? 0 : it->second.row_interleave;
+}
+
 const ValueInfo& PartitionContext::info(const ir::Value* v) const {
   auto it = values.find(v);
   if (it == values.end()) throw Error("internal: value '" + v->name() + "' has no HBM view");
@@ -34,8 +39,17 @@ double payload_element(const ir::Value* v, int64_t i);
 }
 
 int64_t stored_to_logical(int64_t k, const std::vector<int64_t>& shape,
-                          const std::vector<int64_t>& perm) {
+                          const std::vector<int64_t>& perm, int64_t row_interleave) {
   const size_t r = shape.size();
+  if (row_interleave > 0) {
+    const int64_t rows = perm.empty() ? shape[0] : shape[static_cast<size_t>(perm[0])];
+    int64_t total = 1;
+    for (int64_t d : shape) total *= d;
+    const int64_t row_elems = total / rows, chunks = rows / row_interleave;
+    const int64_t s = k / row_elems;
+    k = ((s % chunks) * row_interleave + s / chunks) * row_elems + k % row_elems;
+  }
+  if (perm.empty()) return k;
   std::vector<int64_t> idx(r);
   for (size_t i = r; i-- > 0;) {
     const int64_t n = shape[perm[i]];
@@ -59,7 +73,8 @@ std::optional<std::vector<double>> PartitionContext::constant_values(const ir::V
   // Element k of the buffer (its stored layout) as a value of `src`.
   auto buffer_element = [&](int64_t k) {
     if (it->second.transposed) k = (k % sshape[0]) * sshape[1] + k / sshape[0];
-    if (!it->second.permutation.empty()) k = stored_to_logical(k, sshape, it->second.permutation);
+    if (!it->second.permutation.empty() || it->second.row_interleave > 0)
+      k = stored_to_logical(k, sshape, it->second.permutation, it->second.row_interleave);
     return syn ? (*syn)[k] : payload_element(src, k);
   };
   const HbmView& view = vi.view;
@@ -224,14 +239,15 @@ void store_element(std::byte* dst, DType t, double x) {
 // Bytes of a constant in the device dtype; `transposed` stores the 2-D transpose, a non-empty
 // `perm` the tensor permuted by it (stored dim i = logical dim perm[i]).
 std::vector<std::byte> constant_bytes(const ir::Value* v, const std::vector<double>* values,
-                                      bool transposed, const std::vector<int64_t>& perm) {
+                                      bool transposed, const std::vector<int64_t>& perm,
+                                      int64_t row_interleave) {
   const std::vector<int64_t> shape = static_shape(v);
   const int64_t n = numel(shape);
   const DType dt = device_dtype(v->dtype());
   const size_t es = device::dtype_size(dt);
   std::vector<std::byte> out(static_cast<size_t>(n) * es);
   const bool raw = values == nullptr && v->payload()->strides.empty() && !transposed &&
-                   perm.empty() && ir::dtype_size(v->dtype()) == es &&
+                   perm.empty() && row_interleave == 0 && ir::dtype_size(v->dtype()) == es &&
                    v->dtype() != ir::DType::f64 && v->dtype() != ir::DType::i64;
   if (raw) {
     const ir::ConstantPayload& p = *v->payload();
@@ -242,9 +258,9 @@ std::vector<std::byte> constant_bytes(const ir::Value* v, const std::vector<doub
     std::memcpy(out.data(), p.data + p.storage_offset * es, out.size());
     return out;
   }
-  if (!perm.empty()) {
+  if (!perm.empty() || row_interleave > 0) {
     for (int64_t j = 0; j < n; ++j) {
-      const int64_t i = stored_to_logical(j, shape, perm);
+      const int64_t i = stored_to_logical(j, shape, perm, row_interleave);
       const double x = values ? (*values)[i] : payload_element(v, i);
       store_element(out.data() + j * es, dt, x);
     }
@@ -403,6 +419,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
   std::vector<std::vector<double>> synthetic_values;               // per constant buffer slot
   std::vector<bool> constant_transposed;
   std::vector<std::vector<int64_t>> constant_permutation;
+  std::vector<int64_t> constant_interleave;
   std::vector<int> constant_synthetic;  // index into synthetic_values or -1
 
   CompiledPartition result;
@@ -442,12 +459,23 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     }
     return r == 4 ? std::vector<int64_t>{1, 2, 3, 0} : std::vector<int64_t>{1, 2, 0};
   };
+  // Such a weight with groups = 1 and more than one whole chunk of input channels is stored
+  // with its channel rows interleaved by the partition count (ConstantBinding::row_interleave).
+  auto conv_interleave = [&](const ir::Value* v, const std::vector<int64_t>& perm) -> int64_t {
+    const int64_t P = target.partitions;
+    if (perm.empty()) return 0;
+    for (const ir::Use& u : v->uses())
+      if (u.node->attr("groups") && u.node->attr_int("groups") != 1) return 0;
+    const int64_t c = v->shape()[1].value();
+    return c % P == 0 && c / P >= 2 ? P : 0;
+  };
 
   auto new_constant = [&](const ir::Value* v, std::vector<double>* values) {
     const std::vector<int64_t> shape = static_shape(v);
     const DType dt = device_dtype(v->dtype());
     const bool tr = store_transposed(v);
     const std::vector<int64_t> perm = tr ? std::vector<int64_t>{} : conv_permutation(v);
+    const int64_t interleave = conv_interleave(v, perm);
     Buffer b;
     b.region = Buffer::constant;
     b.bytes = checked_bytes(numel(shape), dt, "constant '" + v->name() + "'");
@@ -455,7 +483,8 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     buffers.push_back(b);
     const int id = static_cast<int>(buffers.size()) - 1;
     constant_buffers.push_back({v, id});
-    ctx.constant_buffers[id] = {v, tr, perm};
+    ctx.constant_buffers[id] = {v, tr, perm, interleave};
+    constant_interleave.push_back(interleave);
     constant_transposed.push_back(tr);
     constant_permutation.push_back(perm);
     if (values) {
@@ -1168,10 +1197,11 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     cb.shape = static_shape(v);
     cb.transposed = constant_transposed[c];
     cb.permutation = constant_permutation[c];
+    cb.row_interleave = constant_interleave[c];
     cb.offset = buffers[id].offset;
     cb.data = constant_bytes(
         v, constant_synthetic[c] >= 0 ? &synthetic_values[constant_synthetic[c]] : nullptr,
-        cb.transposed, cb.permutation);
+        cb.transposed, cb.permutation, cb.row_interleave);
     result.constants.push_back(std::move(cb));
   }
 

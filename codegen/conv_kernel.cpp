@@ -178,6 +178,13 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
                 xs3 = x.strides[one_d ? 2 : 3];
   const int64_t ws0 = w.strides[0], ws1 = w.strides[1], ws2 = one_d ? 0 : w.strides[2],
                 ws3 = w.strides[one_d ? 2 : 3];
+  // Channel rows of the weight interleaved by the partition count (row_interleave): chunk cc's
+  // rows start at cc * ws1 and lie chunks * ws1 apart; otherwise chunk c0 starts at c0 * ws1.
+  const ir::Value* wv = n.input(1);
+  if (auto it = ctx.read_through.find(wv); it != ctx.read_through.end()) wv = it->second;
+  const int64_t interleave = ctx.row_interleave(wv);
+  const int64_t w_pstride = interleave ? (g.C / interleave) * ws1 : ws1;
+  auto w_chunk = [&](int64_t c0) { return interleave ? (c0 / interleave) * ws1 : c0 * ws1; };
   const int64_t os0 = out.strides[0], os1 = out.strides[1], os2 = one_d ? 0 : out.strides[2],
                 os3 = out.strides[one_d ? 2 : 3];
 
@@ -331,11 +338,19 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
           lv.push_back({static_cast<int32_t>(ws0), static_cast<uint32_t>(g.O)});
           kb.dma(dst, KernelBuilder::hbm(w, c * ws1 + r * ws3, g.KH, ws2, lv), DmaRole::load);
         }
+  } else if (w_resident && !depthwise && interleave == P && w_per_chunk_cols == ws1) {
+    // Interleaved rows: partition p's rows of every chunk are one run, so one DMA whose every
+    // engine streams 8 partitions' runs back to back.
+    const int64_t chunks = g.C / P;
+    kb.dma(KernelBuilder::sb(wt_slot[0], P, mdt, chunks * w_per_chunk_cols),
+           KernelBuilder::hbm(w, 0, P, w_pstride,
+                              {{1, static_cast<uint32_t>(chunks * w_per_chunk_cols)}}),
+           DmaRole::load);
   } else if (w_resident && !depthwise) {
     for (int64_t cc = 0; cc < ceil_div(Cg, P); ++cc) {
       const int64_t c0 = cc * P, cn = std::min(P, Cg - c0);
       kb.dma(KernelBuilder::sb(wt_slot[0] + cc * w_per_chunk_cols * es, cn, mdt, w_per_chunk_cols),
-             KernelBuilder::hbm(w, c0 * ws1, cn, ws1,
+             KernelBuilder::hbm(w, w_chunk(c0), cn, w_pstride,
                                 {{static_cast<int32_t>(ws2), static_cast<uint32_t>(g.KH)},
                                  {static_cast<int32_t>(ws3), static_cast<uint32_t>(g.KW)},
                                  {static_cast<int32_t>(ws0), static_cast<uint32_t>(Og)}}),
@@ -519,7 +534,7 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
             for (int64_t cc = 0; cc < nC; ++cc) {
               const int64_t cl = cc * P, cn = std::min(P, job.CI - cl);
               kb.dma(KernelBuilder::sb(wbase + cc * on * KK * es, cn, mdt, on * KK),
-                     KernelBuilder::hbm(w, o_abs * ws0 + cl * ws1, cn, ws1,
+                     KernelBuilder::hbm(w, o_abs * ws0 + w_chunk(cl), cn, w_pstride,
                                         {{static_cast<int32_t>(ws2), static_cast<uint32_t>(g.KH)},
                                          {static_cast<int32_t>(ws3), static_cast<uint32_t>(g.KW)},
                                          {static_cast<int32_t>(ws0), static_cast<uint32_t>(on)}}),

@@ -42,7 +42,10 @@ class PartitionContext {
     const ir::Value* value = nullptr;
     bool transposed = false;
     std::vector<int64_t> permutation;  // see ConstantBinding::permutation
+    int64_t row_interleave = 0;        // see ConstantBinding::row_interleave
   };
+  // ConstantBinding::row_interleave of the buffer holding `v` (0 for anything else).
+  int64_t row_interleave(const ir::Value* v) const;
   std::unordered_map<int, ConstantSource> constant_buffers;
   // Float-to-float casts read through by the matmul that consumes them (the DMA converts on
   // load): cast result -> cast source. The cast result has no buffer.
@@ -129,9 +132,10 @@ std::optional<std::string> pool_geometry(const ir::Node& n, PoolGeometry& g);
 // kernel when the view is expressible, else by a materialising copy.
 bool is_alias_op(const std::string& op);
 // Row-major index in `shape` of element `k` of the same tensor stored permuted by `perm`
-// (stored dim i = logical dim perm[i]).
+// (stored dim i = logical dim perm[i]), its first stored dim's rows interleaved by
+// `row_interleave` (ConstantBinding::row_interleave; 0 = not).
 int64_t stored_to_logical(int64_t k, const std::vector<int64_t>& shape,
-                          const std::vector<int64_t>& perm);
+                          const std::vector<int64_t>& perm, int64_t row_interleave = 0);
 // Ops whose result codegen computes at compile time (arange, full, zeros_like, ...).
 bool is_creation_op(const std::string& op);
 // The lowering of `op` from any family, or null.

@@ -590,6 +590,48 @@ TEST(CodegenConv, WideChannelsAndStreamedWeightsBf16) {
         2e-2);
 }
 
+// Weights with several whole 128-channel chunks (a bottleneck's 1x1 reduction, 512 -> 128, and
+// a streamed 3x3 256 -> 576) are stored with their channel rows interleaved, so partition p's
+// rows of every chunk are one run: the resident weight is one DMA whose engines each stream
+// 8 x 4 x 256 B = 8 KiB back to back (instead of four DMAs of 8 x 256 B runs), the streamed one
+// keeps one DMA per chunk and output chunk. Both match the reference.
+TEST(CodegenConv, ChannelChunksOfTheWeightInterleave) {
+  for (device::TargetKind kind : {device::TargetKind::trn1, device::TargetKind::trn3}) {
+    RunResult r = check(R"(graph {
+  input %x : bf16[1, 512, 7, 7]
+  param %w : f32[128, 512, 1, 1] "c.weight"
+  %wb : bf16[128, 512, 1, 1] = aten._to_copy.default(%w) {dtype = #bf16}
+  %y : bf16[1, 128, 7, 7] = aten.conv2d.default(%x, %wb, _)
+  output %y
+})",
+                        2e-2, kind);
+    const ConstantBinding* wp = nullptr;
+    for (const ConstantBinding& cb : r.part.constants)
+      if (cb.dtype == device::DType::bf16) wp = &cb;
+    ASSERT_NE(wp, nullptr);
+    EXPECT_EQ(wp->row_interleave, 128);
+    int weight_loads = 0;
+    for (const auto& stream : r.part.program.cores[0].streams)
+      for (const auto& in : stream)
+        if (const auto* d = std::get_if<device::DmaCopy>(&in.op))
+          if (d->src.memory == device::MemoryKind::hbm && d->src.offset >= wp->offset &&
+              d->src.offset < wp->offset + wp->data.size()) {
+            ++weight_loads;
+            EXPECT_EQ(d->src.partition_count, 128);
+            EXPECT_EQ(d->src.partition_stride, 4 * 128);
+            EXPECT_EQ(d->src.free_size(), 4u * 128);
+          }
+    EXPECT_EQ(weight_loads, 1);
+  }
+  check(R"(graph {
+  input %x : f32[1, 256, 6, 6]
+  param %w : f32[576, 256, 3, 3] "c.weight"
+  %y : f32[1, 576, 6, 6] = aten.conv2d.default(%x, %w, _) {padding = [1, 1]}
+  output %y
+})",
+        1e-4);
+}
+
 TEST(CodegenPool, MaxAvgAdaptive) {
   check(R"(graph {
   input %x : f32[2, 3, 11, 11]

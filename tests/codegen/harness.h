@@ -104,6 +104,10 @@ inline RunResult compile_and_run(const ir::Graph& g,
         std::vector<int64_t> idx(c.shape.size());
         int64_t rem = i;
         for (size_t d = c.shape.size(); d-- > 0;) idx[d] = rem % c.shape[d], rem /= c.shape[d];
+        if (c.row_interleave > 0) {  // channel row r of the first stored dim is stored at
+          const int64_t d0 = c.permutation[0], chunks = c.shape[d0] / c.row_interleave;
+          idx[d0] = (idx[d0] % c.row_interleave) * chunks + idx[d0] / c.row_interleave;
+        }
         j = 0;
         for (int64_t p : c.permutation) j = j * c.shape[p] + idx[p];
       }
