@@ -105,6 +105,44 @@ Problem make_problem(const ir::Node& n, const PartitionContext& ctx, const HbmVi
   return p;
 }
 
+// Operand dtype in SBUF: the IR operands' (a fused cast's source converts on load); fp32 when
+// either is fp32 or not a float.
+DType operand_dtype(const ir::Node& n) {
+  const bool batched_bias = n.op() == "aten.addmm.default" || n.op() == "aten.baddbmm.default";
+  const DType ta = device_dtype(n.input(batched_bias ? 1 : 0)->dtype());
+  const DType tb = device_dtype(n.input(batched_bias ? 2 : 1)->dtype());
+  const bool fp32 = ta == DType::f32 || tb == DType::f32 || !device::dtype_is_float(ta) ||
+                    !device::dtype_is_float(tb);
+  return fp32 ? DType::f32 : ta;
+}
+
+// The SBUF shares of a problem: n-tile width, m-tiles per A^T block, and whether B loads once
+// (one n-block, one m-block, one batch: a third of a partition) instead of double-buffering
+// blocks of a sixth. Shares of the partition are 32 and 48 KiB of trn1's 192 KiB for one
+// n-tile of B and for the A^T tiles of an m-block.
+struct Tiling {
+  int64_t nt, m_block;
+  bool loaded_once;
+};
+Tiling tiling(const Problem& p, const device::Target& t, uint32_t es) {
+  const int64_t P = t.partitions;
+  const int64_t maxN = std::min<int64_t>(t.matmul_max_moving, t.psum_bank_elems_f32());
+  const int64_t nK = ceil_div(p.K, P), nM = ceil_div(p.M, P);
+  const int64_t part = t.sbuf_partition_bytes;
+  int64_t nt = std::min<int64_t>(maxN, p.N);
+  while (nt > 32 && nK * nt * es > part / 6) nt = std::max<int64_t>(32, nt / 2);
+  const int64_t a_tile_bytes = nK * std::min(P, p.M) * es;
+  const int64_t m_block = std::max<int64_t>(1, std::min(nM, (part / 4) / a_tile_bytes));
+  int64_t batch_count = 1;
+  for (int64_t d : p.batch) batch_count *= d;
+  // B loaded once stays for every m-block (weights stationary, A streams): the A^T tiles then
+  // double-buffer in halves of their share when there are several m-blocks.
+  const bool loaded_once = batch_count == 1 && nK * p.N * es <= part / 3;
+  if (loaded_once && m_block < nM)
+    return {nt, std::max<int64_t>(1, (part / 8) / a_tile_bytes), true};
+  return {nt, m_block, loaded_once};
+}
+
 void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
   // Fused epilogue nodes, in order: [unary activation or float cast] [add(residual)
   // [activation]]. `staged` is the value the unfused matmul kernel would store (the add sees
@@ -144,14 +182,7 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
   const bool sum_in_f32 = post_act && *post_act != device::ActivationFunction::relu;
   const device::Target& t = kb.target();
   const int64_t P = t.partitions;
-  const int64_t maxN = std::min<int64_t>(t.matmul_max_moving, t.psum_bank_elems_f32());
-  // Operand dtype in SBUF: the IR operands' (a fused cast's source converts on load).
-  const bool batched_bias = n.op() == "aten.addmm.default" || n.op() == "aten.baddbmm.default";
-  const DType ta = device_dtype(n.input(batched_bias ? 1 : 0)->dtype());
-  const DType tb = device_dtype(n.input(batched_bias ? 2 : 1)->dtype());
-  const bool fp32 = ta == DType::f32 || tb == DType::f32 || !device::dtype_is_float(ta) ||
-                    !device::dtype_is_float(tb);
-  const DType mdt = fp32 ? DType::f32 : ta;
+  const DType mdt = operand_dtype(n);
   const uint32_t es = device::dtype_size(mdt);
   const int64_t nK = ceil_div(p.K, P);
   const int64_t nM = ceil_div(p.M, P);
@@ -162,13 +193,9 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
   const bool b_transpose = sb_n != 1 && sb_k == 1 && p.N > 1;
 
   // Tile sizes within the SBUF budget.
-  int64_t nt = std::min<int64_t>(maxN, p.N);
-  // Shares of the partition (32 and 48 KiB of trn1's 192 KiB) for one n-tile of B and for the
-  // A^T tiles of an m-block.
-  const int64_t part = t.sbuf_partition_bytes;
-  while (nt > 32 && nK * nt * es > part / 6) nt = std::max<int64_t>(32, nt / 2);
+  const Tiling tl = tiling(p, t, es);
+  const int64_t nt = tl.nt, m_block = tl.m_block;
   const int64_t a_tile_bytes = nK * std::min(P, p.M) * es;
-  const int64_t m_block = std::max<int64_t>(1, std::min(nM, (part / 4) / a_tile_bytes));
   int64_t batch_count = 1;
   for (int64_t d : p.batch) batch_count *= d;
   // B loads in blocks of whole n-tiles: one DMA per K chunk covers a block, so a weight whose
@@ -177,7 +204,7 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
   // batch) gets one slot of a third of a partition; otherwise blocks double-buffer in slots of a
   // sixth. Transposed B operands keep one n-tile per block (they stage per tile).
   const int64_t part_bytes = t.sbuf_partition_bytes;
-  const bool loaded_once = batch_count == 1 && m_block >= nM && nK * p.N * es <= part_bytes / 3;
+  const bool loaded_once = tl.loaded_once;
   const int b_slots = loaded_once ? 1 : 2;
   const int64_t b_budget = loaded_once ? part_bytes / 3 : part_bytes / 6;
   int64_t nb = nt;
@@ -223,8 +250,11 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
   };
 
   // SBUF layout.
-  std::vector<uint32_t> at_off(static_cast<size_t>(m_block));
-  for (auto& o : at_off) o = kb.alloc(a_tile_bytes, "matmul A^T");
+  // A^T slots: one m-block's, twice when B stays across several m-blocks (the next block's
+  // A^T loads while this one multiplies).
+  const bool at_double = loaded_once && m_block < nM;
+  std::vector<uint32_t> at_slots(static_cast<size_t>(m_block * (at_double ? 2 : 1)));
+  for (auto& o : at_slots) o = kb.alloc(a_tile_bytes, "matmul A^T");
   uint32_t a_stage = 0, b_stage = 0;
   if (a_transpose) a_stage = kb.alloc(p.K * device::dtype_size(p.a.dtype), "matmul A staging");
   if (b_transpose) b_stage = kb.alloc(p.K * device::dtype_size(p.b.dtype), "matmul B staging");
@@ -266,18 +296,24 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
     }
   }
 
-  // Layer-norm epilogue (M <= 128, checked by matmul_layer_norm_fits): the m-tile's whole rows
-  // [mt, N] gather in `row_off` across the n-blocks, then the row norm runs on them and one DMA
-  // stores the normalised rows; gamma and beta load once, first, as one row each broadcast
-  // over the partitions on TensorE (load_broadcast_row).
-  uint32_t row_off = 0, norm_work = 0, norm_out = 0, norm_cols[3] = {0, 0, 0};
+  // Layer-norm epilogue (checked by matmul_layer_norm_fits: M <= 128, or B loaded once so each
+  // m-tile's n-tiles are computed one after another): an m-tile's whole rows [mt, N] gather in
+  // `row_off` across the n-tiles, then the row norm runs on them and one DMA stores the
+  // normalised rows (two slots, so one m-tile's norm overlaps the next one's matmuls); gamma
+  // and beta load once, first, as one row each broadcast over the partitions on TensorE
+  // (load_broadcast_row).
+  uint32_t row_off[2] = {0, 0}, norm_work[2] = {0, 0}, norm_out[2] = {0, 0};
+  uint32_t norm_cols[2][3] = {};
   std::optional<MemRef> gamma_tile, beta_tile;
+  const int norm_slots = nM > 1 ? 2 : 1;
   if (norm) {
     const int64_t mt = std::min(P, p.M);
-    row_off = kb.alloc(p.N * cs, "matmul rows for the layer norm");
-    norm_work = kb.alloc(p.N * 4, "layer norm work");
-    norm_out = kb.alloc(p.N * cs, "layer norm output");
-    for (uint32_t& c : norm_cols) c = kb.alloc(4, "layer norm column");
+    for (int s = 0; s < norm_slots; ++s) {
+      row_off[s] = kb.alloc(p.N * cs, "matmul rows for the layer norm");
+      norm_work[s] = kb.alloc(p.N * 4, "layer norm work");
+      norm_out[s] = kb.alloc(p.N * cs, "layer norm output");
+      for (uint32_t& c : norm_cols[s]) c = kb.alloc(4, "layer norm column");
+    }
     auto load_param = [&](const ir::Value* v) {
       const HbmView& pv = ctx.view(v);
       return load_broadcast_row(kb, pv,
@@ -395,10 +431,13 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
       if (res) res_base += bidx[d] * res->strides[d];
       if (p.bias) bias_base += bidx[d] * p.bias->strides[d];
     }
+    MemRef first_brow;
     for (int64_t mb0 = 0; mb0 < nM; mb0 += m_block) {
       const int64_t mb_count = std::min(m_block, nM - mb0);
-      MemRef first_brow;
-      if (kring) {
+      const uint32_t* at_off = at_slots.data() + (at_double ? ((mb0 / m_block) % 2) * m_block : 0);
+      if (mb0 > 0) {
+        // B (loaded once) is still in its slot.
+      } else if (kring) {
         for (int64_t g = 0; g < kRingSlots; ++g) load_group(g, b_base);
         if (bias_in_psum) {
           const int64_t sbn = p.bias->strides[rb + 1];
@@ -511,7 +550,7 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
             kb.add_flops(2.0 * mt * ntc * p.K);
             // Epilogue.
             const MemRef out_tile =
-                norm ? KernelBuilder::sb(row_off + n0 * cs, mt, p.c.dtype, ntc)
+                norm ? KernelBuilder::sb(row_off[mi % norm_slots] + n0 * cs, mt, p.c.dtype, ntc)
                      : KernelBuilder::sb(oblock + (n0 - nb0) * cs, mt, p.c.dtype, ntc);
             // Without a residual the epilogue writes the output tile itself.
             const MemRef staged_tile =
@@ -583,25 +622,33 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
                   staged_tile, res_tile, out_tile, post_act);
             }
           }
-          if (norm) continue;  // stored once normalised, below
+          if (norm) {
+            // The m-tile's rows are complete (B has one n-block): normalise and store them.
+            const int ns = static_cast<int>(mi % norm_slots);
+            std::array<MemRef, 3> cols;
+            for (int i = 0; i < 3; ++i)
+              cols[i] = KernelBuilder::sb(norm_cols[ns][i], mt, DType::f32, 1);
+            const MemRef ot = KernelBuilder::sb(norm_out[ns], mt, p.c.dtype, p.N);
+            // The broadcast weights cover the first m-tile's rows; a shorter last m-tile reads
+            // its first partitions.
+            auto rows_of = [&](std::optional<MemRef> w) {
+              if (w) w->partition_count = static_cast<uint16_t>(mt);
+              return w;
+            };
+            emit_row_norm(kb, true, KernelBuilder::sb(row_off[ns], mt, p.c.dtype, p.N),
+                          KernelBuilder::sb(norm_work[ns], mt, DType::f32, p.N), ot, cols,
+                          rows_of(gamma_tile), rows_of(beta_tile), scalar_attr(*norm, "eps", 1e-5));
+            const int64_t sc_m = p.c.strides[rb], sc_n = p.c.strides[rb + 1];
+            kb.dma(KernelBuilder::hbm(p.c, c_base + m0 * sc_m, mt, sc_m,
+                                      {{static_cast<int32_t>(sc_n), static_cast<uint32_t>(p.N)}}),
+                   ot, DmaRole::store);
+            continue;
+          }
           const int64_t sc_m = p.c.strides[rb], sc_n = p.c.strides[rb + 1];
           kb.dma(KernelBuilder::hbm(p.c, c_base + m0 * sc_m + nb0 * sc_n, mt, sc_m,
                                     {{static_cast<int32_t>(sc_n), static_cast<uint32_t>(nbc)}}),
                  KernelBuilder::sb(oblock, mt, p.c.dtype, nbc), DmaRole::store);
         }
-      }
-      if (norm) {
-        const int64_t mt = std::min(P, p.M);
-        std::array<MemRef, 3> cols;
-        for (int i = 0; i < 3; ++i) cols[i] = KernelBuilder::sb(norm_cols[i], mt, DType::f32, 1);
-        const MemRef ot = KernelBuilder::sb(norm_out, mt, p.c.dtype, p.N);
-        emit_row_norm(kb, true, KernelBuilder::sb(row_off, mt, p.c.dtype, p.N),
-                      KernelBuilder::sb(norm_work, mt, DType::f32, p.N), ot, cols, gamma_tile,
-                      beta_tile, scalar_attr(*norm, "eps", 1e-5));
-        const int64_t sc_m = p.c.strides[rb], sc_n = p.c.strides[rb + 1];
-        kb.dma(KernelBuilder::hbm(p.c, c_base, mt, sc_m,
-                                  {{static_cast<int32_t>(sc_n), static_cast<uint32_t>(p.N)}}),
-               ot, DmaRole::store);
       }
     }
     for (int d = rb - 1; d >= 0; --d) {
@@ -627,8 +674,12 @@ bool matmul_layer_norm_fits(const ir::Node& mm, const ir::Node& ln, const Partit
   if (!x || x->dtype() != ln.output()->dtype() || !ir::is_floating(x->dtype())) return false;
   const Problem p =
       make_problem(mm, ctx, HbmView::contiguous(device_dtype(x->dtype()), 0, static_shape(x)));
-  if (!p.batch.empty() || p.M > ctx.target.partitions || p.N != static_shape(x).back() ||
-      p.N > kLayerNormEpilogueMaxN)
+  if (!p.batch.empty() || p.N != static_shape(x).back() || p.N > kLayerNormEpilogueMaxN)
+    return false;
+  // Several m-tiles: each m-tile's rows must be complete before the next one starts, which
+  // holds when B loads once (one n-block).
+  if (p.M > ctx.target.partitions &&
+      !tiling(p, ctx.target, device::dtype_size(operand_dtype(mm))).loaded_once)
     return false;
   for (size_t i = 1; i < 3 && i < ln.inputs().size(); ++i)
     if (ln.input(i) && static_shape(ln.input(i)) != std::vector<int64_t>{p.N}) return false;

@@ -126,6 +126,30 @@ TEST(CodegenMatmul, LongKWeightsStreamThroughARing) {
   }
 }
 
+// More rows than one A^T block holds (9 m-tiles of a K = 3072 activation; 8 fit in trn1's A^T
+// share) with a weight that fits its share: the weight loads once and stays while the A^T
+// tiles stream through two alternating blocks (weights stationary), instead of loading again
+// for every m-block.
+TEST(CodegenMatmul, WeightsStayAcrossMBlocks) {
+  RunResult r = check(
+      "graph {\n  input %x : bf16[1152, 3072]\n  param %wf : f32[128, 3072] \"w\"\n"
+      "  %w : bf16[128, 3072] = aten._to_copy.default(%wf) {dtype = #bf16}\n"
+      "  %y : bf16[1152, 128] = aten.linear.default(%x, %w)\n  output %y\n}",
+      2e-2, device::TargetKind::trn1);
+  const ConstantBinding* wp = nullptr;
+  for (const ConstantBinding& cb : r.part.constants)
+    if (cb.dtype == device::DType::bf16) wp = &cb;
+  ASSERT_NE(wp, nullptr);
+  uint64_t weight_bytes = 0;
+  for (const auto& stream : r.part.program.cores[0].streams)
+    for (const auto& in : stream)
+      if (const auto* d = std::get_if<device::DmaCopy>(&in.op))
+        if (d->src.memory == device::MemoryKind::hbm && d->src.offset >= wp->offset &&
+            d->src.offset < wp->offset + wp->data.size())
+          weight_bytes += uint64_t{d->src.partition_count} * d->src.free_size() * 2;
+  EXPECT_EQ(weight_bytes, wp->data.size());
+}
+
 // Interleaved K chunks with A^T loaded directly (A a transposed view, M contiguous): the A^T
 // DMA walks the same rows {p*T + j} by partition stride.
 TEST(CodegenMatmul, InterleavedChunksWithADirectTransposedLoad) {
