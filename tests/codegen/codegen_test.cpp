@@ -24,6 +24,24 @@ RunResult check(const std::string& text, double tol = 1e-5,
   return r;
 }
 
+// The bf16 constant of a program that has one (an auto-cast weight), and the DMAs reading it.
+const ConstantBinding* bf16_constant(const RunResult& r) {
+  const ConstantBinding* wp = nullptr;
+  for (const ConstantBinding& cb : r.part.constants)
+    if (cb.dtype == device::DType::bf16) wp = &cb;
+  return wp;
+}
+std::vector<const device::DmaCopy*> dmas_reading(const RunResult& r, const ConstantBinding& w) {
+  std::vector<const device::DmaCopy*> out;
+  for (const auto& stream : r.part.program.cores[0].streams)
+    for (const auto& in : stream)
+      if (const auto* d = std::get_if<device::DmaCopy>(&in.op))
+        if (d->src.memory == device::MemoryKind::hbm && d->src.offset >= w.offset &&
+            d->src.offset < w.offset + w.data.size())
+          out.push_back(d);
+  return out;
+}
+
 TEST(CodegenMatmul, MlpLinearReluGelu) {
   RunResult r = check(R"(graph {
   input %x : f32[4, 16]
@@ -79,24 +97,16 @@ TEST(CodegenMatmul, WeightsStreamInWholeRowBlocks) {
                     ", 384] = aten._to_copy.default(%wf) {dtype = #bf16}\n  %y : bf16[128, " + N +
                     "] = aten.linear.default(%x, %w)\n  output %y\n}",
                 2e-2, kind);
-      const ConstantBinding* wp = nullptr;
-      for (const ConstantBinding& cb : r.part.constants)
-        if (cb.dtype == device::DType::bf16) wp = &cb;
+      const ConstantBinding* wp = bf16_constant(r);
       ASSERT_NE(wp, nullptr);
-      const ConstantBinding& w = *wp;
-      EXPECT_TRUE(w.transposed);  // stored [K, N]: K chunks are contiguous row blocks
-      int weight_loads = 0;
-      for (const auto& stream : r.part.program.cores[0].streams)
-        for (const auto& in : stream)
-          if (const auto* d = std::get_if<device::DmaCopy>(&in.op))
-            if (d->src.memory == device::MemoryKind::hbm && d->src.offset >= w.offset &&
-                d->src.offset < w.offset + w.data.size()) {
-              ++weight_loads;
-              EXPECT_EQ(d->src.partition_count, 128);
-              EXPECT_EQ(d->src.free_size(), c.row_elements);
-              EXPECT_EQ(d->src.partition_stride, static_cast<int64_t>(c.row_elements));
-            }
-      EXPECT_EQ(weight_loads, c.loads) << "N = " << c.n;
+      EXPECT_TRUE(wp->transposed);  // stored [K, N]: K chunks are contiguous row blocks
+      const auto loads = dmas_reading(r, *wp);
+      for (const device::DmaCopy* d : loads) {
+        EXPECT_EQ(d->src.partition_count, 128);
+        EXPECT_EQ(d->src.free_size(), c.row_elements);
+        EXPECT_EQ(d->src.partition_stride, static_cast<int64_t>(c.row_elements));
+      }
+      EXPECT_EQ(static_cast<int>(loads.size()), c.loads) << "N = " << c.n;
     }
 }
 
@@ -136,17 +146,11 @@ TEST(CodegenMatmul, WeightsStayAcrossMBlocks) {
       "  %w : bf16[128, 3072] = aten._to_copy.default(%wf) {dtype = #bf16}\n"
       "  %y : bf16[1152, 128] = aten.linear.default(%x, %w)\n  output %y\n}",
       2e-2, device::TargetKind::trn1);
-  const ConstantBinding* wp = nullptr;
-  for (const ConstantBinding& cb : r.part.constants)
-    if (cb.dtype == device::DType::bf16) wp = &cb;
+  const ConstantBinding* wp = bf16_constant(r);
   ASSERT_NE(wp, nullptr);
   uint64_t weight_bytes = 0;
-  for (const auto& stream : r.part.program.cores[0].streams)
-    for (const auto& in : stream)
-      if (const auto* d = std::get_if<device::DmaCopy>(&in.op))
-        if (d->src.memory == device::MemoryKind::hbm && d->src.offset >= wp->offset &&
-            d->src.offset < wp->offset + wp->data.size())
-          weight_bytes += uint64_t{d->src.partition_count} * d->src.free_size() * 2;
+  for (const device::DmaCopy* d : dmas_reading(r, *wp))
+    weight_bytes += uint64_t{d->src.partition_count} * d->src.free_size() * 2;
   EXPECT_EQ(weight_bytes, wp->data.size());
 }
 
@@ -629,23 +633,14 @@ TEST(CodegenConv, ChannelChunksOfTheWeightInterleave) {
   output %y
 })",
                         2e-2, kind);
-    const ConstantBinding* wp = nullptr;
-    for (const ConstantBinding& cb : r.part.constants)
-      if (cb.dtype == device::DType::bf16) wp = &cb;
+    const ConstantBinding* wp = bf16_constant(r);
     ASSERT_NE(wp, nullptr);
     EXPECT_EQ(wp->row_interleave, 128);
-    int weight_loads = 0;
-    for (const auto& stream : r.part.program.cores[0].streams)
-      for (const auto& in : stream)
-        if (const auto* d = std::get_if<device::DmaCopy>(&in.op))
-          if (d->src.memory == device::MemoryKind::hbm && d->src.offset >= wp->offset &&
-              d->src.offset < wp->offset + wp->data.size()) {
-            ++weight_loads;
-            EXPECT_EQ(d->src.partition_count, 128);
-            EXPECT_EQ(d->src.partition_stride, 4 * 128);
-            EXPECT_EQ(d->src.free_size(), 4u * 128);
-          }
-    EXPECT_EQ(weight_loads, 1);
+    const auto loads = dmas_reading(r, *wp);
+    ASSERT_EQ(loads.size(), 1u);
+    EXPECT_EQ(loads[0]->src.partition_count, 128);
+    EXPECT_EQ(loads[0]->src.partition_stride, 4 * 128);
+    EXPECT_EQ(loads[0]->src.free_size(), 4u * 128);
   }
   check(R"(graph {
   input %x : f32[1, 256, 6, 6]
