@@ -194,6 +194,9 @@ std::optional<std::vector<device::TensorCopy>> forwarded(const std::vector<Write
                                s.src.offset + static_cast<uint64_t>((pt.x0 + at - pt.c0) * esz),
                                src.dtype, static_cast<uint32_t>(piece.free_size()));
           at += static_cast<int64_t>(piece.free_size());
+          // A copy onto its own source (the consumer's buffer over the producer's tile) is not
+          // a plain copy on hardware: keep the DMA.
+          if (overlaps(rect_of(c.src), rect_of(c.dst))) return std::nullopt;
           copies.push_back(c);
         }
       }

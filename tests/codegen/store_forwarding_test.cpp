@@ -152,6 +152,16 @@ TEST(StoreForwarding, ALoadSpanningTwoStoresOrShiftedPartitionsKeepsTheDma) {
   EXPECT_TRUE(std::holds_alternative<device::DmaCopy>(q[1].op));
 }
 
+TEST(StoreForwarding, ALoadOntoItsOwnSourceTileKeepsTheDma) {
+  // The consumer's buffer lies over half of the producer's tile: a copy would read and write
+  // the same bytes.
+  std::vector<PendingInstruction> p{store(0, 128, 0, kScratch, 256, 256),
+                                    load(0, 128, 512, kScratch, 256, 256)};
+  forward_stores(p, kScratch);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_TRUE(std::holds_alternative<device::DmaCopy>(p[1].op));
+}
+
 TEST(StoreForwarding, AConvertingLoadConvertsOnTheEngine) {
   // f32 stored, loaded as bf16 (a cast fused into the consumer's load): the copy converts.
   std::vector<PendingInstruction> p{
