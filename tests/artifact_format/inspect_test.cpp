@@ -14,9 +14,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// One file per test: ctest runs the tests of this binary as parallel processes.
 std::string write_tmp() {
   auto w = testing::two_partition_writer();
-  const std::string path = ::testing::TempDir() + "/inspect.nca";
+  const std::string path = ::testing::TempDir() + "/inspect_" +
+                           ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".nca";
   EXPECT_TRUE(w.write_file(path).is_ok());
   return path;
 }
