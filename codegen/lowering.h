@@ -93,8 +93,9 @@ void emit_row_norm(KernelBuilder& kb, bool layer_norm, const device::MemRef& xt,
                    const std::optional<device::MemRef>& beta, double eps);
 
 // Whether the matmul-family node `mm` can apply layer norm `ln` (over the last dim of its
-// result, which it reads) as its epilogue: one m-tile (M <= partitions, no batch) and a row of
-// at most kLayerNormEpilogueMaxN elements, so the whole rows stay in SBUF until normalised.
+// result, which it reads) as its epilogue: no batch, a row of at most kLayerNormEpilogueMaxN
+// elements, and one m-tile (M <= partitions) or a B loaded once, so each m-tile's whole rows
+// stay in SBUF until normalised.
 constexpr int64_t kLayerNormEpilogueMaxN = 2048;
 bool matmul_layer_norm_fits(const ir::Node& mm, const ir::Node& ln, const PartitionContext& ctx);
 
