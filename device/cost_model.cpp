@@ -250,13 +250,20 @@ DmaWork CostModel::dma_work(const DmaCopy& d) const {
   // DMA: each engine serves 8 SBUF partition lanes, so the engine follows the on-chip side's
   // absolute partition (rows into partitions 64.. use engines 8..); HBM<->HBM round-robin
   // (assumption).
-  const int lane0 = d.dst.memory != MemoryKind::hbm   ? d.dst.partition_start
-                    : d.src.memory != MemoryKind::hbm ? d.src.partition_start
-                                                      : 0;
+  // The partition a descriptor lands in is found from its element index, because the two sides
+  // may split the same elements into rows differently (16 HBM rows of 8 x 1228 elements into
+  // 128 SBUF partitions of 1228).
+  const MemRef* on_chip = d.dst.memory != MemoryKind::hbm   ? &d.dst
+                          : d.src.memory != MemoryKind::hbm ? &d.src
+                                                            : nullptr;
+  const uint64_t chip_row =
+      on_chip && !d.row_index ? std::max<uint64_t>(1, on_chip->free_size()) : elems;
+  const int lane0 = on_chip ? on_chip->partition_start : 0;
   for (int r = 0; r < rows; ++r) {
     for (uint64_t k = 0; k < runs_per_row; ++k, ++desc_index) {
+      const uint64_t lane = lane0 + (r * elems + k * run) / chip_row;
       const int eng = both_hbm ? static_cast<int>(desc_index % engines)
-                               : ((lane0 + r) / t_.dma_partitions_per_engine) % engines;
+                               : static_cast<int>(lane / t_.dma_partitions_per_engine) % engines;
       const bool last = k + 1 == runs_per_row;
       const uint64_t b = last ? last_bytes : desc_bytes;
       w.bytes[eng] += b;

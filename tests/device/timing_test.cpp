@@ -218,6 +218,21 @@ TEST(Timing, DmaEngineFollowsTheAbsolutePartition) {
   EXPECT_EQ(w.descriptors[8], 4u);
   w = cm.dma_work(DmaCopy{hbm(0, DType::bf16, 4, 4096, 4096), sbuf(120, 4, 0, DType::bf16, 4096)});
   EXPECT_EQ(w.descriptors[15], 4u);
+  // The engine follows the partition each descriptor lands in, also when the HBM side splits
+  // the elements into rows differently: 16 HBM rows of [8, 1228] (a batch-major activation)
+  // into 128 SBUF partitions of 1228 use all 16 engines, as the same bytes in 128 rows do.
+  MemRef batched = hbm(0, DType::f32, 16, 8 * 1228, 98304);
+  batched.num_levels = 2;
+  batched.levels[0] = {12288, 8};
+  batched.levels[1] = {1, 1228};
+  w = cm.dma_work(DmaCopy{sbuf(0, 128, 0, DType::f32, 1228), batched});
+  EXPECT_EQ(w.engines_used(), 16);
+  for (int e = 0; e < 16; ++e) {
+    EXPECT_EQ(w.descriptors[e], 8u);
+    EXPECT_EQ(w.bytes[e], 8u * 1228 * 4);
+  }
+  w = cm.dma_work(DmaCopy{batched, sbuf(0, 128, 0, DType::f32, 1228)});
+  EXPECT_EQ(w.engines_used(), 16);
   Program p = program(1, 1 << 24);
   const DmaCopy lo{sbuf(0, 64, 0, DType::f32, 2048), hbm(0, DType::f32, 64, 2048, 2048), 0};
   const DmaCopy hi{sbuf(64, 64, 0, DType::f32, 2048), hbm(1 << 20, DType::f32, 64, 2048, 2048), 1};
