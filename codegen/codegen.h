@@ -64,6 +64,9 @@ struct CodegenOptions {
   // tile that is still intact becomes an SBUF copy on GpSimdE, and a scratch store nothing
   // loads any more is dropped, so activations stay in SBUF between kernels (-O2 and up).
   bool forward_stores = true;
+  // Instruction scheduling (scheduler.h): each kernel's instructions are list-scheduled over
+  // the cost model into the dependency-respecting order estimated to finish first (-O2 and up).
+  bool schedule = true;
 };
 
 // A partition input or output: a row-major contiguous tensor of `dtype` at `offset` in the HBM
@@ -109,6 +112,7 @@ struct CodegenStats {
   uint64_t dma_transfers = 0;
   uint64_t semaphore_waits = 0;
   uint64_t kernels = 0;
+  uint64_t kernels_scheduled = 0;           // kernels whose instructions the scheduler reordered
   uint64_t hbm_bytes = 0;                   // arena size
   uint64_t hbm_scratch_bytes = 0;           // intermediates after liveness-based reuse
   uint64_t hbm_scratch_unshared_bytes = 0;  // the same without reuse

@@ -17,6 +17,7 @@
 #include "codegen/codegen.h"
 #include "codegen/emitter.h"
 #include "codegen/lowering.h"
+#include "codegen/scheduler.h"
 #include "device/numerics.h"
 
 namespace neuronc::codegen {
@@ -1208,6 +1209,8 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
   // --- lowering (parallel) and emission (sequential) --------------------------------------------
   std::vector<KernelCode> codes(kernels.size());
   std::vector<std::string> errors(kernels.size());
+  std::vector<uint8_t> reordered(kernels.size(), 0);
+  const device::CostModel cost(target);
   auto lower_one = [&](size_t i) {
     const Kernel& k = kernels[i];
     KernelBuilder kb(target, k.debug_id);
@@ -1222,6 +1225,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
         copy_kernel(kb, dst, ctx.view(k.copy_src));
       }
       codes[i] = kb.finish();
+      if (opts.schedule) reordered[i] = schedule_kernel(codes[i].instructions, cost).reordered;
     } catch (const std::exception& e) {
       // Name the node when the lowering's message does not already start with it.
       std::string msg = e.what();
@@ -1260,6 +1264,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
   }
   st.semaphore_waits = emitter.waits();
   st.kernels = kernels.size();
+  st.kernels_scheduled = static_cast<uint64_t>(std::count(reordered.begin(), reordered.end(), 1));
   st.hbm_bytes = hbm_size;
   st.hbm_scratch_bytes = scratch_end - scratch_base;
   st.hbm_scratch_unshared_bytes = unshared;

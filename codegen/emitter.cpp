@@ -5,7 +5,6 @@
 #include <string>
 
 #include "codegen/codegen.h"
-#include "device/verifier.h"
 
 namespace neuronc::codegen {
 
@@ -25,23 +24,6 @@ ProgramEmitter::ProgramEmitter(const device::Target& t) : t_(t) {
   needed_.resize(kThreads);
   accesses_.resize(3);
 }
-
-ProgramEmitter::Rect ProgramEmitter::rect_of(const MemRef& m) const {
-  const device::ByteRange r = device::footprint(m);
-  if (m.memory == MemoryKind::hbm) return {m.memory, 0, 1, r.begin, r.end};
-  return {m.memory, m.partition_start, static_cast<uint16_t>(m.partition_start + m.partition_count),
-          r.begin, r.end};
-}
-
-namespace {
-bool overlaps(const auto& a, const auto& b) {
-  return a.memory == b.memory && a.p0 < b.p1 && b.p0 < a.p1 && a.b0 < b.b1 && b.b0 < a.b1;
-}
-bool covers(const auto& outer, const auto& inner) {
-  return outer.memory == inner.memory && outer.p0 <= inner.p0 && inner.p1 <= outer.p1 &&
-         outer.b0 <= inner.b0 && inner.b1 <= outer.b1;
-}
-}  // namespace
 
 // A kernel's region goes where it overlaps only the oldest of the recent kernels, leaving room
 // for the next kernel beside it. The candidates are the partition's ends, the cursor after the
@@ -105,35 +87,29 @@ void ProgramEmitter::append(KernelCode k, uint32_t next_sbuf_bytes) {
 }
 
 void ProgramEmitter::place(PendingInstruction in) {
-  const int sync_thread = static_cast<int>(Engine::sync);
   int stream = static_cast<int>(in.engine);
   int thread = stream;
   if (auto* d = std::get_if<device::DmaCopy>(&in.op)) {
-    if (in.role == DmaRole::store) {
-      stream = static_cast<int>(Engine::gpsimd);
-      d->queue = kStoreQueue;
-    } else {
-      stream = sync_thread;
-      d->queue = kLoadQueue;
-    }
+    stream = static_cast<int>(dma_trigger_engine(in.role));
+    d->queue = in.role == DmaRole::store ? kStoreQueue : kLoadQueue;
     thread = device::kNumEngines + d->queue;
   }
   const uint32_t seq = static_cast<uint32_t>(placed_[thread].size());
 
   // Dependencies on other threads, from the bytes touched.
   const device::Operands ops = device::operands(in.op);
-  std::vector<Rect> reads, writes;
-  for (const MemRef& m : ops.reads) reads.push_back(rect_of(m));
-  for (const MemRef& m : ops.writes) writes.push_back(rect_of(m));
+  std::vector<ByteRect> reads, writes;
+  for (const MemRef& m : ops.reads) reads.push_back(byte_rect(m));
+  for (const MemRef& m : ops.writes) writes.push_back(byte_rect(m));
   std::vector<int64_t> need(kThreads, -1);
-  auto scan = [&](const Rect& r, bool write) {
+  auto scan = [&](const ByteRect& r, bool write) {
     for (const Access& a : accesses_[static_cast<int>(r.memory)]) {
       if (a.thread == thread || !(write || a.write) || !overlaps(r, a.rect)) continue;
       need[a.thread] = std::max<int64_t>(need[a.thread], a.seq);
     }
   };
-  for (const Rect& r : reads) scan(r, false);
-  for (const Rect& r : writes) scan(r, true);
+  for (const ByteRect& r : reads) scan(r, false);
+  for (const ByteRect& r : writes) scan(r, true);
 
   // What the issuing stream already knows to be complete.
   Clock know = known_[stream];
@@ -165,13 +141,13 @@ void ProgramEmitter::place(PendingInstruction in) {
 
   // Record the accesses; a write supersedes the accesses it covers (they are ordered before
   // it), a read supersedes this thread's earlier reads it covers.
-  for (const Rect& r : reads) {
+  for (const ByteRect& r : reads) {
     auto& list = accesses_[static_cast<int>(r.memory)];
     std::erase_if(
         list, [&](const Access& a) { return !a.write && a.thread == thread && covers(r, a.rect); });
     list.push_back({r, false, static_cast<uint8_t>(thread), seq});
   }
-  for (const Rect& r : writes) {
+  for (const ByteRect& r : writes) {
     auto& list = accesses_[static_cast<int>(r.memory)];
     std::erase_if(list, [&](const Access& a) { return covers(r, a.rect); });
     list.push_back({r, true, static_cast<uint8_t>(thread), seq});

@@ -51,13 +51,8 @@ class ProgramEmitter {
   static constexpr int kQueues = 2;
   static constexpr int kThreads = device::kNumEngines + kQueues;
 
-  struct Rect {
-    device::MemoryKind memory;
-    uint16_t p0, p1;
-    int64_t b0, b1;
-  };
   struct Access {
-    Rect rect;
+    ByteRect rect;
     bool write;
     uint8_t thread;
     uint32_t seq;
@@ -77,7 +72,6 @@ class ProgramEmitter {
 
   uint32_t place_region(uint32_t bytes, uint32_t next_bytes);
   void place(PendingInstruction inst);
-  Rect rect_of(const device::MemRef& m) const;
 
   const device::Target& t_;
   device::Program program_;

@@ -24,6 +24,27 @@ namespace neuronc::codegen {
 // so a store waiting for compute never blocks the next tile's prefetch.
 enum class DmaRole : uint8_t { none, load, store };
 
+// The engine whose stream triggers a DMA of `role` (emitter.h).
+inline device::Engine dma_trigger_engine(DmaRole role) {
+  return role == DmaRole::store ? device::Engine::gpsimd : device::Engine::sync;
+}
+
+// The bytes a MemRef touches: partitions [p0, p1) (HBM: one row [0, 1)) times the byte range
+// [b0, b1) within a partition. Two accesses conflict when their rects overlap.
+struct ByteRect {
+  device::MemoryKind memory;
+  uint16_t p0, p1;
+  int64_t b0, b1;
+};
+ByteRect byte_rect(const device::MemRef& m);
+inline bool overlaps(const ByteRect& a, const ByteRect& b) {
+  return a.memory == b.memory && a.p0 < b.p1 && b.p0 < a.p1 && a.b0 < b.b1 && b.b0 < a.b1;
+}
+inline bool covers(const ByteRect& outer, const ByteRect& inner) {
+  return outer.memory == inner.memory && outer.p0 <= inner.p0 && inner.p1 <= outer.p1 &&
+         outer.b0 <= inner.b0 && inner.b1 <= outer.b1;
+}
+
 struct PendingInstruction {
   device::Engine engine = device::Engine::sync;
   device::Operation op;

@@ -286,6 +286,15 @@ DmaWork CostModel::dma_work(const DmaCopy& d) const {
   return w;
 }
 
+double CostModel::dma_engine_rate(const DmaWork& w) const {
+  const double rate = std::min(t_.dma_engine_bytes_per_ns, t_.dma_engine_peak_bytes_per_ns);
+  return w.cast ? rate * t_.dma_cast_factor : rate;
+}
+
+double CostModel::dma_start_delay_ns(const DmaCopy& dma) const {
+  return t_.dma_trigger_latency_ns + (dma.row_index ? t_.dma_indirect_setup_ns : 0.0);
+}
+
 double CostModel::dma_engine_ns(double rate_weighted_bytes, uint32_t descriptors,
                                 double bytes_per_ns) const {
   if (descriptors == 0) return 0;

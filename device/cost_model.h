@@ -67,6 +67,10 @@ class CostModel {
   // `bytes` in `descriptors` at `bytes_per_ns`.
   DmaWork dma_work(const DmaCopy& dma) const;
   double dma_engine_ns(double rate_weighted_bytes, uint32_t descriptors, double bytes_per_ns) const;
+  // An engine's full rate for `w` before HBM sharing (the DMABW rate, capped, slower when the
+  // transfer casts), and the delay from the end of the trigger to the first byte.
+  double dma_engine_rate(const DmaWork& w) const;
+  double dma_start_delay_ns(const DmaCopy& dma) const;
 
   // Rate of an engine that moves `contiguous_hbm_bytes` back to back in HBM, as a fraction of
   // the full rate (§5.3 curve).

@@ -370,11 +370,9 @@ Status Run::on_ready(double now, int core, Engine e) {
       ++q[qthread];
       qsnap = q;
     }
-    const double t0 = now + c.ii_ns + t_.dma_trigger_latency_ns +
-                      (dma->row_index ? t_.dma_indirect_setup_ns : 0.0);
+    const double t0 = now + c.ii_ns + cost_.dma_start_delay_ns(*dma);
     const DmaWork w = cost_.dma_work(*dma);
-    double rate = std::min(t_.dma_engine_bytes_per_ns, t_.dma_engine_peak_bytes_per_ns);
-    if (w.cast) rate *= t_.dma_cast_factor;
+    double rate = cost_.dma_engine_rate(w);
     const bool uses_hbm = w.hbm_read_bytes + w.hbm_write_bytes > 0;
     if (uses_hbm) {
       // One HBM pool per chip (§1): this core's share divided among its active engines.

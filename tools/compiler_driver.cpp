@@ -490,6 +490,7 @@ CompileResult compile_model(const CompileRequest& req) {
     copts.fuse = req.opt_level >= 1;
     // -O2 (the default) and up: activations stay in SBUF between kernels when they can.
     copts.forward_stores = req.opt_level >= 2;
+    copts.schedule = req.opt_level >= 2;
     codegen::CompiledPartition cp =
         codegen::compile_partition(g, p.nodes, p.inputs, p.outputs, target, copts);
     const uint64_t base = (arena + 4095) / 4096 * 4096;
