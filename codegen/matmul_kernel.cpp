@@ -255,8 +255,17 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
   const bool at_double = loaded_once && m_block < nM;
   std::vector<uint32_t> at_slots(static_cast<size_t>(m_block * (at_double ? 2 : 1)));
   for (auto& o : at_slots) o = kb.alloc(a_tile_bytes, "matmul A^T");
-  uint32_t a_stage = 0, b_stage = 0;
-  if (a_transpose) a_stage = kb.alloc(p.K * device::dtype_size(p.a.dtype), "matmul A staging");
+  // A's staging rows are double-buffered when there are several A tiles and the rows are
+  // small (up to a sixteenth of a partition): the next tile's rows load while this one's
+  // transposes run; with one slot each load waits for the previous tile's transposes.
+  uint32_t a_stage[2] = {0, 0}, b_stage = 0;
+  int a_stage_next = 0;
+  if (a_transpose) {
+    const int64_t bytes = p.K * device::dtype_size(p.a.dtype);
+    a_stage[0] = kb.alloc(bytes, "matmul A staging");
+    const bool two = nM * batch_count > 1 && 2 * bytes <= part_bytes / 16;
+    a_stage[1] = two ? kb.alloc(bytes, "matmul A staging") : a_stage[0];
+  }
   if (b_transpose) b_stage = kb.alloc(p.K * device::dtype_size(p.b.dtype), "matmul B staging");
   // A bias that is one row broadcast over M (linear, addmm with a vector bias) and has the
   // operand dtype joins the PSUM accumulation as a last K = 1 matmul against a ones column:
@@ -454,7 +463,7 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
       for (int64_t mi = 0; mi < mb_count; ++mi) {
         const int64_t m0 = (mb0 + mi) * P, mt = std::min(P, p.M - m0);
         if (a_transpose) {
-          stage_transposed(p.a, a_base + m0 * sa_m, mt, sa_m, sa_k, a_stage,
+          stage_transposed(p.a, a_base + m0 * sa_m, mt, sa_m, sa_k, a_stage[a_stage_next++ % 2],
                            [&](int64_t kc, int64_t kt) {
                              return KernelBuilder::sb(at_off[mi] + kc * mt * es, kt, mdt, mt);
                            });
