@@ -65,8 +65,12 @@ struct CodegenOptions {
   // loads any more is dropped, so activations stay in SBUF between kernels (-O2 and up).
   bool forward_stores = true;
   // Instruction scheduling (scheduler.h): each kernel's instructions are list-scheduled over
-  // the cost model into the dependency-respecting order estimated to finish first (-O2 and up).
+  // the cost model into the dependency-respecting order estimated to finish first; then the
+  // whole program's candidate orders across kernels (an instruction moving ahead of at most
+  // `schedule_window` others) are timed by the device model against the program order and the
+  // fastest is kept (-O2 and up).
   bool schedule = true;
+  size_t schedule_window = 4096;
 };
 
 // A partition input or output: a row-major contiguous tensor of `dtype` at `offset` in the HBM
@@ -113,6 +117,7 @@ struct CodegenStats {
   uint64_t semaphore_waits = 0;
   uint64_t kernels = 0;
   uint64_t kernels_scheduled = 0;           // kernels whose instructions the scheduler reordered
+  bool program_scheduled = false;           // a cross-kernel order beat the program order
   uint64_t hbm_bytes = 0;                   // arena size
   uint64_t hbm_scratch_bytes = 0;           // intermediates after liveness-based reuse
   uint64_t hbm_scratch_unshared_bytes = 0;  // the same without reuse

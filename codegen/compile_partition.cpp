@@ -1254,7 +1254,8 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     result.stats.flops += codes[i].flops;
     emitter.append(std::move(codes[i]), next_region[i]);
   }
-  result.program = emitter.finish(hbm_size, opts.forward_stores, scratch_base);
+  result.program = emitter.finish(hbm_size, opts.forward_stores, scratch_base,
+                                  opts.schedule ? opts.schedule_window : 0);
 
   CodegenStats& st = result.stats;
   for (int e = 0; e < device::kNumEngines; ++e) {
@@ -1265,6 +1266,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
   st.semaphore_waits = emitter.waits();
   st.kernels = kernels.size();
   st.kernels_scheduled = static_cast<uint64_t>(std::count(reordered.begin(), reordered.end(), 1));
+  st.program_scheduled = emitter.scheduled();
   st.hbm_bytes = hbm_size;
   st.hbm_scratch_bytes = scratch_end - scratch_base;
   st.hbm_scratch_unshared_bytes = unshared;

@@ -2,9 +2,12 @@
 #include "codegen/emitter.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "codegen/codegen.h"
+#include "codegen/scheduler.h"
+#include "device/simulator.h"
 
 namespace neuronc::codegen {
 
@@ -82,8 +85,10 @@ void ProgramEmitter::append(KernelCode k, uint32_t next_sbuf_bytes) {
         m.offset = ((bank + bank_base) % banks) * t_.psum_bank_bytes + within;
       }
     });
+    in.group = kernels_;
     pending_.push_back(std::move(in));
   }
+  ++kernels_;
 }
 
 void ProgramEmitter::place(PendingInstruction in) {
@@ -162,10 +167,17 @@ void ProgramEmitter::place(PendingInstruction in) {
   s.push_back(std::move(inst));
 }
 
-device::Program ProgramEmitter::finish(uint64_t hbm_size, bool forward, uint64_t scratch_begin) {
-  if (forward) forwarding_ = forward_stores(pending_, scratch_begin);
-  for (PendingInstruction& in : pending_) place(std::move(in));
-  pending_.clear();
+device::Program ProgramEmitter::build(std::vector<PendingInstruction> insts, uint64_t hbm_size) {
+  program_ = device::Program{};
+  program_.cores.resize(1);
+  known_.assign(kThreads, Clock(kThreads, -1));
+  snapshots_.assign(kThreads, {});
+  placed_.assign(kThreads, {});
+  needed_.assign(kThreads, {});
+  wait_refs_.clear();
+  accesses_.assign(3, {});
+  waits_ = 0;
+  for (PendingInstruction& in : insts) place(std::move(in));
   std::vector<std::vector<uint32_t>> rank(kThreads);
   for (int u = 0; u < kThreads; ++u) {
     const uint32_t inc =
@@ -185,6 +197,44 @@ device::Program ProgramEmitter::finish(uint64_t hbm_size, bool forward, uint64_t
   program_.num_semaphores = kThreads;
   program_.hbm_size = hbm_size;
   return std::move(program_);
+}
+
+device::Program ProgramEmitter::finish(uint64_t hbm_size, bool forward, uint64_t scratch_begin,
+                                       size_t schedule_window) {
+  if (forward) forwarding_ = forward_stores(pending_, scratch_begin);
+  std::vector<PendingInstruction> insts = std::move(pending_);
+  pending_.clear();
+  if (schedule_window == 0) return build(std::move(insts), hbm_size);
+  // The program order and the scheduler's candidates, each placed and timed by the device
+  // model (timing only); the fastest is kept, the program order on ties or when a candidate
+  // does not run.
+  device::SimulatorOptions so;
+  so.functional = false;
+  device::Simulator sim(t_, so);
+  const auto time_of = [&](const device::Program& p) {
+    sim.reset(1);
+    const auto r = sim.run(p, {});
+    return r ? r.value().total_time_ns : std::numeric_limits<double>::infinity();
+  };
+  const auto orders = schedule_candidates(insts, sim.cost_model(), schedule_window);
+  device::Program best = build(insts, hbm_size);
+  double best_ns = time_of(best);
+  uint64_t best_waits = waits_;
+  for (const std::vector<uint32_t>& order : orders) {
+    std::vector<PendingInstruction> permuted;
+    permuted.reserve(order.size());
+    for (uint32_t i : order) permuted.push_back(insts[i]);
+    device::Program p = build(std::move(permuted), hbm_size);
+    const double ns = time_of(p);
+    if (ns < best_ns) {
+      best = std::move(p);
+      best_ns = ns;
+      best_waits = waits_;
+      scheduled_ = true;
+    }
+  }
+  waits_ = best_waits;
+  return best;
 }
 
 }  // namespace neuronc::codegen

@@ -37,12 +37,17 @@ class ProgramEmitter {
   // Forwards stores to loads when `forward` (store_forwarding.h; stores at or after
   // `scratch_begin` may be dropped), places every instruction, patches wait values and
   // signals; returns the program for one core.
-  device::Program finish(uint64_t hbm_size, bool forward, uint64_t scratch_begin);
+  // `schedule_window` > 0: also tries the scheduler's orders of the whole program
+  // (scheduler.h; an instruction moves ahead of at most that many others) and keeps the one
+  // the device model times fastest.
+  device::Program finish(uint64_t hbm_size, bool forward, uint64_t scratch_begin,
+                         size_t schedule_window = 0);
 
   uint64_t waits() const { return waits_; }
   const ForwardingStats& forwarding() const { return forwarding_; }
   uint32_t sbuf_peak() const { return sbuf_peak_; }
   uint32_t psum_peak() const { return psum_peak_; }
+  bool scheduled() const { return scheduled_; }  // the program schedule was kept
 
  private:
   // The DMA queues the emitter uses, by role (a compiler convention; the target has at least
@@ -71,6 +76,8 @@ class ProgramEmitter {
   using Clock = std::vector<int32_t>;
 
   uint32_t place_region(uint32_t bytes, uint32_t next_bytes);
+  // Places `insts` in this order into a fresh program: streams, waits and signals.
+  device::Program build(std::vector<PendingInstruction> insts, uint64_t hbm_size);
   void place(PendingInstruction inst);
 
   const device::Target& t_;
@@ -82,6 +89,7 @@ class ProgramEmitter {
   std::vector<Region> recent_;  // SBUF regions of the last kernels that had one, oldest first
   uint32_t sbuf_cursor_ = 0;
   uint32_t psum_cursor_ = 0;
+  uint32_t kernels_ = 0;
   std::vector<Clock> known_;                   // per thread: latest seq of each thread it follows
   std::vector<std::vector<Clock>> snapshots_;  // per thread, per seq: knowledge at issue
   std::vector<std::vector<Placed>> placed_;    // per thread, per seq
@@ -91,6 +99,7 @@ class ProgramEmitter {
   std::vector<PendingInstruction> pending_;    // relocated, in program order
   ForwardingStats forwarding_;
   uint64_t waits_ = 0;
+  bool scheduled_ = false;
   uint32_t sbuf_peak_ = 0;
   uint32_t psum_peak_ = 0;
 };

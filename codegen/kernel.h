@@ -50,6 +50,7 @@ struct PendingInstruction {
   device::Operation op;
   uint32_t debug_id = device::kNoDebugId;
   DmaRole role = DmaRole::none;
+  uint32_t group = 0;  // the kernel it belongs to, once placed in a program (scheduler.h)
 };
 
 struct KernelCode {

@@ -45,6 +45,47 @@ TEST(Scheduler, AttentionIsFasterAndBitIdentical) {
   }
 }
 
+// An encoder block's attention half: Q, K, V projections, attention, output projection.
+std::string block() {
+  std::string t = "graph {\n  input %x : bf16[2, 128, 256]\n";
+  for (const char* w : {"wq", "wk", "wv", "wo"})
+    t += std::string("  input %") + w + " : bf16[256, 256]\n";
+  for (const char* p : {"q", "k", "v"})
+    t += std::string("  %") + p + "l : bf16[2, 128, 256] = aten.linear.default(%x, %w" + p +
+         ")\n  %" + p + "v : bf16[2, 128, 4, 64] = aten.view.default(%" + p +
+         "l) {size = [2, 128, 4, 64]}\n  %" + p +
+         " : bf16[2, 4, 128, 64] = " + "aten.transpose.int(%" + p + "v) {dim0 = 1, dim1 = 2}\n";
+  t += R"(  %a : bf16[2, 4, 128, 64] = aten.scaled_dot_product_attention.default(%q, %k, %v)
+  %at : bf16[2, 128, 4, 64] = aten.transpose.int(%a) {dim0 = 1, dim1 = 2}
+  %av : bf16[2, 128, 256] = aten.view.default(%at) {size = [2, 128, 256]}
+  %o : bf16[2, 128, 256] = aten.linear.default(%av, %wo)
+  output %o
+})";
+  return t;
+}
+
+// Across kernels: the program order is timed against the scheduler's candidates and the
+// fastest kept, so the result is never slower, and bit-identical.
+TEST(Scheduler, ProgramOrderAcrossKernelsIsTimedAndNeverSlower) {
+  int kept = 0;
+  for (device::TargetKind kind :
+       {device::TargetKind::trn1, device::TargetKind::trn2, device::TargetKind::trn3}) {
+    const OptionComparison c = compare_option(
+        block(), kind, 5e-2, [](CodegenOptions& o, bool on) { o.schedule_window = on ? 4096 : 0; },
+        3, 4);
+    print_comparison("encoder attention block, scheduled across kernels", kind, c);
+    EXPECT_FALSE(c.off.part.stats.program_scheduled);
+    EXPECT_EQ(c.on_dma.bytes, c.off_dma.bytes);
+    if (c.on.part.stats.program_scheduled) {
+      ++kept;
+      EXPECT_LT(c.on.report.total_time_ns, c.off.report.total_time_ns);
+    } else {
+      EXPECT_EQ(c.on.report.total_time_ns, c.off.report.total_time_ns);
+    }
+  }
+  EXPECT_GT(kept, 0);
+}
+
 // Random kernels over a few small SBUF buffers, loads and stores: after scheduling, every pair
 // of instructions whose footprints conflict (one writes what the other touches) and every pair
 // of transfers on the same queue is still in program order.
@@ -83,35 +124,57 @@ TEST(Scheduler, KeepsConflictingPairsAndQueuesInOrder) {
       }
       insts.push_back(std::move(in));
     }
+    // `pos[i]`: where instruction i went. Transfers of one queue keep their order within a
+    // kernel (`group`, or the whole sequence when `whole`).
+    const auto check = [&](const std::vector<int>& pos, bool whole) {
+      for (int p : pos) ASSERT_GE(p, 0);
+      for (size_t i = 0; i < insts.size(); ++i) {
+        const device::Operands oi = device::operands(insts[i].op);
+        for (size_t j = i + 1; j < insts.size(); ++j) {
+          const device::Operands oj = device::operands(insts[j].op);
+          bool conflict = insts[i].role != DmaRole::none && insts[i].role == insts[j].role &&
+                          (whole || insts[i].group == insts[j].group);
+          auto any = [&](const std::vector<device::MemRef>& x,
+                         const std::vector<device::MemRef>& y) {
+            for (const auto& u : x)
+              for (const auto& v : y)
+                if (overlaps(byte_rect(u), byte_rect(v))) return true;
+            return false;
+          };
+          conflict = conflict || any(oi.writes, oj.reads) || any(oi.reads, oj.writes) ||
+                     any(oi.writes, oj.writes);
+          if (conflict) {
+            EXPECT_LT(pos[i], pos[j]) << "trial " << trial << ": " << i << " " << j;
+          }
+        }
+      }
+    };
     std::vector<PendingInstruction> scheduled = insts;
     const ScheduleResult r = schedule_kernel(scheduled, cost);
     reordered += r.reordered;
     ASSERT_EQ(scheduled.size(), insts.size());
     std::vector<int> pos(insts.size(), -1);
     for (size_t k = 0; k < scheduled.size(); ++k) pos[scheduled[k].debug_id] = static_cast<int>(k);
-    for (int p : pos) ASSERT_GE(p, 0);
-    for (size_t i = 0; i < insts.size(); ++i) {
-      const device::Operands oi = device::operands(insts[i].op);
-      for (size_t j = i + 1; j < insts.size(); ++j) {
-        const device::Operands oj = device::operands(insts[j].op);
-        bool conflict = insts[i].role != DmaRole::none && insts[i].role == insts[j].role;
-        auto any = [&](const std::vector<device::MemRef>& x, const std::vector<device::MemRef>& y) {
-          for (const auto& u : x)
-            for (const auto& v : y)
-              if (overlaps(byte_rect(u), byte_rect(v))) return true;
-          return false;
-        };
-        conflict = conflict || any(oi.writes, oj.reads) || any(oi.reads, oj.writes) ||
-                   any(oi.writes, oj.writes);
-        if (conflict) {
-          EXPECT_LT(pos[i], pos[j]) << "trial " << trial << ": " << i << " " << j;
-        }
-      }
-    }
+    check(pos, true);
     if (!r.reordered) {
       for (size_t k = 0; k < scheduled.size(); ++k) EXPECT_EQ(scheduled[k].debug_id, k);
     } else {
       EXPECT_LT(r.scheduled_ns, r.program_order_ns);
+    }
+    // The same instructions as a program of kernels of 8, scheduled across kernels with a
+    // window of 16: the candidates with transfers ordered per kernel, then per program.
+    for (size_t i = 0; i < insts.size(); ++i) insts[i].group = static_cast<uint32_t>(i / 8);
+    const auto orders = schedule_candidates(insts, cost, 16);
+    ASSERT_EQ(orders.size(), 4u);
+    for (size_t o = 0; o < orders.size(); ++o) {
+      ASSERT_EQ(orders[o].size(), insts.size());
+      std::vector<int> at(insts.size(), -1);
+      for (size_t k = 0; k < orders[o].size(); ++k) {
+        at[orders[o][k]] = static_cast<int>(k);
+        // Nothing moves ahead of more than the window.
+        EXPECT_LE(static_cast<int64_t>(orders[o][k]) - static_cast<int64_t>(k), 16);
+      }
+      check(at, o >= 2);
     }
   }
   EXPECT_GT(reordered, 0);  // the property is not checked on unchanged kernels only
