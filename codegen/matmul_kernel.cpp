@@ -14,6 +14,8 @@
 // the B tiles (all of K) are loaded into one of two slots (double buffering: the next n-tile's
 // loads overlap this one's matmuls), then each m-tile of the block runs its K accumulation and
 // epilogue.
+#include <functional>
+
 #include "codegen/lowering.h"
 
 namespace neuronc::codegen {
@@ -24,6 +26,11 @@ namespace {
 constexpr int64_t kRingGroupChunks = 4;
 constexpr int kRingSlots = 4;
 constexpr int64_t kRingMaxTiles = 2;
+// K interleaving groups enough rows per partition that a weight DMA's per-descriptor cost is
+// at most this fraction of its data time (TRAINIUM.md §5.3: `dma_descriptor_ns` per
+// descriptor); measured on BERT (trn1): 8 KiB runs beat 2-4 KiB runs and 16 KiB ones, whose
+// coarser transfers delay the first matmuls.
+constexpr double kMaxDescriptorOverhead = 0.05;
 
 using device::DType;
 using device::Engine;
@@ -214,7 +221,8 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
   // K interleaving: when B's block is whole rows back to back in HBM, groups of T K-chunks load
   // as one DMA in which partition p receives the T consecutive rows p*T .. p*T + T-1 of the
   // group, so each DMA engine's 8 partitions are one contiguous run of 8*T rows (full rate from
-  // `dma_full_rate_transfer_bytes`, TRAINIUM.md §5.3) instead of 8 rows. K-chunk j of a group
+  // `dma_full_rate_transfer_bytes`, TRAINIUM.md §5.3) instead of 8 rows, and each partition's
+  // T rows one descriptor (kMaxDescriptorOverhead). K-chunk j of a group
   // then holds rows {p*T + j}; A^T uses the same rows (a strided transpose source or partition
   // stride), so the contraction is the same sum in another order.
   int64_t T = 1;
@@ -222,12 +230,22 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
     const uint64_t row_bytes = static_cast<uint64_t>(nb) * device::dtype_size(p.b.dtype);
     const uint64_t engine_rows = static_cast<uint64_t>(t.dma_partitions_per_engine);
     const bool whole_rows = !b_transpose && sb_n == 1 && nb == p.N && sb_k == p.N;
-    if (whole_rows && engine_rows * row_bytes < t.dma_full_rate_transfer_bytes)
-      for (int64_t c = 2; c <= 8; ++c)
-        if (p.K % (P * c) == 0 && engine_rows * row_bytes * c >= t.dma_full_rate_transfer_bytes) {
-          T = c;
-          break;
-        }
+    // A partition's run is one descriptor: at least 1 / kMaxDescriptorOverhead descriptor
+    // times of data at the DMABW rate, so the per-descriptor cost stays a few percent.
+    const double want = t.dma_descriptor_ns * t.dma_engine_bytes_per_ns / kMaxDescriptorOverhead;
+    // The smallest T that meets both; else the smallest that reaches the full rate.
+    const auto full_rate = [&](int64_t c) {
+      return engine_rows * row_bytes * c >= t.dma_full_rate_transfer_bytes;
+    };
+    const auto enough = [&](int64_t c) {
+      return full_rate(c) && static_cast<double>(row_bytes * c) >= want;
+    };
+    for (const auto& ok :
+         {std::function<bool(int64_t)>(enough), std::function<bool(int64_t)>(full_rate)}) {
+      if (!whole_rows || ok(1) || T > 1) break;
+      for (int64_t c = 2; c <= 8 && T == 1; ++c)
+        if (p.K % (P * c) == 0 && ok(c)) T = c;
+    }
   }
   // K ring: a B loaded once whose K is long and whose n-tiles fit a few PSUM banks (BERT-large's
   // FFN down projection, K = 4096, N = 1024) streams through a ring of slots of G K-chunks, the
