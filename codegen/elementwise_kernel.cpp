@@ -539,22 +539,46 @@ void lower_elementwise(KernelBuilder& kb, const ir::Node& n, const PartitionCont
   for (const HbmView& v : views) strides.push_back(v.strides);
   coalesce(sizes, strides);
 
-  // Fill the partitions when the rows are few and the free dimension long.
+  // Free chunk: everything (inputs, registers, output, scratch) double-buffered in ~96 KiB.
+  // Independent of how the rows are split below (an operand broadcast along the free
+  // dimension is a column either way).
+  const size_t nin = prog.inputs.size();
+  const size_t nsteps = prog.steps.size();
+  uint64_t per_elem = device::dtype_size(out.dtype) + 4 * (nsteps + 4);
+  for (size_t i = 0; i < nin; ++i)
+    if (!(strides[i + 1].back() == 0 && sizes.back() > 1))
+      per_elem += device::dtype_size(views[i + 1].dtype);
+  const int64_t f_cap = std::min<int64_t>(8192, static_cast<int64_t>((96 * 1024) / (2 * per_elem)));
+
+  // Fill the partitions when the rows are few and the free dimension long. When the free
+  // dimension exceeds a chunk, split it into rows that fit one chunk if a divisor allows:
+  // each partition then moves one contiguous run per DMA and a tile's rows lie back to back
+  // in HBM (full-rate streaming, TRAINIUM.md §5.3) instead of a chunk of a long row.
   int64_t rows_total = 1;
   for (size_t d = 0; d + 1 < sizes.size(); ++d) rows_total *= sizes[d];
   const int64_t fd = sizes.back();
+  const auto split = [&](int64_t a) {
+    sizes.back() = fd / a;
+    sizes.insert(sizes.end() - 1, a);
+    for (auto& st : strides) {
+      const int64_t inner = st.back();
+      st.insert(st.end() - 1, inner * (fd / a));
+    }
+  };
   if (rows_total < 128 && fd >= 256) {
     const int64_t want = 128 / rows_total;
-    for (int64_t a = want; a >= 2; --a) {
-      if (fd % a != 0 || fd / a < 32) continue;
-      sizes.back() = fd / a;
-      sizes.insert(sizes.end() - 1, a);
-      for (auto& s : strides) {
-        const int64_t st = s.back();
-        s.insert(s.end() - 1, st * (fd / a));
+    bool done = false;
+    if (fd > f_cap)
+      for (int64_t a = want; a <= std::min<int64_t>(fd / 32, 1 << 16) && !done; ++a)
+        if (fd % a == 0 && fd / a <= f_cap) {
+          split(a);
+          done = true;
+        }
+    for (int64_t a = want; a >= 2 && !done; --a)
+      if (fd % a == 0 && fd / a >= 32) {
+        split(a);
+        done = true;
       }
-      break;
-    }
   }
   const int64_t free_total = sizes.back();
   std::vector<int64_t> row_sizes(sizes.begin(), sizes.end() - 1);
@@ -564,17 +588,9 @@ void lower_elementwise(KernelBuilder& kb, const ir::Node& n, const PartitionCont
     row_strides.emplace_back(s.begin(), s.end() - 1);
     free_stride.push_back(s.back());
   }
-  const size_t nin = prog.inputs.size();
   std::vector<bool> is_col(nin);
   for (size_t i = 0; i < nin; ++i) is_col[i] = free_stride[i + 1] == 0 && free_total > 1;
-
-  // Free chunk: everything (inputs, registers, output, scratch) double-buffered in ~96 KiB.
-  const size_t nsteps = prog.steps.size();
-  uint64_t per_elem = device::dtype_size(out.dtype) + 4 * (nsteps + 4);
-  for (size_t i = 0; i < nin; ++i)
-    if (!is_col[i]) per_elem += device::dtype_size(views[i + 1].dtype);
-  const int64_t F = std::max<int64_t>(
-      1, std::min<int64_t>({free_total, 8192, static_cast<int64_t>((96 * 1024) / (2 * per_elem))}));
+  const int64_t F = std::max<int64_t>(1, std::min<int64_t>(free_total, f_cap));
 
   struct Slot {
     std::vector<uint32_t> in_off, reg_off, col_off;

@@ -200,7 +200,8 @@ std::vector<Node> build_nodes(const std::vector<PendingInstruction>& insts,
 // List schedule over a window (schedule_program); returns the order and its estimate.
 std::pair<std::vector<uint32_t>, double> list_schedule_window(
     const std::vector<Node>& nodes, const std::vector<std::vector<uint32_t>>& preds,
-    const std::array<double, device::kNumEngines>& sem, size_t window, bool per_dma_engine) {
+    const std::array<double, device::kNumEngines>& sem, size_t window, bool per_dma_engine,
+    bool critical_first) {
   const size_t n = nodes.size();
   std::vector<std::vector<uint32_t>> succs(n);
   std::vector<uint32_t> pending(n, 0);
@@ -209,6 +210,27 @@ std::pair<std::vector<uint32_t>, double> list_schedule_window(
     if (nodes[i].queue_pred != kNone) succs[nodes[i].queue_pred].push_back(i);
     pending[i] = static_cast<uint32_t>(preds[i].size()) + (nodes[i].queue_pred != kNone);
   }
+  // Priority among instructions that can start at the same time: program order, or
+  // (`critical_first`) the longer path to the program's end. A transfer trigger may also wait
+  // for a higher-priority transfer that becomes ready before the one that is ready now would
+  // leave its queue (the queue runs in order, so what goes first delays the rest).
+  std::vector<double> key(n);
+  if (critical_first) {
+    std::vector<double> tail(n, 0);
+    for (size_t i = n; i-- > 0;) {
+      const Node& nd = nodes[i];
+      double after = 0;
+      for (uint32_t x : succs[i]) after = std::max(after, tail[x]);
+      tail[i] =
+          (nd.queue >= 0 ? nd.ii_ns + nd.done_after_ns + nd.dma_ns : nd.done_after_ns) + after;
+      key[i] = -tail[i];
+    }
+  } else {
+    for (size_t i = 0; i < n; ++i) key[i] = static_cast<double>(i);
+  }
+  const auto before = [&](uint32_t a, uint32_t b) {
+    return key[a] < key[b] || (key[a] == key[b] && a < b);
+  };
 
   // Per engine: ready instructions whose inputs are not yet there (by data-ready time) and
   // those that could start now (by program order); instructions further than `window` past
@@ -216,8 +238,11 @@ std::pair<std::vector<uint32_t>, double> list_schedule_window(
   using Timed = std::pair<double, uint32_t>;
   using MinTimed = std::priority_queue<Timed, std::vector<Timed>, std::greater<>>;
   using MinIndex = std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<>>;
+  const auto later = [&](uint32_t a, uint32_t b) { return before(b, a); };
+  using ByKey = std::priority_queue<uint32_t, std::vector<uint32_t>, decltype(later)>;
   std::array<MinTimed, device::kNumEngines> waiting;
-  std::array<MinIndex, device::kNumEngines> startable;
+  std::array<ByKey, device::kNumEngines> startable{ByKey(later), ByKey(later), ByKey(later),
+                                                   ByKey(later), ByKey(later)};
   MinIndex beyond;
   std::vector<double> ready_at(n, 0);
   std::vector<uint8_t> placed(n, 0);
@@ -250,13 +275,17 @@ std::pair<std::vector<uint32_t>, double> list_schedule_window(
       if (!startable[e].empty()) {
         s = free;
         i = startable[e].top();
+        if (nodes[i].queue >= 0 && !waiting[e].empty()) {
+          const auto [at, w] = waiting[e].top();
+          if (before(w, i) && at < free + nodes[i].dma_ns) s = at, i = w;
+        }
       } else if (!waiting[e].empty()) {
         s = waiting[e].top().first;
         i = waiting[e].top().second;
       } else {
         continue;
       }
-      if (s < best_start || (s == best_start && i < best_i)) {
+      if (s < best_start || (s == best_start && (best_i == kNone || before(i, best_i)))) {
         best_e = e;
         best_start = s;
         best_i = i;
@@ -266,7 +295,7 @@ std::pair<std::vector<uint32_t>, double> list_schedule_window(
     if (!startable[best_e].empty() && startable[best_e].top() == best_i)
       startable[best_e].pop();
     else
-      waiting[best_e].pop();
+      waiting[best_e].pop();  // the earliest waiting one (best_i)
     tl.place(best_i, best_start);
     placed[best_i] = 1;
     order.push_back(best_i);
@@ -376,11 +405,12 @@ std::vector<std::vector<uint32_t>> schedule_candidates(const std::vector<Pending
     sem[e] = cost.semaphore_latency_ns(static_cast<Engine>(e));
   for (bool per_kernel : {true, false}) {
     const std::vector<Node> nodes = build_nodes(insts, cost, per_kernel);
-    for (bool per_dma_engine : {true, false}) {
-      std::vector<uint32_t> order =
-          list_schedule_window(nodes, preds, sem, window, per_dma_engine).first;
-      if (order.size() == n) orders.push_back(std::move(order));
-    }
+    for (bool per_dma_engine : {true, false})
+      for (bool critical_first : {false, true}) {
+        std::vector<uint32_t> order =
+            list_schedule_window(nodes, preds, sem, window, per_dma_engine, critical_first).first;
+        if (order.size() == n) orders.push_back(std::move(order));
+      }
   }
   return orders;
 }

@@ -33,14 +33,17 @@ struct ScheduleResult {
 ScheduleResult schedule_kernel(std::vector<PendingInstruction>& instructions,
                                const device::CostModel& cost);
 
-// Orders of a whole program's relocated kernels (software pipelining across kernels), the
-// same list schedule with two differences: an instruction may move ahead of at most `window`
-// instructions that precede it, and ready instructions that can start at the same time go in
-// program order. One order keeps transfers in order within each kernel
-// (PendingInstruction::group), letting a kernel's loads go ahead of an earlier kernel's that
-// wait for their SBUF; the other keeps them in program order, so an earlier kernel's weight
-// stream never queues behind a later one's. HBM reads of bytes nothing writes are not tracked
-// (they conflict with nothing). The caller times the candidates (emitter.h).
+// Orders of a whole program's relocated kernels (software pipelining across kernels): the
+// same list schedule with these differences. An instruction may move ahead of at most
+// `window` instructions that precede it. Ready instructions that can start at the same time
+// go in program order or, in half the candidates, critical path first. A transfer trigger may
+// wait for a higher-priority transfer that becomes ready before the ready one would leave its
+// in-order queue. Transfers keep their order within each kernel (PendingInstruction::group),
+// letting a kernel's loads go ahead of an earlier kernel's that wait for their SBUF, or within
+// the whole program, so an earlier kernel's weight stream never queues behind a later one's.
+// DMA time is estimated per DMA engine or per queue. That makes eight candidates; HBM reads of
+// bytes nothing writes are not tracked (they conflict with nothing). The caller times them
+// with the device model (emitter.h).
 std::vector<std::vector<uint32_t>> schedule_candidates(
     const std::vector<PendingInstruction>& instructions, const device::CostModel& cost,
     size_t window);
