@@ -277,11 +277,15 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
   auto scores = [&](const MemRef& S, int sl, int64_t q0, int64_t k0, int64_t qt, int64_t kt,
                     int64_t mb) {
     const MemRef s = KernelBuilder::sb(s_sb[sl], qt, DType::f32, kt);
+    // One key tile: the scores are kept negated (s' = -scale * S, exactly -s), so the row min
+    // of s' is the -max the exponent needs, without a negation on VectorE per head.
+    const bool neg = single_key_tile;
+    const float masked = neg ? INFINITY : -INFINITY;
     {
       device::Activation a;
       a.dst = s;
       a.src = S;
-      a.scale = static_cast<float>(scale);
+      a.scale = static_cast<float>(neg ? -scale : scale);
       kb.emit(Engine::scalar, a);
     }
     if (mask) {
@@ -297,14 +301,14 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
         sel.dst = s;
         sel.predicate = mt;
         sel.on_true = s;
-        sel.on_false = -INFINITY;
+        sel.on_false = masked;
         kb.emit(Engine::vector, sel);
       } else {
         device::TensorTensor tt;
         tt.dst = s;
         tt.in0 = s;
         tt.in1 = mt;
-        tt.op = AluOp::add;
+        tt.op = neg ? AluOp::subtract : AluOp::add;  // -(s + m) = s' - m, exactly
         kb.emit(Engine::vector, tt);
       }
     }
@@ -316,7 +320,7 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
       as.channel_multiplier = 1;
       as.pattern = {-1, 0, 0, 0};
       as.compare = device::CompareOp::ge;
-      as.on_false = -INFINITY;
+      as.on_false = masked;
       kb.emit(Engine::gpsimd, as);
     }
   };
@@ -327,12 +331,18 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
     const MemRef s = KernelBuilder::sb(s_sb[sl], qt, DType::f32, kt);
     const MemRef tile_max = col(m_tile[sl], qt), negm = col(st.negm, qt);
     const MemRef m_old = col(st.m_col[mi], qt), m_new = col(st.m_col[1 - mi], qt);
+    if (single_key_tile) {
+      // s' = -s: min(s') = -max(s), and exp(-1 * s' + min(s')) = exp(s - max), bit for bit.
+      kb.tensor_reduce(negm, s, device::ReduceOp::min);
+      kb.activation(KernelBuilder::sb(p_sb[sl], qt, mdt, kt), s, ActivationFunction::exp, negm,
+                    col(st.rsum, qt), -1.0f);
+      return;
+    }
     kb.tensor_reduce(tile_max, s, device::ReduceOp::max);
-    if (!single_key_tile) kb.tensor_tensor(m_new, m_old, tile_max, AluOp::max);
-    kb.tensor_scalar(negm, single_key_tile ? tile_max : m_new, AluOp::multiply, -1.0f);
+    kb.tensor_tensor(m_new, m_old, tile_max, AluOp::max);
+    kb.tensor_scalar(negm, m_new, AluOp::multiply, -1.0f);
     kb.activation(KernelBuilder::sb(p_sb[sl], qt, mdt, kt), s, ActivationFunction::exp, negm,
                   col(st.rsum, qt));
-    if (single_key_tile) return;
     kb.activation(col(st.corr, qt), m_old, ActivationFunction::exp, negm);
     kb.tensor_scalar(col(st.l_col, qt), col(st.l_col, qt), AluOp::multiply, col(st.corr, qt),
                      AluOp::add, col(st.rsum, qt));
