@@ -150,7 +150,9 @@ void register_compile_command(CLI::App& app) {
   cmd->add_option("-O,--opt-level", o->opt_level,
                   "Optimisation level: 0 = no CSE and no fusion, every op its own kernel "
                   "(debugging); 1 = CSE and fusion; 2 (the default) = also keeps activations in "
-                  "SBUF between kernels (store-to-load forwarding); 3 = as 2 for now")
+                  "SBUF between kernels (store-to-load forwarding) and list-schedules "
+                  "instructions within and across kernels (orders timed by the device model); "
+                  "3 = as 2 for now")
       ->check(CLI::Range(0, 3));
   cmd->add_option("--threads", o->threads,
                   "Codegen worker threads (0 = all cores); output is identical for any value");
