@@ -197,11 +197,10 @@ std::vector<Node> build_nodes(const std::vector<PendingInstruction>& insts,
   return nodes;
 }
 
-// List schedule over a window (schedule_program); returns the order and its estimate.
-std::pair<std::vector<uint32_t>, double> list_schedule_window(
-    const std::vector<Node>& nodes, const std::vector<std::vector<uint32_t>>& preds,
-    const std::array<double, device::kNumEngines>& sem, size_t window, bool per_dma_engine,
-    bool critical_first) {
+// Successors of every instruction (dependencies and queue order) and how many
+// predecessors each has.
+std::pair<std::vector<std::vector<uint32_t>>, std::vector<uint32_t>> successors(
+    const std::vector<Node>& nodes, const std::vector<std::vector<uint32_t>>& preds) {
   const size_t n = nodes.size();
   std::vector<std::vector<uint32_t>> succs(n);
   std::vector<uint32_t> pending(n, 0);
@@ -210,21 +209,37 @@ std::pair<std::vector<uint32_t>, double> list_schedule_window(
     if (nodes[i].queue_pred != kNone) succs[nodes[i].queue_pred].push_back(i);
     pending[i] = static_cast<uint32_t>(preds[i].size()) + (nodes[i].queue_pred != kNone);
   }
+  return {std::move(succs), std::move(pending)};
+}
+
+// The longest path from each instruction to the end (its own time included).
+std::vector<double> tails(const std::vector<Node>& nodes,
+                          const std::vector<std::vector<uint32_t>>& succs) {
+  std::vector<double> tail(nodes.size(), 0);
+  for (size_t i = nodes.size(); i-- > 0;) {
+    const Node& nd = nodes[i];
+    double after = 0;
+    for (uint32_t s : succs[i]) after = std::max(after, tail[s]);
+    tail[i] = (nd.queue >= 0 ? nd.ii_ns + nd.done_after_ns + nd.dma_ns : nd.done_after_ns) + after;
+  }
+  return tail;
+}
+
+// List schedule over a window (schedule_program); returns the order and its estimate.
+std::pair<std::vector<uint32_t>, double> list_schedule_window(
+    const std::vector<Node>& nodes, const std::vector<std::vector<uint32_t>>& preds,
+    const std::array<double, device::kNumEngines>& sem, size_t window, bool per_dma_engine,
+    bool critical_first) {
+  const size_t n = nodes.size();
+  auto [succs, pending] = successors(nodes, preds);
   // Priority among instructions that can start at the same time: program order, or
   // (`critical_first`) the longer path to the program's end. A transfer trigger may also wait
   // for a higher-priority transfer that becomes ready before the one that is ready now would
   // leave its queue (the queue runs in order, so what goes first delays the rest).
   std::vector<double> key(n);
   if (critical_first) {
-    std::vector<double> tail(n, 0);
-    for (size_t i = n; i-- > 0;) {
-      const Node& nd = nodes[i];
-      double after = 0;
-      for (uint32_t x : succs[i]) after = std::max(after, tail[x]);
-      tail[i] =
-          (nd.queue >= 0 ? nd.ii_ns + nd.done_after_ns + nd.dma_ns : nd.done_after_ns) + after;
-      key[i] = -tail[i];
-    }
+    const std::vector<double> tail = tails(nodes, succs);
+    for (size_t i = 0; i < n; ++i) key[i] = -tail[i];
   } else {
     for (size_t i = 0; i < n; ++i) key[i] = static_cast<double>(i);
   }
@@ -335,20 +350,8 @@ ScheduleResult schedule_kernel(std::vector<PendingInstruction>& insts,
   }
 
   // Successors and the critical path from each instruction to the kernel's end.
-  std::vector<std::vector<uint32_t>> succs(n);
-  std::vector<uint32_t> pending(n, 0);
-  for (uint32_t i = 0; i < n; ++i) {
-    for (uint32_t p : preds[i]) succs[p].push_back(i);
-    if (nodes[i].queue_pred != kNone) succs[nodes[i].queue_pred].push_back(i);
-    pending[i] = static_cast<uint32_t>(preds[i].size()) + (nodes[i].queue_pred != kNone);
-  }
-  std::vector<double> tail(n, 0);
-  for (size_t i = n; i-- > 0;) {
-    const Node& nd = nodes[i];
-    double after = 0;
-    for (uint32_t s : succs[i]) after = std::max(after, tail[s]);
-    tail[i] = (nd.queue >= 0 ? nd.ii_ns + nd.done_after_ns + nd.dma_ns : nd.done_after_ns) + after;
-  }
+  auto [succs, pending] = successors(nodes, preds);
+  const std::vector<double> tail = tails(nodes, succs);
 
   // List schedule: the ready instruction that can start first; ties to the longer tail, then
   // to program order.
