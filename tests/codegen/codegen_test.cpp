@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <set>
 
+#include "device/verifier.h"
 #include "harness.h"
 
 namespace neuronc::codegen::testing {
@@ -335,6 +336,39 @@ TEST(CodegenElementwise, BroadcastArithmeticAndActivations) {
   output %i
 })",
         1e-4);
+}
+
+// Few rows and a free dimension longer than a chunk (BERT batch 16's embedding sum): [4, 128,
+// 768] coalesces to 4 rows of 98,304 elements; with a chunk of 1228 elements the free dimension
+// splits into the longest rows that fit one chunk (96 per batch row, of 1024 elements), and
+// every load and store is a dense block of 96 such rows: back to back in HBM, one contiguous
+// run per partition. Before, 128 rows of 12,288 elements moved in 1228-element pieces (40
+// transfers of strided runs). (A tile does not straddle a batch row, so 32 partitions idle.)
+TEST(CodegenElementwise, LongRowsSplitIntoRowsOfOneChunk) {
+  RunResult r = check(R"(graph {
+  input %a : f32[4, 128, 768]
+  input %b : f32[4, 128, 768]
+  input %p : f32[1, 128, 768]
+  %s : f32[4, 128, 768] = aten.add.Tensor(%a, %b)
+  %t : f32[4, 128, 768] = aten.add.Tensor(%s, %p)
+  output %t
+})",
+                      1e-6);
+  int transfers = 0;
+  for (const auto& stream : r.part.program.cores[0].streams)
+    for (const auto& in : stream)
+      if (const auto* d = std::get_if<device::DmaCopy>(&in.op)) {
+        const bool load = d->src.memory == device::MemoryKind::hbm;
+        const device::MemRef& h = load ? d->src : d->dst;
+        const device::MemRef& on_chip = load ? d->dst : d->src;
+        ++transfers;
+        EXPECT_EQ(on_chip.partition_count, 96);
+        EXPECT_EQ(on_chip.free_size(), 1024u);
+        EXPECT_EQ(h.partition_count * h.free_size(), 96u * 1024);
+        const device::ByteRange fp = device::footprint(h);
+        EXPECT_EQ(fp.end - fp.begin, 96 * 1024 * 4);  // dense: rows back to back
+      }
+  EXPECT_EQ(transfers, 4 * 4);  // four tiles of three loads and a store
 }
 
 TEST(CodegenElementwise, ComparisonsWhereMaskedFillCasts) {
