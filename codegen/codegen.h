@@ -67,10 +67,10 @@ struct CodegenOptions {
   // Instruction scheduling (scheduler.h): each kernel's instructions are list-scheduled over
   // the cost model into the dependency-respecting order estimated to finish first; then the
   // whole program's candidate orders across kernels (an instruction moving ahead of at most
-  // `schedule_window` others) are timed by the device model against the program order and the
-  // fastest is kept (-O2 and up).
+  // each of `schedule_windows` others) are timed by the device model against the program order
+  // and the fastest is kept (-O2 and up; -O3 searches three windows, 1024, 4096 and 16384).
   bool schedule = true;
-  size_t schedule_window = 4096;
+  std::vector<size_t> schedule_windows = {4096};
 };
 
 // A partition input or output: a row-major contiguous tensor of `dtype` at `offset` in the HBM

@@ -200,11 +200,11 @@ device::Program ProgramEmitter::build(std::vector<PendingInstruction> insts, uin
 }
 
 device::Program ProgramEmitter::finish(uint64_t hbm_size, bool forward, uint64_t scratch_begin,
-                                       size_t schedule_window) {
+                                       const std::vector<size_t>& schedule_windows) {
   if (forward) forwarding_ = forward_stores(pending_, scratch_begin);
   std::vector<PendingInstruction> insts = std::move(pending_);
   pending_.clear();
-  if (schedule_window == 0) return build(std::move(insts), hbm_size);
+  if (schedule_windows.empty()) return build(std::move(insts), hbm_size);
   // The program order and the scheduler's candidates, each placed and timed by the device
   // model (timing only); the fastest is kept, the program order on ties or when a candidate
   // does not run.
@@ -216,7 +216,11 @@ device::Program ProgramEmitter::finish(uint64_t hbm_size, bool forward, uint64_t
     const auto r = sim.run(p, {});
     return r ? r.value().total_time_ns : std::numeric_limits<double>::infinity();
   };
-  const auto orders = schedule_candidates(insts, sim.cost_model(), schedule_window);
+  std::vector<std::vector<uint32_t>> orders;
+  for (size_t window : schedule_windows)
+    for (std::vector<uint32_t>& o : schedule_candidates(insts, sim.cost_model(), window))
+      if (std::find(orders.begin(), orders.end(), o) == orders.end())
+        orders.push_back(std::move(o));
   device::Program best = build(insts, hbm_size);
   double best_ns = time_of(best);
   uint64_t best_waits = waits_;

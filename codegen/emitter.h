@@ -37,11 +37,11 @@ class ProgramEmitter {
   // Forwards stores to loads when `forward` (store_forwarding.h; stores at or after
   // `scratch_begin` may be dropped), places every instruction, patches wait values and
   // signals; returns the program for one core.
-  // `schedule_window` > 0: also tries the scheduler's orders of the whole program
+  // For each of `schedule_windows` it also tries the scheduler's orders of the whole program
   // (scheduler.h; an instruction moves ahead of at most that many others) and keeps the one
   // the device model times fastest.
   device::Program finish(uint64_t hbm_size, bool forward, uint64_t scratch_begin,
-                         size_t schedule_window = 0);
+                         const std::vector<size_t>& schedule_windows = {});
 
   uint64_t waits() const { return waits_; }
   const ForwardingStats& forwarding() const { return forwarding_; }

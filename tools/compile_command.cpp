@@ -152,7 +152,7 @@ void register_compile_command(CLI::App& app) {
                   "(debugging); 1 = CSE and fusion; 2 (the default) = also keeps activations in "
                   "SBUF between kernels (store-to-load forwarding) and list-schedules "
                   "instructions within and across kernels (orders timed by the device model); "
-                  "3 = as 2 for now")
+                  "3 = as 2 with a wider search over instruction orders")
       ->check(CLI::Range(0, 3));
   cmd->add_option("--threads", o->threads,
                   "Codegen worker threads (0 = all cores); output is identical for any value");

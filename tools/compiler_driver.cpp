@@ -491,6 +491,8 @@ CompileResult compile_model(const CompileRequest& req) {
     // -O2 (the default) and up: activations stay in SBUF between kernels when they can.
     copts.forward_stores = req.opt_level >= 2;
     copts.schedule = req.opt_level >= 2;
+    // -O3: a wider search over instruction orders, each timed by the device model.
+    if (req.opt_level >= 3) copts.schedule_windows = {1024, 4096, 16384};
     codegen::CompiledPartition cp =
         codegen::compile_partition(g, p.nodes, p.inputs, p.outputs, target, copts);
     const uint64_t base = (arena + 4095) / 4096 * 4096;

@@ -71,7 +71,10 @@ TEST(Scheduler, ProgramOrderAcrossKernelsIsTimedAndNeverSlower) {
   for (device::TargetKind kind :
        {device::TargetKind::trn1, device::TargetKind::trn2, device::TargetKind::trn3}) {
     const OptionComparison c = compare_option(
-        block(), kind, 5e-2, [](CodegenOptions& o, bool on) { o.schedule_window = on ? 4096 : 0; },
+        block(), kind, 5e-2,
+        [](CodegenOptions& o, bool on) {
+          o.schedule_windows = on ? std::vector<size_t>{4096} : std::vector<size_t>{};
+        },
         3, 4);
     print_comparison("encoder attention block, scheduled across kernels", kind, c);
     EXPECT_FALSE(c.off.part.stats.program_scheduled);
@@ -84,6 +87,22 @@ TEST(Scheduler, ProgramOrderAcrossKernelsIsTimedAndNeverSlower) {
     }
   }
   EXPECT_GT(kept, 0);
+}
+
+// -O3's wider search (windows of 1024, 4096 and 16384) includes -O2's candidates, so it is
+// never slower, and bit-identical.
+TEST(Scheduler, WiderSearchIsNeverSlower) {
+  for (device::TargetKind kind : {device::TargetKind::trn1, device::TargetKind::trn2}) {
+    const OptionComparison c = compare_option(
+        block(), kind, 5e-2,
+        [](CodegenOptions& o, bool on) {
+          o.schedule_windows =
+              on ? std::vector<size_t>{1024, 4096, 16384} : std::vector<size_t>{4096};
+        },
+        3, 4);
+    print_comparison("encoder attention block, -O3 search", kind, c);
+    EXPECT_LE(c.on.report.total_time_ns, c.off.report.total_time_ns);
+  }
 }
 
 // Random kernels over a few small SBUF buffers, loads and stores: after scheduling, every pair
