@@ -13,16 +13,18 @@ using device::Engine;
 namespace {
 
 constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+// DMA engines a transfer's work is split over (device::DmaWork's per-engine arrays).
+constexpr size_t kDmaEngines = std::tuple_size_v<decltype(device::DmaWork::bytes)>;
 
 struct Node {
-  int engine = 0;                     // issuing stream
-  int queue = -1;                     // DMA: 0 loads, 1 stores (by role); -1 compute
-  double ii_ns = 0;                   // issuing engine busy time
-  double dependent_issue_ns = 0;      // start-to-start distance to a dependent on the same engine
-  double done_after_ns = 0;           // compute: ii + latency; DMA: start delay (then the queue)
-  double dma_ns = 0;                  // DMA: the slowest engine's share
-  std::array<float, 16> engine_ns{};  // DMA: each DMA engine's share
-  uint32_t queue_pred = kNone;        // the previous transfer on the same queue (order only)
+  int engine = 0;                 // issuing stream
+  int queue = -1;                 // DMA: 0 loads, 1 stores (by role); -1 compute
+  double ii_ns = 0;               // issuing engine busy time
+  double dependent_issue_ns = 0;  // start-to-start distance to a dependent on the same engine
+  double done_after_ns = 0;       // compute: ii + latency; DMA: start delay (then the queue)
+  double dma_ns = 0;              // DMA: the slowest engine's share
+  std::array<float, kDmaEngines> engine_ns{};  // DMA: each DMA engine's share
+  uint32_t queue_pred = kNone;  // the previous transfer on the same queue (order only)
 };
 
 // The kernel's dependency graph: preds[i] are the earlier instructions whose bytes conflict
@@ -154,7 +156,7 @@ class Timeline {
   bool per_dma_engine_;
   std::vector<double> start_, done_;
   std::array<double, device::kNumEngines> engine_free_{};
-  std::array<double, 16> dma_free_{};
+  std::array<double, kDmaEngines> dma_free_{};
   std::array<double, 2> queue_free_{};
   double end_ = 0;
 };
