@@ -3,6 +3,9 @@
 // (materialised into a contiguous buffer), and the driver's output copies. All are HBM-to-HBM DMAs
 // whose access patterns do the permutation; view/permute/expand/slice/select never reach here (they
 // are views, compile_partition.cpp).
+#include <optional>
+#include <utility>
+
 #include "codegen/lowering.h"
 
 namespace neuronc::codegen {
@@ -19,6 +22,106 @@ Side coalesced(const HbmView& v) {
   std::vector<std::vector<int64_t>> st = {v.strides};
   coalesce(s, st);
   return {s, st[0]};
+}
+
+// Element rows of a transposing copy stage through SBUF: a direct DMA would move one element
+// per descriptor (TRAINIUM.md §5.3: each costs dma_descriptor_ns), 20 ns for 4 bytes.
+constexpr int64_t kBlock = 32;             // VectorE transposes 32 x 32 blocks within a group
+constexpr int64_t kTransposeWidth = 1024;  // elements of the destination's contiguous dim per tile
+
+// Finds the dims of a same-shape copy (coalesced) along which the destination (`x`) and the
+// source (`y`) are contiguous, when they differ and both are long enough for the transpose to
+// pay; the copy is then a batch of 2-D transposes.
+std::optional<std::pair<size_t, size_t>> transposed_dims(
+    const std::vector<int64_t>& sizes, const std::vector<std::vector<int64_t>>& strides,
+    device::DType dst_dt, device::DType src_dt) {
+  if (dst_dt != src_dt || device::dtype_size(dst_dt) > 4) return std::nullopt;
+  std::optional<size_t> x, y;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (strides[0][i] == 1 && !x) x = i;
+    if (strides[1][i] == 1 && !y) y = i;
+  }
+  if (!x || !y || *x == *y || sizes[*x] < kBlock / 2 || sizes[*y] < kBlock / 2) return std::nullopt;
+  return std::pair{*x, *y};
+}
+
+// dst[b, y, x] = src[b, y, x] where dst is contiguous along x and src along y. Per tile of
+// 128 y by up to kTransposeWidth x: the source loads in runs of 32 along y into four partition
+// groups, each 32 x 32 block is transposed on VectorE inside its group (raw bytes, exact for
+// every dtype), and the tile stores 128 rows of contiguous x.
+void transpose_through_sbuf(KernelBuilder& kb, const HbmView& dst, const HbmView& src,
+                            const std::vector<int64_t>& sizes,
+                            const std::vector<std::vector<int64_t>>& strides, size_t x, size_t y) {
+  const device::DType dt = dst.dtype;
+  const int64_t es = device::dtype_size(dt);
+  const int64_t P = kb.target().partitions;
+  const int64_t X = sizes[x], Y = sizes[y];
+  const int64_t W = std::min<int64_t>((X + kBlock - 1) / kBlock * kBlock, kTransposeWidth);
+  const int64_t ds_y = strides[0][y], ss_x = strides[1][x];
+  uint32_t in_off[2], out_off[2];
+  for (int s = 0; s < 2; ++s) {
+    in_off[s] = kb.alloc(static_cast<uint64_t>(W * es), "transposing copy input");
+    out_off[s] = kb.alloc(static_cast<uint64_t>(W * es), "transposing copy output");
+  }
+  auto sbuf = [&](uint32_t off, int64_t p0, int64_t pc, std::vector<device::AccessLevel> lv) {
+    device::MemRef m = KernelBuilder::sb(off, pc, dt, 1);
+    m.partition_start = static_cast<uint16_t>(p0);
+    m.num_levels = static_cast<uint8_t>(lv.size());
+    for (size_t i = 0; i < lv.size(); ++i) m.levels[i] = lv[i];
+    return m;
+  };
+  // Batch dims: every dim but x and y.
+  std::vector<size_t> batch;
+  int64_t nbatch = 1;
+  for (size_t i = 0; i < sizes.size(); ++i)
+    if (i != x && i != y) batch.push_back(i), nbatch *= sizes[i];
+  int slot = 0;
+  for (int64_t b = 0; b < nbatch; ++b) {
+    int64_t doff = 0, soff = 0, rem = b;
+    for (size_t k = batch.size(); k-- > 0;) {
+      const int64_t i = rem % sizes[batch[k]];
+      rem /= sizes[batch[k]];
+      doff += i * strides[0][batch[k]];
+      soff += i * strides[1][batch[k]];
+    }
+    for (int64_t y0 = 0; y0 < Y; y0 += P) {
+      for (int64_t x0 = 0; x0 < X; x0 += W, slot ^= 1) {
+        const int64_t ry = std::min(P, Y - y0), xw = std::min(W, X - x0);
+        const int64_t full = xw / kBlock, tail = xw % kBlock;
+        // Loads: group g holds y in [y0 + 32g, +32); partition 32g + xi, free 32j + yi holds
+        // x = x0 + 32j + xi.
+        for (int64_t g = 0; g * kBlock < ry; ++g) {
+          const int64_t cy = std::min(kBlock, ry - g * kBlock);
+          const int64_t yb = y0 + g * kBlock;
+          auto load = [&](int64_t j0, int64_t nj, int64_t cx) {
+            std::vector<device::AccessLevel> lv;
+            if (nj > 1)
+              lv.push_back({static_cast<int32_t>(kBlock * ss_x), static_cast<uint32_t>(nj)});
+            lv.push_back({1, static_cast<uint32_t>(cy)});
+            std::vector<device::AccessLevel> sl;
+            if (nj > 1) sl.push_back({static_cast<int32_t>(kBlock), static_cast<uint32_t>(nj)});
+            sl.push_back({1, static_cast<uint32_t>(cy)});
+            kb.dma(sbuf(in_off[slot] + static_cast<uint32_t>(j0 * kBlock * es), g * kBlock, cx, sl),
+                   KernelBuilder::hbm(src, soff + (x0 + j0 * kBlock) * ss_x + yb, cx, ss_x, lv),
+                   DmaRole::load);
+          };
+          if (full > 0) load(0, full, kBlock);
+          if (tail > 0) load(full, 1, tail);
+          for (int64_t j = 0; j * kBlock < xw; ++j) {
+            const int64_t cx = std::min(kBlock, xw - j * kBlock);
+            const uint32_t col = static_cast<uint32_t>(j * kBlock * es);
+            device::Transpose tr;
+            tr.src = sbuf(in_off[slot] + col, g * kBlock, cx, {{1, static_cast<uint32_t>(cy)}});
+            tr.dst = sbuf(out_off[slot] + col, g * kBlock, cy, {{1, static_cast<uint32_t>(cx)}});
+            kb.emit(device::Engine::vector, tr);
+          }
+        }
+        kb.dma(KernelBuilder::hbm(dst, doff + y0 * ds_y + x0, ry, ds_y,
+                                  {{1, static_cast<uint32_t>(xw)}}),
+               KernelBuilder::sb(out_off[slot], ry, dt, xw), DmaRole::store);
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -41,6 +144,10 @@ void copy_view(KernelBuilder& kb, const HbmView& dst_in, const HbmView& src_in) 
     sizes = dst.shape;
     strides = {dst.strides, src.strides};
     coalesce(sizes, strides);
+    if (auto xy = transposed_dims(sizes, strides, dst.dtype, src.dtype)) {
+      transpose_through_sbuf(kb, dst, src, sizes, strides, xy->first, xy->second);
+      return;
+    }
     // Spread a long contiguous run over several descriptors (DMA engines run in parallel).
     if (sizes.size() == 1 && strides[0][0] == 1 && strides[1][0] == 1 && sizes[0] >= 4096) {
       for (int64_t a : {128, 64, 32, 16}) {

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <span>
 #include <unordered_map>
 
 #include "codegen/lowering.h"
@@ -594,10 +595,16 @@ void lower_elementwise(KernelBuilder& kb, const ir::Node& n, const PartitionCont
 
   struct Slot {
     std::vector<uint32_t> in_off, reg_off, col_off;
-    uint32_t out_off, bcast, s1, s2, s3;
+    uint32_t out_off = 0, bcast = 0, s1 = 0, s2 = 0, s3 = 0;
   };
+  // Double-buffered only when there is a second chunk; select scratch only when selecting. A
+  // smaller region lets the neighbouring kernels' regions sit beside this one (emitter.h).
+  const std::vector<RowTile> tiles = row_tiles(row_sizes, row_strides, kb.target().partitions, 3);
+  const int64_t chunks = static_cast<int64_t>(tiles.size()) * ((free_total + F - 1) / F);
+  const bool selects = std::any_of(prog.steps.begin(), prog.steps.end(),
+                                   [](const Step& st) { return st.kind == StepKind::select; });
   Slot slots[2];
-  for (Slot& s : slots) {
+  for (Slot& s : std::span(slots, chunks > 1 ? 2 : 1)) {
     for (size_t i = 0; i < nin; ++i)
       s.in_off.push_back(kb.alloc(is_col[i] ? 4 : F * device::dtype_size(views[i + 1].dtype),
                                   "element-wise input"));
@@ -607,16 +614,18 @@ void lower_elementwise(KernelBuilder& kb, const ir::Node& n, const PartitionCont
     }
     s.out_off = kb.alloc(F * device::dtype_size(out.dtype), "element-wise output");
     s.bcast = kb.alloc(F * 4, "element-wise scratch");
-    s.s1 = kb.alloc(F * 4, "element-wise scratch");
-    s.s2 = kb.alloc(F * 4, "element-wise scratch");
-    s.s3 = kb.alloc(F * 4, "element-wise scratch");
+    if (selects) {
+      s.s1 = kb.alloc(F * 4, "element-wise scratch");
+      s.s2 = kb.alloc(F * 4, "element-wise scratch");
+      s.s3 = kb.alloc(F * 4, "element-wise scratch");
+    }
   }
 
   int iter = 0;
-  for (const RowTile& rt : row_tiles(row_sizes, row_strides, kb.target().partitions, 3)) {
+  for (const RowTile& rt : tiles) {
     for (int64_t f0 = 0; f0 < free_total; f0 += F, ++iter) {
       const int64_t fc = std::min(F, free_total - f0);
-      const Slot& s = slots[iter % 2];
+      const Slot& s = slots[chunks > 1 ? iter % 2 : 0];
       const int64_t rows = rt.rows;
       auto hbm_ref = [&](size_t k, bool col) {
         std::vector<device::AccessLevel> lv;

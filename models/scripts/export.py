@@ -274,6 +274,33 @@ def export_one(entry, out_dir, with_intermediates=True, log=print):
     eager_out = eager_model(*clone_tree(args))
     eager_flat = [t.detach() for t in pytree.tree_flatten(eager_out)[0]]
 
+    # A reference only tests a compiler when its outputs carry signal: not all (nearly) zero,
+    # and different for a different input. Float inputs are perturbed, integer ones (token ids)
+    # rolled by one position.
+    def perturbed(t):
+        if not isinstance(t, torch.Tensor):
+            return t
+        if t.is_floating_point():
+            g = torch.Generator().manual_seed(12345)
+            return t + 0.5 * torch.randn(t.shape, generator=g, dtype=t.dtype) * (t.std() if t.numel() > 1 else 1)
+        if t.dtype in (torch.int32, torch.int64) and t.dim() and t.shape[-1] > 1 and t.unique().numel() > 1:
+            return t.roll(1, dims=-1)
+        return t.clone()
+    with torch.no_grad():
+        other_flat = [t.detach() for t in pytree.tree_flatten(
+            fresh(pristine)(*pytree.tree_map(perturbed, clone_tree(args))))[0]]
+    signal = {}
+    for i, (a, b) in enumerate(zip(eager_flat, other_flat)):
+        if not (isinstance(a, torch.Tensor) and a.is_floating_point() and a.numel()):
+            continue
+        scale = a.double().abs().max().item()
+        change = (a.double() - b.double()).abs().max().item() / scale if scale > 0 else 0.0
+        signal[f"output_{i}"] = {"max_abs": scale, "std": a.double().std().item() if a.numel() > 1 else 0.0,
+                                 "relative_change_on_other_input": change}
+        if entry.full and (scale < 1e-6 or change < 1e-3):
+            raise RuntimeError(f"{entry.name}: output_{i} is degenerate (max |x| {scale:.3g}, relative change "
+                               f"{change:.3g} on another input); the reference would not test anything")
+
     # torch.export (training IR).
     ep = torch.export.export(fresh(pristine), clone_tree(args),
                              dynamic_shapes=fx.dynamic_shapes, strict=False)
@@ -285,7 +312,7 @@ def export_one(entry, out_dir, with_intermediates=True, log=print):
     files.append("model_core.pt2")
 
     # Checks: the saved programs reload and match eager.
-    checks = {}
+    checks = {"output signal": signal}
     for label, fname in (("model.pt2", "model.pt2"), ("model_core.pt2", "model_core.pt2")):
         try:
             loaded = torch.export.load(os.path.join(out_dir, fname))

@@ -387,12 +387,54 @@ SMALL: List[Entry] = [
 # --------------------------------------------------------------------------- full-size zoo
 
 
+def _meaningful_init(m: nn.Module, seed: int, example: torch.Tensor) -> None:
+    """Makes a randomly initialised model a meaningful reference. torchvision zero-initialises
+    some parameters (ViT's classification head, so every logit is 0 and any compiler "matches"),
+    and a BatchNorm's default statistics (mean 0, var 1, weight 1, bias 0) are an identity that
+    hides a wrong fold, while in a deep ResNet they let activations grow to ~1e7.
+    - Zero parameters get variance-preserving random values: std 1/sqrt(fan_in) for weights,
+      0.02 for the rest.
+    - BatchNorms get a random affine (weight U[0.5, 1.5], bias N(0, 0.1)), then statistics
+      measured on a batch of random inputs like `example` (one train-mode pass), each
+      perturbed by up to 10 %: random, and each layer's output stays near unit variance."""
+    g = torch.Generator().manual_seed(seed)
+    bns = [mod for mod in m.modules()
+           if isinstance(mod, nn.modules.batchnorm._BatchNorm) and mod.running_mean is not None]
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            if p.is_floating_point() and p.numel() and not p.detach().any():
+                if p.dim() >= 2 and name.endswith("weight"):
+                    fan_in = p[0].numel()
+                    p.copy_(torch.randn(p.shape, generator=g) / fan_in ** 0.5)
+                else:
+                    p.copy_(torch.randn(p.shape, generator=g) * 0.02)
+        for bn in bns:
+            if bn.affine:
+                bn.weight.copy_(torch.rand(bn.num_features, generator=g) + 0.5)
+                bn.bias.copy_(torch.randn(bn.num_features, generator=g) * 0.1)
+        if bns:
+            momenta = [bn.momentum for bn in bns]
+            for bn in bns:
+                bn.reset_running_stats()
+                bn.momentum = None  # cumulative: one pass sets the batch statistics
+            m.train()
+            m(torch.randn((4,) + tuple(example.shape[1:]), generator=g, dtype=example.dtype))
+            m.eval()
+            for bn, mom in zip(bns, momenta):
+                bn.momentum = mom
+                n = bn.num_features
+                bn.running_mean.add_(torch.randn(n, generator=g) * 0.1 * bn.running_var.sqrt())
+                bn.running_var.mul_(torch.rand(n, generator=g) * 0.2 + 0.9)
+
+
 def _tv(name: str, seed: int, image: int = 224) -> Callable[[], Fixture]:
     def build() -> Fixture:
         import torchvision
         torch.manual_seed(seed)
         m = getattr(torchvision.models, name)(weights=None).eval()
-        return Fixture(m, (_randn(seed + 1000, 1, 3, image, image),),
+        x = _randn(seed + 1000, 1, 3, image, image)
+        _meaningful_init(m, seed, x)
+        return Fixture(m, (x,),
                        f"torchvision {name}, random weights, input 1x3x{image}x{image}",
                        ["full-size vision model"], model_seed=seed, input_seed=seed + 1000)
     return build
