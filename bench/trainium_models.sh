@@ -30,9 +30,9 @@ for m in $MODELS; do
     rm -f "$tmp/$m.$t.nca"
   done
 done
-python3 - "$tmp" "$OUT" "$(git -C "$ROOT" rev-parse --short HEAD)" "$MODELS" "$TARGETS" <<'PY'
+python3 - "$tmp" "$OUT" "$(git -C "$ROOT" rev-parse --short HEAD)" "$MODELS" "$TARGETS" "$ROOT" <<'PY'
 import datetime, json, sys
-tmp, out, commit, models, targets = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split(), sys.argv[5].split()
+tmp, out, commit, models, targets, root = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split(), sys.argv[5].split(), sys.argv[6]
 # BENCH (TRAINIUM.md §6.2) P50 at batch 1 (bert_base_b16: batch 16); ResNets on inf2.xlarge,
 # the same NeuronCore-v2 as trn1. ViT-B/16 has no batch-1 figure (published: BS 2, 4.087 ms).
 published = {"bert_base": (0.943, "trn1.2xlarge"), "bert_large": (2.67, "trn1.2xlarge"),
@@ -52,6 +52,11 @@ rows = []
 for m in models:
     ver = load(f"{tmp}/{m}.verify.json")
     ok = ver.get("pass")
+    cos = min((o.get("cosine", 1.0) for o in ver.get("outputs", [])), default=float("nan"))
+    # PyTorch's own bf16 autocast run against fp32 (models/scripts/export.py writes it).
+    meta = load(f"{root}/models/full/{m}/meta.json")
+    pt = meta.get("checks", {}).get("pytorch bf16 autocast vs fp32", {})
+    pt_cos = min((v["cosine"] for v in pt.values()), default=float("nan"))
     for t in targets:
         b = load(f"{tmp}/{m}.{t}.bench.json"); ins = load(f"{tmp}/{m}.{t}.inspect.json")
         lat_ms = b["simulated_latency_us"]["p50"] / 1e3
@@ -67,7 +72,8 @@ for m in models:
         pub, where = published[m]
         rows.append((m, t, lat_ms, pub if t == "trn1" else None, where, roof_ms, 100 * b["mfu"],
                      100 * b["mbu"], hbm / 1e6, min_bytes / 1e6,
-                     ("match" if ok else "MISMATCH") if t == "trn1" else ""))
+                     ("match" if ok else "MISMATCH") if t == "trn1" else "",
+                     f"{cos:.5f}" if t == "trn1" else "", f"{pt_cos:.5f}" if t == "trn1" and pt else ""))
 with open(out, "w") as f:
     f.write("# Full-size models on the device model beside AWS's published latencies\n\n")
     f.write(f"Measured {datetime.date.today()} at commit {commit} by `bench/trainium_models.sh`: "
@@ -76,12 +82,14 @@ with open(out, "w") as f:
             "Published P50 from TRAINIUM.md §6.2 (BENCH), trn1 rows only (no trn2/trn3 model figures are "
             "published). Roofline = max(model FLOPs / TensorE bf16 peak, minimum HBM bytes / HBM share), "
             "both from the device model; minimum bytes = the artifact's constants + inputs + outputs. "
-            "verify: trn1 outputs against PyTorch (bf16 criterion: cosine ≥ 0.999, tolerance scaled to max|ref|).\n\n")
-    f.write("| model | target | simulated P50 ms | published P50 ms | ratio | roofline ms | sim / roofline | MFU % | MBU % | HBM MB moved | minimum MB | verify |\n")
-    f.write("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-    for (m, t, lat, pub, where, roof, mfu, mbu, hbm, mn, ver) in rows:
+            "verify: trn1 outputs against PyTorch fp32 (bf16 criterion: cosine ≥ 0.999, tolerance scaled to max|ref|); "
+            "cosine: the lowest over the outputs; PyTorch bf16: the same model under torch.autocast(cpu, bfloat16) "
+            "against fp32 (meta.json), the error bf16 itself brings.\n\n")
+    f.write("| model | target | simulated P50 ms | published P50 ms | ratio | roofline ms | sim / roofline | MFU % | MBU % | HBM MB moved | minimum MB | verify | cosine | PyTorch bf16 cosine |\n")
+    f.write("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+    for (m, t, lat, pub, where, roof, mfu, mbu, hbm, mn, ver, cos, pt_cos) in rows:
         pubs = f"{pub:.3f} ({where})" if pub else ("—" if t == "trn1" and not pub else "")
         ratio = f"{lat / pub:.2f}×" if pub else ""
-        f.write(f"| {m} | {t} | {lat:.3f} | {pubs} | {ratio} | {roof:.3f} | {lat / roof:.1f}× | {mfu:.1f} | {mbu:.1f} | {hbm:.0f} | {mn:.0f} | {ver} |\n")
+        f.write(f"| {m} | {t} | {lat:.3f} | {pubs} | {ratio} | {roof:.3f} | {lat / roof:.1f}× | {mfu:.1f} | {mbu:.1f} | {hbm:.0f} | {mn:.0f} | {ver} | {cos} | {pt_cos} |\n")
 print(open(out).read())
 PY

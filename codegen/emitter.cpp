@@ -70,7 +70,6 @@ void ProgramEmitter::append(KernelCode k, uint32_t next_sbuf_bytes) {
   const uint32_t cap = t_.sbuf_partition_bytes;
   if (k.sbuf_bytes > cap) throw Error("internal: kernel SBUF region exceeds the partition");
   const uint32_t sbuf_base = place_region(k.sbuf_bytes, next_sbuf_bytes);
-  if (getenv("NC_DBG_REGION")) fprintf(stderr, "kernel %u sbuf [%u,%u) insts %zu\n", kernels_, sbuf_base, sbuf_base + k.sbuf_bytes, k.instructions.size());
   const uint32_t banks = static_cast<uint32_t>(t_.psum_banks);
   const uint32_t bank_base = psum_cursor_;
   psum_cursor_ = (psum_cursor_ + k.psum_banks) % banks;

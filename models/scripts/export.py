@@ -301,6 +301,19 @@ def export_one(entry, out_dir, with_intermediates=True, log=print):
             raise RuntimeError(f"{entry.name}: output_{i} is degenerate (max |x| {scale:.3g}, relative change "
                                f"{change:.3g} on another input); the reference would not test anything")
 
+    # PyTorch's own bf16 error: the same model under CPU autocast to bf16 (matmul, conv and
+    # attention in bf16, as neuronc's --auto-cast matmul), against the fp32 outputs. A compiler's
+    # bf16 result can only be expected as close to fp32 as PyTorch's own bf16 run is.
+    bf16_autocast = {}
+    if entry.full:
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            bf_flat = [t.detach() for t in pytree.tree_flatten(fresh(pristine)(*clone_tree(args)))[0]]
+        for i, (a, b) in enumerate(zip(eager_flat, bf_flat)):
+            if isinstance(a, torch.Tensor) and a.is_floating_point() and a.numel():
+                a64, b64 = a.double().flatten(), b.double().flatten()
+                cos = (a64 @ b64 / (a64.norm() * b64.norm())).item() if a64.norm() > 0 and b64.norm() > 0 else 1.0
+                bf16_autocast[f"output_{i}"] = {"cosine": cos, "max_abs_error": (a64 - b64).abs().max().item()}
+
     # torch.export (training IR).
     ep = torch.export.export(fresh(pristine), clone_tree(args),
                              dynamic_shapes=fx.dynamic_shapes, strict=False)
@@ -313,6 +326,8 @@ def export_one(entry, out_dir, with_intermediates=True, log=print):
 
     # Checks: the saved programs reload and match eager.
     checks = {"output signal": signal}
+    if bf16_autocast:
+        checks["pytorch bf16 autocast vs fp32"] = bf16_autocast
     for label, fname in (("model.pt2", "model.pt2"), ("model_core.pt2", "model_core.pt2")):
         try:
             loaded = torch.export.load(os.path.join(out_dir, fname))
