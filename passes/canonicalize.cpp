@@ -103,6 +103,7 @@ class Canonicalizer {
       return true;
     }
     if (op == "aten.t.default" || op == "aten.transpose.int") return to_permute(n);
+    if (op == "aten.permute.default") return permute(n);
     if (op == "aten.softmax.int" || op == "aten.log_softmax.int") return softmax(n);
     if (op == "aten.native_layer_norm.default") return native_layer_norm(n);
     if (op == "aten._native_batch_norm_legit_no_training.default") return native_batch_norm(n);
@@ -168,6 +169,33 @@ class Canonicalizer {
       forward_to(g_, n, x);
       return true;
     }
+    // A view of a view is a view of the first one's input (row-major order either way).
+    if (Node* p = x->producer(); p && p->op() == "aten.view.default") {
+      reshape(replace_node(g_, n, "aten.view.default", {p->input(0)}, {{"size", shape_attr(out)}}));
+      return true;
+    }
+    // A view that keeps the last dim moves into the linear producing its input, read only
+    // here: linear(view(a)) computes the same rows, and the linear's result then has the shape
+    // its consumers read, so a residual add after it fuses into its kernel (ViT's attention
+    // output: linear -> view [S, 1, D] -> transpose(0, 1) -> add).
+    if (Node* p = x->producer(); p && p->op() == "aten.linear.default" && x->uses().size() == 1 &&
+                                 !g_.is_graph_output(x) && !out.empty() &&
+                                 out.back() == x->shape().back()) {
+      Value* a = p->input(0);
+      ir::Shape a_shape(out.begin(), out.end() - 1);
+      a_shape.push_back(a->shape().back());
+      if (Node* av = a->producer(); av && av->op() == "aten.view.default") a = av->input(0);
+      Value* va = a->shape() == a_shape ? a
+                                        : g_.insert_before(n, "aten.view.default", {a},
+                                                           {{"size", shape_attr(a_shape)}})
+                                              ->output();
+      std::vector<Value*> in = p->inputs();
+      in[0] = va;
+      Node* l = replace_node(g_, n, "aten.linear.default", in, p->attrs());
+      l->set_location(p->location());
+      g_.erase(p);
+      return true;
+    }
     if (n->op() == "aten.view.default") {
       // Canonical form: the size attribute is exactly the result shape (no -1).
       const ir::Attribute want = shape_attr(out);
@@ -200,8 +228,26 @@ class Canonicalizer {
       return true;
     }
     std::swap(perm[static_cast<size_t>(a)], perm[static_cast<size_t>(b)]);
-    replace_node(g_, n, "aten.permute.default", {x}, {{"dims", perm}});
+    permute(replace_node(g_, n, "aten.permute.default", {x}, {{"dims", perm}}));
     return true;
+  }
+
+  // A permute that moves only size-1 dims keeps the row-major order: a view.
+  bool permute(Node* n) {
+    Value* x = n->input(0);
+    const ir::Shape& in = x->shape();
+    std::vector<int64_t> perm = n->attr_ints("dims");
+    int64_t last = -1;
+    for (int64_t d : perm) {
+      if (d < 0) d += static_cast<int64_t>(in.size());
+      if (d < 0 || d >= static_cast<int64_t>(in.size())) return false;
+      if (in[static_cast<size_t>(d)] == ir::Dim::constant(1)) continue;
+      if (d < last) return false;
+      last = d;
+    }
+    return reshape(replace_node(g_, n, "aten.view.default", {x},
+                                {{"size", shape_attr(n->output()->shape())}})) ||
+           true;
   }
 
   bool softmax(Node* n) {

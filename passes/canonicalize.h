@@ -10,7 +10,12 @@
 //    expands to the same shape;
 //  - dtype conversions (to.dtype / to.dtype_layout / to.device / type_as) become _to_copy;
 //  - shape-only ops (reshape, _unsafe_view, flatten, unflatten, squeeze, unsqueeze) become view
-//    with the result shape; t and transpose become permute;
+//    with the result shape; t and transpose become permute, and a permute that moves only
+//    size-1 dims (row-major order kept) a view; a view of a view reads the first one's input;
+//  - a view that keeps the last dim and is the only reader of a linear's result moves into the
+//    linear's input (linear(view(a)) computes the same rows), so the linear's result has the
+//    shape its consumers read and a residual add after it fuses (ViT: linear -> view ->
+//    transpose(0, 1) -> add);
 //  - softmax/log_softmax become _softmax/_log_softmax; native_layer_norm and
 //    _native_batch_norm_legit_no_training whose statistics are unused become layer_norm /
 //    batch_norm.

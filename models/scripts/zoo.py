@@ -221,7 +221,9 @@ def build_vit() -> Fixture:
                mlp_dim=128, num_classes=10)
     torch.manual_seed(1007)
     m = VisionTransformer(**cfg).eval()
-    return Fixture(m, (_randn(2007, 1, 3, 64, 64),),
+    x = _randn(2007, 1, 3, 64, 64)
+    _meaningful_init(m, 1007, x)  # the head is zero-initialised: every logit would be 0
+    return Fixture(m, (x,),
                    "torchvision VisionTransformer, image 64, patch 16 (16 patches + class token),"
                    " 2 layers, hidden 64, 4 heads, mlp 128, 10 classes; input 1x3x64x64",
                    ["patchify conv (stride 16)", "reshape/permute to tokens", "class token cat",

@@ -96,13 +96,78 @@ TEST(Canonicalize, ShapeOpsBecomeViewsAndPermutes) {
   sym s [1, 8]
   input %x : f32[s, 4, 6]
   %f : f32[s, 24] = aten.view.default(%x) {size = [s, 24]}
-  %u : f32[s, 1, 24] = aten.view.default(%f) {size = [s, 1, 24]}
-  %r : f32[s, 24] = aten.view.default(%u) {size = [s, 24]}
+  %u : f32[s, 1, 24] = aten.view.default(%x) {size = [s, 1, 24]}
+  %r : f32[s, 24] = aten.view.default(%x) {size = [s, 24]}
   %t : f32[24, s] = aten.permute.default(%r) {dims = [1, 0]}
   %p : f32[s, 6, 4] = aten.permute.default(%x) {dims = [0, 2, 1]}
   %v : f32[s, 24] = aten.view.default(%p) {size = [s, 24]}
   output %t
   output %v
+}
+)";
+  EXPECT_EQ(run_pass<Canonicalize>(before), after);
+}
+
+// A permute that moves only size-1 dims is a view; a view of a view reads the first one's input.
+TEST(Canonicalize, OrderKeepingPermutesAndViewChainsBecomeOneView) {
+  const std::string before = R"(graph {
+  input %x : f32[197, 768]
+  %a : f32[197, 1, 768] = aten.view.default(%x) {size = [197, 1, 768]}
+  %b : f32[1, 197, 768] = aten.transpose.int(%a) {dim0 = 0, dim1 = 1}
+  %c : f32[768, 1, 197] = aten.permute.default(%a) {dims = [2, 1, 0]}
+  output %b
+  output %c
+}
+)";
+  const std::string after = R"(graph {
+  input %x : f32[197, 768]
+  %a : f32[197, 1, 768] = aten.view.default(%x) {size = [197, 1, 768]}
+  %b : f32[1, 197, 768] = aten.view.default(%x) {size = [1, 197, 768]}
+  %c : f32[768, 1, 197] = aten.permute.default(%a) {dims = [2, 1, 0]}
+  output %b
+  output %c
+}
+)";
+  EXPECT_EQ(run_pass<Canonicalize>(before), after);
+}
+
+// A view keeping the last dim moves into the linear producing its input when the view is the
+// linear's only reader (ViT's attention output then has the residual add's shape); a linear
+// with another reader, or a view splitting the last dim, stays. The first move's view of %x is
+// left for dead-code elimination.
+TEST(Canonicalize, RowRegroupingViewMovesIntoItsLinear) {
+  const std::string before = R"(graph {
+  input %x : f32[197, 768]
+  param %w : f32[768, 768] "w"
+  param %b : f32[768] "b"
+  %l : f32[197, 768] = aten.linear.default(%x, %w, %b)
+  %v : f32[197, 1, 768] = aten.view.default(%l) {size = [197, 1, 768]}
+  %t : f32[1, 197, 768] = aten.transpose.int(%v) {dim0 = 0, dim1 = 1}
+  %l2 : f32[197, 768] = aten.linear.default(%x, %w, _)
+  %h : f32[197, 12, 64] = aten.view.default(%l2) {size = [197, 12, 64]}
+  %l3 : f32[197, 768] = aten.linear.default(%x, %w, _)
+  %k : f32[1, 197, 768] = aten.view.default(%l3) {size = [1, 197, 768]}
+  output %t
+  output %h
+  output %k
+  output %l3
+}
+)";
+  const std::string after = R"(graph {
+  input %x : f32[197, 768]
+  param %w : f32[768, 768] "w"
+  param %b : f32[768] "b"
+  %view : f32[197, 1, 768] = aten.view.default(%x) {size = [197, 1, 768]}
+  %view_2 : f32[1, 197, 768] = aten.view.default(%x) {size = [1, 197, 768]}
+  %t : f32[1, 197, 768] = aten.linear.default(%view_2, %w, %b)
+  %l2 : f32[197, 768] = aten.linear.default(%x, %w, _)
+  %h : f32[197, 12, 64] = aten.view.default(%l2) {size = [197, 12, 64]}
+  %l3 : f32[197, 768] = aten.linear.default(%x, %w, _)
+  %k : f32[1, 197, 768] = aten.view.default(%l3) {size = [1, 197, 768]}
+  output %t
+  output %h
+  output %k
+  output %l3
 }
 )";
   EXPECT_EQ(run_pass<Canonicalize>(before), after);
