@@ -28,6 +28,12 @@ class Error : public ir::Error {
   using ir::Error::Error;
 };
 
+// Where the ProgramEmitter puts each kernel's SBUF region (emitter.cpp, place_region).
+enum class RegionPolicy : uint8_t {
+  recent,  // overlap only the oldest recent kernels, leaving room for the next one
+  ring,    // right after the previous region, wrapping around
+};
+
 struct CodegenOptions {
   // oneTBB workers used to lower kernels: 0 = oneTBB's default, 1 = serial. The Program is
   // byte-identical whatever the value.
@@ -71,6 +77,9 @@ struct CodegenOptions {
   // and the fastest is kept (-O2 and up; -O3 searches three windows, 1024, 4096 and 16384).
   bool schedule = true;
   std::vector<size_t> schedule_windows = {4096};
+  // With scheduling, the SBUF placements tried (each with every order above; the fastest
+  // program is kept). Without, the first one.
+  std::vector<RegionPolicy> region_policies = {RegionPolicy::recent, RegionPolicy::ring};
 };
 
 // A partition input or output: a row-major contiguous tensor of `dtype` at `offset` in the HBM

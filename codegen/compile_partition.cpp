@@ -1255,7 +1255,8 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     emitter.append(std::move(codes[i]), next_region[i]);
   }
   result.program = emitter.finish(hbm_size, opts.forward_stores, scratch_base,
-                                  opts.schedule ? opts.schedule_windows : std::vector<size_t>{});
+                                  opts.schedule ? opts.schedule_windows : std::vector<size_t>{},
+                                  opts.region_policies);
 
   CodegenStats& st = result.stats;
   for (int e = 0; e < device::kNumEngines; ++e) {

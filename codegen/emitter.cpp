@@ -35,10 +35,18 @@ ProgramEmitter::ProgramEmitter(const device::Target& t) : t_(t) {
 // avoids this one, then overlapping each older recent kernel, newest first. The first best
 // candidate wins. A plain ring wraps a large region onto the kernel before it, whose compute
 // it must then wait for (BERT's FFN down projection after the up projection).
+// RegionPolicy::ring: each region goes right after the previous one, wrapping to 0 when it
+// does not fit, so a region is reused as late as possible (a batch-16 BERT's kernels each run
+// long enough that the oldest region is always free; BERT-base at batch 1 prefers the above).
 uint32_t ProgramEmitter::place_region(uint32_t bytes, uint32_t next_bytes) {
   const uint32_t cap = t_.sbuf_partition_bytes;
   if (bytes == 0) return 0;
   const uint32_t last = cap - bytes;
+  if (policy_ == RegionPolicy::ring) {
+    const uint32_t base = sbuf_cursor_ <= last ? sbuf_cursor_ : 0u;
+    sbuf_cursor_ = base + bytes;
+    return base;
+  }
   std::vector<uint32_t> candidates{sbuf_cursor_ <= last ? sbuf_cursor_ : 0u, 0u, last};
   for (const Region& r : recent_) {
     if (r.end <= last) candidates.push_back(r.end);
@@ -67,15 +75,32 @@ uint32_t ProgramEmitter::place_region(uint32_t bytes, uint32_t next_bytes) {
 }
 
 void ProgramEmitter::append(KernelCode k, uint32_t next_sbuf_bytes) {
-  const uint32_t cap = t_.sbuf_partition_bytes;
-  if (k.sbuf_bytes > cap) throw Error("internal: kernel SBUF region exceeds the partition");
+  if (k.sbuf_bytes > t_.sbuf_partition_bytes)
+    throw Error("internal: kernel SBUF region exceeds the partition");
+  sbuf_peak_ = std::max(sbuf_peak_, k.sbuf_bytes);
+  psum_peak_ = std::max(psum_peak_, k.psum_banks * t_.psum_bank_bytes);
+  kernels_in_.push_back({std::move(k), next_sbuf_bytes});
+}
+
+std::vector<PendingInstruction> ProgramEmitter::relocate(RegionPolicy policy) {
+  policy_ = policy;
+  recent_.clear();
+  sbuf_cursor_ = 0;
+  psum_cursor_ = 0;
+  std::vector<PendingInstruction> out;
+  for (size_t i = 0; i < kernels_in_.size(); ++i)
+    relocate_one(kernels_in_[i].code, kernels_in_[i].next_sbuf_bytes, static_cast<uint32_t>(i),
+                 out);
+  return out;
+}
+
+void ProgramEmitter::relocate_one(const KernelCode& k, uint32_t next_sbuf_bytes, uint32_t group,
+                                  std::vector<PendingInstruction>& out) {
   const uint32_t sbuf_base = place_region(k.sbuf_bytes, next_sbuf_bytes);
   const uint32_t banks = static_cast<uint32_t>(t_.psum_banks);
   const uint32_t bank_base = psum_cursor_;
   psum_cursor_ = (psum_cursor_ + k.psum_banks) % banks;
-  sbuf_peak_ = std::max(sbuf_peak_, k.sbuf_bytes);
-  psum_peak_ = std::max(psum_peak_, k.psum_banks * t_.psum_bank_bytes);
-  for (PendingInstruction& in : k.instructions) {
+  for (PendingInstruction in : k.instructions) {
     for_each_memref(in.op, [&](MemRef& m) {
       if (m.memory == MemoryKind::sbuf) {
         m.offset += sbuf_base;
@@ -85,10 +110,9 @@ void ProgramEmitter::append(KernelCode k, uint32_t next_sbuf_bytes) {
         m.offset = ((bank + bank_base) % banks) * t_.psum_bank_bytes + within;
       }
     });
-    in.group = kernels_;
-    pending_.push_back(std::move(in));
+    in.group = group;
+    out.push_back(std::move(in));
   }
-  ++kernels_;
 }
 
 void ProgramEmitter::place(PendingInstruction in) {
@@ -200,14 +224,17 @@ device::Program ProgramEmitter::build(std::vector<PendingInstruction> insts, uin
 }
 
 device::Program ProgramEmitter::finish(uint64_t hbm_size, bool forward, uint64_t scratch_begin,
-                                       const std::vector<size_t>& schedule_windows) {
-  if (forward) forwarding_ = forward_stores(pending_, scratch_begin);
-  std::vector<PendingInstruction> insts = std::move(pending_);
-  pending_.clear();
-  if (schedule_windows.empty()) return build(std::move(insts), hbm_size);
-  // The program order and the scheduler's candidates, each placed and timed by the device
-  // model (timing only); the fastest is kept, the program order on ties or when a candidate
-  // does not run.
+                                       const std::vector<size_t>& schedule_windows,
+                                       const std::vector<RegionPolicy>& policies) {
+  if (policies.empty()) throw Error("internal: no SBUF region policy to emit with");
+  if (schedule_windows.empty()) {
+    std::vector<PendingInstruction> insts = relocate(policies.front());
+    if (forward) forwarding_ = forward_stores(insts, scratch_begin);
+    return build(std::move(insts), hbm_size);
+  }
+  // For each SBUF placement: the program order and the scheduler's candidates, each placed and
+  // timed by the device model (timing only); the fastest is kept, the earlier candidate on ties
+  // or when a candidate does not run.
   device::SimulatorOptions so;
   so.functional = false;
   device::Simulator sim(t_, so);
@@ -216,28 +243,41 @@ device::Program ProgramEmitter::finish(uint64_t hbm_size, bool forward, uint64_t
     const auto r = sim.run(p, {});
     return r ? r.value().total_time_ns : std::numeric_limits<double>::infinity();
   };
-  std::vector<std::vector<uint32_t>> orders;
-  for (size_t window : schedule_windows)
-    for (std::vector<uint32_t>& o : schedule_candidates(insts, sim.cost_model(), window))
-      if (std::find(orders.begin(), orders.end(), o) == orders.end())
-        orders.push_back(std::move(o));
-  device::Program best = build(insts, hbm_size);
-  double best_ns = time_of(best);
-  uint64_t best_waits = waits_;
-  for (const std::vector<uint32_t>& order : orders) {
-    std::vector<PendingInstruction> permuted;
-    permuted.reserve(order.size());
-    for (uint32_t i : order) permuted.push_back(insts[i]);
-    device::Program p = build(std::move(permuted), hbm_size);
-    const double ns = time_of(p);
-    if (ns < best_ns) {
-      best = std::move(p);
-      best_ns = ns;
-      best_waits = waits_;
-      scheduled_ = true;
+  device::Program best;
+  double best_ns = std::numeric_limits<double>::infinity();
+  uint64_t best_waits = 0;
+  ForwardingStats best_forwarding;
+  for (RegionPolicy policy : policies) {
+    std::vector<PendingInstruction> insts = relocate(policy);
+    ForwardingStats fwd;
+    if (forward) fwd = forward_stores(insts, scratch_begin);
+    std::vector<std::vector<uint32_t>> orders = {{}};  // {} = program order
+    for (size_t window : schedule_windows)
+      for (std::vector<uint32_t>& o : schedule_candidates(insts, sim.cost_model(), window))
+        if (std::find(orders.begin(), orders.end(), o) == orders.end())
+          orders.push_back(std::move(o));
+    for (const std::vector<uint32_t>& order : orders) {
+      std::vector<PendingInstruction> permuted;
+      if (order.empty()) {
+        permuted = insts;
+      } else {
+        permuted.reserve(order.size());
+        for (uint32_t i : order) permuted.push_back(insts[i]);
+      }
+      device::Program p = build(std::move(permuted), hbm_size);
+      const double ns = time_of(p);
+      if (ns < best_ns || best.cores.empty()) {
+        best = std::move(p);
+        best_ns = ns;
+        best_waits = waits_;
+        best_forwarding = fwd;
+        scheduled_ = !order.empty();
+        region_policy_ = policy;
+      }
     }
   }
   waits_ = best_waits;
+  forwarding_ = best_forwarding;
   return best;
 }
 

@@ -1,7 +1,7 @@
 // The ProgramEmitter places kernels into one NeuronCore program, in program order:
-//  - relocation: a kernel's SBUF region goes after the previous one when it fits, else where it
-//    overlaps only the oldest recent kernels (so consecutive kernels overlap in time); its PSUM
-//    banks rotate;
+//  - relocation: a kernel's SBUF region goes where it overlaps only the oldest recent kernels
+//    (so consecutive kernels overlap in time), or with the ring policy right after the previous
+//    one; with scheduling on (-O2+) both are tried and timed; its PSUM banks rotate;
 //  - placement: compute instructions go to their engine's stream; loads trigger from SyncE on
 //    DMA queue 0, stores from GpSimdE on queue 1 (one queue per trigger engine, as Neuron's
 //    runtime ties them, DMA doc); the DMA engines serve the queues round-robin (TRAINIUM.md
@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "codegen/codegen.h"
 #include "codegen/kernel.h"
 #include "codegen/store_forwarding.h"
 #include "device/isa.h"
@@ -31,23 +32,26 @@ class ProgramEmitter {
  public:
   explicit ProgramEmitter(const device::Target& t);
 
-  // Relocates the kernel and queues its instructions. `next_sbuf_bytes`: the SBUF region of
-  // the next kernel that has one (0 = none or unknown), so this one leaves room for it.
+  // Queues the kernel in program order. `next_sbuf_bytes`: the SBUF region of the next kernel
+  // that has one (0 = none or unknown), so this one leaves room for it.
   void append(KernelCode kernel, uint32_t next_sbuf_bytes = 0);
-  // Forwards stores to loads when `forward` (store_forwarding.h; stores at or after
-  // `scratch_begin` may be dropped), places every instruction, patches wait values and
-  // signals; returns the program for one core.
-  // For each of `schedule_windows` it also tries the scheduler's orders of the whole program
-  // (scheduler.h; an instruction moves ahead of at most that many others) and keeps the one
-  // the device model times fastest.
+  // Relocates every kernel (RegionPolicy::recent), forwards stores to loads when `forward`
+  // (store_forwarding.h; stores at or after `scratch_begin` may be dropped), places every
+  // instruction, patches wait values and signals; returns the program for one core.
+  // With `schedule_windows`, each of `policies` is tried, and for each the program order and
+  // the scheduler's orders of the whole program for each window (scheduler.h; an instruction
+  // moves ahead of at most that many others); the one the device model times fastest is kept.
   device::Program finish(uint64_t hbm_size, bool forward, uint64_t scratch_begin,
-                         const std::vector<size_t>& schedule_windows = {});
+                         const std::vector<size_t>& schedule_windows = {},
+                         const std::vector<RegionPolicy>& policies = {RegionPolicy::recent,
+                                                                      RegionPolicy::ring});
 
   uint64_t waits() const { return waits_; }
   const ForwardingStats& forwarding() const { return forwarding_; }
   uint32_t sbuf_peak() const { return sbuf_peak_; }
   uint32_t psum_peak() const { return psum_peak_; }
-  bool scheduled() const { return scheduled_; }  // the program schedule was kept
+  bool scheduled() const { return scheduled_; }                  // the program schedule was kept
+  RegionPolicy region_policy() const { return region_policy_; }  // of the kept program
 
  private:
   // The DMA queues the emitter uses, by role (a compiler convention; the target has at least
@@ -76,6 +80,10 @@ class ProgramEmitter {
   using Clock = std::vector<int32_t>;
 
   uint32_t place_region(uint32_t bytes, uint32_t next_bytes);
+  // Every queued kernel relocated under `policy`, in program order.
+  std::vector<PendingInstruction> relocate(RegionPolicy policy);
+  void relocate_one(const KernelCode& k, uint32_t next_sbuf_bytes, uint32_t group,
+                    std::vector<PendingInstruction>& out);
   // Places `insts` in this order into a fresh program: streams, waits and signals.
   device::Program build(std::vector<PendingInstruction> insts, uint64_t hbm_size);
   void place(PendingInstruction inst);
@@ -89,14 +97,19 @@ class ProgramEmitter {
   std::vector<Region> recent_;  // SBUF regions of the last kernels that had one, oldest first
   uint32_t sbuf_cursor_ = 0;
   uint32_t psum_cursor_ = 0;
-  uint32_t kernels_ = 0;
+  struct QueuedKernel {
+    KernelCode code;
+    uint32_t next_sbuf_bytes;
+  };
+  std::vector<QueuedKernel> kernels_in_;
+  RegionPolicy policy_ = RegionPolicy::recent;
+  RegionPolicy region_policy_ = RegionPolicy::recent;
   std::vector<Clock> known_;                   // per thread: latest seq of each thread it follows
   std::vector<std::vector<Clock>> snapshots_;  // per thread, per seq: knowledge at issue
   std::vector<std::vector<Placed>> placed_;    // per thread, per seq
   std::vector<std::vector<uint8_t>> needed_;   // per thread, per seq: someone waits on it
   std::vector<WaitRef> wait_refs_;
   std::vector<std::vector<Access>> accesses_;  // per memory kind
-  std::vector<PendingInstruction> pending_;    // relocated, in program order
   ForwardingStats forwarding_;
   uint64_t waits_ = 0;
   bool scheduled_ = false;

@@ -151,7 +151,8 @@ void register_compile_command(CLI::App& app) {
                   "Optimisation level: 0 = no CSE and no fusion, every op its own kernel "
                   "(debugging); 1 = CSE and fusion; 2 (the default) = also keeps activations in "
                   "SBUF between kernels (store-to-load forwarding) and list-schedules "
-                  "instructions within and across kernels (orders timed by the device model); "
+                  "instructions within and across kernels (orders and SBUF placements timed by the "
+                  "device model); "
                   "3 = as 2 with a wider search over instruction orders")
       ->check(CLI::Range(0, 3));
   cmd->add_option("--threads", o->threads,

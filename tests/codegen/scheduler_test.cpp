@@ -105,6 +105,23 @@ TEST(Scheduler, WiderSearchIsNeverSlower) {
   }
 }
 
+// Both SBUF placements are timed and the faster kept: never slower than the recent-overlap
+// placement alone, and the results are the same bits.
+TEST(Scheduler, RegionPlacementSearchIsNeverSlower) {
+  for (device::TargetKind kind : {device::TargetKind::trn1, device::TargetKind::trn2}) {
+    const OptionComparison c = compare_option(
+        block(), kind, 5e-2,
+        [](CodegenOptions& o, bool on) {
+          o.region_policies =
+              on ? std::vector<RegionPolicy>{RegionPolicy::recent, RegionPolicy::ring}
+                 : std::vector<RegionPolicy>{RegionPolicy::recent};
+        },
+        3, 4);
+    print_comparison("encoder attention block, ring placement also tried", kind, c);
+    EXPECT_LE(c.on.report.total_time_ns, c.off.report.total_time_ns);
+  }
+}
+
 // Random kernels over a few small SBUF buffers, loads and stores: after scheduling, every pair
 // of instructions whose footprints conflict (one writes what the other touches) and every pair
 // of transfers on the same queue is still in program order.
