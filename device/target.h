@@ -4,6 +4,7 @@
 // safe to read from any thread.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -103,6 +104,12 @@ struct Target {
   // --- Derived helpers ---------------------------------------------------------------------
   // Dense BF16 TensorE peak in FLOP/ns: rows x cols x 2 x clock (§2.3 rule).
   double tensor_peak_flops_per_ns() const { return 2.0 * pe_rows * pe_cols * tensor_clock_ghz; }
+  // Bytes per ns one core's DMA engines move at most: every engine at the large-transfer rate
+  // (DMABW), capped at the theoretical rate. Below the core's HBM share on trn1 and trn3, where
+  // it, not the HBM share, bounds what one core can move.
+  double dma_peak_bytes_per_ns() const {
+    return dma_engines_per_core * std::min(dma_engine_bytes_per_ns, dma_engine_peak_bytes_per_ns);
+  }
   uint32_t psum_bank_elems_f32() const { return psum_bank_bytes / 4; }
 };
 

@@ -430,6 +430,10 @@ json run_bench(const BenchOptions& o) {
   r["mfu"] = tl.mfu();
   r["hfu"] = tl.hfu();
   r["mbu"] = tl.mbu();
+  // The device model's ceilings per core, the denominators of a roofline.
+  r["peaks"] = {{"tensor_bf16_flops_per_s", tl.peak_flops_per_ns * 1e9},
+                {"hbm_bytes_per_s", tl.hbm_bytes_per_ns * 1e9},
+                {"dma_bytes_per_s", tl.dma_bytes_per_ns * 1e9}};
   r["model_flops"] = tl.model_flops;
   r["model_flops_source"] = tl.model_flops_source;
   json util;

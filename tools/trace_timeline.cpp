@@ -86,6 +86,7 @@ Timeline simulate_timeline(const art::ArtifactContents& c, const TimelineOptions
   t.nodes = c.debug_nodes;
   t.peak_flops_per_ns = target.tensor_peak_flops_per_ns();
   t.hbm_bytes_per_ns = target.hbm_gbps_per_core;  // GB/s == bytes/ns
+  t.dma_bytes_per_ns = target.dma_peak_bytes_per_ns();
 
   device::SimulatorOptions so;
   so.functional = false;

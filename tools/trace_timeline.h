@@ -69,6 +69,7 @@ struct Timeline {
   std::string model_flops_source;
   double peak_flops_per_ns = 0;  // dense BF16 TensorE peak of one core (TRAINIUM.md §2.3)
   double hbm_bytes_per_ns = 0;   // HBM bandwidth share of one core
+  double dma_bytes_per_ns = 0;   // what one core's DMA engines move at most
   std::vector<device::Assumption> assumptions;
 
   uint64_t hbm_bytes() const { return hbm_read_bytes + hbm_write_bytes; }
