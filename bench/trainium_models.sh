@@ -77,8 +77,8 @@ for m in models:
         unread = 0
         for name, w in meta.get("weights", {}).items():
             if name.endswith("embeddings.weight") and len(w["shape"]) == 2 and w["dtype"] == "float32":
-                rows, cols = w["shape"]
-                unread += max(0, rows - tokens) * cols * 4
+                table_rows, cols = w["shape"]
+                unread += max(0, table_rows - tokens) * cols * 4
         min_bytes = ins["memory_plan"]["constant_bytes"] + io - unread
         roof_ms = max(flops / peak, min_bytes / bw) * 1e3
         # What the core's own DMA engines allow: the same bytes at min(HBM share, DMA peak).
