@@ -3,6 +3,7 @@
 // (materialised into a contiguous buffer), and the driver's output copies. All are HBM-to-HBM DMAs
 // whose access patterns do the permutation; view/permute/expand/slice/select never reach here (they
 // are views, compile_partition.cpp).
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -42,6 +43,8 @@ std::optional<std::pair<size_t, size_t>> transposed_dims(
     if (strides[1][i] == 1 && !y) y = i;
   }
   if (!x || !y || *x == *y || sizes[*x] < kBlock / 2 || sizes[*y] < kBlock / 2) return std::nullopt;
+  // The load steps 32 rows of the source per block in an int32 access level.
+  if (kBlock * strides[1][*x] > std::numeric_limits<int32_t>::max()) return std::nullopt;
   return std::pair{*x, *y};
 }
 

@@ -272,7 +272,6 @@ device::Program ProgramEmitter::finish(uint64_t hbm_size, bool forward, uint64_t
         best_waits = waits_;
         best_forwarding = fwd;
         scheduled_ = !order.empty();
-        region_policy_ = policy;
       }
     }
   }

@@ -50,8 +50,7 @@ class ProgramEmitter {
   const ForwardingStats& forwarding() const { return forwarding_; }
   uint32_t sbuf_peak() const { return sbuf_peak_; }
   uint32_t psum_peak() const { return psum_peak_; }
-  bool scheduled() const { return scheduled_; }                  // the program schedule was kept
-  RegionPolicy region_policy() const { return region_policy_; }  // of the kept program
+  bool scheduled() const { return scheduled_; }  // the program schedule was kept
 
  private:
   // The DMA queues the emitter uses, by role (a compiler convention; the target has at least
@@ -103,7 +102,6 @@ class ProgramEmitter {
   };
   std::vector<QueuedKernel> kernels_in_;
   RegionPolicy policy_ = RegionPolicy::recent;
-  RegionPolicy region_policy_ = RegionPolicy::recent;
   std::vector<Clock> known_;                   // per thread: latest seq of each thread it follows
   std::vector<std::vector<Clock>> snapshots_;  // per thread, per seq: knowledge at issue
   std::vector<std::vector<Placed>> placed_;    // per thread, per seq
