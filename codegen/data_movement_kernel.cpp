@@ -27,7 +27,6 @@ Side coalesced(const HbmView& v) {
 
 // Element rows of a transposing copy stage through SBUF: a direct DMA would move one element
 // per descriptor (TRAINIUM.md §5.3: each costs dma_descriptor_ns), 20 ns for 4 bytes.
-constexpr int64_t kBlock = 32;             // VectorE transposes 32 x 32 blocks within a group
 constexpr int64_t kTransposeWidth = 1024;  // elements of the destination's contiguous dim per tile
 
 // Finds the dims of a same-shape copy (coalesced) along which the destination (`x`) and the
@@ -35,7 +34,7 @@ constexpr int64_t kTransposeWidth = 1024;  // elements of the destination's cont
 // pay; the copy is then a batch of 2-D transposes.
 std::optional<std::pair<size_t, size_t>> transposed_dims(
     const std::vector<int64_t>& sizes, const std::vector<std::vector<int64_t>>& strides,
-    device::DType dst_dt, device::DType src_dt) {
+    device::DType dst_dt, device::DType src_dt, int64_t kBlock) {
   if (dst_dt != src_dt || device::dtype_size(dst_dt) > 4) return std::nullopt;
   std::optional<size_t> x, y;
   for (size_t i = 0; i < sizes.size(); ++i) {
@@ -57,6 +56,7 @@ void transpose_through_sbuf(KernelBuilder& kb, const HbmView& dst, const HbmView
                             const std::vector<std::vector<int64_t>>& strides, size_t x, size_t y) {
   const device::DType dt = dst.dtype;
   const int64_t es = device::dtype_size(dt);
+  const int64_t kBlock = kb.target().vector_transpose_block;
   const int64_t P = kb.target().partitions;
   const int64_t X = sizes[x], Y = sizes[y];
   const int64_t W = std::min<int64_t>((X + kBlock - 1) / kBlock * kBlock, kTransposeWidth);
@@ -67,8 +67,8 @@ void transpose_through_sbuf(KernelBuilder& kb, const HbmView& dst, const HbmView
     out_off[s] = kb.alloc(static_cast<uint64_t>(W * es), "transposing copy output");
   }
   auto sbuf = [&](uint32_t off, int64_t p0, int64_t pc, std::vector<device::AccessLevel> lv) {
-    device::MemRef m = KernelBuilder::sb(off, pc, dt, 1);
-    m.partition_start = static_cast<uint16_t>(p0);
+    device::MemRef m =
+        device::sbuf(static_cast<uint16_t>(p0), static_cast<uint16_t>(pc), off, dt, 1);
     m.num_levels = static_cast<uint8_t>(lv.size());
     for (size_t i = 0; i < lv.size(); ++i) m.levels[i] = lv[i];
     return m;
@@ -147,7 +147,8 @@ void copy_view(KernelBuilder& kb, const HbmView& dst_in, const HbmView& src_in) 
     sizes = dst.shape;
     strides = {dst.strides, src.strides};
     coalesce(sizes, strides);
-    if (auto xy = transposed_dims(sizes, strides, dst.dtype, src.dtype)) {
+    if (auto xy = transposed_dims(sizes, strides, dst.dtype, src.dtype,
+                                  kb.target().vector_transpose_block)) {
       transpose_through_sbuf(kb, dst, src, sizes, strides, xy->first, xy->second);
       return;
     }

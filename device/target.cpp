@@ -23,6 +23,7 @@ Target common() {
   t.scalar_dependency_cycles = 265;        // PERF: 264 (v2) / 266 (v3) cycles, §5.2
   t.vector_dependency_extra_cycles = 100;  // ARCH2, PERF
   t.dynamic_copy_min_cycles = 600;         // ISA226
+  t.vector_transpose_block = 32;           // NKI arch guide, cross-partition movement
   t.partitions = 128;                      // ARCH2
   t.sbuf_partition_pitch = 256 * 1024;     // assumption (DRV maps a power-of-two window)
   t.psum_partition_bytes = 16 * 1024;      // ARCH2

@@ -46,6 +46,8 @@ struct Target {
   int scalar_dependency_cycles;        // PERF: dependent 1-element chain II 264 (v2) / 266 (v3)
   int vector_dependency_extra_cycles;  // ARCH2, PERF: +~100 cycles static overhead
   int dynamic_copy_min_cycles;         // ISA226: tensor_copy_dynamic_* max(600, N)
+  int vector_transpose_block;          // NKI arch guide: VectorE transposes 32 x 32 inside
+                                       // each group of 32 partitions (one reshape bank)
 
   // --- SBUF / PSUM ----------------------------------------------------------------------
   int partitions;                     // ARCH2: 128

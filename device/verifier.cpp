@@ -308,9 +308,20 @@ Status verify_instruction(const Target& t, const Program& prog, int core, Engine
           if (e == Engine::tensor && (p > 128 || f > 128))
             return invalid_argument("tensor transpose input [" + to_string(p) + ", " +
                                     to_string(f) + "] exceeds [128, 128]");
-          if (e == Engine::vector && (p > 32 || f > 32))
+          const uint64_t vb = static_cast<uint64_t>(t.vector_transpose_block);
+          if (e == Engine::vector && (p > vb || f > vb))
             return invalid_argument("vector transpose input [" + to_string(p) + ", " +
-                                    to_string(f) + "] exceeds [32, 32]");
+                                    to_string(f) + "] exceeds [" + to_string(vb) + ", " +
+                                    to_string(vb) + "]");
+          // Each reshape bank serves one group of partitions: src and dst stay inside it.
+          if (e == Engine::vector &&
+              (x.src.partition_start / vb != (x.src.partition_start + p - 1) / vb ||
+               x.dst.partition_start / vb != x.src.partition_start / vb ||
+               (x.dst.partition_start + f - 1) / vb != x.src.partition_start / vb))
+            return invalid_argument("vector transpose moves partitions " +
+                                    to_string(x.src.partition_start) + ".. to " +
+                                    to_string(x.dst.partition_start) +
+                                    "..: both must lie in one group of " + to_string(vb));
           return Status::ok();
         } else if constexpr (std::is_same_v<T, Activation>) {
           NEURONC_DEVICE_RETURN_IF_ERROR(same_shape(x.src, x.dst, "src", "dst"));

@@ -245,9 +245,9 @@ class Canonicalizer {
       if (d < last) return false;
       last = d;
     }
-    return reshape(replace_node(g_, n, "aten.view.default", {x},
-                                {{"size", shape_attr(n->output()->shape())}})) ||
-           true;
+    reshape(replace_node(g_, n, "aten.view.default", {x},
+                         {{"size", shape_attr(n->output()->shape())}}));
+    return true;
   }
 
   bool softmax(Node* n) {

@@ -40,6 +40,20 @@ TEST(Verifier, PartitionStartAlignment) {
             "ok");
 }
 
+// VectorE transposes 32 x 32 inside one group of 32 partitions (one reshape bank).
+TEST(Verifier, VectorTransposeStaysInItsPartitionGroup) {
+  EXPECT_EQ(error_of(single(Engine::vector, Transpose{sbuf(32, 32, 0, DType::f32, 20),
+                                                      sbuf(32, 20, 0, DType::f32, 32)})),
+            "ok");
+  EXPECT_THAT(error_of(single(Engine::vector, Transpose{sbuf(0, 32, 0, DType::f32, 32),
+                                                        sbuf(32, 32, 0, DType::f32, 32)})),
+              HasSubstr("vector transpose moves partitions 32.. to 0..: both must lie in one "
+                        "group of 32"));
+  EXPECT_THAT(error_of(single(Engine::vector, Transpose{sbuf(0, 32, 0, DType::f32, 64),
+                                                        sbuf(0, 64, 0, DType::f32, 32)})),
+              HasSubstr("vector transpose input [64, 32] exceeds [32, 32]"));
+}
+
 TEST(Verifier, IndirectDmaOperands) {
   auto gather = [](MemRef dst, MemRef src, MemRef idx, uint32_t rows) {
     DmaCopy d{dst, src};
