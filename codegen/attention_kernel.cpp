@@ -35,6 +35,19 @@ using device::DType;
 using device::Engine;
 using device::MemRef;
 
+// Dropout is not run on the device, and a value head must fit one PSUM bank row.
+std::optional<std::string> refuse_sdpa(const ir::Node& n, const device::Target& t) {
+  if (n.attr("dropout_p") && n.attr_float("dropout_p") != 0.0)
+    return "attention dropout is not run on the device";
+  if (n.inputs().size() >= 3 && n.input(2) && n.input(2)->type().rank() >= 1) {
+    const ir::Dim& dv = n.input(2)->shape().back();
+    if (!dv.is_symbolic() && dv.value() > static_cast<int64_t>(t.psum_bank_elems_f32()))
+      return "value head dim " + std::to_string(dv.value()) + " exceeds the " +
+             std::to_string(t.psum_bank_elems_f32()) + " fp32 elements of a PSUM bank";
+  }
+  return std::nullopt;
+}
+
 void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
   // A float cast feeding Q, K or V is read through: the load DMAs convert to the operand's dtype.
   const HbmView& q = ctx.operand_view(n.input(0));
@@ -62,8 +75,7 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
                            : 1.0 / std::sqrt(static_cast<double>(D));
   const device::Target& t = kb.target();
   const int64_t P = t.partitions;
-  if (Dv > t.psum_bank_elems_f32())
-    fail(n, "value head dim " + std::to_string(Dv) + " exceeds 512");
+  if (auto why = refuse_sdpa(n, t)) fail(n, *why);
 
   // Leading (batch, head) dims of the output; key/value dims broadcast or grouped.
   std::vector<int64_t> lead(out.shape.begin(), out.shape.end() - 2);
@@ -96,8 +108,8 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
   const uint32_t es = device::dtype_size(mdt);
   const int64_t nD = ceil_div(D, P);
   const int64_t QT = std::min(P, Sq);
-  const int64_t KT = std::min<int64_t>(512, Sk);
-  const int64_t nKC = ceil_div(KT, P);  // 128-key chunks per key tile
+  const int64_t KT = std::min<int64_t>(t.psum_bank_elems_f32(), Sk);  // one PSUM bank of scores
+  const int64_t nKC = ceil_div(KT, P);                                // 128-key chunks per key tile
   const int64_t sq_s = q.strides[r - 2], sq_d = q.strides[r - 1];
   const int64_t sk_s = k.strides[r - 2], sk_d = k.strides[r - 1];
   const int64_t sv_s = v.strides[r - 2], sv_d = v.strides[r - 1];
@@ -526,8 +538,9 @@ void lower_sdpa(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
 
 }  // namespace
 
-LowerFn attention_lowering(const std::string& op) {
-  if (op == "aten.scaled_dot_product_attention.default") return &lower_sdpa;
+const Lowering* attention_lowering(const std::string& op) {
+  static constexpr Lowering kSdpa{&lower_sdpa, &refuse_sdpa};
+  if (op == "aten.scaled_dot_product_attention.default") return &kSdpa;
   return nullptr;
 }
 

@@ -359,11 +359,11 @@ std::vector<double> creation_values(const ir::Node& n) {
 }
 
 // Lowering for a compute node, or null.
-LowerFn find_lowering(const std::string& op) {
+const Lowering* find_lowering(const std::string& op) {
   for (auto f :
        {matmul_lowering, elementwise_lowering, row_lowering, group_norm_lowering,
         attention_lowering, gather_lowering, conv_lowering, pool_lowering, data_movement_lowering})
-    if (LowerFn fn = f(op)) return fn;
+    if (const Lowering* l = f(op)) return l;
   return nullptr;
 }
 
@@ -695,7 +695,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
         continue;
       const ir::Value* x = channel_scale_operands(*m, *c).first;
       ConvGeometry geo;
-      if (!x || conv_geometry(*c, geo) || conv_packs_rows(geo, target.partitions)) continue;
+      if (!x || conv_geometry(*c, target, geo) || conv_packs_rows(geo, target.partitions)) continue;
       const ir::Value* w = c->input(1);
       if (ctx.read_through.count(w)) w = ctx.read_through.at(w);
       const DType xdt = device_dtype(v->dtype()), wdt = device_dtype(w->dtype());
@@ -986,20 +986,19 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     }
     if (absorbed_into.count(&n)) continue;             // computed inside its consumer's kernel
     if (ctx.read_through.count(n.output())) continue;  // converted by the consuming matmul
-    LowerFn fn = find_lowering(op);
-    if (!fn) {
-      if (is_alias_op(op)) fn = data_movement_lowering("<materialize>");
-      if (!fn) fail(n, "codegen has no lowering for " + op);
-    }
+    const Lowering* lowering = find_lowering(op);
+    if (!lowering && is_alias_op(op)) lowering = data_movement_lowering("<materialize>");
+    if (!lowering) fail(n, "codegen has no lowering for " + op);
+    LowerFn fn = lowering->lower;
     Kernel kernel{fn, &n, static_cast<uint32_t>(ni), {}, nullptr, nullptr};
     std::vector<const ir::Node*> group;
     if (auto rg = residual_group.find(&n); rg != residual_group.end()) {
-      kernel.fn = find_lowering(rg->second[0]->op());
+      kernel.fn = find_lowering(rg->second[0]->op())->lower;
       kernel.node = rg->second[0];
       kernel.fused.assign(rg->second.begin() + 1, rg->second.end());
       group = rg->second;
     } else if (auto e = epilogue_of.find(&n); e != epilogue_of.end()) {
-      kernel.fn = find_lowering(e->second->op());
+      kernel.fn = find_lowering(e->second->op())->lower;
       kernel.node = e->second;
       kernel.fused = {&n};
       group = {e->second, &n};

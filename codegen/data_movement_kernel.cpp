@@ -325,13 +325,27 @@ void lower_materialize(KernelBuilder& kb, const ir::Node& n, const PartitionCont
   copy_view(kb, ctx.view(n.output()), ctx.view(n.input(0)));
 }
 
+// A gather whose indices are compile-time constants is a set of copies; indices computed at
+// run time are not lowered.
+std::optional<std::string> refuse_static_gather(const ir::Node& n, const device::Target&) {
+  for (size_t i = 1; i < n.inputs().size(); ++i) {
+    const ir::Value* v = n.inputs()[i];
+    if (v && !(!v->producer() && v->payload()))
+      return "indices '" + v->name() + "' are only known at run time (data-dependent gather)";
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-LowerFn data_movement_lowering(const std::string& op) {
-  if (op == "aten.cat.default" || op == "aten.stack.default") return &lower_cat;
-  if (op == "<materialize>") return &lower_materialize;
+const Lowering* data_movement_lowering(const std::string& op) {
+  static constexpr Lowering kCat{&lower_cat, nullptr};
+  static constexpr Lowering kMaterialize{&lower_materialize, nullptr};
+  static constexpr Lowering kStaticGather{&lower_static_gather, &refuse_static_gather};
+  if (op == "aten.cat.default" || op == "aten.stack.default") return &kCat;
+  if (op == "<materialize>") return &kMaterialize;
   if (op == "aten.gather.default" || op == "aten.index_select.default" || op == "aten.index.Tensor")
-    return &lower_static_gather;
+    return &kStaticGather;
   return nullptr;
 }
 

@@ -540,7 +540,8 @@ void lower_elementwise(KernelBuilder& kb, const ir::Node& n, const PartitionCont
   for (const HbmView& v : views) strides.push_back(v.strides);
   coalesce(sizes, strides);
 
-  // Free chunk: everything (inputs, registers, output, scratch) double-buffered in ~96 KiB.
+  // Free chunk: everything (inputs, registers, output, scratch) double-buffered in half the
+  // target's partition (96 KiB on trn1).
   // Independent of how the rows are split below (an operand broadcast along the free
   // dimension is a column either way).
   const size_t nin = prog.inputs.size();
@@ -549,7 +550,8 @@ void lower_elementwise(KernelBuilder& kb, const ir::Node& n, const PartitionCont
   for (size_t i = 0; i < nin; ++i)
     if (!(strides[i + 1].back() == 0 && sizes.back() > 1))
       per_elem += device::dtype_size(views[i + 1].dtype);
-  const int64_t f_cap = std::min<int64_t>(8192, static_cast<int64_t>((96 * 1024) / (2 * per_elem)));
+  const int64_t f_cap = std::min<int64_t>(
+      8192, static_cast<int64_t>(kb.target().sbuf_partition_bytes / 2 / (2 * per_elem)));
 
   // Fill the partitions when the rows are few and the free dimension long. When the free
   // dimension exceeds a chunk, split it into rows that fit one chunk if a divisor allows:
@@ -714,7 +716,7 @@ std::optional<ActivationFunction> epilogue_activation(const ir::Node& n) {
   return std::nullopt;
 }
 
-LowerFn elementwise_lowering(const std::string& op) {
+const Lowering* elementwise_lowering(const std::string& op) {
   static const std::set<std::string> kOps = [] {
     std::set<std::string> s;
     for (const auto& [k, v] : unary_activations()) s.insert("aten." + k + ".default");
@@ -749,7 +751,14 @@ LowerFn elementwise_lowering(const std::string& op) {
     }
     return s;
   }();
-  return kOps.count(op) ? &lower_elementwise : nullptr;
+  static constexpr Lowering kElementwise{
+      &lower_elementwise,
+      [](const ir::Node& n, const device::Target&) -> std::optional<std::string> {
+        if (n.op() == "aten.div.Tensor_mode" && !n.attr_is_none("rounding_mode"))
+          return "div with rounding_mode '" + n.attr_string("rounding_mode") + "' is not lowered";
+        return std::nullopt;
+      }};
+  return kOps.count(op) ? &kElementwise : nullptr;
 }
 
 }  // namespace neuronc::codegen

@@ -72,8 +72,9 @@ void lower_embedding(KernelBuilder& kb, const ir::Node& n, const PartitionContex
 
 }  // namespace
 
-LowerFn gather_lowering(const std::string& op) {
-  if (op == "aten.embedding.default") return &lower_embedding;
+const Lowering* gather_lowering(const std::string& op) {
+  static constexpr Lowering kEmbedding{&lower_embedding, nullptr};
+  if (op == "aten.embedding.default") return &kEmbedding;
   return nullptr;
 }
 

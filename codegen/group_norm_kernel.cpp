@@ -493,9 +493,9 @@ void lower_large_layer_norm(KernelBuilder& kb, const ir::Node& n, const Partitio
   emit_norm(kb, p);
 }
 
-LowerFn group_norm_lowering(const std::string& op) {
-  if (op == "aten.group_norm.default" || op == "aten.native_group_norm.default")
-    return &lower_group_norm;
+const Lowering* group_norm_lowering(const std::string& op) {
+  static constexpr Lowering kGroupNorm{&lower_group_norm, nullptr};
+  if (op == "aten.group_norm.default" || op == "aten.native_group_norm.default") return &kGroupNorm;
   return nullptr;
 }
 

@@ -58,17 +58,31 @@ class PartitionContext {
 };
 
 using LowerFn = void (*)(KernelBuilder&, const ir::Node&, const PartitionContext&);
+// Why the family cannot lower node `n` for target `t`, or nullopt when it can.
+using RefuseFn = std::optional<std::string> (*)(const ir::Node& n, const device::Target& t);
+
+// One operator family's lowering. It is the single answer to both questions the compiler asks
+// of a node: "can it run on this target's device?" (placement, `analyze`) and "lower it"
+// (codegen), so the two cannot disagree. A lowering that fails on a node `refuse` accepted is a
+// compiler bug, reported as such by the driver.
+struct Lowering {
+  LowerFn lower = nullptr;
+  RefuseFn refuse = nullptr;  // null: the family lowers every node of its ops
+  std::optional<std::string> refusal(const ir::Node& n, const device::Target& t) const {
+    return refuse ? refuse(n, t) : std::nullopt;
+  }
+};
 
 // Each returns the lowering for `op`, or null when the family does not handle it.
-LowerFn matmul_lowering(const std::string& op);
-LowerFn elementwise_lowering(const std::string& op);
-LowerFn row_lowering(const std::string& op);         // reductions, softmax, layer/rms norm
-LowerFn group_norm_lowering(const std::string& op);  // group_norm, native_group_norm
-LowerFn attention_lowering(const std::string& op);
-LowerFn gather_lowering(const std::string& op);  // embedding
-LowerFn conv_lowering(const std::string& op);
-LowerFn pool_lowering(const std::string& op);           // max / avg / adaptive-avg pooling
-LowerFn data_movement_lowering(const std::string& op);  // cat, materialising copies
+const Lowering* matmul_lowering(const std::string& op);
+const Lowering* elementwise_lowering(const std::string& op);
+const Lowering* row_lowering(const std::string& op);         // reductions, softmax, layer/rms norm
+const Lowering* group_norm_lowering(const std::string& op);  // group_norm, native_group_norm
+const Lowering* attention_lowering(const std::string& op);
+const Lowering* gather_lowering(const std::string& op);  // embedding
+const Lowering* conv_lowering(const std::string& op);
+const Lowering* pool_lowering(const std::string& op);           // max / avg / adaptive-avg pooling
+const Lowering* data_movement_lowering(const std::string& op);  // cat, gathers, copies
 
 // Whether the matmul-family node `mm` can fuse a residual add with `residual` (a view of the
 // matmul's output shape): the view must reshape to the kernel's [batch..., M, N] problem layout,
@@ -108,8 +122,9 @@ struct ConvGeometry {
   int64_t B = 0, C = 0, H = 0, W = 0, O = 0, KH = 0, KW = 0, Ho = 0, Wo = 0, groups = 1;
   int64_t sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0;  // stride, dilation, top/left pad
 };
-// Fills `g` from a convolution node; returns why it is not lowerable, or nullopt.
-std::optional<std::string> conv_geometry(const ir::Node& n, ConvGeometry& g);
+// Fills `g` from a convolution node; returns why it is not lowerable on `t`, or nullopt.
+std::optional<std::string> conv_geometry(const ir::Node& n, const device::Target& t,
+                                         ConvGeometry& g);
 // Whether the convolution packs (channel, kernel row) pairs on the partitions (few input
 // channels) instead of one input channel per partition.
 bool conv_packs_rows(const ConvGeometry& g, int64_t partitions);
@@ -127,7 +142,9 @@ struct PoolGeometry {
           pt = 0, pl = 0, Hp = 1, Wp = 1;
   double divisor = 0;  // avg divisor_override (0: KH * KW)
 };
-std::optional<std::string> pool_geometry(const ir::Node& n, PoolGeometry& g);
+// Fills `g` from a pooling node; returns why it is not lowerable on `t`, or nullopt.
+std::optional<std::string> pool_geometry(const ir::Node& n, const device::Target& t,
+                                         PoolGeometry& g);
 
 // Ops that are views of their operand (view, permute, expand, slice, ...), lowered without a
 // kernel when the view is expressible, else by a materialising copy.
@@ -140,7 +157,7 @@ int64_t stored_to_logical(int64_t k, const std::vector<int64_t>& shape,
 // Ops whose result codegen computes at compile time (arange, full, zeros_like, ...).
 bool is_creation_op(const std::string& op);
 // The lowering of `op` from any family, or null.
-LowerFn find_lowering(const std::string& op);
+const Lowering* find_lowering(const std::string& op);
 
 // Copies the elements of `src` (any strides) into `dst` (same numel, any strides), both read
 // in row-major order of their own shapes, with HBM-to-HBM DMAs (casting when dtypes differ).

@@ -713,10 +713,11 @@ bool matmul_layer_norm_fits(const ir::Node& mm, const ir::Node& ln, const Partit
   return true;
 }
 
-LowerFn matmul_lowering(const std::string& op) {
+const Lowering* matmul_lowering(const std::string& op) {
+  static constexpr Lowering kMatmul{&lower_matmul, nullptr};
   if (op == "aten.linear.default" || op == "aten.addmm.default" || op == "aten.mm.default" ||
       op == "aten.bmm.default" || op == "aten.matmul.default" || op == "aten.baddbmm.default")
-    return &lower_matmul;
+    return &kMatmul;
   return nullptr;
 }
 

@@ -28,12 +28,16 @@ std::vector<int64_t> ints_or(const ir::Node& n, const char* name, std::vector<in
   return v;
 }
 
-// Bytes per partition a pooling kernel may use for its padded input tile.
-constexpr int64_t kPoolTileBudget = 64 * 1024;
+// Bytes per partition a pooling kernel may use for its padded input tile: a fixed share of
+// the target's partition (64 KiB of trn1's 192 KiB).
+int64_t pool_tile_budget(const device::Target& t) {
+  return static_cast<int64_t>(t.sbuf_partition_bytes) / 3;
+}
 
 }  // namespace
 
-std::optional<std::string> pool_geometry(const ir::Node& n, PoolGeometry& g) {
+std::optional<std::string> pool_geometry(const ir::Node& n, const device::Target& t,
+                                         PoolGeometry& g) {
   const std::string& op = n.op();
   const ir::Value* xv = n.input(0);
   const int64_t r = xv->type().rank();
@@ -88,7 +92,7 @@ std::optional<std::string> pool_geometry(const ir::Node& n, PoolGeometry& g) {
   }
   g.Hp = std::max(g.H + g.pt, (g.Ho - 1) * g.sh + (g.KH - 1) * g.dh + 1);
   g.Wp = std::max(g.W + g.pl, (g.Wo - 1) * g.sw + (g.KW - 1) * g.dw + 1);
-  if (g.Hp * g.Wp * 4 > kPoolTileBudget)
+  if (g.Hp * g.Wp * 4 > pool_tile_budget(t))
     return "pooling plane of " + std::to_string(g.Hp) + " x " + std::to_string(g.Wp) +
            " elements does not fit the SBUF tile budget";
   if (g.sh * g.Wp > 32767 || g.dh * g.Wp > 32767) return "pooling row stride too large";
@@ -99,7 +103,7 @@ namespace {
 
 void lower_pool(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
   PoolGeometry g;
-  if (auto why = pool_geometry(n, g)) fail(n, *why);
+  if (auto why = pool_geometry(n, kb.target(), g)) fail(n, *why);
   const HbmView& x = ctx.view(n.input(0));
   const HbmView& out = ctx.view(n.output());
   const int64_t P = kb.target().partitions;
@@ -227,7 +231,11 @@ void lower_pool(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
 
 }  // namespace
 
-LowerFn pool_lowering(const std::string& op) {
+const Lowering* pool_lowering(const std::string& op) {
+  static constexpr Lowering kPool{&lower_pool, [](const ir::Node& n, const device::Target& t) {
+                                    PoolGeometry g;
+                                    return pool_geometry(n, t, g);
+                                  }};
   static const char* kOps[] = {"aten.max_pool2d.default",
                                "aten.max_pool1d.default",
                                "aten.max_pool2d_with_indices.default",
@@ -237,7 +245,7 @@ LowerFn pool_lowering(const std::string& op) {
                                "aten._adaptive_avg_pool2d.default",
                                "aten.adaptive_avg_pool1d.default"};
   for (const char* s : kOps)
-    if (op == s) return &lower_pool;
+    if (op == s) return &kPool;
   return nullptr;
 }
 

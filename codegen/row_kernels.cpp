@@ -327,7 +327,8 @@ void emit_row_norm(KernelBuilder& kb, bool layer_norm, const MemRef& xt, const M
   }
 }
 
-LowerFn row_lowering(const std::string& op) {
+const Lowering* row_lowering(const std::string& op) {
+  static constexpr Lowering kRow{&lower_row, nullptr};
   static const char* kOps[] = {
       "aten.sum.dim_IntList",    "aten.sum.default",          "aten.mean.dim",
       "aten.mean.default",       "aten.amax.default",         "aten.amin.default",
@@ -336,7 +337,7 @@ LowerFn row_lowering(const std::string& op) {
       "aten.softmax.int",        "aten._log_softmax.default", "aten.log_softmax.int",
       "aten.layer_norm.default", "aten.rms_norm.default"};
   for (const char* s : kOps)
-    if (op == s) return &lower_row;
+    if (op == s) return &kRow;
   return nullptr;
 }
 

@@ -54,7 +54,12 @@ void run_analyze(const AnalyzeOptions& o) {
   progress_done();
   const ir::Graph& g = *prog.graph;
 
-  const passes::PlacementOracle oracle = placement_oracle(g);
+  const device::Target& target = [&]() -> const device::Target& {
+    auto kind = device::parse_target(o.target);
+    if (!kind.is_ok()) throw ir::Error(kind.status().message());
+    return device::target(*kind);
+  }();
+  const passes::PlacementOracle oracle = placement_oracle(target);
   // Group by operator, in first-use order for a stable report.
   std::map<std::string, size_t> index;
   std::vector<OpUse> ops;
@@ -85,7 +90,7 @@ void run_analyze(const AnalyzeOptions& o) {
   passes::PassManager pm(pm_opts);
   passes::build_pipeline(pm);
   pm.run(*prog.graph);
-  const passes::PlacementOracle optimized_oracle = placement_oracle(*prog.graph);
+  const passes::PlacementOracle optimized_oracle = placement_oracle(target);
   // A source operator the pipeline rewrote away entirely (decomposed, folded into constants or
   // into its neighbours) is not what decides where the model runs: what it became does, and
   // that is placed below (partitions, host reasons, unsupported leftovers).

@@ -338,11 +338,11 @@ std::vector<uint8_t> hex_to_bytes(const std::string& hex) {
 
 }  // namespace
 
-passes::PlacementOracle placement_oracle(const ir::Graph& g) {
-  return [&g](const ir::Node& n) -> passes::Placement {
+passes::PlacementOracle placement_oracle(const device::Target& t) {
+  return [&t](const ir::Node& n) -> passes::Placement {
     passes::Placement p = passes::registry_placement(n);
     if (p.kind == passes::Placement::device) {
-      std::optional<std::string> why = codegen::unsupported_reason(g, n);
+      std::optional<std::string> why = codegen::unsupported_reason(n, t);
       if (!why) return p;
       p = {passes::Placement::host, *why};
     }
@@ -428,7 +428,7 @@ CompileResult compile_model(const CompileRequest& req) {
       }
     }
   }
-  const passes::PartitionPlan plan = passes::partition_graph(g, placement_oracle(g));
+  const passes::PartitionPlan plan = passes::partition_graph(g, placement_oracle(target));
   if (!plan.unsupported.empty()) {
     const ir::Node* n = plan.unsupported.front().node;
     throw ir::Error(

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "device/target.h"
 #include "passes/auto_cast.h"
 #include "passes/partition.h"
 
@@ -63,9 +64,10 @@ struct CompileResult {
   double seconds_frontend = 0, seconds_passes = 0, seconds_codegen = 0, seconds_write = 0;
 };
 
-// The placement the compiler uses: the device when the registry and codegen both can, else
-// the host when the loader has a kernel for the operator, else unsupported (with the reason).
-passes::PlacementOracle placement_oracle(const ir::Graph& g);
+// The placement the compiler uses for target `t`: the device when the registry and codegen both
+// can, else the host when the loader has a kernel for the operator, else unsupported (with the
+// reason).
+passes::PlacementOracle placement_oracle(const device::Target& t);
 
 // Compiles `req.model`. Throws std::runtime_error subclasses (frontend::Error, ir::Error,
 // codegen::Error) whose message names the file or the node.

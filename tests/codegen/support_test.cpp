@@ -1,0 +1,106 @@
+// codegen/support: whether a node can be lowered is answered by the node's Lowering for a given
+// target, and that answer agrees with what the lowering then does.
+#include "codegen/support.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "harness.h"
+
+namespace neuronc::codegen::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+const device::Target& trn(device::TargetKind k) {
+  return device::target(k);
+}
+
+// A padded 138 x 138 fp32 plane (76 KB per partition) is over trn1's pooling tile budget (a
+// third of its 192 KiB partition) but within trn2's (224 KiB) and trn3's (256 KiB): the
+// placement depends on the target, and where it is accepted the kernel lowers and matches.
+constexpr const char* kLargePlanePool = R"(graph {
+  input %x : f32[1, 2, 136, 136]
+  %y : f32[1, 2, 136, 136] = aten.max_pool2d.default(%x) {kernel_size = [3, 3], stride = [1, 1], padding = [1, 1]}
+  output %y
+})";
+
+TEST(CodegenSupport, PoolingPlaneBudgetIsTheTargetsShareOfItsPartition) {
+  auto g = ir::parse(kLargePlanePool);
+  const ir::Node& pool = *g->nodes()[0];
+  auto why = unsupported_reason(pool, trn(device::TargetKind::trn1));
+  ASSERT_TRUE(why.has_value());
+  EXPECT_THAT(*why, HasSubstr("pooling plane of 138 x 138 elements does not fit"));
+  EXPECT_FALSE(unsupported_reason(pool, trn(device::TargetKind::trn2)).has_value());
+  EXPECT_FALSE(unsupported_reason(pool, trn(device::TargetKind::trn3)).has_value());
+
+  RunResult r = compile_and_run(*g, device::TargetKind::trn3);
+  EXPECT_LE(r.max_abs_error, 1e-6 * std::max(1.0, r.max_abs_reference));
+  EXPECT_GT(r.max_abs_reference, 0.0);
+  // The refusal is also the lowering's own check: compiling it for trn1 anyway names the node.
+  try {
+    compile_and_run(*g, device::TargetKind::trn1);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("node 'y' (aten.max_pool2d.default)"));
+    EXPECT_THAT(e.what(), HasSubstr(*why));
+  }
+}
+
+TEST(CodegenSupport, ConvolutionRowBudgetIsTheTargetsShareOfItsPartition) {
+  // 10,500 fp32 elements per input row: 42 KB, over trn1's band budget (5/24 of 192 KiB, 40 KiB)
+  // and within trn3's (5/24 of 256 KiB, 53 KiB).
+  auto g = ir::parse(R"(graph {
+  input %x : f32[1, 2, 10498]
+  param %w : f32[4, 2, 3] "c.weight"
+  %y : f32[1, 4, 10496] = aten.conv1d.default(%x, %w, _)
+  output %y
+})");
+  const ir::Node& conv = *g->nodes()[0];
+  auto why = unsupported_reason(conv, trn(device::TargetKind::trn1));
+  ASSERT_TRUE(why.has_value());
+  EXPECT_THAT(*why, HasSubstr("input row of 10498 elements is too long"));
+  EXPECT_FALSE(unsupported_reason(conv, trn(device::TargetKind::trn3)).has_value());
+}
+
+TEST(CodegenSupport, AttentionValueHeadWiderThanAPsumBankIsRefused) {
+  auto g = ir::parse(R"(graph {
+  input %q : f32[1, 2, 16, 64]
+  input %k : f32[1, 2, 16, 64]
+  input %v : f32[1, 2, 16, 640]
+  %o : f32[1, 2, 16, 640] = aten.scaled_dot_product_attention.default(%q, %k, %v)
+  output %o
+})");
+  for (auto k : {device::TargetKind::trn1, device::TargetKind::trn2, device::TargetKind::trn3}) {
+    auto why = unsupported_reason(*g->nodes()[0], trn(k));
+    ASSERT_TRUE(why.has_value());
+    EXPECT_THAT(*why, HasSubstr("value head dim 640 exceeds the 512 fp32 elements of a PSUM bank"));
+  }
+}
+
+TEST(CodegenSupport, FamilyRefusalsAndCommonChecks) {
+  const device::Target& t = trn(device::TargetKind::trn1);
+  auto g = ir::parse(R"(graph {
+  input %x : f32[4, 8]
+  input %i : i64[3]
+  %a : f32[3, 8] = aten.index_select.default(%x, %i) {dim = 0}
+  %b : f32[4, 8] = aten.div.Tensor_mode(%x, %x) {rounding_mode = "floor"}
+  %c : f32[4, 8] = aten.cumsum.default(%x) {dim = 0}
+  %d : f32[4, 8] = aten.relu.default(%x)
+  output %a
+  output %b
+  output %c
+  output %d
+})");
+  const auto& n = g->nodes();
+  auto a = unsupported_reason(*n[0], t), b = unsupported_reason(*n[1], t),
+       c = unsupported_reason(*n[2], t);
+  ASSERT_TRUE(a && b && c);
+  EXPECT_THAT(*a, HasSubstr("indices 'i' are only known at run time"));
+  EXPECT_THAT(*b, HasSubstr("div with rounding_mode 'floor' is not lowered"));
+  EXPECT_THAT(*c, HasSubstr("codegen has no lowering for aten.cumsum.default"));
+  EXPECT_FALSE(unsupported_reason(*n[3], t).has_value());
+}
+
+}  // namespace
+}  // namespace neuronc::codegen::testing
