@@ -16,6 +16,7 @@
 
 #include "codegen/codegen.h"
 #include "codegen/emitter.h"
+#include "codegen/kernel_formation.h"
 #include "codegen/lowering.h"
 #include "codegen/scheduler.h"
 #include "device/numerics.h"
@@ -424,19 +425,16 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
   std::vector<int> constant_synthetic;  // index into synthetic_values or -1
 
   CompiledPartition result;
-  std::unordered_map<const ir::Value*, bool> is_output;
-  for (const ir::Value* v : outputs) is_output[v] = true;
+  const PartitionScope scope(nodes, outputs);
 
   // Weights stored transposed: 2-D constants whose every use is a linear weight or a
   // permute([1, 0]) (which then reads them contiguously).
-  std::unordered_map<const ir::Node*, bool> in_partition;
-  for (const ir::Node* n : nodes) in_partition[n] = true;
   auto store_transposed = [&](const ir::Value* v) {
-    if (!opts.transpose_matmul_weights || v->shape().size() != 2 || is_output.count(v))
+    if (!opts.transpose_matmul_weights || v->shape().size() != 2 || scope.is_output(v))
       return false;
     if (!v->has_uses()) return false;
     for (const ir::Use& u : v->uses()) {
-      if (!in_partition.count(u.node)) return false;
+      if (!scope.contains(u.node)) return false;
       const std::string& op = u.node->op();
       if (op == "aten.linear.default" && u.operand == 1) continue;
       if (op == "aten.permute.default" && u.node->attr_ints("dims") == std::vector<int64_t>{1, 0})
@@ -452,9 +450,9 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
   // contraction) is one contiguous run, so the weight DMA moves long descriptors.
   auto conv_permutation = [&](const ir::Value* v) -> std::vector<int64_t> {
     const size_t r = v->shape().size();
-    if ((r != 3 && r != 4) || is_output.count(v) || !v->has_uses()) return {};
+    if ((r != 3 && r != 4) || scope.is_output(v) || !v->has_uses()) return {};
     for (const ir::Use& u : v->uses()) {
-      if (!in_partition.count(u.node) || !conv_lowering(u.node->op()) || u.operand != 1) return {};
+      if (!scope.contains(u.node) || !conv_lowering(u.node->op()) || u.operand != 1) return {};
       const int64_t groups = u.node->attr("groups") ? u.node->attr_int("groups") : 1;
       if (groups > 1 && v->shape()[1].value() == 1) return {};  // depthwise: [C, KK] rows
     }
@@ -535,271 +533,11 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     ctx.values[v] = vi;
   }
 
-  // --- fusion ------------------------------------------------------------------------------------
-  // A node whose only result feeds exactly one later node of the partition, and is not a
-  // partition output, is computed inside that consumer's kernel: element-wise producers of an
-  // element-wise consumer with the same shape (one tile program), and a matmul whose only
-  // consumer is a unary activation (the epilogue applies it). The value never reaches HBM.
-  std::unordered_map<const ir::Node*, const ir::Node*> absorbed_into;  // producer -> consumer
-  std::unordered_map<const ir::Node*, const ir::Node*> epilogue_of;    // activation -> matmul
-  auto elementwise_kernel = [&](const ir::Node* n) {
-    if (!elementwise_lowering(n->op())) return false;
-    if (n->op() == "aten._to_copy.default" &&
-        device_dtype(n->output()->dtype()) == device_dtype(n->input(0)->dtype()))
-      return false;  // a view
-    return n->outputs().size() == 1;
-  };
-  // Float casts feeding a matmul or convolution operand, or the query, key or value of an
-  // attention: the kernel's DMA converts while loading.
-  if (opts.fuse) {
-    for (const ir::Node* n : nodes) {
-      if (n->op() != "aten._to_copy.default" || n->input(0)->payload()) continue;
-      const ir::Value* v = n->output();
-      if (!ir::is_floating(v->dtype()) || !ir::is_floating(n->input(0)->dtype()) ||
-          device_dtype(v->dtype()) == device_dtype(n->input(0)->dtype()))
-        continue;
-      if (is_output.count(v) || v->uses().empty()) continue;
-      // Every reader converts on load (a layer norm's bf16 copy feeding Q, K and V, say).
-      bool all = true;
-      for (const ir::Use& u : v->uses()) {
-        const ir::Node* m = u.node;
-        if (!in_partition.count(m)) {
-          all = false;
-        } else if (attention_lowering(m->op())) {
-          all = all && u.operand <= 2;
-        } else if (matmul_lowering(m->op()) || conv_lowering(m->op())) {
-          const bool bias_slot =
-              (m->op() == "aten.addmm.default" || m->op() == "aten.baddbmm.default")
-                  ? u.operand == 0
-                  : u.operand == 2;
-          all = all && !bias_slot;
-        } else {
-          all = false;
-        }
-      }
-      if (all) ctx.read_through[v] = n->input(0);
-    }
-  }
-
-  // Residual epilogues: conv or matmul -> [float cast] -> add(alpha 1, same shape and dtype) ->
-  // [unary activation], each intermediate read once and not a partition output, becomes one
-  // convolution or matmul kernel emitted at the last node of the chain (every operand of the
-  // chain is defined by then). The other operand of the add is loaded per output tile. A matmul
-  // flattens leading dims into its own [batch, M, N] problem, so its residual must be defined
-  // before it (its view is then checked against that layout when the matmul is reached, and
-  // the group is dissolved when it does not fit).
-  std::unordered_map<const ir::Node*, std::vector<const ir::Node*>> residual_group;  // last ->
-  std::unordered_map<const ir::Node*, bool> grouped;  // every node of a residual group
-  std::unordered_map<const ir::Node*, size_t> node_index;
-  for (size_t i = 0; i < nodes.size(); ++i) node_index[nodes[i]] = i;
-  std::unordered_map<const ir::Node*, std::pair<const ir::Node*, const ir::Value*>>
-      matmul_residual;  // matmul -> {last node of its group, residual}
-  auto only_consumer = [&](const ir::Value* v) -> const ir::Node* {
-    if (is_output.count(v) || v->uses().size() != 1 || ctx.read_through.count(v)) return nullptr;
-    const ir::Node* m = v->uses()[0].node;
-    if (!in_partition.count(m) || m->outputs().size() != 1) return nullptr;
-    return m;
-  };
-  if (opts.fuse && opts.fuse_residual) {
-    for (const ir::Node* c : nodes) {
-      const bool matmul = matmul_lowering(c->op()) != nullptr;
-      if (!(conv_lowering(c->op()) || matmul) || c->outputs().size() != 1 || grouped.count(c))
-        continue;
-      std::vector<const ir::Node*> chain = {c};
-      const ir::Node* m = only_consumer(c->output());
-      if (m && m->op() == "aten._to_copy.default" && epilogue_activation(*m) &&
-          device_dtype(m->output()->dtype()) != device_dtype(m->input(0)->dtype()) &&
-          !grouped.count(m)) {
-        chain.push_back(m);
-        m = only_consumer(m->output());
-      }
-      if (!m || m->op() != "aten.add.Tensor" || grouped.count(m) || m->inputs().size() != 2 ||
-          scalar_attr(*m, "alpha", 1.0) != 1.0)
-        continue;
-      const ir::Value* v = chain.back()->output();
-      const ir::Value* r = m->input(0) == v ? m->input(1) : m->input(0);
-      const ir::Value* out = m->output();
-      if (!r || r == v || !(r->shape() == out->shape()) || !(v->shape() == out->shape()) ||
-          r->dtype() != out->dtype() || v->dtype() != out->dtype() || ctx.read_through.count(r))
-        continue;
-      if (matmul && r->producer() && in_partition.count(r->producer()) &&
-          node_index.at(r->producer()) > node_index.at(c))
-        continue;
-      chain.push_back(m);
-      if (const ir::Node* a = only_consumer(out);
-          a && a->op() != "aten._to_copy.default" && epilogue_activation(*a) && !grouped.count(a))
-        chain.push_back(a);
-      // A layer norm reading the chain's result becomes the matmul's epilogue too (checked
-      // against the matmul's tiling when it is reached; dropped from the group if it does not
-      // fit).
-      if (const ir::Node* l = only_consumer(chain.back()->output());
-          matmul && l && l->op() == "aten.layer_norm.default" && !grouped.count(l) &&
-          l->input(0) == chain.back()->output())
-        chain.push_back(l);
-      for (const ir::Node* x : chain) grouped[x] = true;
-      for (size_t i = 0; i + 1 < chain.size(); ++i) absorbed_into[chain[i]] = chain.back();
-      if (matmul) matmul_residual[c] = {chain.back(), r};
-      residual_group[chain.back()] = std::move(chain);
-    }
-  }
-  // Matmul or convolution -> float cast -> unary activation (what `--auto-cast matmul` makes of
-  // linear -> gelu and conv -> relu): one kernel whose evacuation applies the activation and
-  // stores in the cast's dtype, exactly what the cast epilogue and the activation kernel
-  // computed separately.
-  if (opts.fuse) {
-    for (const ir::Node* c : nodes) {
-      if (!(matmul_lowering(c->op()) || conv_lowering(c->op())) || c->outputs().size() != 1 ||
-          grouped.count(c))
-        continue;
-      const ir::Node* m = only_consumer(c->output());
-      if (!m || m->op() != "aten._to_copy.default" || !epilogue_activation(*m) || grouped.count(m))
-        continue;
-      const ir::Node* a = only_consumer(m->output());
-      if (!a || a->op() == "aten._to_copy.default" || !epilogue_activation(*a) ||
-          grouped.count(a) || !(a->output()->shape() == m->output()->shape()) ||
-          a->output()->dtype() != m->output()->dtype())
-        continue;
-      std::vector<const ir::Node*> group = {c, m, a};
-      // A narrowing float cast that is the activation's only reader (what `--auto-cast
-      // matmul` puts before the next projection: gelu -> bf16) is done by the kernel's own
-      // evacuation, so the value crosses HBM once, in the narrow dtype, instead of wide and
-      // converted by the reader's load DMA (the same rounding: ScalarE computes in fp32 and
-      // rounds once to the destination dtype).
-      if (const ir::Node* n2 = only_consumer(a->output());
-          opts.fuse_narrowing_store && c->op() == "aten.linear.default" &&
-          (c->inputs().size() < 3 || !c->input(2) ||
-           c->input(2)->dtype() == c->input(0)->dtype()) &&
-          n2 && n2->op() == "aten._to_copy.default" && epilogue_activation(*n2) &&
-          !grouped.count(n2) && n2->output()->shape() == a->output()->shape() &&
-          ir::dtype_size(n2->output()->dtype()) < ir::dtype_size(a->output()->dtype())) {
-        ctx.read_through.erase(n2->output());
-        group.push_back(n2);
-      }
-      for (const ir::Node* x : group) grouped[x] = true;
-      for (size_t i = 0; i + 1 < group.size(); ++i) absorbed_into[group[i]] = group.back();
-      residual_group[group.back()] = group;
-    }
-  }
-
-  // Channel scales: mul(x, s[N, C, 1, 1]) read only by a convolution (as its input) that keeps
-  // channels on the partitions, all in one dtype: the convolution's kernel scales its bands.
-  std::unordered_map<const ir::Node*, const ir::Node*> channel_scale_of;  // conv -> mul
-  if (opts.fuse && opts.fuse_channel_scale) {
-    for (const ir::Node* m : nodes) {
-      if (m->op() != "aten.mul.Tensor" || grouped.count(m) || m->outputs().size() != 1) continue;
-      const ir::Value* v = m->output();
-      if (is_output.count(v) || v->uses().size() != 1 || ctx.read_through.count(v)) continue;
-      const ir::Node* c = v->uses()[0].node;
-      if (!in_partition.count(c) || !conv_lowering(c->op()) || v->uses()[0].operand != 0 ||
-          channel_scale_of.count(c))
-        continue;
-      const ir::Value* x = channel_scale_operands(*m, *c).first;
-      ConvGeometry geo;
-      if (!x || conv_geometry(*c, target, geo) || conv_packs_rows(geo, target.partitions)) continue;
-      const ir::Value* w = c->input(1);
-      if (ctx.read_through.count(w)) w = ctx.read_through.at(w);
-      const DType xdt = device_dtype(v->dtype()), wdt = device_dtype(w->dtype());
-      if (xdt != ((xdt == DType::f32 || wdt == DType::f32) ? DType::f32 : xdt)) continue;
-      channel_scale_of[c] = m;
-      grouped[m] = true;
-      absorbed_into[m] = c;
-    }
-  }
-
-  if (opts.fuse) {
-    for (const ir::Node* n : nodes) {
-      if (n->outputs().size() != 1 || epilogue_of.count(n) || grouped.count(n)) continue;
-      const ir::Value* v = n->output();
-      if (is_output.count(v) || v->uses().size() != 1) continue;
-      const ir::Node* m = v->uses()[0].node;
-      if (!in_partition.count(m) || m->outputs().size() != 1 || grouped.count(m)) continue;
-      if (ctx.read_through.count(v) || ctx.read_through.count(m->output())) continue;
-      if (!(m->output()->shape() == v->shape())) continue;
-      bool multiple = false;  // the consumer reads v once
-      int count = 0;
-      for (const ir::Value* in : m->inputs()) count += in == v;
-      multiple = count != 1;
-      if (multiple) continue;
-      if (elementwise_kernel(n) && elementwise_kernel(m)) {
-        absorbed_into[n] = m;
-      } else if (!absorbed_into.count(n) && epilogue_activation(*m) &&
-                 (matmul_lowering(n->op()) || conv_lowering(n->op()) ||
-                  // an attention's float cast: its store DMA converts the rounded result
-                  (attention_lowering(n->op()) && m->op() == "aten._to_copy.default"))) {
-        absorbed_into[n] = m;
-        epilogue_of[m] = n;
-      }
-    }
-  }
-  // Producers fused into `m`, in node order.
-  auto producers_of = [&](const ir::Node* m) {
-    std::vector<const ir::Node*> chain;
-    for (const ir::Node* n : nodes) {
-      const ir::Node* c = n;
-      while (absorbed_into.count(c) && !epilogue_of.count(absorbed_into.at(c)))
-        c = absorbed_into.at(c);
-      if (c == m && n != m) chain.push_back(n);
-    }
-    return chain;
-  };
-
-  // --- concatenation in place -----------------------------------------------------------------
-  // A cat input produced by a kernel of this partition is written by that kernel straight into
-  // its slice of the cat's buffer (an HbmView slice; kernels store through access patterns), so
-  // the cat copies nothing for it. Only when provably safe: a single-result kernel whose
-  // lowering stores through any strides (convolution and its fused activation, element-wise,
-  // pooling with uniform rows, group norm), of the cat's dtype and exact slice shape, not a
-  // partition output, listed once in this cat and aliased into no other cat. Other readers of
-  // the value read the slice view. Everything else is copied by the cat kernel as before.
-  struct CatSlot {
-    const ir::Node* cat = nullptr;
-    HbmView view;  // the slice, relative to the cat's buffer
-  };
-  std::unordered_map<const ir::Value*, CatSlot> cat_slot;
+  // --- kernel formation --------------------------------------------------------------------------
+  KernelFormation formation = form_kernels(scope, target, opts);
+  ctx.read_through = formation.read_through;
+  const auto& cat_slot = formation.cat_slot;
   std::unordered_map<const ir::Node*, int> cat_buffer;  // created at its first aliased producer
-  auto writes_any_view = [&](const ir::Node* p, const HbmView& slice) {
-    if (p->outputs().size() != 1 || absorbed_into.count(p)) return false;
-    if (auto e = epilogue_of.find(p); e != epilogue_of.end())
-      return conv_lowering(e->second->op()) != nullptr;
-    if (auto rg = residual_group.find(p); rg != residual_group.end())
-      return conv_lowering(rg->second[0]->op()) != nullptr;  // a matmul stores [batch, M, N]
-    const std::string& op = p->op();
-    if (conv_lowering(op) || elementwise_kernel(p) || op == "aten.group_norm.default") return true;
-    if (pool_lowering(op)) {  // its rows (leading dims) must be one uniform stride
-      const int64_t spatial = op.find("pool1d") != std::string::npos ? 1 : 2;
-      for (int64_t d = slice.rank() - spatial - 2; d >= 0; --d)
-        if (slice.shape[d] != 1 && slice.strides[d] != slice.strides[d + 1] * slice.shape[d + 1])
-          return false;
-      return true;
-    }
-    return false;
-  };
-  if (opts.cat_in_place) {
-    for (const ir::Node* n : nodes) {
-      if (n->op() != "aten.cat.default") continue;
-      const std::vector<int64_t> out_shape = static_shape(n->output());
-      const DType dt = device_dtype(n->output()->dtype());
-      int64_t dim = n->attr("dim") ? n->attr_int("dim") : 0;
-      if (dim < 0) dim += static_cast<int64_t>(out_shape.size());
-      const HbmView whole = HbmView::contiguous(dt, 0, out_shape);
-      int64_t start = 0;
-      for (const ir::Value* v : n->inputs()) {
-        const std::vector<int64_t> shape = static_shape(v);
-        if (numel(shape) == 0) continue;  // skipped by the cat as well
-        const int64_t len = shape.size() == out_shape.size() ? shape[dim] : 0;
-        const int64_t at = start;
-        start += len;
-        const ir::Node* p = v->producer();
-        if (!p || !in_partition.count(p) || is_output.count(v) || cat_slot.count(v)) continue;
-        if (std::count(n->inputs().begin(), n->inputs().end(), v) != 1) continue;
-        if (device_dtype(v->dtype()) != dt) continue;
-        const HbmView slice = whole.slice(dim, at, at + len, 1);
-        if (slice.shape != shape || !writes_any_view(p, slice)) continue;
-        cat_slot[v] = {n, slice};
-      }
-    }
-  }
-
   // --- nodes: views, constants, kernels -------------------------------------------------------
   std::vector<Kernel> kernels;
   // The buffer of cat node `cat`, created by the first kernel writing into it.
@@ -807,7 +545,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     if (auto it = cat_buffer.find(cat); it != cat_buffer.end()) return it->second;
     const ir::Value* v = cat->output();
     Buffer b;
-    b.region = is_output.count(v) ? Buffer::output : Buffer::scratch;
+    b.region = scope.is_output(v) ? Buffer::output : Buffer::scratch;
     b.bytes = checked_bytes(numel(static_shape(v)), device_dtype(v->dtype()),
                             "value '" + v->name() + "'");
     b.first = first;
@@ -824,7 +562,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     result.debug_names.push_back({n.name(), n.op(), n.location().to_string()});
     const std::string& op = n.op();
     for (const ir::Value* v : n.inputs())
-      if (v && !ctx.values.count(v) && !(v->producer() && absorbed_into.count(v->producer())) &&
+      if (v && !ctx.values.count(v) && !(v->producer() && formation.absorbed(v->producer())) &&
           !ctx.read_through.count(v))
         fail(n, "operand '" + v->name() + "' is neither a partition input nor defined earlier");
 
@@ -834,7 +572,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
         device_dtype(n.output()->dtype()) != device_dtype(n.input(0)->dtype()) &&
         ctx.values.count(n.input(0)) &&
         ctx.constant_buffers.count(ctx.values.at(n.input(0)).buffer) &&
-        ir::is_floating(n.output()->dtype()) && !absorbed_into.count(&n)) {
+        ir::is_floating(n.output()->dtype()) && !formation.absorbed(&n)) {
       std::vector<double> vals = *ctx.constant_values(n.input(0));
       ctx.synthetic[n.output()] = vals;
       ValueInfo vi = new_constant(n.output(), &vals);
@@ -948,75 +686,21 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
         continue;
       }
     }
-    // A matmul whose residual's view does not reshape to its problem layout runs unfused: the
-    // group dissolves into the kernels plain fusion makes of it (a cast as the matmul's
-    // epilogue, the add fused into a following activation).
-    if (auto mr = matmul_residual.find(&n); mr != matmul_residual.end()) {
-      // A layer-norm epilogue that does not fit the matmul's tiling leaves the group, which then
-      // ends at the add (or its activation).
-      if (const ir::Node* ln = mr->second.first;
-          ln->op() == "aten.layer_norm.default" && !matmul_layer_norm_fits(n, *ln, ctx)) {
-        std::vector<const ir::Node*> chain = residual_group.at(ln);
-        residual_group.erase(ln);
-        grouped.erase(ln);
-        chain.pop_back();
-        const ir::Node* end = chain.back();
-        absorbed_into.erase(end);
-        for (size_t i = 0; i + 1 < chain.size(); ++i) absorbed_into[chain[i]] = end;
-        residual_group[end] = chain;
-        mr->second.first = end;
-      }
-      const auto [last, residual] = mr->second;
-      if (!ctx.values.count(residual) || !matmul_residual_fits(n, ctx, ctx.view(residual))) {
-        std::vector<const ir::Node*> chain = residual_group.at(last);
-        residual_group.erase(last);
-        for (const ir::Node* x : chain) absorbed_into.erase(x);
-        if (chain.back()->op() == "aten.layer_norm.default") {  // a kernel of its own again
-          grouped.erase(chain.back());
-          chain.pop_back();
-        }
-        size_t add = 1;
-        if (chain[1]->op() == "aten._to_copy.default") {
-          absorbed_into[chain[0]] = chain[1];
-          epilogue_of[chain[1]] = chain[0];
-          add = 2;
-        }
-        if (add + 1 < chain.size()) absorbed_into[chain[add]] = chain[add + 1];
-      }
-    }
-    if (absorbed_into.count(&n)) continue;             // computed inside its consumer's kernel
+    formation.settle_matmul_group(n, ctx);
+    if (formation.absorbed(&n)) continue;              // computed inside its consumer's kernel
     if (ctx.read_through.count(n.output())) continue;  // converted by the consuming matmul
     const Lowering* lowering = find_lowering(op);
     if (!lowering && is_alias_op(op)) lowering = data_movement_lowering("<materialize>");
     if (!lowering) fail(n, "codegen has no lowering for " + op);
     LowerFn fn = lowering->lower;
-    Kernel kernel{fn, &n, static_cast<uint32_t>(ni), {}, nullptr, nullptr};
-    std::vector<const ir::Node*> group;
-    if (auto rg = residual_group.find(&n); rg != residual_group.end()) {
-      kernel.fn = find_lowering(rg->second[0]->op())->lower;
-      kernel.node = rg->second[0];
-      kernel.fused.assign(rg->second.begin() + 1, rg->second.end());
-      group = rg->second;
-    } else if (auto e = epilogue_of.find(&n); e != epilogue_of.end()) {
-      kernel.fn = find_lowering(e->second->op())->lower;
-      kernel.node = e->second;
-      kernel.fused = {&n};
-      group = {e->second, &n};
-    } else {
-      kernel.fused = producers_of(&n);
-      for (const ir::Node* f : kernel.fused) group.push_back(f);
-      group.push_back(&n);
-    }
-    if (auto cs = channel_scale_of.find(kernel.node); cs != channel_scale_of.end() && kernel.fn) {
-      if (std::find(kernel.fused.begin(), kernel.fused.end(), cs->second) == kernel.fused.end())
-        kernel.fused.insert(kernel.fused.begin(), cs->second);
-      if (std::find(group.begin(), group.end(), cs->second) == group.end())
-        group.insert(group.begin(), cs->second);
-    }
+    KernelNodes group = formation.kernel_at(&n);
+    if (group.root != &n) fn = find_lowering(group.root->op())->lower;
+    Kernel kernel{fn,      group.root, static_cast<uint32_t>(ni), std::move(group.fused),
+                  nullptr, nullptr};
     std::unordered_map<const ir::Value*, bool> internal;
-    for (const ir::Node* g2 : group)
+    for (const ir::Node* g2 : group.members)
       if (g2 != &n) internal[g2->output()] = true;
-    for (const ir::Node* g2 : group)
+    for (const ir::Node* g2 : group.members)
       for (const ir::Value* v : g2->inputs())
         if (v && !internal.count(v)) use(ctx.read_through.count(v) ? ctx.read_through.at(v) : v);
     for (const ir::Value* v : n.outputs()) {
@@ -1038,7 +722,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
         continue;
       }
       Buffer b;
-      b.region = is_output.count(v) ? Buffer::output : Buffer::scratch;
+      b.region = scope.is_output(v) ? Buffer::output : Buffer::scratch;
       const DType dt = device_dtype(v->dtype());
       b.bytes = checked_bytes(numel(static_shape(v)), dt, "value '" + v->name() + "'");
       b.first = static_cast<int>(kernels.size());
@@ -1051,7 +735,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
       // is then a view instead of a copy. The attention stores through any strides.
       if (opts.fuse && kernel.node && attention_lowering(kernel.node->op()) &&
           b.region == Buffer::scratch && v->uses().size() == 1 &&
-          in_partition.count(v->uses()[0].node)) {
+          scope.contains(v->uses()[0].node)) {
         const ir::Node& t = *v->uses()[0].node;
         const int64_t rank = vi.view.rank();
         std::vector<int64_t> perm(static_cast<size_t>(rank));
