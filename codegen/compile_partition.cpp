@@ -16,9 +16,11 @@
 
 #include "codegen/codegen.h"
 #include "codegen/emitter.h"
+#include "codegen/hbm_plan.h"
 #include "codegen/kernel_formation.h"
 #include "codegen/lowering.h"
 #include "codegen/scheduler.h"
+#include "codegen/view_lowering.h"
 #include "device/numerics.h"
 
 namespace neuronc::codegen {
@@ -142,11 +144,6 @@ DType device_dtype(ir::DType t) {
 }
 
 namespace {
-
-constexpr uint64_t kAlign = 64;
-uint64_t align_up(uint64_t x) {
-  return (x + kAlign - 1) / kAlign * kAlign;
-}
 
 // Element count of a static shape; a count that does not fit in int64 is refused (a symbolic
 // dim bound to a huge value must not wrap around into a small buffer).
@@ -282,39 +279,6 @@ std::vector<std::byte> constant_bytes(const ir::Value* v, const std::vector<doub
 
 }  // namespace
 
-bool is_alias_op(const std::string& op) {
-  static const char* kOps[] = {"aten.view.default",
-                               "aten._unsafe_view.default",
-                               "aten.reshape.default",
-                               "aten.flatten.using_ints",
-                               "aten.unflatten.int",
-                               "aten.squeeze.dim",
-                               "aten.squeeze.dims",
-                               "aten.squeeze.default",
-                               "aten.unsqueeze.default",
-                               "aten.permute.default",
-                               "aten.t.default",
-                               "aten.transpose.int",
-                               "aten.expand.default",
-                               "aten.slice.Tensor",
-                               "aten.select.int",
-                               "aten.split.Tensor",
-                               "aten.split_with_sizes.default",
-                               "aten.chunk.default",
-                               "aten.unbind.int",
-                               "aten.alias.default",
-                               "aten.detach.default",
-                               "aten.detach_.default",
-                               "aten.clone.default",
-                               "aten.contiguous.default",
-                               "aten.lift_fresh_copy.default",
-                               "aten.dropout.default",
-                               "aten.expand_as.default"};
-  for (const char* s : kOps)
-    if (op == s) return true;
-  return false;
-}
-
 bool is_creation_op(const std::string& op) {
   static const char* kOps[] = {
       "aten.arange.default",        "aten.arange.start",      "aten.arange.start_step",
@@ -370,13 +334,7 @@ const Lowering* find_lowering(const std::string& op) {
 
 namespace {
 
-struct Buffer {
-  enum Region { input, output, constant, scratch } region = scratch;
-  uint64_t bytes = 0;
-  int first = 0;  // kernel index that writes it (inputs/constants: -1)
-  int last = 0;   // last kernel index reading it
-  uint64_t offset = 0;
-};
+using Buffer = HbmBuffer;
 
 struct Kernel {
   LowerFn fn = nullptr;
@@ -591,79 +549,17 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     }
 
     // Views of the input's buffer.
-    bool aliased = false;
-    if (is_alias_op(op) ||
-        (op == "aten._to_copy.default" &&
-         device_dtype(n.output()->dtype()) == device_dtype(n.input(0)->dtype()))) {
+    if (is_view_node(n)) {
       const ValueInfo& in = ctx.info(n.input(0));
-      std::vector<ValueInfo> outs(n.outputs().size(), in);
-      const HbmView& x = in.view;
-      bool ok = true;
-      const std::vector<int64_t> out_shape = static_shape(n.output());
-      if (op == "aten.permute.default") {
-        outs[0].view = x.permute(n.attr_ints("dims"));
-      } else if (op == "aten.t.default" || op == "aten.transpose.int") {
-        std::vector<int64_t> perm(static_cast<size_t>(x.rank()));
-        std::iota(perm.begin(), perm.end(), 0);
-        if (x.rank() >= 2) {
-          int64_t a = x.rank() - 2, b = x.rank() - 1;
-          if (op == "aten.transpose.int") {
-            a = n.attr_int("dim0");
-            b = n.attr_int("dim1");
-            if (a < 0) a += x.rank();
-            if (b < 0) b += x.rank();
-          }
-          std::swap(perm[a], perm[b]);
-        }
-        outs[0].view = x.permute(perm);
-      } else if (op == "aten.expand.default" || op == "aten.expand_as.default") {
-        outs[0].view = x.expand(out_shape);
-      } else if (op == "aten.slice.Tensor") {
-        int64_t dim = n.attr_int("dim");
-        if (dim < 0) dim += x.rank();
-        const int64_t start = n.attr_is_none("start") ? 0 : n.attr_int("start");
-        const int64_t end = n.attr_is_none("end") ? INT64_MAX : n.attr_int("end");
-        const int64_t step = n.attr("step") ? n.attr_int("step") : 1;
-        outs[0].view = x.slice(dim, start, std::min(end, x.shape[dim]), step);
-      } else if (op == "aten.select.int") {
-        int64_t dim = n.attr_int("dim");
-        if (dim < 0) dim += x.rank();
-        outs[0].view = x.select(dim, n.attr_int("index"));
-      } else if (op == "aten.split.Tensor" || op == "aten.split_with_sizes.default" ||
-                 op == "aten.chunk.default" || op == "aten.unbind.int") {
-        int64_t dim = n.attr("dim") ? n.attr_int("dim") : 0;
-        if (dim < 0) dim += x.rank();
-        int64_t start = 0;
+      if (std::optional<std::vector<HbmView>> views = lower_view(n, in.view)) {
         for (size_t k = 0; k < n.outputs().size(); ++k) {
-          const std::vector<int64_t> s = static_shape(n.output(k));
-          if (op == "aten.unbind.int") {
-            outs[k].view = x.select(dim, static_cast<int64_t>(k));
-          } else {
-            outs[k].view = x.slice(dim, start, start + s[dim], 1);
-            start += s[dim];
-          }
+          ValueInfo vi = in;
+          vi.view = (*views)[k];
+          ctx.values[n.output(k)] = vi;
         }
-      } else if (op == "aten.view.default" || op == "aten._unsafe_view.default" ||
-                 op == "aten.reshape.default" || op == "aten.flatten.using_ints" ||
-                 op == "aten.unflatten.int" || op.rfind("aten.squeeze", 0) == 0 ||
-                 op == "aten.unsqueeze.default") {
-        auto r = x.reshape(out_shape);
-        if (r) {
-          outs[0].view = *r;
-        } else {
-          ok = false;  // needs a copy: lowered as a materialising kernel below
-        }
-      }
-      // alias/detach/clone/contiguous/dropout/_to_copy(same dtype): same view.
-      if (ok) {
-        for (size_t k = 0; k < n.outputs().size(); ++k) {
-          outs[k].view.dtype = device_dtype(n.output(k)->dtype());
-          ctx.values[n.output(k)] = outs[k];
-        }
-        aliased = true;
-      }
+        continue;
+      }  // else a materialising kernel below
     }
-    if (aliased) continue;
 
     // A cat whose every input was written in place by its producer: no kernel.
     if (auto cb = cat_buffer.find(&n); cb != cat_buffer.end()) {
@@ -734,31 +630,9 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
       // hidden dim) is laid out so that the transposed view is contiguous: the reshape after it
       // is then a view instead of a copy. The attention stores through any strides.
       if (opts.fuse && kernel.node && attention_lowering(kernel.node->op()) &&
-          b.region == Buffer::scratch && v->uses().size() == 1 &&
-          scope.contains(v->uses()[0].node)) {
-        const ir::Node& t = *v->uses()[0].node;
-        const int64_t rank = vi.view.rank();
-        std::vector<int64_t> perm(static_cast<size_t>(rank));
-        std::iota(perm.begin(), perm.end(), 0);
-        bool is_perm = false;
-        if (t.op() == "aten.transpose.int" && rank >= 2) {
-          int64_t a = t.attr_int("dim0"), c = t.attr_int("dim1");
-          if (a < 0) a += rank;
-          if (c < 0) c += rank;
-          std::swap(perm[a], perm[c]);
-          is_perm = true;
-        } else if (t.op() == "aten.permute.default") {
-          perm = t.attr_ints("dims");
-          for (int64_t& d : perm) d = d < 0 ? d + rank : d;
-          is_perm = static_cast<int64_t>(perm.size()) == rank;
-        }
-        if (is_perm) {
-          std::vector<int64_t> permuted(perm.size());
-          for (size_t i = 0; i < perm.size(); ++i) permuted[i] = vi.view.shape[perm[i]];
-          const HbmView dense = HbmView::contiguous(dt, 0, permuted);
-          for (size_t i = 0; i < perm.size(); ++i) vi.view.strides[perm[i]] = dense.strides[i];
-        }
-      }
+          b.region == Buffer::scratch && v->uses().size() == 1 && scope.contains(v->uses()[0].node))
+        if (auto perm = view_permutation(*v->uses()[0].node, vi.view.rank()))
+          vi.view = layout_contiguous_under(dt, vi.view.shape, *perm);
       vi.buffer = static_cast<int>(buffers.size()) - 1;
       ctx.values[v] = vi;
     }
@@ -811,49 +685,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
   }
 
   // --- HBM plan ---------------------------------------------------------------------------------
-  uint64_t cursor = 0;
-  for (auto region : {Buffer::input, Buffer::output, Buffer::constant}) {
-    for (Buffer& b : buffers) {
-      if (b.region != region) continue;
-      b.offset = cursor;
-      cursor = align_up(cursor + std::max<uint64_t>(b.bytes, 1));
-    }
-  }
-  const uint64_t scratch_base = cursor;
-  std::vector<int> order;
-  for (size_t i = 0; i < buffers.size(); ++i)
-    if (buffers[i].region == Buffer::scratch) order.push_back(static_cast<int>(i));
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return buffers[a].bytes > buffers[b].bytes; });
-  std::vector<int> placed;
-  uint64_t scratch_end = scratch_base, unshared = 0;
-  for (int id : order) {
-    Buffer& b = buffers[id];
-    const uint64_t size = align_up(std::max<uint64_t>(b.bytes, 1));
-    unshared += size;
-    std::vector<std::pair<uint64_t, uint64_t>> busy;
-    for (int o : placed) {
-      const Buffer& c = buffers[o];
-      if (c.first <= b.last && b.first <= c.last)
-        busy.push_back({c.offset, c.offset + align_up(std::max<uint64_t>(c.bytes, 1))});
-    }
-    std::sort(busy.begin(), busy.end());
-    uint64_t off = scratch_base;
-    for (const auto& [s, e] : busy) {
-      if (off + size <= s) break;
-      off = std::max(off, e);
-    }
-    b.offset = off;
-    scratch_end = std::max(scratch_end, off + size);
-    placed.push_back(id);
-  }
-  const uint64_t hbm_size = std::max<uint64_t>(scratch_end, kAlign);
-  if (hbm_size > target.hbm_bytes_per_core)
-    throw Error("the partition needs " + std::to_string(hbm_size) +
-                " bytes of HBM (constants, inputs, outputs and scratch after reuse), but a " +
-                std::string(target.name) + " NeuronCore has " +
-                std::to_string(target.hbm_bytes_per_core) +
-                ": expected a model (at these shapes) that fits one NeuronCore's HBM");
+  const HbmPlan plan = plan_hbm(buffers, target);
   for (auto& [v, vi] : ctx.values) vi.view.base = buffers[vi.buffer].offset;
 
   // --- bindings ---------------------------------------------------------------------------------
@@ -937,7 +769,7 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     result.stats.flops += codes[i].flops;
     emitter.append(std::move(codes[i]), next_region[i]);
   }
-  result.program = emitter.finish(hbm_size, opts.forward_stores, scratch_base,
+  result.program = emitter.finish(plan.size, opts.forward_stores, plan.scratch_base,
                                   opts.schedule ? opts.schedule_windows : std::vector<size_t>{},
                                   opts.region_policies);
 
@@ -951,9 +783,9 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
   st.kernels = kernels.size();
   st.kernels_scheduled = static_cast<uint64_t>(std::count(reordered.begin(), reordered.end(), 1));
   st.program_scheduled = emitter.scheduled();
-  st.hbm_bytes = hbm_size;
-  st.hbm_scratch_bytes = scratch_end - scratch_base;
-  st.hbm_scratch_unshared_bytes = unshared;
+  st.hbm_bytes = plan.size;
+  st.hbm_scratch_bytes = plan.scratch_end - plan.scratch_base;
+  st.hbm_scratch_unshared_bytes = plan.scratch_unshared;
   st.sbuf_peak_bytes = emitter.sbuf_peak();
   st.psum_peak_bytes = emitter.psum_peak();
   st.loads_forwarded = emitter.forwarding().loads_forwarded;

@@ -13,6 +13,7 @@
 #include "codegen/codegen.h"
 #include "codegen/hbm_view.h"
 #include "codegen/kernel.h"
+#include "codegen/view_lowering.h"
 #include "ir/graph.h"
 
 namespace neuronc::codegen {
@@ -146,9 +147,6 @@ struct PoolGeometry {
 std::optional<std::string> pool_geometry(const ir::Node& n, const device::Target& t,
                                          PoolGeometry& g);
 
-// Ops that are views of their operand (view, permute, expand, slice, ...), lowered without a
-// kernel when the view is expressible, else by a materialising copy.
-bool is_alias_op(const std::string& op);
 // Row-major index in `shape` of element `k` of the same tensor stored permuted by `perm`
 // (stored dim i = logical dim perm[i]), its first stored dim's rows interleaved by
 // `row_interleave` (ConstantBinding::row_interleave; 0 = not).
