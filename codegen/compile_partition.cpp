@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <numeric>
+#include <unordered_set>
 
 #include "codegen/codegen.h"
 #include "codegen/emitter.h"
@@ -341,58 +341,92 @@ struct Kernel {
   const ir::Node* node = nullptr;
   uint32_t debug_id = 0;
   std::vector<const ir::Node*> fused;  // see KernelBuilder::fused
-  // Output copies: copy `src` into `dst` (no node).
+  // Output copies: copy `copy_src` into the output buffer of `copy_dst_value` (no node).
   const ir::Value* copy_src = nullptr;
   const ir::Value* copy_dst_value = nullptr;
 };
 
-void copy_kernel(KernelBuilder& kb, const HbmView& dst, const HbmView& src) {
-  copy_view(kb, dst, src);
-}
+// One compile_partition call. The stages run in order: static shapes, inputs, kernel formation
+// (kernel_formation.h), values and kernels in node order (views through view_lowering.h),
+// output copies, the HBM plan (hbm_plan.h), bindings, lowering (parallel) and emission.
+class PartitionCompiler {
+ public:
+  PartitionCompiler(const ir::Graph& g, const std::vector<const ir::Node*>& nodes,
+                    const std::vector<const ir::Value*>& inputs,
+                    const std::vector<const ir::Value*>& outputs, const device::Target& target,
+                    const CodegenOptions& opts)
+      : g_(g),
+        nodes_(nodes),
+        inputs_(inputs),
+        outputs_(outputs),
+        target_(target),
+        opts_(opts),
+        scope_(nodes, outputs),
+        ctx_(g, target) {}
 
-}  // namespace
+  CompiledPartition run() {
+    check_static_shapes();
+    bind_inputs();
+    formation_ = form_kernels(scope_, target_, opts_);
+    ctx_.read_through = formation_.read_through;
+    for (size_t i = 0; i < nodes_.size(); ++i) visit(i);
+    add_output_copies();
+    const HbmPlan plan = plan_hbm(buffers_, target_);
+    for (auto& [v, vi] : ctx_.values) vi.view.base = buffers_[vi.buffer].offset;
+    make_bindings();
+    std::vector<KernelCode> codes = lower_kernels();
+    emit(std::move(codes), plan);
+    return std::move(result_);
+  }
 
-CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const ir::Node*>& nodes,
-                                    const std::vector<const ir::Value*>& inputs,
-                                    const std::vector<const ir::Value*>& outputs,
-                                    const device::Target& target, const CodegenOptions& opts) {
-  // --- static shapes -------------------------------------------------------------------------
-  auto check_static = [&](const ir::Value* v, const ir::Node* n) {
+ private:
+  struct Constant {
+    const ir::Value* value = nullptr;
+    int buffer = -1;
+    bool transposed = false;
+    std::vector<int64_t> permutation;
+    int64_t interleave = 0;
+    int synthetic = -1;  // index into synthetic_values_, or -1: the value's payload
+  };
+
+  void check_static(const ir::Value* v, const ir::Node* n) const {
     for (const ir::Dim& d : v->shape()) {
       if (d.is_symbolic()) {
         const std::string what = "value '" + v->name() + "' has symbolic dimension " +
-                                 g.dim_to_string(d) + " (shape " + g.shape_to_string(v->shape()) +
+                                 g_.dim_to_string(d) + " (shape " + g_.shape_to_string(v->shape()) +
                                  "): codegen needs static shapes (shape bucketing is not done yet)";
         if (n) fail(*n, what);
         throw Error(what);
       }
     }
     (void)device_dtype(v->dtype());
-  };
-  for (const ir::Value* v : inputs) check_static(v, nullptr);
-  for (const ir::Node* n : nodes)
-    for (const ir::Value* v : n->outputs()) check_static(v, n);
+  }
+  void check_static_shapes() const {
+    for (const ir::Value* v : inputs_) check_static(v, nullptr);
+    for (const ir::Node* n : nodes_)
+      for (const ir::Value* v : n->outputs()) check_static(v, n);
+  }
 
-  PartitionContext ctx(g, target);
-  std::vector<Buffer> buffers;
-  std::vector<std::pair<const ir::Value*, int>> constant_buffers;  // value, buffer
-  std::vector<std::vector<double>> synthetic_values;               // per constant buffer slot
-  std::vector<bool> constant_transposed;
-  std::vector<std::vector<int64_t>> constant_permutation;
-  std::vector<int64_t> constant_interleave;
-  std::vector<int> constant_synthetic;  // index into synthetic_values or -1
+  int new_buffer(Buffer::Region region, const ir::Value* v, int first, const char* what) {
+    Buffer b;
+    b.region = region;
+    b.bytes = checked_bytes(numel(static_shape(v)), device_dtype(v->dtype()),
+                            std::string(what) + " '" + v->name() + "'");
+    b.first = first;
+    b.last = std::max(first, 0);
+    buffers_.push_back(b);
+    return static_cast<int>(buffers_.size()) - 1;
+  }
 
-  CompiledPartition result;
-  const PartitionScope scope(nodes, outputs);
-
+  // --- constant layouts ----------------------------------------------------------------------
   // Weights stored transposed: 2-D constants whose every use is a linear weight or a
   // permute([1, 0]) (which then reads them contiguously).
-  auto store_transposed = [&](const ir::Value* v) {
-    if (!opts.transpose_matmul_weights || v->shape().size() != 2 || scope.is_output(v))
+  bool store_transposed(const ir::Value* v) const {
+    if (!opts_.transpose_matmul_weights || v->shape().size() != 2 || scope_.is_output(v))
       return false;
     if (!v->has_uses()) return false;
     for (const ir::Use& u : v->uses()) {
-      if (!scope.contains(u.node)) return false;
+      if (!scope_.contains(u.node)) return false;
       const std::string& op = u.node->op();
       if (op == "aten.linear.default" && u.operand == 1) continue;
       if (op == "aten.permute.default" && u.node->attr_ints("dims") == std::vector<int64_t>{1, 0})
@@ -401,59 +435,51 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
       return false;
     }
     return true;
-  };
-
+  }
   // Convolution weights [O, C/g, (KH,) KW] whose every use is a (non-depthwise) convolution's
   // weight are stored [C/g, (KH,) KW, O]: each input channel's block (a partition of the
   // contraction) is one contiguous run, so the weight DMA moves long descriptors.
-  auto conv_permutation = [&](const ir::Value* v) -> std::vector<int64_t> {
+  std::vector<int64_t> conv_permutation(const ir::Value* v) const {
     const size_t r = v->shape().size();
-    if ((r != 3 && r != 4) || scope.is_output(v) || !v->has_uses()) return {};
+    if ((r != 3 && r != 4) || scope_.is_output(v) || !v->has_uses()) return {};
     for (const ir::Use& u : v->uses()) {
-      if (!scope.contains(u.node) || !conv_lowering(u.node->op()) || u.operand != 1) return {};
+      if (!scope_.contains(u.node) || !conv_lowering(u.node->op()) || u.operand != 1) return {};
       const int64_t groups = u.node->attr("groups") ? u.node->attr_int("groups") : 1;
       if (groups > 1 && v->shape()[1].value() == 1) return {};  // depthwise: [C, KK] rows
     }
     return r == 4 ? std::vector<int64_t>{1, 2, 3, 0} : std::vector<int64_t>{1, 2, 0};
-  };
+  }
   // Such a weight with groups = 1 and more than one whole chunk of input channels is stored
   // with its channel rows interleaved by the partition count (ConstantBinding::row_interleave).
-  auto conv_interleave = [&](const ir::Value* v, const std::vector<int64_t>& perm) -> int64_t {
-    const int64_t P = target.partitions;
+  int64_t conv_interleave(const ir::Value* v, const std::vector<int64_t>& perm) const {
+    const int64_t P = target_.partitions;
     if (perm.empty()) return 0;
     for (const ir::Use& u : v->uses())
       if (u.node->attr("groups") && u.node->attr_int("groups") != 1) return 0;
     const int64_t c = v->shape()[1].value();
     return c % P == 0 && c / P >= 2 ? P : 0;
-  };
+  }
 
-  auto new_constant = [&](const ir::Value* v, std::vector<double>* values) {
+  // A constant buffer for `v`: its payload, or `values` computed at compile time.
+  ValueInfo new_constant(const ir::Value* v, std::vector<double>* values) {
     const std::vector<int64_t> shape = static_shape(v);
     const DType dt = device_dtype(v->dtype());
-    const bool tr = store_transposed(v);
-    const std::vector<int64_t> perm = tr ? std::vector<int64_t>{} : conv_permutation(v);
-    const int64_t interleave = conv_interleave(v, perm);
-    Buffer b;
-    b.region = Buffer::constant;
-    b.bytes = checked_bytes(numel(shape), dt, "constant '" + v->name() + "'");
-    b.first = -1;
-    buffers.push_back(b);
-    const int id = static_cast<int>(buffers.size()) - 1;
-    constant_buffers.push_back({v, id});
-    ctx.constant_buffers[id] = {v, tr, perm, interleave};
-    constant_interleave.push_back(interleave);
-    constant_transposed.push_back(tr);
-    constant_permutation.push_back(perm);
+    Constant c;
+    c.value = v;
+    c.transposed = store_transposed(v);
+    if (!c.transposed) c.permutation = conv_permutation(v);
+    c.interleave = conv_interleave(v, c.permutation);
+    c.buffer = new_buffer(Buffer::constant, v, -1, "constant");
+    ctx_.constant_buffers[c.buffer] = {v, c.transposed, c.permutation, c.interleave};
     if (values) {
-      synthetic_values.push_back(std::move(*values));
-      constant_synthetic.push_back(static_cast<int>(synthetic_values.size()) - 1);
-    } else {
-      constant_synthetic.push_back(-1);
+      synthetic_values_.push_back(std::move(*values));
+      c.synthetic = static_cast<int>(synthetic_values_.size()) - 1;
     }
     ValueInfo vi;
-    if (tr) {
+    if (c.transposed) {
       vi.view = HbmView::contiguous(dt, 0, {shape[1], shape[0]}).permute({1, 0});
-    } else if (!perm.empty()) {
+    } else if (!c.permutation.empty()) {
+      const std::vector<int64_t>& perm = c.permutation;
       std::vector<int64_t> stored(perm.size()), inverse(perm.size());
       for (size_t i = 0; i < perm.size(); ++i) {
         stored[i] = shape[perm[i]];
@@ -463,335 +489,343 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
     } else {
       vi.view = HbmView::contiguous(dt, 0, shape);
     }
-    vi.buffer = id;
+    vi.buffer = c.buffer;
+    constants_.push_back(std::move(c));
     return vi;
-  };
-
-  // --- inputs ---------------------------------------------------------------------------------
-  std::vector<int> input_buffer(inputs.size(), -1);
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const ir::Value* v = inputs[i];
-    if (ctx.values.count(v)) continue;
-    if (v->payload()) {
-      ValueInfo vi = new_constant(v, nullptr);
-      if (numel(static_shape(v)) == 1) vi.splat = payload_element(v, 0);
-      ctx.values[v] = vi;
-      continue;
-    }
-    Buffer b;
-    b.region = Buffer::input;
-    const DType dt = device_dtype(v->dtype());
-    b.bytes = checked_bytes(numel(static_shape(v)), dt, "value '" + v->name() + "'");
-    b.first = -1;
-    buffers.push_back(b);
-    input_buffer[i] = static_cast<int>(buffers.size()) - 1;
-    ValueInfo vi;
-    vi.view = HbmView::contiguous(dt, 0, static_shape(v));
-    vi.buffer = input_buffer[i];
-    ctx.values[v] = vi;
   }
 
-  // --- kernel formation --------------------------------------------------------------------------
-  KernelFormation formation = form_kernels(scope, target, opts);
-  ctx.read_through = formation.read_through;
-  const auto& cat_slot = formation.cat_slot;
-  std::unordered_map<const ir::Node*, int> cat_buffer;  // created at its first aliased producer
-  // --- nodes: views, constants, kernels -------------------------------------------------------
-  std::vector<Kernel> kernels;
-  // The buffer of cat node `cat`, created by the first kernel writing into it.
-  auto cat_buffer_of = [&](const ir::Node* cat, int first) {
-    if (auto it = cat_buffer.find(cat); it != cat_buffer.end()) return it->second;
-    const ir::Value* v = cat->output();
-    Buffer b;
-    b.region = scope.is_output(v) ? Buffer::output : Buffer::scratch;
-    b.bytes = checked_bytes(numel(static_shape(v)), device_dtype(v->dtype()),
-                            "value '" + v->name() + "'");
-    b.first = first;
-    b.last = first;
-    buffers.push_back(b);
-    return cat_buffer[cat] = static_cast<int>(buffers.size()) - 1;
-  };
-  auto use = [&](const ir::Value* v) {
-    const int b = ctx.info(v).buffer;
-    buffers[b].last = std::max(buffers[b].last, static_cast<int>(kernels.size()));
-  };
-  for (size_t ni = 0; ni < nodes.size(); ++ni) {
-    const ir::Node& n = *nodes[ni];
-    result.debug_names.push_back({n.name(), n.op(), n.location().to_string()});
-    const std::string& op = n.op();
-    for (const ir::Value* v : n.inputs())
-      if (v && !ctx.values.count(v) && !(v->producer() && formation.absorbed(v->producer())) &&
-          !ctx.read_through.count(v))
-        fail(n, "operand '" + v->name() + "' is neither a partition input nor defined earlier");
+  // --- inputs ----------------------------------------------------------------------------------
+  void bind_inputs() {
+    input_buffer_.assign(inputs_.size(), -1);
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      const ir::Value* v = inputs_[i];
+      if (ctx_.values.count(v)) continue;
+      if (v->payload()) {
+        ValueInfo vi = new_constant(v, nullptr);
+        if (numel(static_shape(v)) == 1) vi.splat = payload_element(v, 0);
+        ctx_.values[v] = vi;
+        continue;
+      }
+      input_buffer_[i] = new_buffer(Buffer::input, v, -1, "value");
+      ValueInfo vi;
+      vi.view = HbmView::contiguous(device_dtype(v->dtype()), 0, static_shape(v));
+      vi.buffer = input_buffer_[i];
+      ctx_.values[v] = vi;
+    }
+  }
 
+  // --- values and kernels, in node order -------------------------------------------------------
+  void use(const ir::Value* v) {
+    const int b = ctx_.info(v).buffer;
+    buffers_[b].last = std::max(buffers_[b].last, static_cast<int>(kernels_.size()));
+  }
+  // The buffer of cat node `cat`, created by the first kernel writing into it.
+  int cat_buffer_of(const ir::Node* cat, int first) {
+    if (auto it = cat_buffer_.find(cat); it != cat_buffer_.end()) return it->second;
+    const ir::Value* v = cat->output();
+    return cat_buffer_[cat] = new_buffer(scope_.is_output(v) ? Buffer::output : Buffer::scratch, v,
+                                         first, "value");
+  }
+  // A compile-time constant the node's result is (a cast of a constant, a creation op).
+  bool fold_constant(const ir::Node& n) {
+    const std::string& op = n.op();
     // A dtype conversion of a compile-time constant (auto-cast weights) is done now: the
     // constant segment holds the converted tensor.
     if ((op == "aten._to_copy.default" || op == "aten.to.dtype") &&
         device_dtype(n.output()->dtype()) != device_dtype(n.input(0)->dtype()) &&
-        ctx.values.count(n.input(0)) &&
-        ctx.constant_buffers.count(ctx.values.at(n.input(0)).buffer) &&
-        ir::is_floating(n.output()->dtype()) && !formation.absorbed(&n)) {
-      std::vector<double> vals = *ctx.constant_values(n.input(0));
-      ctx.synthetic[n.output()] = vals;
-      ValueInfo vi = new_constant(n.output(), &vals);
-      ctx.values[n.output()] = vi;
-      continue;
+        ctx_.values.count(n.input(0)) &&
+        ctx_.constant_buffers.count(ctx_.values.at(n.input(0)).buffer) &&
+        ir::is_floating(n.output()->dtype()) && !formation_.absorbed(&n)) {
+      std::vector<double> vals = *ctx_.constant_values(n.input(0));
+      ctx_.synthetic[n.output()] = vals;
+      ctx_.values[n.output()] = new_constant(n.output(), &vals);
+      return true;
     }
-    if (is_creation_op(op)) {
-      std::vector<double> vals = creation_values(n);
-      ctx.synthetic[n.output()] = vals;
-      const bool uniform = op.rfind("aten.arange", 0) != 0;
-      const double first = vals.empty() ? 0.0 : vals[0];
-      ValueInfo vi = new_constant(n.output(), &vals);
-      if (uniform) vi.splat = first;
-      ctx.values[n.output()] = vi;
-      continue;
+    if (!is_creation_op(op)) return false;
+    std::vector<double> vals = creation_values(n);
+    ctx_.synthetic[n.output()] = vals;
+    const bool uniform = op.rfind("aten.arange", 0) != 0;
+    const double first = vals.empty() ? 0.0 : vals[0];
+    ValueInfo vi = new_constant(n.output(), &vals);
+    if (uniform) vi.splat = first;
+    ctx_.values[n.output()] = vi;
+    return true;
+  }
+  // Views of the operand's buffer.
+  bool bind_view(const ir::Node& n) {
+    if (!is_view_node(n)) return false;
+    const ValueInfo& in = ctx_.info(n.input(0));
+    std::optional<std::vector<HbmView>> views = lower_view(n, in.view);
+    if (!views) return false;  // a materialising kernel
+    for (size_t k = 0; k < n.outputs().size(); ++k) {
+      ValueInfo vi = in;
+      vi.view = (*views)[k];
+      ctx_.values[n.output(k)] = vi;
     }
+    return true;
+  }
+  // A cat whose every input was written in place by its producer: no kernel.
+  bool bind_cat_in_place(const ir::Node& n) {
+    auto cb = cat_buffer_.find(&n);
+    if (cb == cat_buffer_.end()) return false;
+    for (const ir::Value* v : n.inputs()) {
+      if (numel(static_shape(v)) == 0) continue;
+      // Exactly its slot (a view of an in-place value may sit in the same buffer elsewhere).
+      auto slot = formation_.cat_slot.find(v);
+      const ValueInfo& vi = ctx_.info(v);
+      if (slot == formation_.cat_slot.end() || slot->second.cat != &n || vi.buffer != cb->second ||
+          vi.view.offset != slot->second.view.offset ||
+          vi.view.strides != slot->second.view.strides)
+        return false;
+    }
+    ValueInfo vi;
+    vi.view = HbmView::contiguous(device_dtype(n.output()->dtype()), 0, static_shape(n.output()));
+    vi.buffer = cb->second;
+    ctx_.values[n.output()] = vi;
+    return true;
+  }
+  // Where kernel `kernel`'s result `v` lives: its slice of a cat's buffer, the buffer of the cat
+  // the kernel is, or a buffer of its own.
+  void bind_result(const Kernel& kernel, const ir::Node& n, const ir::Value* v) {
+    const int this_kernel = static_cast<int>(kernels_.size());
+    if (auto slot = formation_.cat_slot.find(v); slot != formation_.cat_slot.end()) {
+      ValueInfo vi;
+      vi.view = slot->second.view;
+      vi.buffer = cat_buffer_of(slot->second.cat, this_kernel);
+      buffers_[vi.buffer].last = std::max(buffers_[vi.buffer].last, this_kernel);
+      ctx_.values[v] = vi;
+      return;
+    }
+    if (auto cb = cat_buffer_.find(&n); cb != cat_buffer_.end()) {  // cat with inputs in place
+      ValueInfo vi;
+      vi.view = HbmView::contiguous(device_dtype(v->dtype()), 0, static_shape(v));
+      vi.buffer = cb->second;
+      buffers_[vi.buffer].last = std::max(buffers_[vi.buffer].last, this_kernel);
+      ctx_.values[v] = vi;
+      return;
+    }
+    const Buffer::Region region = scope_.is_output(v) ? Buffer::output : Buffer::scratch;
+    const DType dt = device_dtype(v->dtype());
+    ValueInfo vi;
+    vi.buffer = new_buffer(region, v, this_kernel, "value");
+    vi.view = HbmView::contiguous(dt, 0, static_shape(v));
+    // An attention result read only through one transpose (the heads merging back into the
+    // hidden dim) is laid out so that the transposed view is contiguous: the reshape after it
+    // is then a view instead of a copy. The attention stores through any strides.
+    if (opts_.fuse && kernel.node && attention_lowering(kernel.node->op()) &&
+        region == Buffer::scratch && v->uses().size() == 1 && scope_.contains(v->uses()[0].node))
+      if (auto perm = view_permutation(*v->uses()[0].node, vi.view.rank()))
+        vi.view = layout_contiguous_under(dt, vi.view.shape, *perm);
+    ctx_.values[v] = vi;
+  }
 
-    // Views of the input's buffer.
-    if (is_view_node(n)) {
-      const ValueInfo& in = ctx.info(n.input(0));
-      if (std::optional<std::vector<HbmView>> views = lower_view(n, in.view)) {
-        for (size_t k = 0; k < n.outputs().size(); ++k) {
-          ValueInfo vi = in;
-          vi.view = (*views)[k];
-          ctx.values[n.output(k)] = vi;
-        }
-        continue;
-      }  // else a materialising kernel below
-    }
-
-    // A cat whose every input was written in place by its producer: no kernel.
-    if (auto cb = cat_buffer.find(&n); cb != cat_buffer.end()) {
-      bool all = true;
-      for (const ir::Value* v : n.inputs()) {
-        if (numel(static_shape(v)) == 0) continue;
-        // Exactly its slot (a view of an in-place value may sit in the same buffer elsewhere).
-        auto slot = cat_slot.find(v);
-        const ValueInfo& vi = ctx.info(v);
-        all = all && slot != cat_slot.end() && slot->second.cat == &n && vi.buffer == cb->second &&
-              vi.view.offset == slot->second.view.offset &&
-              vi.view.strides == slot->second.view.strides;
-      }
-      if (all) {
-        ValueInfo vi;
-        vi.view =
-            HbmView::contiguous(device_dtype(n.output()->dtype()), 0, static_shape(n.output()));
-        vi.buffer = cb->second;
-        ctx.values[n.output()] = vi;
-        continue;
-      }
-    }
-    formation.settle_matmul_group(n, ctx);
-    if (formation.absorbed(&n)) continue;              // computed inside its consumer's kernel
-    if (ctx.read_through.count(n.output())) continue;  // converted by the consuming matmul
+  void visit(size_t ni) {
+    const ir::Node& n = *nodes_[ni];
+    result_.debug_names.push_back({n.name(), n.op(), n.location().to_string()});
+    const std::string& op = n.op();
+    for (const ir::Value* v : n.inputs())
+      if (v && !ctx_.values.count(v) && !(v->producer() && formation_.absorbed(v->producer())) &&
+          !ctx_.read_through.count(v))
+        fail(n, "operand '" + v->name() + "' is neither a partition input nor defined earlier");
+    if (fold_constant(n) || bind_view(n) || bind_cat_in_place(n)) return;
+    formation_.settle_matmul_group(n, ctx_);
+    if (formation_.absorbed(&n)) return;              // computed inside its consumer's kernel
+    if (ctx_.read_through.count(n.output())) return;  // converted by the consuming matmul
     const Lowering* lowering = find_lowering(op);
     if (!lowering && is_alias_op(op)) lowering = data_movement_lowering("<materialize>");
     if (!lowering) fail(n, "codegen has no lowering for " + op);
-    LowerFn fn = lowering->lower;
-    KernelNodes group = formation.kernel_at(&n);
-    if (group.root != &n) fn = find_lowering(group.root->op())->lower;
+    KernelNodes group = formation_.kernel_at(&n);
+    const LowerFn fn = group.root == &n ? lowering->lower : find_lowering(group.root->op())->lower;
     Kernel kernel{fn,      group.root, static_cast<uint32_t>(ni), std::move(group.fused),
                   nullptr, nullptr};
-    std::unordered_map<const ir::Value*, bool> internal;
-    for (const ir::Node* g2 : group.members)
-      if (g2 != &n) internal[g2->output()] = true;
-    for (const ir::Node* g2 : group.members)
-      for (const ir::Value* v : g2->inputs())
-        if (v && !internal.count(v)) use(ctx.read_through.count(v) ? ctx.read_through.at(v) : v);
-    for (const ir::Value* v : n.outputs()) {
-      const int this_kernel = static_cast<int>(kernels.size());
-      if (auto slot = cat_slot.find(v); slot != cat_slot.end()) {
-        ValueInfo vi;
-        vi.view = slot->second.view;
-        vi.buffer = cat_buffer_of(slot->second.cat, this_kernel);
-        buffers[vi.buffer].last = std::max(buffers[vi.buffer].last, this_kernel);
-        ctx.values[v] = vi;
-        continue;
-      }
-      if (auto cb = cat_buffer.find(&n); cb != cat_buffer.end()) {  // cat with inputs in place
-        ValueInfo vi;
-        vi.view = HbmView::contiguous(device_dtype(v->dtype()), 0, static_shape(v));
-        vi.buffer = cb->second;
-        buffers[vi.buffer].last = std::max(buffers[vi.buffer].last, this_kernel);
-        ctx.values[v] = vi;
-        continue;
-      }
-      Buffer b;
-      b.region = scope.is_output(v) ? Buffer::output : Buffer::scratch;
-      const DType dt = device_dtype(v->dtype());
-      b.bytes = checked_bytes(numel(static_shape(v)), dt, "value '" + v->name() + "'");
-      b.first = static_cast<int>(kernels.size());
-      b.last = b.first;
-      buffers.push_back(b);
-      ValueInfo vi;
-      vi.view = HbmView::contiguous(dt, 0, static_shape(v));
-      // An attention result read only through one transpose (the heads merging back into the
-      // hidden dim) is laid out so that the transposed view is contiguous: the reshape after it
-      // is then a view instead of a copy. The attention stores through any strides.
-      if (opts.fuse && kernel.node && attention_lowering(kernel.node->op()) &&
-          b.region == Buffer::scratch && v->uses().size() == 1 && scope.contains(v->uses()[0].node))
-        if (auto perm = view_permutation(*v->uses()[0].node, vi.view.rank()))
-          vi.view = layout_contiguous_under(dt, vi.view.shape, *perm);
-      vi.buffer = static_cast<int>(buffers.size()) - 1;
-      ctx.values[v] = vi;
-    }
-    kernels.push_back(std::move(kernel));
+    std::unordered_set<const ir::Value*> internal;
+    for (const ir::Node* m : group.members)
+      if (m != &n) internal.insert(m->output());
+    for (const ir::Node* m : group.members)
+      for (const ir::Value* v : m->inputs())
+        if (v && !internal.count(v)) use(ctx_.read_through.count(v) ? ctx_.read_through.at(v) : v);
+    for (const ir::Value* v : n.outputs()) bind_result(kernel, n, v);
+    kernels_.push_back(std::move(kernel));
   }
 
-  // --- outputs ----------------------------------------------------------------------------------
+  // --- outputs ---------------------------------------------------------------------------------
   // An output not written in place by its kernel (a view, an input, a constant) gets a copy.
-  std::vector<int> output_buffer(outputs.size(), -1);
-  std::unordered_map<const ir::Value*, int> output_copy_buffer;
-  std::unordered_map<int, const ir::Value*> claimed_in_place;  // buffer -> output written there
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const ir::Value* v = outputs[i];
-    const ValueInfo& vi = ctx.info(v);
-    const Buffer& b = buffers[vi.buffer];
-    const bool in_place =
-        b.region == Buffer::output && vi.view.is_contiguous() && vi.view.offset == 0 &&
-        b.bytes == static_cast<uint64_t>(vi.view.numel()) * device::dtype_size(vi.view.dtype);
-    // Two outputs that view the same buffer (a result and its flatten) need distinct bytes.
-    if (in_place && !output_copy_buffer.count(v) && !claimed_in_place.count(vi.buffer)) {
-      claimed_in_place[vi.buffer] = v;
-      output_buffer[i] = vi.buffer;
-      continue;
-    }
-    if (auto c = claimed_in_place.find(vi.buffer); c != claimed_in_place.end() && c->second == v) {
-      output_buffer[i] = vi.buffer;  // the same value listed twice
-      continue;
-    }
-    if (auto it = output_copy_buffer.find(v); it != output_copy_buffer.end()) {
-      output_buffer[i] = it->second;
-      continue;
-    }
-    use(v);
-    Buffer ob;
-    ob.region = Buffer::output;
-    const DType dt = device_dtype(v->dtype());
-    ob.bytes = checked_bytes(numel(static_shape(v)), dt, "value '" + v->name() + "'");
-    ob.first = static_cast<int>(kernels.size());
-    ob.last = ob.first;
-    buffers.push_back(ob);
-    output_buffer[i] = static_cast<int>(buffers.size()) - 1;
-    output_copy_buffer[v] = output_buffer[i];
-    result.debug_names.push_back({"<output copy>", v->name(), ""});
-    Kernel k;
-    k.debug_id = static_cast<uint32_t>(result.debug_names.size() - 1);
-    k.fn = nullptr;
-    k.copy_src = v;
-    k.copy_dst_value = v;
-    kernels.push_back(k);
-  }
-
-  // --- HBM plan ---------------------------------------------------------------------------------
-  const HbmPlan plan = plan_hbm(buffers, target);
-  for (auto& [v, vi] : ctx.values) vi.view.base = buffers[vi.buffer].offset;
-
-  // --- bindings ---------------------------------------------------------------------------------
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (input_buffer[i] < 0) continue;
-    const ir::Value* v = inputs[i];
-    const Buffer& b = buffers[input_buffer[i]];
-    result.inputs.push_back(
-        {v->name(), device_dtype(v->dtype()), static_shape(v), b.offset, b.bytes});
-  }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const ir::Value* v = outputs[i];
-    const Buffer& b = buffers[output_buffer[i]];
-    result.outputs.push_back(
-        {v->name(), device_dtype(v->dtype()), static_shape(v), b.offset, b.bytes});
-  }
-  std::string no_target;
-  for (size_t c = 0; c < constant_buffers.size(); ++c) {
-    const auto& [v, id] = constant_buffers[c];
-    ConstantBinding cb;
-    cb.name = v->name();
-    for (const ir::GraphInput& gi : g.inputs())
-      if (gi.value == v) cb.target = gi.target;
-    cb.dtype = device_dtype(v->dtype());
-    cb.shape = static_shape(v);
-    cb.transposed = constant_transposed[c];
-    cb.permutation = constant_permutation[c];
-    cb.row_interleave = constant_interleave[c];
-    cb.offset = buffers[id].offset;
-    cb.data = constant_bytes(
-        v, constant_synthetic[c] >= 0 ? &synthetic_values[constant_synthetic[c]] : nullptr,
-        cb.transposed, cb.permutation, cb.row_interleave);
-    result.constants.push_back(std::move(cb));
-  }
-
-  // --- lowering (parallel) and emission (sequential) --------------------------------------------
-  std::vector<KernelCode> codes(kernels.size());
-  std::vector<std::string> errors(kernels.size());
-  std::vector<uint8_t> reordered(kernels.size(), 0);
-  const device::CostModel cost(target);
-  auto lower_one = [&](size_t i) {
-    const Kernel& k = kernels[i];
-    KernelBuilder kb(target, k.debug_id);
-    kb.fused = k.fused;
-    try {
-      if (k.fn) {
-        k.fn(kb, *k.node, ctx);
-      } else {
-        HbmView dst = HbmView::contiguous(device_dtype(k.copy_dst_value->dtype()),
-                                          buffers[output_copy_buffer.at(k.copy_dst_value)].offset,
-                                          static_shape(k.copy_dst_value));
-        copy_kernel(kb, dst, ctx.view(k.copy_src));
+  void add_output_copies() {
+    output_buffer_.assign(outputs_.size(), -1);
+    std::unordered_map<int, const ir::Value*> claimed_in_place;  // buffer -> output written there
+    for (size_t i = 0; i < outputs_.size(); ++i) {
+      const ir::Value* v = outputs_[i];
+      const ValueInfo& vi = ctx_.info(v);
+      const Buffer& b = buffers_[vi.buffer];
+      const bool in_place =
+          b.region == Buffer::output && vi.view.is_contiguous() && vi.view.offset == 0 &&
+          b.bytes == static_cast<uint64_t>(vi.view.numel()) * device::dtype_size(vi.view.dtype);
+      // Two outputs that view the same buffer (a result and its flatten) need distinct bytes.
+      if (in_place && !output_copy_buffer_.count(v) && !claimed_in_place.count(vi.buffer)) {
+        claimed_in_place[vi.buffer] = v;
+        output_buffer_[i] = vi.buffer;
+        continue;
       }
-      codes[i] = kb.finish();
-      if (opts.schedule) reordered[i] = schedule_kernel(codes[i].instructions, cost).reordered;
-    } catch (const std::exception& e) {
-      // Name the node when the lowering's message does not already start with it.
-      std::string msg = e.what();
-      if (k.node && msg.rfind("node '", 0) != 0) msg = k.node->describe() + ": " + msg;
-      errors[i] = msg;
+      if (auto c = claimed_in_place.find(vi.buffer);
+          c != claimed_in_place.end() && c->second == v) {
+        output_buffer_[i] = vi.buffer;  // the same value listed twice
+        continue;
+      }
+      if (auto it = output_copy_buffer_.find(v); it != output_copy_buffer_.end()) {
+        output_buffer_[i] = it->second;
+        continue;
+      }
+      use(v);
+      output_buffer_[i] = new_buffer(Buffer::output, v, static_cast<int>(kernels_.size()), "value");
+      output_copy_buffer_[v] = output_buffer_[i];
+      result_.debug_names.push_back({"<output copy>", v->name(), ""});
+      Kernel k;
+      k.debug_id = static_cast<uint32_t>(result_.debug_names.size() - 1);
+      k.copy_src = v;
+      k.copy_dst_value = v;
+      kernels_.push_back(k);
     }
-  };
-  if (opts.threads == 1) {
-    for (size_t i = 0; i < kernels.size(); ++i) lower_one(i);
-  } else {
-    tbb::task_arena arena(opts.threads > 0 ? opts.threads : tbb::task_arena::automatic);
-    arena.execute(
-        [&] { tbb::parallel_for(size_t{0}, kernels.size(), [&](size_t i) { lower_one(i); }); });
   }
-  for (size_t i = 0; i < kernels.size(); ++i)
-    if (!errors[i].empty()) throw Error(errors[i]);
 
-  ProgramEmitter emitter(target);
-  uint32_t next_sbuf = 0;
-  std::vector<uint32_t> next_region(codes.size(), 0);
-  for (size_t i = codes.size(); i-- > 0;) {
-    next_region[i] = next_sbuf;
-    if (codes[i].sbuf_bytes > 0) next_sbuf = codes[i].sbuf_bytes;
+  // --- bindings --------------------------------------------------------------------------------
+  void make_bindings() {
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      if (input_buffer_[i] < 0) continue;
+      const ir::Value* v = inputs_[i];
+      const Buffer& b = buffers_[input_buffer_[i]];
+      result_.inputs.push_back(
+          {v->name(), device_dtype(v->dtype()), static_shape(v), b.offset, b.bytes});
+    }
+    for (size_t i = 0; i < outputs_.size(); ++i) {
+      const ir::Value* v = outputs_[i];
+      const Buffer& b = buffers_[output_buffer_[i]];
+      result_.outputs.push_back(
+          {v->name(), device_dtype(v->dtype()), static_shape(v), b.offset, b.bytes});
+    }
+    for (const Constant& c : constants_) {
+      const ir::Value* v = c.value;
+      ConstantBinding cb;
+      cb.name = v->name();
+      for (const ir::GraphInput& gi : g_.inputs())
+        if (gi.value == v) cb.target = gi.target;
+      cb.dtype = device_dtype(v->dtype());
+      cb.shape = static_shape(v);
+      cb.transposed = c.transposed;
+      cb.permutation = c.permutation;
+      cb.row_interleave = c.interleave;
+      cb.offset = buffers_[c.buffer].offset;
+      cb.data = constant_bytes(v, c.synthetic >= 0 ? &synthetic_values_[c.synthetic] : nullptr,
+                               cb.transposed, cb.permutation, cb.row_interleave);
+      result_.constants.push_back(std::move(cb));
+    }
   }
-  for (size_t i = 0; i < codes.size(); ++i) {
-    result.stats.flops += codes[i].flops;
-    emitter.append(std::move(codes[i]), next_region[i]);
-  }
-  result.program = emitter.finish(plan.size, opts.forward_stores, plan.scratch_base,
-                                  opts.schedule ? opts.schedule_windows : std::vector<size_t>{},
-                                  opts.region_policies);
 
-  CodegenStats& st = result.stats;
-  for (int e = 0; e < device::kNumEngines; ++e) {
-    st.instructions[e] = result.program.cores[0].streams[e].size();
-    for (const auto& in : result.program.cores[0].streams[e])
-      st.dma_transfers += std::holds_alternative<device::DmaCopy>(in.op);
+  // --- lowering (parallel) ---------------------------------------------------------------------
+  std::vector<KernelCode> lower_kernels() {
+    std::vector<KernelCode> codes(kernels_.size());
+    std::vector<std::string> errors(kernels_.size());
+    reordered_.assign(kernels_.size(), 0);
+    const device::CostModel cost(target_);
+    auto lower_one = [&](size_t i) {
+      const Kernel& k = kernels_[i];
+      KernelBuilder kb(target_, k.debug_id);
+      kb.fused = k.fused;
+      try {
+        if (k.fn) {
+          k.fn(kb, *k.node, ctx_);
+        } else {
+          const ir::Value* v = k.copy_dst_value;
+          const HbmView dst =
+              HbmView::contiguous(device_dtype(v->dtype()),
+                                  buffers_[output_copy_buffer_.at(v)].offset, static_shape(v));
+          copy_view(kb, dst, ctx_.view(k.copy_src));
+        }
+        codes[i] = kb.finish();
+        if (opts_.schedule) reordered_[i] = schedule_kernel(codes[i].instructions, cost).reordered;
+      } catch (const std::exception& e) {
+        // Name the node when the lowering's message does not already start with it.
+        std::string msg = e.what();
+        if (k.node && msg.rfind("node '", 0) != 0) msg = k.node->describe() + ": " + msg;
+        errors[i] = msg;
+      }
+    };
+    if (opts_.threads == 1) {
+      for (size_t i = 0; i < kernels_.size(); ++i) lower_one(i);
+    } else {
+      tbb::task_arena arena(opts_.threads > 0 ? opts_.threads : tbb::task_arena::automatic);
+      arena.execute(
+          [&] { tbb::parallel_for(size_t{0}, kernels_.size(), [&](size_t i) { lower_one(i); }); });
+    }
+    for (size_t i = 0; i < kernels_.size(); ++i)
+      if (!errors[i].empty()) throw Error(errors[i]);
+    return codes;
   }
-  st.semaphore_waits = emitter.waits();
-  st.kernels = kernels.size();
-  st.kernels_scheduled = static_cast<uint64_t>(std::count(reordered.begin(), reordered.end(), 1));
-  st.program_scheduled = emitter.scheduled();
-  st.hbm_bytes = plan.size;
-  st.hbm_scratch_bytes = plan.scratch_end - plan.scratch_base;
-  st.hbm_scratch_unshared_bytes = plan.scratch_unshared;
-  st.sbuf_peak_bytes = emitter.sbuf_peak();
-  st.psum_peak_bytes = emitter.psum_peak();
-  st.loads_forwarded = emitter.forwarding().loads_forwarded;
-  st.stores_elided = emitter.forwarding().stores_elided;
-  st.dma_bytes_forwarded = emitter.forwarding().dma_bytes_saved;
-  return result;
+
+  // --- emission (sequential) and statistics -----------------------------------------------------
+  void emit(std::vector<KernelCode> codes, const HbmPlan& plan) {
+    ProgramEmitter emitter(target_);
+    uint32_t next_sbuf = 0;
+    std::vector<uint32_t> next_region(codes.size(), 0);
+    for (size_t i = codes.size(); i-- > 0;) {
+      next_region[i] = next_sbuf;
+      if (codes[i].sbuf_bytes > 0) next_sbuf = codes[i].sbuf_bytes;
+    }
+    for (size_t i = 0; i < codes.size(); ++i) {
+      result_.stats.flops += codes[i].flops;
+      emitter.append(std::move(codes[i]), next_region[i]);
+    }
+    result_.program = emitter.finish(
+        plan.size, opts_.forward_stores, plan.scratch_base,
+        opts_.schedule ? opts_.schedule_windows : std::vector<size_t>{}, opts_.region_policies);
+
+    CodegenStats& st = result_.stats;
+    for (int e = 0; e < device::kNumEngines; ++e) {
+      st.instructions[e] = result_.program.cores[0].streams[e].size();
+      for (const auto& in : result_.program.cores[0].streams[e])
+        st.dma_transfers += std::holds_alternative<device::DmaCopy>(in.op);
+    }
+    st.semaphore_waits = emitter.waits();
+    st.kernels = kernels_.size();
+    st.kernels_scheduled =
+        static_cast<uint64_t>(std::count(reordered_.begin(), reordered_.end(), 1));
+    st.program_scheduled = emitter.scheduled();
+    st.hbm_bytes = plan.size;
+    st.hbm_scratch_bytes = plan.scratch_end - plan.scratch_base;
+    st.hbm_scratch_unshared_bytes = plan.scratch_unshared;
+    st.sbuf_peak_bytes = emitter.sbuf_peak();
+    st.psum_peak_bytes = emitter.psum_peak();
+    st.loads_forwarded = emitter.forwarding().loads_forwarded;
+    st.stores_elided = emitter.forwarding().stores_elided;
+    st.dma_bytes_forwarded = emitter.forwarding().dma_bytes_saved;
+  }
+
+  const ir::Graph& g_;
+  const std::vector<const ir::Node*>& nodes_;
+  const std::vector<const ir::Value*>& inputs_;
+  const std::vector<const ir::Value*>& outputs_;
+  const device::Target& target_;
+  const CodegenOptions& opts_;
+  const PartitionScope scope_;
+  PartitionContext ctx_;
+  KernelFormation formation_;
+  std::vector<Buffer> buffers_;
+  std::vector<Constant> constants_;
+  std::vector<std::vector<double>> synthetic_values_;
+  std::vector<int> input_buffer_, output_buffer_;
+  std::unordered_map<const ir::Value*, int> output_copy_buffer_;
+  std::unordered_map<const ir::Node*, int> cat_buffer_;  // created at its first aliased producer
+  std::vector<Kernel> kernels_;
+  std::vector<uint8_t> reordered_;
+  CompiledPartition result_;
+};
+
+}  // namespace
+
+CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const ir::Node*>& nodes,
+                                    const std::vector<const ir::Value*>& inputs,
+                                    const std::vector<const ir::Value*>& outputs,
+                                    const device::Target& target, const CodegenOptions& opts) {
+  return PartitionCompiler(g, nodes, inputs, outputs, target, opts).run();
 }
 
 }  // namespace neuronc::codegen
