@@ -1,0 +1,15 @@
+# Who may include whom: the one list docs/DESIGN.md quotes and tests/architecture enforces on
+# every source file (tests/architecture/check_includes.cmake). A module may always include its
+# own headers; `neuronc/...` (the loader's public API, loader/include/neuronc) counts as
+# `loader`. Arrows point one way: a module never includes one listed after it unless allowed
+# here, and the loader never includes a compiler-side module.
+set(NEURONC_MODULES ir frontend passes device codegen artifact_format loader tools)
+
+set(NEURONC_MAY_INCLUDE_ir "")
+set(NEURONC_MAY_INCLUDE_frontend ir)
+set(NEURONC_MAY_INCLUDE_passes ir)
+set(NEURONC_MAY_INCLUDE_device "")
+set(NEURONC_MAY_INCLUDE_codegen ir device)
+set(NEURONC_MAY_INCLUDE_artifact_format device)
+set(NEURONC_MAY_INCLUDE_loader artifact_format device)
+set(NEURONC_MAY_INCLUDE_tools ir frontend passes device codegen artifact_format loader)

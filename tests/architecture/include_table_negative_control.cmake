@@ -1,0 +1,32 @@
+cmake_minimum_required(VERSION 3.20)
+# Negative control for check_includes.cmake: a planted tree whose device/ includes codegen/ (a
+# back-include) must fail with that include named, and the same tree without it must pass, so
+# the checker can both fail and pass.
+# Usage: cmake -DCHECKER=<check_includes.cmake> -DRULES=<table> -DWORK=<scratch dir> -P ...
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK}/device ${WORK}/codegen ${WORK}/loader)
+file(WRITE ${WORK}/codegen/codegen.h "#pragma once\n#include \"device/isa.h\"\n")
+file(WRITE ${WORK}/device/isa.h "#pragma once\n#include <vector>\n")
+file(WRITE ${WORK}/loader/session.cpp "#include \"neuronc/session.h\"\n#include \"device/isa.h\"\n")
+
+execute_process(COMMAND ${CMAKE_COMMAND} -DROOT=${WORK} -DRULES=${RULES} -P ${CHECKER}
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "the clean planted tree should pass:\n${out}${err}")
+endif()
+
+file(APPEND ${WORK}/device/isa.h "#include \"codegen/codegen.h\"\n")
+file(APPEND ${WORK}/loader/session.cpp "#include \"../passes/pass.h\"\n")
+execute_process(COMMAND ${CMAKE_COMMAND} -DROOT=${WORK} -DRULES=${RULES} -P ${CHECKER}
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(rc EQUAL 0)
+  message(FATAL_ERROR "the planted back-include device -> codegen was not detected:\n${out}${err}")
+endif()
+foreach(expected
+    "device/isa.h:3: device includes \"codegen/codegen.h\" \\(device may include: nothing in the project\\)"
+    "loader/session.cpp:3: loader includes \"../passes/pass.h\" \\(relative include")
+  if(NOT err MATCHES "${expected}")
+    message(FATAL_ERROR "expected a violation matching '${expected}', got:\n${out}${err}")
+  endif()
+endforeach()
+message(STATUS "negative control: the checker fails on a planted back-include and passes without it")
