@@ -6,6 +6,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "compiler/compiler.h"
+#include "compiler/pipeline.h"
 #include "frontend/load.h"
 #include "ir/op_registry.h"
 #include "ir/printer.h"
@@ -13,7 +15,6 @@
 #include "passes/pipeline.h"
 #include "tools/cli_output.h"
 #include "tools/commands.h"
-#include "tools/compiler_driver.h"
 
 namespace neuronc::tools {
 namespace {
@@ -21,6 +22,7 @@ namespace {
 struct AnalyzeOptions {
   std::string model;
   std::string target = "trn1";
+  std::string auto_cast = "none";
   bool json = false;
   bool print_ir = false;
 };
@@ -59,7 +61,7 @@ void run_analyze(const AnalyzeOptions& o) {
     if (!kind.is_ok()) throw ir::Error(kind.status().message());
     return device::target(*kind);
   }();
-  const passes::PlacementOracle oracle = placement_oracle(target);
+  const passes::PlacementOracle oracle = compiler::placement_oracle(target);
   // Group by operator, in first-use order for a stable report.
   std::map<std::string, size_t> index;
   std::vector<OpUse> ops;
@@ -85,12 +87,16 @@ void run_analyze(const AnalyzeOptions& o) {
   const std::string imported_ir = o.print_ir ? ir::print(*prog.graph) : "";
 
   // What the compiler will actually run: the optimised graph, partitioned.
-  passes::PassManagerOptions pm_opts;
-  if (o.print_ir) pm_opts.print_after = {};
-  passes::PassManager pm(pm_opts);
-  passes::build_pipeline(pm);
+  // The compiler's own pipeline (compiler/pipeline.h): the same shape specialisation (from the
+  // sample inputs; a symbol they do not bind stays symbolic and is placed as such), passes and
+  // auto-cast as `compile` with the same options.
+  compiler::PipelineOptions popts;
+  popts.dims = compiler::bind_symbolic_dims(g, prog.sample_inputs, {}, /*require_all=*/false);
+  popts.auto_cast = *passes::parse_auto_cast(o.auto_cast);
+  passes::PassManager pm;
+  compiler::build_compile_pipeline(pm, popts);
   pm.run(*prog.graph);
-  const passes::PlacementOracle optimized_oracle = placement_oracle(target);
+  const passes::PlacementOracle optimized_oracle = compiler::placement_oracle(target);
   // A source operator the pipeline rewrote away entirely (decomposed, folded into constants or
   // into its neighbours) is not what decides where the model runs: what it became does, and
   // that is placed below (partitions, host reasons, unsupported leftovers).
@@ -274,6 +280,9 @@ void register_analyze_command(CLI::App& app) {
       ->required();
   cmd->add_option("--target", opts->target, "trn1, trn2 or trn3")
       ->check(CLI::IsMember({"trn1", "trn2", "trn3"}));
+  cmd->add_option("--auto-cast", opts->auto_cast,
+                  "Analyse the program as compiled with this auto-cast: none, matmul or all")
+      ->check(CLI::IsMember({"none", "matmul", "matmult", "all"}));
   cmd->add_flag("--json", opts->json, "Print the report as JSON (fields in docs/CLI.md)");
   cmd->add_flag("--print-ir", opts->print_ir, "Also print the imported graph in the IR text form");
   cmd->callback([opts] { run_analyze(*opts); });

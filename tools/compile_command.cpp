@@ -5,9 +5,9 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "compiler/compiler.h"
 #include "tools/cli_output.h"
 #include "tools/commands.h"
-#include "tools/compiler_driver.h"
 #include "tools/report_html.h"
 
 namespace neuronc::tools {
@@ -38,7 +38,7 @@ std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& dims) 
 }
 
 void run_compile(const CompileCli& o) {
-  CompileRequest req;
+  compiler::CompileRequest req;
   req.model = o.model;
   req.target = o.target;
   req.auto_cast = *passes::parse_auto_cast(o.auto_cast);
@@ -55,7 +55,7 @@ void run_compile(const CompileCli& o) {
     }
   }
   req.progress = [](const std::string& s) { progress(s); };
-  CompileResult r = compile_model(req);
+  compiler::CompileResult r = compiler::compile_model(req);
   progress_done();
   std::string out = o.output;
   if (out.empty()) {
@@ -76,7 +76,7 @@ void run_compile(const CompileCli& o) {
     write_compile_report(o.report, r, {o.model, out, o.target, o.auto_cast, req.opt_level});
   size_t device_parts = 0, host_parts = 0;
   uint64_t instructions = 0;
-  for (const PartitionReport& p : r.partitions) {
+  for (const compiler::PartitionReport& p : r.partitions) {
     (p.device ? device_parts : host_parts) += 1;
     instructions += p.instructions;
   }
@@ -99,7 +99,7 @@ void run_compile(const CompileCli& o) {
     j["flops"] = r.flops;
     j["specialized_dims"] = r.specialized;
     j["host_nodes"] = nlohmann::ordered_json::array();
-    for (const HostNodeReport& h : r.host_nodes) {
+    for (const compiler::HostNodeReport& h : r.host_nodes) {
       j["host_nodes"].push_back(
           {{"node", h.node}, {"op", h.op}, {"reason", h.reason}, {"location", h.location}});
     }
@@ -121,7 +121,7 @@ void run_compile(const CompileCli& o) {
     std::printf("  symbolic dim %s specialised to %lld (from %s)\n", sym.c_str(),
                 static_cast<long long>(v), r.specialized_from.c_str());
   }
-  for (const HostNodeReport& h : r.host_nodes) {
+  for (const compiler::HostNodeReport& h : r.host_nodes) {
     std::printf("  host %s (%s): %s%s%s\n", h.node.c_str(), h.op.c_str(), h.reason.c_str(),
                 h.location.empty() ? "" : " at ", h.location.c_str());
   }

@@ -327,8 +327,9 @@ void register_inspect_command(CLI::App& app) {
   };
   auto opts = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("inspect", "show what is inside a compiled artifact (.nca)");
-  sub->footer("Example:\n  neuronc inspect bert.nca\n  neuronc inspect bert.nca --disasm | less\n"
-              "  neuronc inspect bert.nca --json > bert_inspect.json");
+  sub->footer(
+      "Example:\n  neuronc inspect bert.nca\n  neuronc inspect bert.nca --disasm | less\n"
+      "  neuronc inspect bert.nca --json > bert_inspect.json");
   sub->add_option("ARTIFACT", opts->artifact, "artifact file")->required();
   sub->add_flag("--json", opts->json, "machine-readable output (fields: docs/ARTIFACT_FORMAT.md)");
   sub->add_flag("--disasm", opts->disasm,

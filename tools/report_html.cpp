@@ -425,7 +425,7 @@ const char* kScript = R"js(
 
 }  // namespace
 
-std::string render_compile_report(const CompileResult& r, const CompileReportInfo& info) {
+std::string render_compile_report(const compiler::CompileResult& r, const CompileReportInfo& info) {
   auto a = art::read_artifact(std::span<const std::byte>(r.artifact.data(), r.artifact.size()));
   if (!a.is_ok())
     throw std::runtime_error("compile report: reading the artifact back: " + a.status().message());
@@ -449,7 +449,7 @@ std::string render_compile_report(const CompileResult& r, const CompileReportInf
 
   // Summary.
   size_t device_parts = 0, host_parts = 0, device_nodes = 0, host_nodes = 0;
-  for (const PartitionReport& p : r.partitions) {
+  for (const compiler::PartitionReport& p : r.partitions) {
     (p.device ? device_parts : host_parts) += 1;
     (p.device ? device_nodes : host_nodes) += p.nodes;
   }
@@ -493,7 +493,7 @@ std::string render_compile_report(const CompileResult& r, const CompileReportInf
     if (e.node >= 0) device_node_ids.insert(e.node);
   }
   for (int32_t n : device_node_ids) ops[c.debug_nodes[n].op].device += 1;
-  for (const HostNodeReport& hn : r.host_nodes) {
+  for (const compiler::HostNodeReport& hn : r.host_nodes) {
     OpRow& o = ops[hn.op];
     o.host += 1;
     o.reasons.push_back(hn.node + ": " + hn.reason +
@@ -526,7 +526,7 @@ std::string render_compile_report(const CompileResult& r, const CompileReportInf
   std::vector<RoofPoint> points;
   size_t dk = 0;
   for (size_t i = 0; i < r.partitions.size(); ++i) {
-    const PartitionReport& p = r.partitions[i];
+    const compiler::PartitionReport& p = r.partitions[i];
     h << "<tr><td>" << i << "</td><td>" << (p.device ? "NeuronCore" : "host CPU")
       << "</td><td class=\"n\">" << p.nodes << "</td>";
     if (p.device && dk < device_steps.size()) {
@@ -636,7 +636,7 @@ std::string render_compile_report(const CompileResult& r, const CompileReportInf
   return h.str();
 }
 
-void write_compile_report(const std::string& path, const CompileResult& result,
+void write_compile_report(const std::string& path, const compiler::CompileResult& result,
                           const CompileReportInfo& info) {
   std::string page;
   try {

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "tools/compiler_driver.h"
+#include "compiler/compiler.h"
 
 namespace neuronc::tools {
 
@@ -19,10 +19,11 @@ struct CompileReportInfo {
 
 // The page for `result` (its artifact bytes are read back and simulated). Throws
 // std::runtime_error when the artifact cannot be read or simulated.
-std::string render_compile_report(const CompileResult& result, const CompileReportInfo& info);
+std::string render_compile_report(const compiler::CompileResult& result,
+                                  const CompileReportInfo& info);
 
 // Renders and writes the page. Throws CommandExit on I/O failure.
-void write_compile_report(const std::string& path, const CompileResult& result,
+void write_compile_report(const std::string& path, const compiler::CompileResult& result,
                           const CompileReportInfo& info);
 
 }  // namespace neuronc::tools

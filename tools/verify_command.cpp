@@ -9,11 +9,11 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "compiler/compiler.h"
 #include "frontend/mapped_file.h"
 #include "frontend/zip_reader.h"
 #include "tools/cli_output.h"
 #include "tools/commands.h"
-#include "tools/compiler_driver.h"
 #include "tools/runner.h"
 
 namespace neuronc::tools {
@@ -164,7 +164,7 @@ Comparison compare(const std::string& name, const NpyArray& got, const NpyArray&
 
 // First node (in execution order) whose result differs from PyTorch's intermediate value.
 struct Divergence {
-  DebugValue where;
+  compiler::DebugValue where;
   Comparison cmp;
   size_t compared = 0;
   bool found = false;
@@ -173,7 +173,7 @@ struct Divergence {
 void run_verify(const VerifyCli& o) {
   const std::string ref_dir =
       o.reference.empty() ? std::filesystem::path(o.model).parent_path().string() : o.reference;
-  CompileRequest req;
+  compiler::CompileRequest req;
   req.model = o.model;
   req.target = o.target;
   req.auto_cast = *passes::parse_auto_cast(o.auto_cast);
@@ -184,7 +184,7 @@ void run_verify(const VerifyCli& o) {
     req.dims[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
   }
   req.progress = [](const std::string& s) { progress(s); };
-  CompileResult compiled = compile_model(req);
+  compiler::CompileResult compiled = compiler::compile_model(req);
   progress("verifying");
   auto m = neuronc::Model::load_from_memory(compiled.artifact);
   if (!m.is_ok()) throw CommandExit{kExitError, m.status().message(), ""};
@@ -242,17 +242,17 @@ void run_verify(const VerifyCli& o) {
   const std::string npz = (std::filesystem::path(ref_dir) / "intermediates.npz").string();
   if (o.intermediates && !all_pass && std::filesystem::exists(npz)) {
     progress("locating the first diverging node");
-    CompileRequest dreq = req;
+    compiler::CompileRequest dreq = req;
     dreq.debug_all_values = true;
     dreq.progress = nullptr;
-    CompileResult dbg = compile_model(dreq);
+    compiler::CompileResult dbg = compiler::compile_model(dreq);
     auto dm = neuronc::Model::load_from_memory(dbg.artifact);
     if (!dm.is_ok()) throw CommandExit{kExitError, dm.status().message(), ""};
     neuronc::Session ds(*dm);
     RunResult dr = run_once(ds, inputs);
     std::shared_ptr<frontend::MappedFile> file = frontend::MappedFile::open(npz);
     frontend::ZipArchive zip = frontend::ZipArchive::open(file->bytes(), npz);
-    for (const DebugValue& dv : dbg.debug_values) {
+    for (const compiler::DebugValue& dv : dbg.debug_values) {
       const frontend::ZipEntry* e = zip.find(dv.value + ".npy");
       if (!e) continue;
       size_t k = 0;

@@ -10,12 +10,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "compiler/pipeline.h"
+#include "compiler/placement.h"
 #include "frontend/load.h"
 #include "harness.h"
 #include "passes/auto_cast.h"
 #include "passes/partition.h"
 #include "passes/pass_manager.h"
-#include "passes/pipeline.h"
 #include "passes/reference_eval.h"
 
 namespace neuronc::codegen::testing {
@@ -98,11 +99,16 @@ TEST_P(Fixture, DevicePartitionsMatch) {
   const std::string dir = std::string(NEURONC_SOURCE_DIR) + "/models/" + c.model + "/";
   auto prog = frontend::load_program(dir + c.file);
   ir::Graph& g = *prog.graph;
+  // The compiler's own pipeline and placement (compiler/pipeline.h, compiler/placement.h).
+  compiler::PipelineOptions popts;
+  popts.dims = compiler::bind_symbolic_dims(g, prog.sample_inputs, {});
+  popts.auto_cast = c.autocast ? passes::AutoCastMode::matmul : passes::AutoCastMode::none;
   passes::PassManager pm;
-  passes::build_pipeline(pm);
-  if (c.autocast) pm.add(std::make_unique<passes::AutoCast>(passes::AutoCastMode::matmul));
+  compiler::build_compile_pipeline(pm, popts);
   pm.run(g);
-  const passes::PartitionPlan plan = passes::partition_graph(g);
+  const device::Target& t = device::target(c.target);
+  const passes::PartitionPlan plan = passes::partition_graph(g, compiler::placement_oracle(t));
+  ASSERT_TRUE(plan.unsupported.empty()) << plan.unsupported.front().reason;
   if (std::getenv("NEURONC_CODEGEN_DUMP")) std::printf("%s\n", ir::print(g).c_str());
 
   Env ref, dev;
@@ -115,7 +121,6 @@ TEST_P(Fixture, DevicePartitionsMatch) {
       ref[gi.value->name()] = dev[gi.value->name()] = RefTensor{h->shape, h->data};
     }
   }
-  const device::Target& t = device::target(c.target);
   double total_ns = 0, worst_rel = 0;
   int device_parts = 0;
   uint64_t kernels = 0, instructions = 0, waits = 0;

@@ -12,8 +12,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "compiler/compiler.h"
 #include "tools/cli_output.h"
-#include "tools/compiler_driver.h"
 #include "tools/npy.h"
 #include "tools/runner.h"
 
@@ -115,7 +115,7 @@ class EndToEnd : public ::testing::TestWithParam<Case> {};
 TEST_P(EndToEnd, MatchesPyTorch) {
   const Case& c = GetParam();
   const fs::path dir = fixture_dir(c.fixture);
-  CompileRequest req;
+  compiler::CompileRequest req;
   req.model = (dir / c.file).string();
   req.target = c.target;
   req.auto_cast = c.cast;
@@ -132,7 +132,7 @@ TEST_P(EndToEnd, MatchesPyTorch) {
     EXPECT_TRUE(c.batch == range[0].get<int64_t>() || c.batch == range[1].get<int64_t>());
     req.dims[sym] = c.batch;
   }
-  CompileResult compiled = compile_model(req);
+  compiler::CompileResult compiled = compiler::compile_model(req);
   auto model = neuronc::Model::load_from_memory(compiled.artifact);
   ASSERT_TRUE(model.is_ok()) << model.status().message();
 
@@ -180,10 +180,10 @@ TEST_P(EndToEnd, MatchesPyTorch) {
 // embedding's indirect DMA checks every index); it never yields silent zeros.
 TEST(EndToEndErrors, TokenIdOutsideTheVocabularyIsReported) {
   const fs::path dir = fixture_dir("bert");
-  CompileRequest req;
+  compiler::CompileRequest req;
   req.model = (dir / "model.pt2").string();
   req.target = "trn1";
-  CompileResult compiled = compile_model(req);
+  compiler::CompileResult compiled = compiler::compile_model(req);
   auto model = neuronc::Model::load_from_memory(compiled.artifact);
   ASSERT_TRUE(model.is_ok()) << model.status().message();
   std::vector<std::pair<std::string, NpyArray>> inputs;
@@ -211,13 +211,13 @@ TEST(EndToEndOptLevels, ZeroFusesNothing) {
   std::vector<std::vector<std::byte>> artifacts;
   std::vector<uint64_t> instructions;
   for (int o : {0, 1}) {
-    CompileRequest req;
+    compiler::CompileRequest req;
     req.model = (fixture_dir("bert") / "model.pt2").string();
     req.target = "trn1";
     req.opt_level = o;
-    CompileResult r = compile_model(req);
+    compiler::CompileResult r = compiler::compile_model(req);
     uint64_t n = 0;
-    for (const PartitionReport& p : r.partitions) n += p.instructions;
+    for (const compiler::PartitionReport& p : r.partitions) n += p.instructions;
     instructions.push_back(n);
     artifacts.push_back(std::move(r.artifact));
   }

@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "compiler/compiler.h"
 #include "neuronc/neuronc.h"
-#include "tools/compiler_driver.h"
 
 namespace neuronc {
 namespace {
@@ -28,10 +28,10 @@ constexpr int kDistinctInputs = 64;  // run r of thread t uses input (t * kRunsP
 // The compiled fixture, loaded once for the whole test program.
 const Model& mlp_model() {
   static const Model model = [] {
-    tools::CompileRequest req;
+    compiler::CompileRequest req;
     req.model = std::string(NEURONC_SOURCE_DIR) + "/models/mlp/model.pt2";
     req.threads = 1;
-    const tools::CompileResult r = tools::compile_model(req);
+    const compiler::CompileResult r = compiler::compile_model(req);
     auto m = Model::load_from_memory(r.artifact);
     if (!m) {
       ADD_FAILURE() << "load: " << m.status().to_string();

@@ -10,14 +10,14 @@
 #include <map>
 #include <string>
 
-#include "tools/compiler_driver.h"
+#include "compiler/compiler.h"
 
 namespace neuronc::tools::testing {
 
 // Every committed fixture (issue 9: the commands work on each).
-inline const char* const kFixtures[] = {"mlp",  "cnn",           "transformer_encoder", "bert",
-                                        "gpt2", "llama",         "vit",                 "dynamic_batch",
-                                        "buffers", "fallback"};
+inline const char* const kFixtures[] = {
+    "mlp",   "cnn", "transformer_encoder", "bert",    "gpt2",
+    "llama", "vit", "dynamic_batch",       "buffers", "fallback"};
 
 inline std::filesystem::path scratch_dir() {
   static const std::filesystem::path dir = [] {
@@ -33,20 +33,20 @@ inline std::string fixture_model(const std::string& name) {
   return std::string(NEURONC_SOURCE_DIR) + "/models/" + name + "/model.pt2";
 }
 
-inline const CompileResult& compiled_fixture(const std::string& name) {
-  static std::map<std::string, CompileResult> cache;
+inline const compiler::CompileResult& compiled_fixture(const std::string& name) {
+  static std::map<std::string, compiler::CompileResult> cache;
   auto it = cache.find(name);
   if (it != cache.end()) return it->second;
-  CompileRequest req;
+  compiler::CompileRequest req;
   req.model = fixture_model(name);
-  return cache.emplace(name, compile_model(req)).first->second;
+  return cache.emplace(name, compiler::compile_model(req)).first->second;
 }
 
 // Path of the fixture's artifact (written on first use).
 inline std::string fixture_artifact(const std::string& name) {
   const std::filesystem::path p = scratch_dir() / (name + ".nca");
   if (!std::filesystem::exists(p)) {
-    const CompileResult& r = compiled_fixture(name);
+    const compiler::CompileResult& r = compiled_fixture(name);
     std::ofstream f(p, std::ios::binary);
     f.write(reinterpret_cast<const char*>(r.artifact.data()),
             static_cast<std::streamsize>(r.artifact.size()));

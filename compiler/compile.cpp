@@ -1,6 +1,4 @@
-// The compiler driver (see the header).
-#include "tools/compiler_driver.h"
-
+// The compiler: a program file in, artifact bytes out (see compiler.h).
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -9,27 +7,21 @@
 
 #include "artifact_format/writer.h"
 #include "codegen/codegen.h"
-#include "codegen/support.h"
+#include "compiler/compiler.h"
+#include "compiler/pipeline.h"
+#include "compiler/placement.h"
 #include "device/target.h"
 #include "frontend/load.h"
 #include "ir/op_registry.h"
-#include "loader/host_kernel.h"
-#include "passes/canonicalize.h"
-#include "passes/common_subexpression_elimination.h"
-#include "passes/constant_folding.h"
-#include "passes/dead_code_elimination.h"
-#include "passes/fold_batch_norm.h"
 #include "passes/partition.h"
 #include "passes/pass_manager.h"
-#include "passes/pipeline.h"
 #include "passes/reference_eval.h"
-#include "passes/specialize_shapes.h"
 
 #ifndef NEURONC_VERSION
 #define NEURONC_VERSION "0.0.0"
 #endif
 
-namespace neuronc::tools {
+namespace neuronc::compiler {
 namespace {
 
 namespace art = neuronc::artifact;
@@ -338,97 +330,39 @@ std::vector<uint8_t> hex_to_bytes(const std::string& hex) {
 
 }  // namespace
 
-passes::PlacementOracle placement_oracle(const device::Target& t) {
-  return [&t](const ir::Node& n) -> passes::Placement {
-    passes::Placement p = passes::registry_placement(n);
-    if (p.kind == passes::Placement::device) {
-      std::optional<std::string> why = codegen::unsupported_reason(n, t);
-      if (!why) return p;
-      p = {passes::Placement::host, *why};
-    }
-    // The host runs it when the loader has a kernel for the operator.
-    if (!host::find_host_kernel(n.op())) {
-      return {passes::Placement::unsupported,
-              p.reason + "; the loader has no host kernel for " + n.op() + " either"};
-    }
-    if (p.kind == passes::Placement::unsupported) p.kind = passes::Placement::host;
-    return p;
-  };
+namespace {
+
+// What the device partitions of one artifact share: one NeuronCore's HBM arena (partitions are
+// relocated one after another) and the SBUF / PSUM peaks.
+struct DeviceArena {
+  uint64_t end = 0;
+  uint32_t sbuf_peak = 0, psum_peak = 0;
+};
+
+const device::Target& resolve_target(const std::string& name) {
+  auto kind = device::parse_target(name);
+  if (!kind.is_ok()) throw ir::Error(kind.status().message());
+  return device::target(*kind);
 }
 
-CompileResult compile_model(const CompileRequest& req) {
-  CompileResult result;
-  auto progress = [&](const std::string& s) {
-    if (req.progress) req.progress(s);
-  };
-  const device::Target& target = [&]() -> const device::Target& {
-    auto kind = device::parse_target(req.target);
-    if (!kind.is_ok()) throw ir::Error(kind.status().message());
-    return device::target(*kind);
-  }();
+// Codegen options for an optimisation level.
+codegen::CodegenOptions codegen_options(const CompileRequest& req) {
+  codegen::CodegenOptions copts;
+  copts.threads = req.threads;
+  // -O0: no fusion, every op its own kernel (for debugging a fused kernel against its ops).
+  copts.fuse = req.opt_level >= 1;
+  // -O2 (the default) and up: activations stay in SBUF between kernels when they can.
+  copts.forward_stores = req.opt_level >= 2;
+  copts.schedule = req.opt_level >= 2;
+  // -O3: a wider search over instruction orders, each timed by the device model.
+  if (req.opt_level >= 3) copts.schedule_windows = {1024, 4096, 16384};
+  return copts;
+}
 
-  auto t0 = Clock::now();
-  progress("[1/4] reading " + req.model);
-  frontend::LoadedProgram prog = frontend::load_program(req.model);
-  ir::Graph& g = *prog.graph;
-  result.container = prog.container;
-  result.torch_version = prog.torch_version;
-  result.imported_nodes = g.nodes().size();
-  result.seconds_frontend = since(t0);
-
-  // Bind symbolic dims: explicit --dim values first, then the program's sample inputs.
-  t0 = Clock::now();
-  progress("[2/4] optimising");
-  std::map<std::string, int64_t> dims = req.dims;
-  if (!g.symbols().empty()) {
-    result.specialized_from = req.dims.empty() ? "sample inputs" : "--dim";
-    for (const ir::GraphInput& in : g.inputs()) {
-      if (in.role != ir::InputRole::user_input) continue;
-      for (const frontend::SampleInput& s : prog.sample_inputs) {
-        if (s.name != in.value->name() || s.shape.size() != in.value->shape().size()) continue;
-        for (size_t i = 0; i < s.shape.size(); ++i) {
-          const ir::Dim& d = in.value->shape()[i];
-          if (d.is_symbolic() && s.shape[i] % d.coeff == 0)
-            dims.emplace(g.symbol(d.symbol).name, s.shape[i] / d.coeff);
-        }
-      }
-    }
-    for (const ir::Symbol& s : g.symbols()) {
-      if (!dims.count(s.name)) {
-        throw ir::Error("symbolic dim " + s.name + " in [" + std::to_string(s.min) + ", " +
-                        (s.max == INT64_MAX ? std::string("inf") : std::to_string(s.max)) +
-                        "] needs a value: pass --dim " + s.name +
-                        "=N (codegen compiles one static shape bucket)");
-      }
-    }
-  }
-  passes::PassManagerOptions pm_opts;
-  pm_opts.print_after = req.print_after;
-  passes::PassManager pm(pm_opts);
-  if (!dims.empty()) pm.add(std::make_unique<passes::SpecializeShapes>(dims));
-  // The same pipeline `analyze` reports on (passes/pipeline.cpp), then auto-cast.
-  passes::PipelineOptions popts;
-  popts.opt_level = req.opt_level;
-  passes::build_pipeline(pm, popts);
-  if (req.auto_cast != passes::AutoCastMode::none) {
-    pm.add(std::make_unique<passes::AutoCast>(req.auto_cast));
-    pm.add(std::make_unique<passes::ConstantFolding>());
-    pm.add(std::make_unique<passes::DeadCodeElimination>());
-  }
-  pm.run(g);
-  result.specialized = dims;
-  result.optimized_nodes = g.nodes().size();
-  std::vector<const ir::Value*> debug_outputs;
-  if (req.debug_all_values) {
-    for (const auto& n : g.nodes()) {
-      for (ir::Value* v : n->outputs()) {
-        debug_outputs.push_back(v);
-        result.debug_values.push_back({v->name(), n->name(), n->op(), n->location().to_string()});
-        g.add_output(v, ir::OutputRole::user_output, "debug");
-      }
-    }
-  }
-  const passes::PartitionPlan plan = passes::partition_graph(g, placement_oracle(target));
+// Partitions the optimised graph for `target`; an unsupported node is an error naming it.
+passes::PartitionPlan partition_or_fail(const ir::Graph& g, const device::Target& target,
+                                        CompileResult& result) {
+  passes::PartitionPlan plan = passes::partition_graph(g, placement_oracle(target));
   if (!plan.unsupported.empty()) {
     const ir::Node* n = plan.unsupported.front().node;
     throw ir::Error(
@@ -441,11 +375,12 @@ CompileResult compile_model(const CompileRequest& req) {
     result.host_nodes.push_back(
         {r.node->name(), r.node->op(), r.reason, r.node->location().to_string()});
   }
-  result.seconds_passes = since(t0);
+  return plan;
+}
 
-  // Artifact metadata.
-  art::ArtifactWriter w;
-  art::ArtifactContents& c = w.contents();
+// Provenance, target and options of the artifact.
+void write_metadata(art::ArtifactContents& c, const frontend::LoadedProgram& prog,
+                    const CompileRequest& req, const std::map<std::string, int64_t>& dims) {
   c.producer = {"neuronc", NEURONC_VERSION};
   c.source.container = prog.container;
   c.source.schema_version =
@@ -459,7 +394,144 @@ CompileResult compile_model(const CompileRequest& req) {
   c.options.opt_level = req.opt_level;
   for (const auto& [name, value] : dims)
     c.options.extra.emplace_back("dim." + name, std::to_string(value));
+}
 
+// Compiles device partition `p` (number `part_no`) and adds its program, bindings, constants
+// and debug nodes to the artifact, relocated after the partitions before it in `arena`.
+PartitionReport add_device_partition(const ir::Graph& g, const passes::Partition& p, size_t part_no,
+                                     const device::Target& target, const CompileRequest& req,
+                                     art::ArtifactWriter& w, ArtifactBuilder& b, DeviceArena& arena,
+                                     CompileResult& result) {
+  PartitionReport rep;
+  rep.nodes = p.nodes.size();
+  art::ArtifactContents& c = w.contents();
+  const codegen::CodegenOptions copts = codegen_options(req);
+  codegen::CompiledPartition cp =
+      codegen::compile_partition(g, p.nodes, p.inputs, p.outputs, target, copts);
+  const uint64_t base = (arena.end + 4095) / 4096 * 4096;
+  // Debug nodes of this partition, in debug-id order.
+  const uint32_t debug_base = static_cast<uint32_t>(c.debug_nodes.size());
+  for (const codegen::DebugName& d : cp.debug_names) {
+    art::DebugNode dn;
+    if (const ir::Node* n = g.find_node(d.node)) {
+      dn = ArtifactBuilder::debug_node(*n);
+    } else {
+      dn.name = d.node;
+      dn.op = d.op;
+    }
+    w.add_debug_node(dn);
+  }
+  relocate(cp.program, base, debug_base);
+  arena.end = cp.program.hbm_size;
+
+  art::DeviceCall call;
+  std::unordered_map<std::string, const ir::Value*> by_name;
+  for (const ir::Value* v : p.inputs) by_name[v->name()] = v;
+  for (const ir::Value* v : p.outputs) by_name[v->name()] = v;
+  for (const codegen::TensorBinding& tb : cp.inputs) {
+    const ir::Value* v = by_name.at(tb.name);
+    call.inputs.push_back({b.as_dtype(v, from_device_dtype(tb.dtype)), base + tb.offset});
+  }
+  for (const codegen::ConstantBinding& cb : cp.constants) {
+    std::vector<int64_t> shape = cb.shape;
+    if (cb.transposed && shape.size() == 2) std::swap(shape[0], shape[1]);
+    result.constant_bytes += cb.data.size();
+    w.add_constant(b.unique_constant_name(cb.target.empty() ? cb.name : cb.target),
+                   from_device_dtype(cb.dtype), plan_dims(shape), std::vector<std::byte>(cb.data),
+                   base + cb.offset);
+  }
+  std::vector<std::pair<uint32_t, const ir::Value*>> casts_back;
+  for (const codegen::TensorBinding& tb : cp.outputs) {
+    const ir::Value* v = by_name.at(tb.name);
+    const art::TensorDType dev = from_device_dtype(tb.dtype);
+    const art::TensorDType want = to_tensor_dtype(v->dtype());
+    if (same_bytes(dev, want)) {
+      const uint32_t idx = w.add_value(v->name(), want, plan_dims(v->shape()));
+      b.define(v, idx);
+      call.outputs.push_back({idx, base + tb.offset});
+    } else {
+      const uint32_t raw = w.add_value(v->name() + "@device", dev, plan_dims(tb.shape));
+      call.outputs.push_back({raw, base + tb.offset});
+      casts_back.emplace_back(raw, v);
+    }
+  }
+
+  {
+    art::DeviceProgram dp;
+    dp.name = "partition" + std::to_string(part_no);
+    dp.program = std::move(cp.program);
+    dp.sbuf_peak_bytes = cp.stats.sbuf_peak_bytes;
+    dp.psum_peak_bytes = cp.stats.psum_peak_bytes;
+    call.program = w.add_program(std::move(dp));
+  }
+  w.add_device_call(std::move(call));
+  for (const auto& [raw, v] : casts_back) {
+    const uint32_t idx = w.add_value(v->name(), to_tensor_dtype(v->dtype()), plan_dims(v->shape()));
+    b.add_cast(raw, idx, to_tensor_dtype(v->dtype()));
+    b.define(v, idx);
+  }
+  uint64_t instructions = 0;
+  for (uint64_t n : cp.stats.instructions) instructions += n;
+  rep.instructions = instructions;
+  rep.hbm_bytes = cp.stats.hbm_bytes;
+  rep.sbuf_peak_bytes = cp.stats.sbuf_peak_bytes;
+  rep.psum_peak_bytes = cp.stats.psum_peak_bytes;
+  rep.flops = cp.stats.flops;
+  result.flops += cp.stats.flops;
+  arena.sbuf_peak = std::max(arena.sbuf_peak, cp.stats.sbuf_peak_bytes);
+  arena.psum_peak = std::max(arena.psum_peak, cp.stats.psum_peak_bytes);
+  return rep;
+}
+
+}  // namespace
+
+CompileResult compile_model(const CompileRequest& req) {
+  CompileResult result;
+  auto progress = [&](const std::string& s) {
+    if (req.progress) req.progress(s);
+  };
+  const device::Target& target = resolve_target(req.target);
+
+  auto t0 = Clock::now();
+  progress("[1/4] reading " + req.model);
+  frontend::LoadedProgram prog = frontend::load_program(req.model);
+  ir::Graph& g = *prog.graph;
+  result.container = prog.container;
+  result.torch_version = prog.torch_version;
+  result.imported_nodes = g.nodes().size();
+  result.seconds_frontend = since(t0);
+
+  // Bind symbolic dims: explicit --dim values first, then the program's sample inputs.
+  t0 = Clock::now();
+  progress("[2/4] optimising");
+  PipelineOptions popts;
+  popts.dims = bind_symbolic_dims(g, prog.sample_inputs, req.dims);
+  if (!g.symbols().empty()) result.specialized_from = req.dims.empty() ? "sample inputs" : "--dim";
+  popts.opt_level = req.opt_level;
+  popts.auto_cast = req.auto_cast;
+  passes::PassManagerOptions pm_opts;
+  pm_opts.print_after = req.print_after;
+  passes::PassManager pm(pm_opts);
+  build_compile_pipeline(pm, popts);
+  pm.run(g);
+  result.specialized = popts.dims;
+  result.optimized_nodes = g.nodes().size();
+  std::vector<const ir::Value*> debug_outputs;
+  if (req.debug_all_values) {
+    for (const auto& n : g.nodes()) {
+      for (ir::Value* v : n->outputs()) {
+        debug_outputs.push_back(v);
+        result.debug_values.push_back({v->name(), n->name(), n->op(), n->location().to_string()});
+        g.add_output(v, ir::OutputRole::user_output, "debug");
+      }
+    }
+  }
+  const passes::PartitionPlan plan = partition_or_fail(g, target, result);
+  result.seconds_passes = since(t0);
+
+  art::ArtifactWriter w;
+  art::ArtifactContents& c = w.contents();
+  write_metadata(c, prog, req, popts.dims);
   ArtifactBuilder b(g, w);
   for (const ir::GraphInput& in : g.inputs()) {
     if (in.role != ir::InputRole::user_input) continue;
@@ -468,15 +540,14 @@ CompileResult compile_model(const CompileRequest& req) {
   }
 
   t0 = Clock::now();
-  uint64_t arena = 0;
-  uint32_t sbuf_peak = 0, psum_peak = 0;
+  DeviceArena arena;
   size_t part_no = 0;
   for (const passes::Partition& p : plan.partitions) {
     ++part_no;
-    PartitionReport rep;
-    rep.device = p.kind == passes::PartitionKind::device;
-    rep.nodes = p.nodes.size();
-    if (!rep.device) {
+    if (p.kind != passes::PartitionKind::device) {
+      PartitionReport rep;
+      rep.device = false;
+      rep.nodes = p.nodes.size();
       for (const ir::Node* n : p.nodes) b.host_node(*n);
       result.partitions.push_back(rep);
       continue;
@@ -484,96 +555,13 @@ CompileResult compile_model(const CompileRequest& req) {
     progress("[3/4] generating code for device partition " + std::to_string(part_no) + " of " +
              std::to_string(plan.partitions.size()) + " (" + std::to_string(p.nodes.size()) +
              " nodes)");
-    codegen::CodegenOptions copts;
-    copts.threads = req.threads;
-    // -O0: no fusion, every op its own kernel (for debugging a fused kernel against its ops).
-    copts.fuse = req.opt_level >= 1;
-    // -O2 (the default) and up: activations stay in SBUF between kernels when they can.
-    copts.forward_stores = req.opt_level >= 2;
-    copts.schedule = req.opt_level >= 2;
-    // -O3: a wider search over instruction orders, each timed by the device model.
-    if (req.opt_level >= 3) copts.schedule_windows = {1024, 4096, 16384};
-    codegen::CompiledPartition cp =
-        codegen::compile_partition(g, p.nodes, p.inputs, p.outputs, target, copts);
-    const uint64_t base = (arena + 4095) / 4096 * 4096;
-    // Debug nodes of this partition, in debug-id order.
-    const uint32_t debug_base = static_cast<uint32_t>(c.debug_nodes.size());
-    for (const codegen::DebugName& d : cp.debug_names) {
-      art::DebugNode dn;
-      if (const ir::Node* n = g.find_node(d.node)) {
-        dn = ArtifactBuilder::debug_node(*n);
-      } else {
-        dn.name = d.node;
-        dn.op = d.op;
-      }
-      w.add_debug_node(dn);
-    }
-    relocate(cp.program, base, debug_base);
-    arena = cp.program.hbm_size;
-
-    art::DeviceCall call;
-    std::unordered_map<std::string, const ir::Value*> by_name;
-    for (const ir::Value* v : p.inputs) by_name[v->name()] = v;
-    for (const ir::Value* v : p.outputs) by_name[v->name()] = v;
-    for (const codegen::TensorBinding& tb : cp.inputs) {
-      const ir::Value* v = by_name.at(tb.name);
-      call.inputs.push_back({b.as_dtype(v, from_device_dtype(tb.dtype)), base + tb.offset});
-    }
-    for (const codegen::ConstantBinding& cb : cp.constants) {
-      std::vector<int64_t> shape = cb.shape;
-      if (cb.transposed && shape.size() == 2) std::swap(shape[0], shape[1]);
-      result.constant_bytes += cb.data.size();
-      w.add_constant(b.unique_constant_name(cb.target.empty() ? cb.name : cb.target),
-                     from_device_dtype(cb.dtype), plan_dims(shape), std::vector<std::byte>(cb.data),
-                     base + cb.offset);
-    }
-    std::vector<std::pair<uint32_t, const ir::Value*>> casts_back;
-    for (const codegen::TensorBinding& tb : cp.outputs) {
-      const ir::Value* v = by_name.at(tb.name);
-      const art::TensorDType dev = from_device_dtype(tb.dtype);
-      const art::TensorDType want = to_tensor_dtype(v->dtype());
-      if (same_bytes(dev, want)) {
-        const uint32_t idx = w.add_value(v->name(), want, plan_dims(v->shape()));
-        b.define(v, idx);
-        call.outputs.push_back({idx, base + tb.offset});
-      } else {
-        const uint32_t raw = w.add_value(v->name() + "@device", dev, plan_dims(tb.shape));
-        call.outputs.push_back({raw, base + tb.offset});
-        casts_back.emplace_back(raw, v);
-      }
-    }
-
-    {
-      art::DeviceProgram dp;
-      dp.name = "partition" + std::to_string(part_no);
-      dp.program = std::move(cp.program);
-      dp.sbuf_peak_bytes = cp.stats.sbuf_peak_bytes;
-      dp.psum_peak_bytes = cp.stats.psum_peak_bytes;
-      call.program = w.add_program(std::move(dp));
-    }
-    w.add_device_call(std::move(call));
-    for (const auto& [raw, v] : casts_back) {
-      const uint32_t idx =
-          w.add_value(v->name(), to_tensor_dtype(v->dtype()), plan_dims(v->shape()));
-      b.add_cast(raw, idx, to_tensor_dtype(v->dtype()));
-      b.define(v, idx);
-    }
-    uint64_t instructions = 0;
-    for (uint64_t n : cp.stats.instructions) instructions += n;
-    rep.instructions = instructions;
-    rep.hbm_bytes = cp.stats.hbm_bytes;
-    rep.sbuf_peak_bytes = cp.stats.sbuf_peak_bytes;
-    rep.psum_peak_bytes = cp.stats.psum_peak_bytes;
-    rep.flops = cp.stats.flops;
-    result.flops += cp.stats.flops;
-    sbuf_peak = std::max(sbuf_peak, cp.stats.sbuf_peak_bytes);
-    psum_peak = std::max(psum_peak, cp.stats.psum_peak_bytes);
-    result.partitions.push_back(rep);
+    result.partitions.push_back(
+        add_device_partition(g, p, part_no, target, req, w, b, arena, result));
   }
   result.seconds_codegen = since(t0);
   // All device partitions share one NeuronCore's HBM arena (relocated one after another).
-  if (arena > target.hbm_bytes_per_core)
-    throw ir::Error("the device partitions need " + std::to_string(arena) +
+  if (arena.end > target.hbm_bytes_per_core)
+    throw ir::Error("the device partitions need " + std::to_string(arena.end) +
                     " bytes of HBM together, but a " + std::string(target.name) +
                     " NeuronCore has " + std::to_string(target.hbm_bytes_per_core) +
                     ": expected a model (at these shapes) that fits one NeuronCore's HBM");
@@ -591,8 +579,8 @@ CompileResult compile_model(const CompileRequest& req) {
   // The model's matmul FLOPs, for MFU in `neuronc bench` (extra options stay sorted by key).
   c.options.extra.emplace_back("model_flops", std::to_string(static_cast<uint64_t>(result.flops)));
   std::sort(c.options.extra.begin(), c.options.extra.end());
-  c.memory_plan.sbuf_peak_bytes = sbuf_peak;
-  c.memory_plan.psum_peak_bytes = psum_peak;
+  c.memory_plan.sbuf_peak_bytes = arena.sbuf_peak;
+  c.memory_plan.psum_peak_bytes = arena.psum_peak;
 
   t0 = Clock::now();
   progress("[4/4] writing the artifact");
@@ -603,4 +591,4 @@ CompileResult compile_model(const CompileRequest& req) {
   return result;
 }
 
-}  // namespace neuronc::tools
+}  // namespace neuronc::compiler

@@ -1,7 +1,7 @@
-// The compiler driver: a PyTorch program file in, artifact bytes out. Runs the frontend, the
-// pass pipeline, partitioning, codegen for each device partition and host-op emission for each
-// host partition, then lays out the artifact (signature, plan, programs, constants, debug info).
-// Lives in tools/ because it is the one place allowed to see every module.
+// The compiler as a library: a PyTorch program file in, artifact bytes out. Runs the frontend,
+// the pass pipeline (pipeline.h), placement and partitioning (placement.h), codegen for each
+// device partition and host-op emission for each host partition, then lays out the artifact
+// (signature, plan, programs, constants, debug info). tools/ is command-line code over it.
 #pragma once
 
 #include <cstdint>
@@ -11,11 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "compiler/placement.h"
 #include "device/target.h"
 #include "passes/auto_cast.h"
 #include "passes/partition.h"
 
-namespace neuronc::tools {
+namespace neuronc::compiler {
 
 struct CompileRequest {
   std::string model;
@@ -64,13 +65,8 @@ struct CompileResult {
   double seconds_frontend = 0, seconds_passes = 0, seconds_codegen = 0, seconds_write = 0;
 };
 
-// The placement the compiler uses for target `t`: the device when the registry and codegen both
-// can, else the host when the loader has a kernel for the operator, else unsupported (with the
-// reason).
-passes::PlacementOracle placement_oracle(const device::Target& t);
-
 // Compiles `req.model`. Throws std::runtime_error subclasses (frontend::Error, ir::Error,
 // codegen::Error) whose message names the file or the node.
 CompileResult compile_model(const CompileRequest& req);
 
-}  // namespace neuronc::tools
+}  // namespace neuronc::compiler

@@ -1,0 +1,35 @@
+// The one pass pipeline: what `compile`, `analyze`, `verify` and the tests run on a program
+// before partitioning, so they all see the same optimised graph.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "frontend/load.h"
+#include "ir/graph.h"
+#include "passes/auto_cast.h"
+#include "passes/pass_manager.h"
+
+namespace neuronc::compiler {
+
+struct PipelineOptions {
+  std::map<std::string, int64_t> dims;  // symbol bindings (one static shape bucket)
+  int opt_level = 2;
+  passes::AutoCastMode auto_cast = passes::AutoCastMode::none;
+};
+
+// Binds every symbol of `g`: the `given` value (`--dim`), else the one the program's sample
+// inputs imply. With `require_all`, a symbol left unbound throws an error naming it and its
+// range and asking for `--dim`; without, it stays symbolic.
+std::map<std::string, int64_t> bind_symbolic_dims(const ir::Graph& g,
+                                                  const std::vector<frontend::SampleInput>& samples,
+                                                  const std::map<std::string, int64_t>& given,
+                                                  bool require_all = true);
+
+// Adds the pipeline to `pm`: shape specialisation to `o.dims` (when any), passes::build_pipeline
+// at `o.opt_level`, then auto-cast and the folding it enables.
+void build_compile_pipeline(passes::PassManager& pm, const PipelineOptions& o);
+
+}  // namespace neuronc::compiler

@@ -1,0 +1,30 @@
+// Placement (see placement.h).
+#include "compiler/placement.h"
+
+#include <optional>
+#include <string>
+
+#include "codegen/support.h"
+#include "loader/host_kernel.h"
+
+namespace neuronc::compiler {
+
+passes::PlacementOracle placement_oracle(const device::Target& t) {
+  return [&t](const ir::Node& n) -> passes::Placement {
+    passes::Placement p = passes::registry_placement(n);
+    if (p.kind == passes::Placement::device) {
+      std::optional<std::string> why = codegen::unsupported_reason(n, t);
+      if (!why) return p;
+      p = {passes::Placement::host, *why};
+    }
+    // The host runs it when the loader has a kernel for the operator.
+    if (!host::find_host_kernel(n.op())) {
+      return {passes::Placement::unsupported,
+              p.reason + "; the loader has no host kernel for " + n.op() + " either"};
+    }
+    if (p.kind == passes::Placement::unsupported) p.kind = passes::Placement::host;
+    return p;
+  };
+}
+
+}  // namespace neuronc::compiler
