@@ -60,36 +60,11 @@ struct KernelCode {
   double flops = 0;  // model FLOPs (matmuls of the source graph)
 };
 
-// Calls fn(MemRef&) for every memory operand of `op` (scalar operands included).
+// Calls fn(MemRef&) for every memory operand of `op` (scalar operands included), from the
+// ISA's operand schema (device::for_each_operand).
 template <typename Fn>
 void for_each_memref(device::Operation& op, Fn&& fn) {
-  auto scalar = [&](auto& s) {
-    if constexpr (std::is_same_v<std::decay_t<decltype(s)>, device::ScalarOperand>)
-      if (auto* m = std::get_if<device::MemRef>(&s)) fn(*m);
-  };
-  std::visit(
-      [&](auto& x) {
-        // Every MemRef member, whatever the opcode (new opcodes are picked up by name).
-        if constexpr (requires { x.dst; }) fn(x.dst);
-        if constexpr (requires { x.src; }) fn(x.src);
-        if constexpr (requires { x.in0; }) fn(x.in0);
-        if constexpr (requires { x.in1; }) fn(x.in1);
-        if constexpr (requires { x.stationary; }) fn(x.stationary);
-        if constexpr (requires { x.moving; }) fn(x.moving);
-        if constexpr (requires { x.predicate; }) fn(x.predicate);
-        if constexpr (requires { x.on_true; }) fn(x.on_true);
-        if constexpr (requires { x.index; }) fn(x.index);
-        if constexpr (requires { x.row_index; })
-          if (x.row_index) fn(*x.row_index);
-        if constexpr (requires { x.accumulate_dst; })
-          if (x.accumulate_dst) fn(*x.accumulate_dst);
-        if constexpr (requires { x.scale; }) scalar(x.scale);
-        if constexpr (requires { x.bias; }) scalar(x.bias);
-        if constexpr (requires { x.operand0; }) scalar(x.operand0);
-        if constexpr (requires { x.operand1; }) scalar(x.operand1);
-        if constexpr (requires { x.on_false; }) scalar(x.on_false);
-      },
-      op);
+  device::for_each_operand(op, [&](device::MemRef& m, device::Access) { fn(m); });
 }
 
 // One tile of rows: `chunk` consecutive indices of the split row dimension times every index

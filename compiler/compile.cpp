@@ -112,51 +112,12 @@ std::vector<art::Dim> plan_dims(const std::vector<int64_t>& s) {
   return out;
 }
 
-// Applies `f` to every MemRef an operation holds.
-template <typename F>
-void for_each_memref(device::Operation& op, F&& f) {
-  auto scalar = [&](device::ScalarOperand& s) {
-    if (auto* m = std::get_if<device::MemRef>(&s)) f(*m);
-  };
-  std::visit(
-      [&](auto& o) {
-        using T = std::decay_t<decltype(o)>;
-        if constexpr (std::is_same_v<T, device::MatMul>) {
-          f(o.dst), f(o.stationary), f(o.moving);
-        } else if constexpr (std::is_same_v<T, device::Activation>) {
-          f(o.dst), f(o.src), scalar(o.scale), scalar(o.bias);
-          if (o.accumulate_dst) f(*o.accumulate_dst);
-        } else if constexpr (std::is_same_v<T, device::TensorTensor> ||
-                             std::is_same_v<T, device::TensorTensorScan>) {
-          f(o.dst), f(o.in0), f(o.in1);
-        } else if constexpr (std::is_same_v<T, device::TensorScalar>) {
-          f(o.dst), f(o.src), scalar(o.operand0), scalar(o.operand1);
-        } else if constexpr (std::is_same_v<T, device::Memset> || std::is_same_v<T, device::Iota>) {
-          f(o.dst);
-        } else if constexpr (std::is_same_v<T, device::CopyPredicated>) {
-          f(o.dst), f(o.src), f(o.predicate);
-        } else if constexpr (std::is_same_v<T, device::Select>) {
-          f(o.dst), f(o.predicate), f(o.on_true), scalar(o.on_false);
-        } else if constexpr (std::is_same_v<T, device::LocalGather>) {
-          f(o.dst), f(o.src), f(o.index);
-        } else if constexpr (std::is_same_v<T, device::DmaCopy>) {
-          f(o.dst), f(o.src);
-          if (o.row_index) f(*o.row_index);
-        } else if constexpr (std::is_same_v<T, device::Nop>) {
-        } else {
-          f(o.dst),
-              f(o.src);  // Transpose, TensorReduce, TensorCopy, AffineSelect, Collective
-        }
-      },
-      op);
-}
-
 // Moves a program's HBM arena to start at `base` and its debug ids up by `debug_base`.
 void relocate(device::Program& p, uint64_t base, uint32_t debug_base) {
   for (device::CoreProgram& core : p.cores) {
     for (auto& stream : core.streams) {
       for (device::Instruction& ins : stream) {
-        for_each_memref(ins.op, [&](device::MemRef& m) {
+        device::for_each_operand(ins.op, [&](device::MemRef& m, device::Access) {
           if (m.memory == device::MemoryKind::hbm) m.offset += base;
         });
         if (ins.debug_id != device::kNoDebugId) ins.debug_id += debug_base;

@@ -193,12 +193,6 @@ MemRef hbm(uint64_t offset, DType dtype, uint16_t rows, uint32_t cols, int64_t r
   return r;
 }
 
-namespace {
-void add_scalar(std::vector<MemRef>& reads, const ScalarOperand& s) {
-  if (const auto* m = std::get_if<MemRef>(&s)) reads.push_back(*m);
-}
-}  // namespace
-
 MemRef indirect_table_footprint(const DmaCopy& d) {
   MemRef m = d.src;
   if (d.src.num_levels >= 4 || d.src.partition_stride < INT32_MIN ||
@@ -214,52 +208,12 @@ MemRef indirect_table_footprint(const DmaCopy& d) {
 
 Operands operands(const Operation& op) {
   Operands o;
-  std::visit(
-      [&](const auto& x) {
-        using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, MatMul>) {
-          o.reads = {x.stationary, x.moving};
-          if (x.accumulate) o.reads.push_back(x.dst);
-          o.writes = {x.dst};
-        } else if constexpr (std::is_same_v<T, DmaCopy>) {
-          o.reads = {x.row_index ? indirect_table_footprint(x) : x.src};
-          if (x.row_index) o.reads.push_back(*x.row_index);
-          o.writes = {x.dst};
-        } else if constexpr (std::is_same_v<T, Transpose> || std::is_same_v<T, TensorCopy> ||
-                             std::is_same_v<T, TensorReduce> || std::is_same_v<T, AffineSelect> ||
-                             std::is_same_v<T, Collective>) {
-          o.reads = {x.src};
-          o.writes = {x.dst};
-        } else if constexpr (std::is_same_v<T, Activation>) {
-          o.reads = {x.src};
-          add_scalar(o.reads, x.scale);
-          add_scalar(o.reads, x.bias);
-          o.writes = {x.dst};
-          if (x.accumulate_dst) o.writes.push_back(*x.accumulate_dst);
-        } else if constexpr (std::is_same_v<T, TensorTensor> ||
-                             std::is_same_v<T, TensorTensorScan>) {
-          o.reads = {x.in0, x.in1};
-          o.writes = {x.dst};
-        } else if constexpr (std::is_same_v<T, TensorScalar>) {
-          o.reads = {x.src};
-          add_scalar(o.reads, x.operand0);
-          if (x.op1 != AluOp::bypass) add_scalar(o.reads, x.operand1);
-          o.writes = {x.dst};
-        } else if constexpr (std::is_same_v<T, Memset> || std::is_same_v<T, Iota>) {
-          o.writes = {x.dst};
-        } else if constexpr (std::is_same_v<T, CopyPredicated>) {
-          o.reads = {x.src, x.predicate, x.dst};
-          o.writes = {x.dst};
-        } else if constexpr (std::is_same_v<T, Select>) {
-          o.reads = {x.predicate, x.on_true};
-          add_scalar(o.reads, x.on_false);
-          o.writes = {x.dst};
-        } else if constexpr (std::is_same_v<T, LocalGather>) {
-          o.reads = {x.src, x.index};
-          o.writes = {x.dst};
-        }
-      },
-      op);
+  for_each_operand(op, [&](const MemRef& m, Access a) {
+    if (a == Access::read || a == Access::read_write) o.reads.push_back(m);
+    if (a == Access::write || a == Access::read_write) o.writes.push_back(m);
+  });
+  if (const auto* d = std::get_if<DmaCopy>(&op); d && d->row_index)
+    o.reads.front() = indirect_table_footprint(*d);  // the schema lists src first
   return o;
 }
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -382,11 +383,86 @@ struct Program {
   bool operator==(const Program&) const = default;
 };
 
-// Every MemRef an instruction reads and writes (for verification, races and statistics).
+// --- The operand schema -------------------------------------------------------------------
+// How an instruction uses one of its memory operands.
+enum class Access : uint8_t {
+  read,
+  write,
+  read_write,  // read, then written (an accumulating or predicated destination)
+  unused,      // held by the instruction but not touched (TensorScalar's operand1 under bypass)
+};
+
+// The one operand schema of the ISA: calls `f(MemRef&, Access)` for every memory operand of `op`
+// (MemRef scalar operands and present optional operands included), reads before writes, in a
+// fixed order per opcode. `Op` is Operation or const Operation. operands(), every relocation
+// (codegen's emitter, the compiler's arena placement) and the race checker's footprints derive
+// from it, so a new opcode is described once: the static_assert below refuses an opcode this
+// function does not cover.
+template <class Op, class F>
+void for_each_operand(Op& op, F&& f) {
+  auto scalar = [&](auto& s, Access a) {
+    if (auto* m = std::get_if<MemRef>(&s)) f(*m, a);
+  };
+  std::visit(
+      [&](auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, MatMul>) {
+          f(x.stationary, Access::read);
+          f(x.moving, Access::read);
+          f(x.dst, x.accumulate ? Access::read_write : Access::write);
+        } else if constexpr (std::is_same_v<T, DmaCopy>) {
+          f(x.src, Access::read);  // an indirect copy reads rows of it (indirect_table_footprint)
+          if (x.row_index) f(*x.row_index, Access::read);
+          f(x.dst, Access::write);
+        } else if constexpr (std::is_same_v<T, Transpose> || std::is_same_v<T, TensorCopy> ||
+                             std::is_same_v<T, TensorReduce> || std::is_same_v<T, AffineSelect> ||
+                             std::is_same_v<T, Collective>) {
+          f(x.src, Access::read);
+          f(x.dst, Access::write);
+        } else if constexpr (std::is_same_v<T, Activation>) {
+          f(x.src, Access::read);
+          scalar(x.scale, Access::read);
+          scalar(x.bias, Access::read);
+          f(x.dst, Access::write);
+          if (x.accumulate_dst) f(*x.accumulate_dst, Access::write);
+        } else if constexpr (std::is_same_v<T, TensorTensor> ||
+                             std::is_same_v<T, TensorTensorScan>) {
+          f(x.in0, Access::read);
+          f(x.in1, Access::read);
+          f(x.dst, Access::write);
+        } else if constexpr (std::is_same_v<T, TensorScalar>) {
+          f(x.src, Access::read);
+          scalar(x.operand0, Access::read);
+          scalar(x.operand1, x.op1 != AluOp::bypass ? Access::read : Access::unused);
+          f(x.dst, Access::write);
+        } else if constexpr (std::is_same_v<T, Memset> || std::is_same_v<T, Iota>) {
+          f(x.dst, Access::write);
+        } else if constexpr (std::is_same_v<T, CopyPredicated>) {
+          f(x.src, Access::read);
+          f(x.predicate, Access::read);
+          f(x.dst, Access::read_write);
+        } else if constexpr (std::is_same_v<T, Select>) {
+          f(x.predicate, Access::read);
+          f(x.on_true, Access::read);
+          scalar(x.on_false, Access::read);
+          f(x.dst, Access::write);
+        } else if constexpr (std::is_same_v<T, LocalGather>) {
+          f(x.src, Access::read);
+          f(x.index, Access::read);
+          f(x.dst, Access::write);
+        } else {
+          static_assert(std::is_same_v<T, Nop>, "an opcode missing from the operand schema");
+        }
+      },
+      op);
+}
+
 struct Operands {
   std::vector<MemRef> reads;
   std::vector<MemRef> writes;
 };
+// The bytes `op` reads and writes (from for_each_operand; an indirect DMA reads the footprint
+// of its table, indirect_table_footprint).
 Operands operands(const Operation& op);
 
 }  // namespace neuronc::device
