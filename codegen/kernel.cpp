@@ -10,13 +10,6 @@ namespace neuronc::codegen {
 
 using device::MemRef;
 
-ByteRect byte_rect(const MemRef& m) {
-  const device::ByteRange r = device::footprint(m);
-  if (m.memory == device::MemoryKind::hbm) return {m.memory, 0, 1, r.begin, r.end};
-  return {m.memory, m.partition_start, static_cast<uint16_t>(m.partition_start + m.partition_count),
-          r.begin, r.end};
-}
-
 std::vector<RowTile> row_tiles(const std::vector<int64_t>& sizes_in,
                                const std::vector<std::vector<int64_t>>& strides_in,
                                int64_t max_rows, int max_inner) {

@@ -13,6 +13,7 @@
 #include "codegen/hbm_view.h"
 #include "device/isa.h"
 #include "device/target.h"
+#include "device/verifier.h"
 
 namespace neuronc::ir {
 class Node;
@@ -29,21 +30,11 @@ inline device::Engine dma_trigger_engine(DmaRole role) {
   return role == DmaRole::store ? device::Engine::gpsimd : device::Engine::sync;
 }
 
-// The bytes a MemRef touches: partitions [p0, p1) (HBM: one row [0, 1)) times the byte range
-// [b0, b1) within a partition. Two accesses conflict when their rects overlap.
-struct ByteRect {
-  device::MemoryKind memory;
-  uint16_t p0, p1;
-  int64_t b0, b1;
-};
-ByteRect byte_rect(const device::MemRef& m);
-inline bool overlaps(const ByteRect& a, const ByteRect& b) {
-  return a.memory == b.memory && a.p0 < b.p1 && b.p0 < a.p1 && a.b0 < b.b1 && b.b0 < a.b1;
-}
-inline bool covers(const ByteRect& outer, const ByteRect& inner) {
-  return outer.memory == inner.memory && outer.p0 <= inner.p0 && inner.p1 <= outer.p1 &&
-         outer.b0 <= inner.b0 && inner.b1 <= outer.b1;
-}
+// Byte footprints of accesses (one core's program): device/verifier.h.
+using device::byte_rect;
+using device::ByteRect;
+using device::covers;
+using device::overlaps;
 
 struct PendingInstruction {
   device::Engine engine = device::Engine::sync;

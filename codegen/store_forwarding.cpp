@@ -26,20 +26,10 @@ std::optional<uint64_t> contiguous_run(const MemRef& m) {
   return static_cast<uint64_t>(expected);
 }
 
-struct Rect {
-  uint16_t p0 = 0, p1 = 1;
-  int64_t b0 = 0, b1 = 0;
-};
+using Rect = ByteRect;
 
 Rect rect_of(const MemRef& m) {
-  const device::ByteRange r = device::footprint(m);
-  if (m.memory == MemoryKind::hbm) return {0, 1, r.begin, r.end};
-  return {m.partition_start, static_cast<uint16_t>(m.partition_start + m.partition_count), r.begin,
-          r.end};
-}
-
-bool overlaps(const Rect& a, const Rect& b) {
-  return a.p0 < b.p1 && b.p0 < a.p1 && a.b0 < b.b1 && b.b0 < a.b1;
+  return byte_rect(m);
 }
 
 // A store the analysis follows: an SBUF -> HBM DMA.

@@ -42,25 +42,10 @@ void join(Clock& a, const Clock& b) {
   for (size_t i = 0; i < a.size(); ++i) a[i] = std::max(a[i], b[i]);
 }
 
-// A rectangle of bytes in one memory space: partitions [p0, p1) x bytes [b0, b1).
-struct Rect {
-  MemoryKind memory;
-  uint16_t core;
-  uint16_t p0, p1;
-  int64_t b0, b1;
-};
+using Rect = ByteRect;
 
 Rect rect_of(const MemRef& m, int core) {
-  const ByteRange r = footprint(m);
-  if (m.memory == MemoryKind::hbm) return {m.memory, 0, 0, 1, r.begin, r.end};
-  return {m.memory,          static_cast<uint16_t>(core),
-          m.partition_start, static_cast<uint16_t>(m.partition_start + m.partition_count),
-          r.begin,           r.end};
-}
-
-bool overlaps(const Rect& a, const Rect& b) {
-  return a.memory == b.memory && a.core == b.core && a.p0 < b.p1 && b.p0 < a.p1 && a.b0 < b.b1 &&
-         b.b0 < a.b1;
+  return byte_rect(m, static_cast<uint16_t>(core));
 }
 
 std::string describe(const Rect& r) {

@@ -159,6 +159,14 @@ ByteRange footprint(const MemRef& m) {
   return r;
 }
 
+ByteRect byte_rect(const MemRef& m, uint16_t core) {
+  const ByteRange r = footprint(m);
+  if (m.memory == MemoryKind::hbm) return {m.memory, 0, 0, 1, r.begin, r.end};
+  return {m.memory,          core,
+          m.partition_start, static_cast<uint16_t>(m.partition_start + m.partition_count),
+          r.begin,           r.end};
+}
+
 Status verify_memref(const Target& t, const MemRef& m, bool compute_operand, uint64_t hbm_size) {
   const std::string name = ref_name(m);
   if (static_cast<int>(m.dtype) >= kNumDTypes)

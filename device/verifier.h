@@ -19,6 +19,26 @@ struct ByteRange {
 };
 ByteRange footprint(const MemRef& m);
 
+// The bytes a MemRef touches on one core: partitions [p0, p1) times the byte range [b0, b1)
+// within a partition; HBM, shared by every core, is one row [0, 1) of core 0. Two accesses
+// conflict when their rects overlap. The one footprint geometry of the race checker, codegen's
+// emitter and scheduler, and store-to-load forwarding.
+struct ByteRect {
+  MemoryKind memory = MemoryKind::sbuf;
+  uint16_t core = 0;
+  uint16_t p0 = 0, p1 = 1;
+  int64_t b0 = 0, b1 = 0;
+};
+ByteRect byte_rect(const MemRef& m, uint16_t core = 0);
+inline bool overlaps(const ByteRect& a, const ByteRect& b) {
+  return a.memory == b.memory && a.core == b.core && a.p0 < b.p1 && b.p0 < a.p1 && a.b0 < b.b1 &&
+         b.b0 < a.b1;
+}
+inline bool covers(const ByteRect& outer, const ByteRect& inner) {
+  return outer.memory == inner.memory && outer.core == inner.core && outer.p0 <= inner.p0 &&
+         inner.p1 <= outer.p1 && outer.b0 <= inner.b0 && inner.b1 <= outer.b1;
+}
+
 Status verify_memref(const Target& target, const MemRef& m, bool compute_operand,
                      uint64_t hbm_size);
 
