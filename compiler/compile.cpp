@@ -300,12 +300,6 @@ struct DeviceArena {
   uint32_t sbuf_peak = 0, psum_peak = 0;
 };
 
-const device::Target& resolve_target(const std::string& name) {
-  auto kind = device::parse_target(name);
-  if (!kind.is_ok()) throw ir::Error(kind.status().message());
-  return device::target(*kind);
-}
-
 // Codegen options for an optimisation level.
 codegen::CodegenOptions codegen_options(const CompileRequest& req) {
   codegen::CodegenOptions copts;
@@ -445,6 +439,12 @@ PartitionReport add_device_partition(const ir::Graph& g, const passes::Partition
 }
 
 }  // namespace
+
+const device::Target& resolve_target(const std::string& name) {
+  auto kind = device::parse_target(name);
+  if (!kind.is_ok()) throw ir::Error(kind.status().message());
+  return device::target(*kind);
+}
 
 CompileResult compile_model(const CompileRequest& req) {
   CompileResult result;

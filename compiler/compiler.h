@@ -65,6 +65,10 @@ struct CompileResult {
   double seconds_frontend = 0, seconds_passes = 0, seconds_codegen = 0, seconds_write = 0;
 };
 
+// The target named `name` ("trn1", "trn2", "trn3", or the alias "inf2"); an unknown name throws
+// an error listing the valid ones.
+const device::Target& resolve_target(const std::string& name);
+
 // Compiles `req.model`. Throws std::runtime_error subclasses (frontend::Error, ir::Error,
 // codegen::Error) whose message names the file or the node.
 CompileResult compile_model(const CompileRequest& req);

@@ -50,19 +50,26 @@ struct OpUse {
   std::vector<std::string> locations;  // distinct, in first-use order
 };
 
-void run_analyze(const AnalyzeOptions& o) {
-  progress("reading " + o.model);
-  frontend::LoadedProgram prog = frontend::load_program(o.model);
-  progress_done();
-  const ir::Graph& g = *prog.graph;
+// What analyze reports: the source operators with their placements, and the optimised graph
+// partitioned as `compile` will build it.
+struct Analysis {
+  std::vector<OpUse> ops;
+  size_t counts[3] = {0, 0, 0};  // nodes per Support
+  passes::PartitionPlan plan;
+  std::vector<std::pair<const ir::Node*, passes::Placement>> unsupported_after;
+  size_t device_parts = 0, host_parts = 0, device_nodes = 0, host_nodes = 0;
+  std::string imported_ir;
+  // Types as written (before shape specialisation) of the values the signature shows.
+  std::map<const ir::Value*, std::string> written_types;
+  std::map<std::string, int64_t> specialized;  // symbols bound from the sample inputs
+  std::string type_of(const ir::Graph& g, const ir::Value* v) const {
+    auto it = written_types.find(v);
+    return it != written_types.end() ? it->second : g.type_to_string(v->type());
+  }
+};
 
-  const device::Target& target = [&]() -> const device::Target& {
-    auto kind = device::parse_target(o.target);
-    if (!kind.is_ok()) throw ir::Error(kind.status().message());
-    return device::target(*kind);
-  }();
-  const passes::PlacementOracle oracle = compiler::placement_oracle(target);
-  // Group by operator, in first-use order for a stable report.
+// The source operators in first-use order (a stable report), each placed as written.
+std::vector<OpUse> group_source_ops(const ir::Graph& g, const passes::PlacementOracle& oracle) {
   std::map<std::string, size_t> index;
   std::vector<OpUse> ops;
   for (const auto& n : g.nodes()) {
@@ -84,33 +91,23 @@ void run_analyze(const AnalyzeOptions& o) {
     if (!loc.empty() && std::find(u.locations.begin(), u.locations.end(), loc) == u.locations.end())
       u.locations.push_back(loc);
   }
-  const std::string imported_ir = o.print_ir ? ir::print(*prog.graph) : "";
+  return ops;
+}
 
-  // What the compiler will actually run: the optimised graph, partitioned.
-  // The compiler's own pipeline (compiler/pipeline.h): the same shape specialisation (from the
-  // sample inputs; a symbol they do not bind stays symbolic and is placed as such), passes and
-  // auto-cast as `compile` with the same options.
-  compiler::PipelineOptions popts;
-  popts.dims = compiler::bind_symbolic_dims(g, prog.sample_inputs, {}, /*require_all=*/false);
-  popts.auto_cast = *passes::parse_auto_cast(o.auto_cast);
-  passes::PassManager pm;
-  compiler::build_compile_pipeline(pm, popts);
-  pm.run(*prog.graph);
-  const passes::PlacementOracle optimized_oracle = compiler::placement_oracle(target);
-  // A source operator the pipeline rewrote away entirely (decomposed, folded into constants or
-  // into its neighbours) is not what decides where the model runs: what it became does, and
-  // that is placed below (partitions, host reasons, unsupported leftovers).
-  // Each surviving node is placed once (the oracle asks codegen and the host kernels).
-  // Per source operator: the worst placement among its surviving nodes, or none survive.
-  std::vector<std::pair<const ir::Node*, passes::Placement>> unsupported_after;
+// A source operator the pipeline rewrote away entirely (decomposed, folded into constants or
+// into its neighbours) is not what decides where the model runs: what it became does, and that
+// is placed here (partitions, host reasons, unsupported leftovers). Each surviving node is placed
+// once (the oracle asks codegen and the host kernels); per source operator, the worst placement
+// among its surviving nodes, or none survive.
+void place_optimized(const ir::Graph& g, const passes::PlacementOracle& oracle, Analysis& a) {
   std::map<std::string, passes::Placement> after;
   for (const auto& n : g.nodes()) {
-    const passes::Placement p = optimized_oracle(*n);
-    if (p.kind == passes::Placement::unsupported) unsupported_after.push_back({n.get(), p});
+    const passes::Placement p = oracle(*n);
+    if (p.kind == passes::Placement::unsupported) a.unsupported_after.push_back({n.get(), p});
     auto [it, inserted] = after.emplace(n->op(), p);
     if (!inserted && static_cast<int>(p.kind) > static_cast<int>(it->second.kind)) it->second = p;
   }
-  for (OpUse& u : ops) {
+  for (OpUse& u : a.ops) {
     if (u.support == Support::device) continue;
     auto it = after.find(u.op);
     if (it == after.end()) {
@@ -119,151 +116,207 @@ void run_analyze(const AnalyzeOptions& o) {
           "rewritten by the optimiser (decomposed, folded or fused); as written: " + u.reason;
     } else if (it->second.kind == passes::Placement::device) {
       u.support = Support::device;
-      u.reason = "on the device after constant folding; as written: " + u.reason;
+      u.reason =
+          "on the device after optimisation (shape specialisation, constant folding); as "
+          "written: " +
+          u.reason;
     } else if (it->second.kind == passes::Placement::host) {
       u.support = Support::host;
       u.reason = it->second.reason;
     }
   }
-  size_t counts[3] = {0, 0, 0};
-  for (const OpUse& u : ops) counts[static_cast<int>(u.support)] += u.count;
-  const passes::PartitionPlan plan = passes::partition_graph(*prog.graph, optimized_oracle);
-  size_t device_parts = 0, host_parts = 0, device_nodes = 0, host_nodes = 0;
-  for (const passes::Partition& p : plan.partitions) {
+  for (const OpUse& u : a.ops) a.counts[static_cast<int>(u.support)] += u.count;
+  a.plan = passes::partition_graph(g, oracle);
+  for (const passes::Partition& p : a.plan.partitions) {
     if (p.kind == passes::PartitionKind::device) {
-      ++device_parts;
-      device_nodes += p.nodes.size();
+      ++a.device_parts;
+      a.device_nodes += p.nodes.size();
     } else {
-      ++host_parts;
-      host_nodes += p.nodes.size();
+      ++a.host_parts;
+      a.host_nodes += p.nodes.size();
     }
   }
+}
 
-  if (o.json) {
-    nlohmann::ordered_json j;
-    j["model"] = o.model;
-    j["container"] = prog.container;
-    j["torch_version"] = prog.torch_version;
-    j["schema_version"] =
-        std::to_string(prog.schema_major) + "." + std::to_string(prog.schema_minor);
-    j["sha256"] = prog.sha256;
-    j["target"] = o.target;
-    j["nodes"] = g.nodes().size();
-    auto sig = [&](bool inputs) {
-      nlohmann::ordered_json a = nlohmann::ordered_json::array();
-      if (inputs) {
-        for (const ir::GraphInput& in : g.inputs()) {
-          a.push_back({{"name", in.value->name()},
-                       {"role", ir::input_role_name(in.role)},
-                       {"target", in.target},
-                       {"type", g.type_to_string(in.value->type())}});
-        }
-      } else {
-        for (const ir::GraphOutput& out : g.outputs()) {
-          a.push_back({{"name", out.value->name()},
-                       {"role", ir::output_role_name(out.role)},
-                       {"target", out.target},
-                       {"type", g.type_to_string(out.value->type())}});
-        }
+void print_json(const AnalyzeOptions& o, const frontend::LoadedProgram& prog, const Analysis& an) {
+  const ir::Graph& g = *prog.graph;
+  const auto& ops = an.ops;
+  const auto& counts = an.counts;
+  const auto& plan = an.plan;
+  const auto& unsupported_after = an.unsupported_after;
+  const std::string& imported_ir = an.imported_ir;
+  const size_t device_parts = an.device_parts, host_parts = an.host_parts,
+               device_nodes = an.device_nodes, host_nodes = an.host_nodes;
+  nlohmann::ordered_json j;
+  j["model"] = o.model;
+  j["container"] = prog.container;
+  j["torch_version"] = prog.torch_version;
+  j["schema_version"] = std::to_string(prog.schema_major) + "." + std::to_string(prog.schema_minor);
+  j["sha256"] = prog.sha256;
+  j["target"] = o.target;
+  j["nodes"] = g.nodes().size();
+  auto sig = [&](bool inputs) {
+    nlohmann::ordered_json a = nlohmann::ordered_json::array();
+    if (inputs) {
+      for (const ir::GraphInput& in : g.inputs()) {
+        a.push_back({{"name", in.value->name()},
+                     {"role", ir::input_role_name(in.role)},
+                     {"target", in.target},
+                     {"type", an.type_of(g, in.value)}});
       }
-      return a;
-    };
-    j["inputs"] = sig(true);
-    j["outputs"] = sig(false);
-    j["summary"] = {{"device", counts[0]}, {"host", counts[1]}, {"unsupported", counts[2]}};
-    nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-    for (const OpUse& u : ops) {
-      arr.push_back({{"op", u.op},
-                     {"count", u.count},
-                     {"support", support_name(u.support)},
-                     {"category", u.category},
-                     {"reason", u.reason},
-                     {"locations", u.locations}});
-    }
-    j["ops"] = arr;
-    j["optimized"] = {{"nodes", g.nodes().size()},
-                      {"device_partitions", device_parts},
-                      {"host_partitions", host_parts},
-                      {"device_nodes", device_nodes},
-                      {"host_nodes", host_nodes}};
-    nlohmann::ordered_json reasons = nlohmann::ordered_json::array();
-    for (const passes::HostReason& r : plan.host_reasons) {
-      reasons.push_back({{"node", r.node->name()},
-                         {"op", r.node->op()},
-                         {"reason", r.reason},
-                         {"location", r.node->location().to_string()}});
-    }
-    j["optimized"]["host_nodes_detail"] = reasons;
-    nlohmann::ordered_json left = nlohmann::ordered_json::array();
-    for (const auto& [n, p] : unsupported_after) {
-      left.push_back({{"node", n->name()},
-                      {"op", n->op()},
-                      {"reason", p.reason},
-                      {"location", n->location().to_string()}});
-    }
-    j["optimized"]["unsupported"] = left;
-    if (o.print_ir) {
-      j["ir"] = imported_ir;
-      j["optimized_ir"] = ir::print(g);
-    }
-    std::cout << j.dump(2) << "\n";
-  } else {
-    std::printf("%s: %s, torch %s, schema %d.%d, %zu nodes\n", o.model.c_str(),
-                prog.container.c_str(), prog.torch_version.c_str(), prog.schema_major,
-                prog.schema_minor, g.nodes().size());
-    size_t params = 0, param_bytes = 0;
-    for (const ir::GraphInput& in : g.inputs()) {
-      if (in.role == ir::InputRole::user_input) {
-        std::printf("  input  %-24s %s\n", in.value->name().c_str(),
-                    g.type_to_string(in.value->type()).c_str());
-      } else {
-        ++params;
-        if (auto n = ir::numel(in.value->shape()); n && n->is_constant())
-          param_bytes += static_cast<size_t>(n->coeff) * ir::dtype_size(in.value->dtype());
+    } else {
+      for (const ir::GraphOutput& out : g.outputs()) {
+        a.push_back({{"name", out.value->name()},
+                     {"role", ir::output_role_name(out.role)},
+                     {"target", out.target},
+                     {"type", an.type_of(g, out.value)}});
       }
     }
-    for (const ir::GraphOutput& out : g.outputs()) {
-      std::printf(
-          "  output %-24s %s%s\n", out.value->name().c_str(),
-          g.type_to_string(out.value->type()).c_str(),
-          out.role == ir::OutputRole::user_output
-              ? ""
-              : ("  (" + std::string(ir::output_role_name(out.role)) + " " + out.target + ")")
-                    .c_str());
-    }
-    std::printf("  %zu weights/buffers/constants, %.2f MB\n\n", params, param_bytes / 1e6);
-    std::printf("%-52s %6s  %-12s %s\n", "operator", "count", "support", "category");
-    for (const OpUse& u : ops) {
-      std::printf("%-52s %6zu  %-12s %s\n", u.op.c_str(), u.count, support_name(u.support),
-                  u.category.c_str());
-    }
-    std::printf("\n%zu nodes on the device, %zu on the host, %zu unsupported (target %s)\n",
-                counts[0], counts[1], counts[2], o.target.c_str());
-    std::printf("after optimisation: %zu nodes in %zu device and %zu host partitions\n",
-                g.nodes().size(), device_parts, host_parts);
-    for (const passes::HostReason& r : plan.host_reasons) {
-      const std::string loc = r.node->location().to_string();
-      std::printf("  host %s (%s): %s%s%s\n", r.node->name().c_str(), r.node->op().c_str(),
-                  r.reason.c_str(), loc.empty() ? "" : " at ", loc.c_str());
-    }
-    for (const auto& [n, p] : unsupported_after) {
-      const std::string loc = n->location().to_string();
-      std::printf("  unsupported %s (%s): %s%s%s\n", n->name().c_str(), n->op().c_str(),
-                  p.reason.c_str(), loc.empty() ? "" : " at ", loc.c_str());
-    }
-    for (const OpUse& u : ops) {
-      if (u.support == Support::device) continue;
-      std::printf("\n%s %s: %s\n", support_name(u.support), u.op.c_str(), u.reason.c_str());
-      for (size_t i = 0; i < u.locations.size() && i < 5; ++i)
-        std::printf("    at %s\n", u.locations[i].c_str());
-      if (u.locations.size() > 5) std::printf("    ... and %zu more\n", u.locations.size() - 5);
-    }
-    if (o.print_ir) {
-      std::printf("\n// imported\n%s", imported_ir.c_str());
-      std::printf("\n// optimised\n%s", ir::print(g).c_str());
+    return a;
+  };
+  j["inputs"] = sig(true);
+  j["outputs"] = sig(false);
+  j["summary"] = {{"device", counts[0]}, {"host", counts[1]}, {"unsupported", counts[2]}};
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  for (const OpUse& u : ops) {
+    arr.push_back({{"op", u.op},
+                   {"count", u.count},
+                   {"support", support_name(u.support)},
+                   {"category", u.category},
+                   {"reason", u.reason},
+                   {"locations", u.locations}});
+  }
+  j["ops"] = arr;
+  j["optimized"] = {{"nodes", g.nodes().size()},
+                    {"device_partitions", device_parts},
+                    {"host_partitions", host_parts},
+                    {"device_nodes", device_nodes},
+                    {"host_nodes", host_nodes}};
+  nlohmann::ordered_json reasons = nlohmann::ordered_json::array();
+  for (const passes::HostReason& r : plan.host_reasons) {
+    reasons.push_back({{"node", r.node->name()},
+                       {"op", r.node->op()},
+                       {"reason", r.reason},
+                       {"location", r.node->location().to_string()}});
+  }
+  j["optimized"]["host_nodes_detail"] = reasons;
+  j["optimized"]["specialized_dims"] = an.specialized;
+  nlohmann::ordered_json left = nlohmann::ordered_json::array();
+  for (const auto& [n, p] : unsupported_after) {
+    left.push_back({{"node", n->name()},
+                    {"op", n->op()},
+                    {"reason", p.reason},
+                    {"location", n->location().to_string()}});
+  }
+  j["optimized"]["unsupported"] = left;
+  if (o.print_ir) {
+    j["ir"] = imported_ir;
+    j["optimized_ir"] = ir::print(g);
+  }
+  std::cout << j.dump(2) << "\n";
+}
+
+void print_text(const AnalyzeOptions& o, const frontend::LoadedProgram& prog, const Analysis& an) {
+  const ir::Graph& g = *prog.graph;
+  const auto& ops = an.ops;
+  const auto& counts = an.counts;
+  const auto& plan = an.plan;
+  const auto& unsupported_after = an.unsupported_after;
+  const std::string& imported_ir = an.imported_ir;
+  const size_t device_parts = an.device_parts, host_parts = an.host_parts;
+  std::printf("%s: %s, torch %s, schema %d.%d, %zu nodes\n", o.model.c_str(),
+              prog.container.c_str(), prog.torch_version.c_str(), prog.schema_major,
+              prog.schema_minor, g.nodes().size());
+  size_t params = 0, param_bytes = 0;
+  for (const ir::GraphInput& in : g.inputs()) {
+    if (in.role == ir::InputRole::user_input) {
+      std::printf("  input  %-24s %s\n", in.value->name().c_str(), an.type_of(g, in.value).c_str());
+    } else {
+      ++params;
+      if (auto n = ir::numel(in.value->shape()); n && n->is_constant())
+        param_bytes += static_cast<size_t>(n->coeff) * ir::dtype_size(in.value->dtype());
     }
   }
-  if (counts[2] > 0 || !unsupported_after.empty()) throw CommandExit{kExitError, "", ""};
+  for (const ir::GraphOutput& out : g.outputs()) {
+    std::printf("  output %-24s %s%s\n", out.value->name().c_str(),
+                an.type_of(g, out.value).c_str(),
+                out.role == ir::OutputRole::user_output
+                    ? ""
+                    : ("  (" + std::string(ir::output_role_name(out.role)) + " " + out.target + ")")
+                          .c_str());
+  }
+  std::printf("  %zu weights/buffers/constants, %.2f MB\n\n", params, param_bytes / 1e6);
+  std::printf("%-52s %6s  %-12s %s\n", "operator", "count", "support", "category");
+  for (const OpUse& u : ops) {
+    std::printf("%-52s %6zu  %-12s %s\n", u.op.c_str(), u.count, support_name(u.support),
+                u.category.c_str());
+  }
+  std::printf("\n%zu nodes on the device, %zu on the host, %zu unsupported (target %s)\n",
+              counts[0], counts[1], counts[2], o.target.c_str());
+  std::printf("after optimisation: %zu nodes in %zu device and %zu host partitions\n",
+              g.nodes().size(), device_parts, host_parts);
+  if (!an.specialized.empty()) {
+    std::string dims;
+    for (const auto& [sym, v] : an.specialized)
+      dims += (dims.empty() ? "" : ", ") + sym + " = " + std::to_string(v);
+    std::printf("  symbolic dims bound from the sample inputs (compile --dim overrides): %s\n",
+                dims.c_str());
+  }
+  for (const passes::HostReason& r : plan.host_reasons) {
+    const std::string loc = r.node->location().to_string();
+    std::printf("  host %s (%s): %s%s%s\n", r.node->name().c_str(), r.node->op().c_str(),
+                r.reason.c_str(), loc.empty() ? "" : " at ", loc.c_str());
+  }
+  for (const auto& [n, p] : unsupported_after) {
+    const std::string loc = n->location().to_string();
+    std::printf("  unsupported %s (%s): %s%s%s\n", n->name().c_str(), n->op().c_str(),
+                p.reason.c_str(), loc.empty() ? "" : " at ", loc.c_str());
+  }
+  for (const OpUse& u : ops) {
+    if (u.support == Support::device) continue;
+    std::printf("\n%s %s: %s\n", support_name(u.support), u.op.c_str(), u.reason.c_str());
+    for (size_t i = 0; i < u.locations.size() && i < 5; ++i)
+      std::printf("    at %s\n", u.locations[i].c_str());
+    if (u.locations.size() > 5) std::printf("    ... and %zu more\n", u.locations.size() - 5);
+  }
+  if (o.print_ir) {
+    std::printf("\n// imported\n%s", imported_ir.c_str());
+    std::printf("\n// optimised\n%s", ir::print(g).c_str());
+  }
+}
+
+void run_analyze(const AnalyzeOptions& o) {
+  progress("reading " + o.model);
+  frontend::LoadedProgram prog = frontend::load_program(o.model);
+  progress_done();
+  const ir::Graph& g = *prog.graph;
+  const device::Target& target = compiler::resolve_target(o.target);
+  const passes::PlacementOracle oracle = compiler::placement_oracle(target);
+  Analysis an;
+  an.ops = group_source_ops(g, oracle);
+  if (o.print_ir) an.imported_ir = ir::print(g);
+  for (const ir::GraphInput& in : g.inputs())
+    an.written_types[in.value] = g.type_to_string(in.value->type());
+  for (const ir::GraphOutput& out : g.outputs())
+    an.written_types[out.value] = g.type_to_string(out.value->type());
+
+  // What the compiler will actually run: the optimised graph, partitioned. The compiler's own
+  // pipeline (compiler/pipeline.h): the same shape specialisation (from the sample inputs; a
+  // symbol they do not bind stays symbolic and is placed as such), passes and auto-cast as
+  // `compile` with the same options.
+  compiler::PipelineOptions popts;
+  popts.dims = compiler::bind_symbolic_dims(g, prog.sample_inputs, {}, /*require_all=*/false);
+  popts.auto_cast = *passes::parse_auto_cast(o.auto_cast);
+  passes::PassManager pm;
+  compiler::build_compile_pipeline(pm, popts);
+  an.specialized = popts.dims;
+  pm.run(*prog.graph);
+  place_optimized(g, oracle, an);
+  if (o.json)
+    print_json(o, prog, an);
+  else
+    print_text(o, prog, an);
+  if (an.counts[2] > 0 || !an.unsupported_after.empty()) throw CommandExit{kExitError, "", ""};
 }
 
 }  // namespace
