@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "codegen/lowering.h"
+#include "device/numerics.h"
 
 namespace neuronc::codegen {
 namespace {
@@ -307,47 +308,6 @@ bool build(const ir::Node& n, const PartitionContext& ctx, EwProgram& p) {
   return false;
 }
 
-double fold(AluOp op, double a, double b) {
-  switch (op) {
-    case AluOp::add:
-      return a + b;
-    case AluOp::subtract:
-      return a - b;
-    case AluOp::multiply:
-      return a * b;
-    case AluOp::divide:
-      return a / b;
-    case AluOp::max:
-      return std::fmax(a, b);
-    case AluOp::min:
-      return std::fmin(a, b);
-    case AluOp::pow:
-      return std::pow(a, b);
-    case AluOp::mod:
-      return std::fmod(a, b);
-    case AluOp::is_equal:
-      return a == b;
-    case AluOp::not_equal:
-      return a != b;
-    case AluOp::is_gt:
-      return a > b;
-    case AluOp::is_ge:
-      return a >= b;
-    case AluOp::is_lt:
-      return a < b;
-    case AluOp::is_le:
-      return a <= b;
-    case AluOp::logical_and:
-      return a != 0 && b != 0;
-    case AluOp::logical_or:
-      return a != 0 || b != 0;
-    case AluOp::logical_xor:
-      return (a != 0) != (b != 0);
-    default:
-      return a;
-  }
-}
-
 // A value during tile evaluation.
 struct Val {
   bool is_imm = false;
@@ -411,7 +371,9 @@ class TileEval {
     Val r;
     if (a.is_imm && b.is_imm) {
       r.is_imm = true;
-      r.imm = fold(op, a.imm, b.imm);
+      // Folded with the device's own fp32 arithmetic (device/numerics.h), so the immediate is
+      // what the engines would have computed.
+      r.imm = device::alu(op, static_cast<float>(a.imm), static_cast<float>(b.imm));
       return r;
     }
     const bool col = (a.is_imm || a.col) && (b.is_imm || b.col);

@@ -65,4 +65,14 @@ void store_f32_n(std::byte* dst, DType t, const float* src, size_t n,
 int64_t load_int(const std::byte* p, DType t);
 void store_int(std::byte* p, DType t, int64_t v);
 
+// --- Engine arithmetic: what VectorE / GpSimdE / ScalarE compute per element --------------------
+// (the one definition: the functional simulator runs it, and codegen folds compile-time
+// immediates with it, so a folded value rounds exactly as the hardware model would compute it).
+// fp32 ALU op (comparisons give 1 or 0; bitwise ops are integer-only, see alu_int).
+float alu(AluOp op, float a, float b);
+// Integer ALU op (bitwise and shifts; shifts act on the low 32 bits).
+int64_t alu_int(AluOp op, int64_t a, int64_t b);
+// ScalarE activation function in fp32.
+float activate(ActivationFunction f, float x);
+
 }  // namespace neuronc::device

@@ -344,6 +344,27 @@ TEST(CodegenElementwise, BroadcastArithmeticAndActivations) {
 // every load and store is a dense block of 96 such rows: back to back in HBM, one contiguous
 // run per partition. Before, 128 rows of 12,288 elements moved in 1228-element pieces (40
 // transfers of strided runs). (A tile does not straddle a batch row, so 32 partitions idle.)
+// Immediates folded at compile time round as the engines compute, in fp32 per operation:
+// (1e8 + 1) - 1e8 is 0 in fp32 (as PyTorch computes it on f32 tensors), 1 in double.
+TEST(CodegenElementwise, FoldedImmediatesRoundLikeTheDevice) {
+  // (The reference interpreter computes in double, so the fp32 result is checked directly.)
+  auto g = ir::parse(R"(graph {
+  input %x : f32[4, 8]
+  %big : f32[4, 8] = aten.full.default() {size = [4, 8], fill_value = 100000000.0, dtype = #f32}
+  %one : f32[4, 8] = aten.full.default() {size = [4, 8], fill_value = 1.0, dtype = #f32}
+  %a : f32[4, 8] = aten.add.Tensor(%big, %one)
+  %b : f32[4, 8] = aten.sub.Tensor(%a, %big)
+  %y : f32[4, 8] = aten.add.Tensor(%x, %b)
+  output %y
+})");
+  RunResult r = compile_and_run(*g);
+  EXPECT_EQ(r.part.stats.kernels, 1u);  // one tile program, its immediates folded
+  const RefTensor& x = r.reference.at("x");
+  const RefTensor& y = r.device_outputs.at("y");
+  ASSERT_EQ(x.data.size(), y.data.size());
+  for (size_t i = 0; i < x.data.size(); ++i) ASSERT_EQ(y.data[i], x.data[i]) << "element " << i;
+}
+
 TEST(CodegenElementwise, LongRowsSplitIntoRowsOfOneChunk) {
   RunResult r = check(R"(graph {
   input %a : f32[4, 128, 768]
