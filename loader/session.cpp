@@ -86,9 +86,15 @@ struct Session::Impl {
   std::vector<std::vector<std::byte>> scratch;  // per plan value (intermediates)
   std::vector<host::HostTensor> slots;          // per plan value, valid during a run
   RunStats stats;
+  // The symbol values the slots' shapes and scratch buffers were last prepared for (XNNPACK's
+  // reshape / setup split: shape resolution and allocation run once per input shape, and a run
+  // with the shapes of the previous one only binds data pointers).
+  std::vector<int64_t> prepared_symbols;
+  bool prepared = false;
 
   explicit Impl(const Model& model) : model(model) {}
   Status init();
+  Status prepare(const std::vector<int64_t>& sym);
   Result<Outputs> run(const std::vector<NamedInput>& inputs,
                       const std::vector<NamedOutput>& outputs);
 };
@@ -119,6 +125,37 @@ Status Session::Impl::init() {
   }
   scratch.resize(c.plan.values.size());
   slots.resize(c.plan.values.size());
+  return Status::ok();
+}
+
+// Resolves every value's shape for the symbol values `sym` and sizes the scratch buffers. No
+// tensor may be larger than the whole chip's HBM: that is refused before anything is allocated.
+Status Session::Impl::prepare(const std::vector<int64_t>& sym) {
+  prepared = false;
+  const art::ArtifactContents& c = m->art.contents;
+  const uint64_t max_value_bytes =
+      m->target->hbm_bytes_per_core * static_cast<uint64_t>(m->target->cores_per_chip);
+  for (uint32_t v = 0; v < c.plan.values.size(); ++v) {
+    const art::Value& val = c.plan.values[v];
+    host::HostTensor& slot = slots[v];
+    slot.dtype = val.dtype;
+    slot.shape.clear();
+    uint64_t bytes = art::tensor_dtype_size(val.dtype);
+    for (const art::Dim& d : val.dims) {
+      // coeff x max fits in int64 (verified), and sym <= max.
+      const int64_t n = d.is_constant() ? d.value : d.coeff * sym[d.symbol];
+      slot.shape.push_back(n);
+      if (n != 0 && bytes > max_value_bytes / static_cast<uint64_t>(n))
+        return Status(StatusCode::resource_exhausted,
+                      "value '" + val.name + "' would need more than the " +
+                          to_string(max_value_bytes) + " bytes of " + std::string(m->target->name) +
+                          "'s hbm (" + to_string(m->target->cores_per_chip) + " cores)");
+      bytes *= static_cast<uint64_t>(n);
+    }
+    if (val.kind == art::ValueKind::intermediate) scratch[v].resize(bytes);
+  }
+  prepared_symbols = sym;
+  prepared = true;
   return Status::ok();
 }
 
@@ -199,27 +236,15 @@ Result<Outputs> Session::Impl::run(const std::vector<NamedInput>& inputs,
       return Status(StatusCode::invalid_argument, who + ": data pointer is null");
   }
 
-  // 3. Resolve every value's shape and give it memory. No tensor may be larger than the whole
-  // chip's HBM: that is refused before anything is allocated.
-  const uint64_t max_value_bytes =
-      m->target->hbm_bytes_per_core * static_cast<uint64_t>(m->target->cores_per_chip);
+  // 3. Shapes and memory: resolved once per set of symbol values, then every value's data
+  // pointer is bound for this run.
+  const bool prepare_now = !prepared || sym != prepared_symbols;
+  if (prepare_now) {
+    if (Status ps = prepare(sym); !ps.is_ok()) return ps;
+  }
   for (uint32_t v = 0; v < c.plan.values.size(); ++v) {
     const art::Value& val = c.plan.values[v];
     host::HostTensor& slot = slots[v];
-    slot.dtype = val.dtype;
-    slot.shape.clear();
-    uint64_t bytes = art::tensor_dtype_size(val.dtype);
-    for (const art::Dim& d : val.dims) {
-      // coeff x max fits in int64 (verified), and sym <= max.
-      const int64_t n = d.is_constant() ? d.value : d.coeff * sym[d.symbol];
-      slot.shape.push_back(n);
-      if (n != 0 && bytes > max_value_bytes / static_cast<uint64_t>(n))
-        return Status(StatusCode::resource_exhausted,
-                      "value '" + val.name + "' would need more than the " +
-                          to_string(max_value_bytes) + " bytes of " + std::string(m->target->name) +
-                          "'s hbm (" + to_string(m->target->cores_per_chip) + " cores)");
-      bytes *= static_cast<uint64_t>(n);
-    }
     switch (val.kind) {
       case art::ValueKind::input:
         slot.data = const_cast<std::byte*>(
@@ -229,7 +254,6 @@ Result<Outputs> Session::Impl::run(const std::vector<NamedInput>& inputs,
         slot.data = const_cast<std::byte*>(m->art.constant_bytes(val.index).data());
         break;
       case art::ValueKind::intermediate:
-        scratch[v].resize(bytes);
         slot.data = scratch[v].data();
         break;
     }
@@ -275,6 +299,7 @@ Result<Outputs> Session::Impl::run(const std::vector<NamedInput>& inputs,
 
   // 5. Execute the plan.
   RunStats st;
+  st.shapes_prepared = prepare_now;
   std::vector<const host::HostTensor*> ptrs(slots.size());
   for (size_t v = 0; v < slots.size(); ++v) ptrs[v] = &slots[v];
   for (size_t i = 0; i < c.plan.steps.size(); ++i) {

@@ -149,6 +149,24 @@ TEST(Session, SymbolicDimsAreCheckedAgainstTheirRange) {
   ASSERT_TRUE(ok.is_ok()) << ok.status().message();
   EXPECT_EQ(ok->at("y").shape(), (Shape{2, 3}));
   EXPECT_EQ(ok->at("y").as<float>()[5], 3.0f);
+  EXPECT_TRUE(s.stats().shapes_prepared);
+  // The same shapes again: prepared work is reused; other shapes prepare again, and a run after
+  // them with the first shapes still gives the first results.
+  std::vector<float> other(6 * 3, 2.0f);
+  auto again = s.run({{"x", TensorView(other.data(), DType::f32, {2, 3})}});
+  ASSERT_TRUE(again.is_ok()) << again.status().message();
+  EXPECT_FALSE(s.stats().shapes_prepared);
+  EXPECT_EQ(again->at("y").as<float>()[5], 6.0f);
+  auto four = s.run({{"x", TensorView(data.data(), DType::f32, {4, 3})}});
+  ASSERT_TRUE(four.is_ok()) << four.status().message();
+  EXPECT_TRUE(s.stats().shapes_prepared);
+  EXPECT_EQ(four->at("y").shape(), (Shape{4, 3}));
+  EXPECT_EQ(four->at("y").as<float>()[11], 3.0f);
+  auto two = s.run({{"x", TensorView(data.data(), DType::f32, {2, 3})}});
+  ASSERT_TRUE(two.is_ok()) << two.status().message();
+  EXPECT_TRUE(s.stats().shapes_prepared);
+  EXPECT_EQ(two->at("y").shape(), (Shape{2, 3}));
+  EXPECT_EQ(ok->at("y").as<float>()[5], 3.0f);  // an earlier run's outputs are the caller's
   auto bad = s.run({{"x", TensorView(data.data(), DType::f32, {6, 3})}});
   EXPECT_EQ(bad.status().code(), StatusCode::out_of_range);
   EXPECT_THAT(bad.status().message(),

@@ -53,6 +53,10 @@ struct RunStats {
   uint64_t dma_bytes = 0;
   uint32_t device_calls = 0;
   uint32_t host_ops = 0;
+  // This run resolved every value's shape and sized the intermediate buffers: the session's
+  // first run, or input shapes that bind the symbolic dims differently from the previous run.
+  // A run with the previous run's shapes only binds data pointers.
+  bool shapes_prepared = false;
 };
 
 // Outputs of one run, by signature name.
