@@ -284,7 +284,8 @@ PriceTable load_price_table(const std::string& user_file) {
   return t;
 }
 
-json run_bench(const BenchOptions& o) {
+// Usage errors in the options, before anything is loaded.
+void check_bench_options(const BenchOptions& o) {
   if (o.iterations < 1)
     throw CommandExit{kExitUsage,
                       "--iterations is " + std::to_string(o.iterations) + ", expected at least 1",
@@ -300,21 +301,12 @@ json run_bench(const BenchOptions& o) {
                       "--price-per-hour is " + std::to_string(*o.price_per_hour) + ", expected > 0",
                       ""};
   }
-  const PriceTable prices = load_price_table(o.prices_file);
+}
 
-  neuronc::Model model = load_model_or_exit(o.artifact);
-  auto file = artifact::MappedFile::open(o.artifact);
-  if (!file.is_ok()) throw CommandExit{kExitError, file.status().message(), ""};
-  auto art = artifact::read_artifact(file->bytes());
-  if (!art.is_ok()) throw CommandExit{kExitError, o.artifact + ": " + art.status().message(), ""};
-  Timeline tl;
-  try {
-    tl = simulate_timeline(art->contents, {.trace = false});
-  } catch (const std::exception& e) {
-    throw CommandExit{kExitError, e.what(), ""};
-  }
-
-  // Instance and price.
+// The instance the bench prices: --instance, else the table's default for the target. A name
+// not in the table, or an instance of another target, is a usage error.
+const InstanceInfo* resolve_instance(const PriceTable& prices, const BenchOptions& o,
+                                     const Timeline& tl) {
   const std::string instance_name =
       o.instance.empty() ? prices.default_instance(tl.target) : o.instance;
   const InstanceInfo* instance = instance_name.empty() ? nullptr : prices.find(instance_name);
@@ -336,8 +328,13 @@ json run_bench(const BenchOptions& o) {
                       ""};
   }
 
-  // Runs: iteration i uses seed (seed, i) whatever thread runs it, so inputs are reproducible.
-  const std::vector<InputShape> shapes = input_shapes(model, art->contents);
+  return instance;
+}
+
+// Runs the iterations on `o.threads` sessions: iteration i uses seed (seed, i) whatever thread
+// runs it, so inputs are reproducible. Returns each iteration's stats and the wall time.
+std::pair<std::vector<neuronc::RunStats>, double> run_iterations(
+    const neuronc::Model& model, const std::vector<InputShape>& shapes, const BenchOptions& o) {
   std::vector<neuronc::RunStats> stats(static_cast<size_t>(o.iterations));
   std::exception_ptr failure;
   std::mutex failure_mutex;
@@ -378,6 +375,100 @@ json run_bench(const BenchOptions& o) {
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   if (failure) std::rethrow_exception(failure);
+
+  return {std::move(stats), wall_s};
+}
+
+// The price: --price-per-hour, else the table's price for the instance and pricing; with the
+// hourly price when one is known.
+std::pair<json, std::optional<double>> bench_price(const BenchOptions& o,
+                                                   const InstanceInfo* instance,
+                                                   const Timeline& tl) {
+  json price;
+  std::optional<double> usd_per_hour;
+  if (o.price_per_hour) {
+    usd_per_hour = *o.price_per_hour;
+    price = {{"instance", instance ? json(instance->instance) : json(nullptr)},
+             {"usd_per_hour", *o.price_per_hour},
+             {"pricing", "user"},
+             {"source", "--price-per-hour"},
+             {"date", nullptr},
+             {"unverified", false}};
+  } else if (instance) {
+    const InstancePrice* chosen = nullptr;
+    for (const InstancePrice& p : instance->prices) {
+      if (p.pricing == o.pricing) chosen = &p;
+    }
+    if (chosen) {
+      usd_per_hour = chosen->usd_per_hour;
+      price = {{"instance", instance->instance}, {"usd_per_hour", chosen->usd_per_hour},
+               {"pricing", chosen->pricing},     {"source", chosen->source},
+               {"date", chosen->date},           {"unverified", chosen->unverified}};
+    } else {
+      price = {{"instance", instance->instance},
+               {"usd_per_hour", nullptr},
+               {"pricing", o.pricing},
+               {"source", "no " + o.pricing + " price for " + instance->instance +
+                              " in the table: pass --price-per-hour USD or --prices FILE"},
+               {"date", nullptr},
+               {"unverified", true}};
+    }
+  } else {
+    price = {{"instance", nullptr},
+             {"usd_per_hour", nullptr},
+             {"pricing", o.pricing},
+             {"source", "no instance known for target " + tl.target +
+                            ": pass --instance and --prices, or --price-per-hour"},
+             {"date", nullptr},
+             {"unverified", true}};
+  }
+  return {price, usd_per_hour};
+}
+
+// The device model's assumptions in effect, then the bench's own.
+json bench_assumptions(const BenchOptions& o, const Timeline& tl) {
+  json as = json::array();
+  for (const device::Assumption& a : tl.assumptions)
+    as.push_back(assumption_json(a.name, a.value, a.unit, a.why));
+  as.push_back(assumption_json(
+      "bench_model_copies_per_core", 1, "copies",
+      "throughput = cores per instance / cores per inference / mean latency: one inference "
+      "in flight per model copy, no batching across requests (data parallel, TRAINIUM.md §6.2)"));
+  as.push_back(assumption_json(
+      "bench_input_float_range", 1, "abs",
+      "float inputs uniform in [-1, 1); simulated device time does not depend on the data"));
+  as.push_back(assumption_json(
+      "bench_input_int_high", static_cast<double>(o.int_high), "exclusive",
+      "integer inputs uniform in [0, int_high) so index inputs stay inside small tables"));
+  as.push_back(assumption_json(
+      "bench_peak_flops_per_core", tl.peak_flops_per_ns * 1e9 / 1e12, "TFLOPS",
+      "MFU denominator: dense BF16 TensorE peak, clock x 128 x 128 x 2 (TRAINIUM.md §2.3)"));
+  as.push_back(assumption_json(
+      "bench_host_ops_time", 1, "measured",
+      "host-fallback ops are timed on this machine's CPU and added to the simulated latency"));
+  return as;
+}
+
+json run_bench(const BenchOptions& o) {
+  check_bench_options(o);
+  const PriceTable prices = load_price_table(o.prices_file);
+
+  neuronc::Model model = load_model_or_exit(o.artifact);
+  auto file = artifact::MappedFile::open(o.artifact);
+  if (!file.is_ok()) throw CommandExit{kExitError, file.status().message(), ""};
+  auto art = artifact::read_artifact(file->bytes());
+  if (!art.is_ok()) throw CommandExit{kExitError, o.artifact + ": " + art.status().message(), ""};
+  Timeline tl;
+  try {
+    tl = simulate_timeline(art->contents, {.trace = false});
+  } catch (const std::exception& e) {
+    throw CommandExit{kExitError, e.what(), ""};
+  }
+
+  const InstanceInfo* instance = resolve_instance(prices, o, tl);
+
+  const std::vector<InputShape> shapes = input_shapes(model, art->contents);
+  const auto [stats, wall_s] = run_iterations(model, shapes, o);
 
   std::vector<double> latency_us;
   double host_ns = 0, host_ops_ns = 0, device_ns = 0;
@@ -449,45 +540,7 @@ json run_bench(const BenchOptions& o) {
   r["host_seconds_per_inference"] = host_ns / n / 1e9;
   r["host_wall_seconds"] = wall_s;
 
-  // Price.
-  json price;
-  std::optional<double> usd_per_hour;
-  if (o.price_per_hour) {
-    usd_per_hour = *o.price_per_hour;
-    price = {{"instance", instance ? json(instance->instance) : json(nullptr)},
-             {"usd_per_hour", *o.price_per_hour},
-             {"pricing", "user"},
-             {"source", "--price-per-hour"},
-             {"date", nullptr},
-             {"unverified", false}};
-  } else if (instance) {
-    const InstancePrice* chosen = nullptr;
-    for (const InstancePrice& p : instance->prices) {
-      if (p.pricing == o.pricing) chosen = &p;
-    }
-    if (chosen) {
-      usd_per_hour = chosen->usd_per_hour;
-      price = {{"instance", instance->instance}, {"usd_per_hour", chosen->usd_per_hour},
-               {"pricing", chosen->pricing},     {"source", chosen->source},
-               {"date", chosen->date},           {"unverified", chosen->unverified}};
-    } else {
-      price = {{"instance", instance->instance},
-               {"usd_per_hour", nullptr},
-               {"pricing", o.pricing},
-               {"source", "no " + o.pricing + " price for " + instance->instance +
-                              " in the table: pass --price-per-hour USD or --prices FILE"},
-               {"date", nullptr},
-               {"unverified", true}};
-    }
-  } else {
-    price = {{"instance", nullptr},
-             {"usd_per_hour", nullptr},
-             {"pricing", o.pricing},
-             {"source", "no instance known for target " + tl.target +
-                            ": pass --instance and --prices, or --price-per-hour"},
-             {"date", nullptr},
-             {"unverified", true}};
-  }
+  const auto [price, usd_per_hour] = bench_price(o, instance, tl);
   r["price"] = price;
   // The instance price buys all its cores; cost per inference = price / 3600 / throughput.
   double instance_throughput = 0;
@@ -502,25 +555,7 @@ json run_bench(const BenchOptions& o) {
     r["cost_per_million_usd"] = nullptr;
   }
 
-  json as = json::array();
-  for (const device::Assumption& a : tl.assumptions)
-    as.push_back(assumption_json(a.name, a.value, a.unit, a.why));
-  as.push_back(assumption_json(
-      "bench_model_copies_per_core", 1, "copies",
-      "throughput = cores per instance / cores per inference / mean latency: one inference "
-      "in flight per model copy, no batching across requests (data parallel, TRAINIUM.md §6.2)"));
-  as.push_back(assumption_json(
-      "bench_input_float_range", 1, "abs",
-      "float inputs uniform in [-1, 1); simulated device time does not depend on the data"));
-  as.push_back(assumption_json(
-      "bench_input_int_high", static_cast<double>(o.int_high), "exclusive",
-      "integer inputs uniform in [0, int_high) so index inputs stay inside small tables"));
-  as.push_back(assumption_json(
-      "bench_peak_flops_per_core", tl.peak_flops_per_ns * 1e9 / 1e12, "TFLOPS",
-      "MFU denominator: dense BF16 TensorE peak, clock x 128 x 128 x 2 (TRAINIUM.md §2.3)"));
-  as.push_back(assumption_json(
-      "bench_host_ops_time", 1, "measured",
-      "host-fallback ops are timed on this machine's CPU and added to the simulated latency"));
+  const json as = bench_assumptions(o, tl);
   r["assumptions"] = as;
   return r;
 }
