@@ -425,33 +425,33 @@ const char* kScript = R"js(
 
 }  // namespace
 
-std::string render_compile_report(const compiler::CompileResult& r, const CompileReportInfo& info) {
-  auto a = art::read_artifact(std::span<const std::byte>(r.artifact.data(), r.artifact.size()));
-  if (!a.is_ok())
-    throw std::runtime_error("compile report: reading the artifact back: " + a.status().message());
-  const art::ArtifactContents& c = a->contents;
-  const Timeline t = simulate_timeline(c);
-  auto kind = device::parse_target(c.target);
-  const device::Target& target = device::target(kind.is_ok() ? *kind : device::TargetKind::trn1);
+namespace {
 
-  std::ostringstream h;
-  h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-    << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
-       "'unsafe-inline'; "
-       "script-src 'unsafe-inline'; img-src data:\">"
-    << "<title>neuronc compile report: " << esc(info.model) << "</title><style>" << kStyle
-    << "</style></head><body>\n";
-  h << "<h1>neuronc compile report</h1><p class=\"note\">" << esc(info.model) << " &rarr; "
-    << esc(info.artifact) << " &middot; target " << esc(c.target) << " (" << esc(t.core_version)
-    << ", " << t.num_cores << " core) &middot; auto-cast " << esc(info.auto_cast) << " &middot; -O"
-    << info.opt_level << " &middot; " << esc(c.producer.name + " " + c.producer.version)
-    << "</p>\n";
-
-  // Summary.
+// What the report's sections read.
+struct ReportContext {
+  const compiler::CompileResult& r;
+  const art::ArtifactContents& c;
+  const Timeline& t;
+  const device::Target& target;
+  const CompileReportInfo& info;
   size_t device_parts = 0, host_parts = 0, device_nodes = 0, host_nodes = 0;
+  std::vector<RoofPoint> points;  // roofline marks, gathered by the sections
+};
+
+// Summary: input, artifact, time, FLOPs and utilisation, HBM traffic, specialised dims.
+void summary_section(std::ostringstream& h, ReportContext& x) {
+  const compiler::CompileResult& r = x.r;
+  const art::ArtifactContents& c = x.c;
+  const Timeline& t = x.t;
+  const device::Target& target = x.target;
+  const CompileReportInfo& info = x.info;
+  std::vector<RoofPoint>& points = x.points;
+  (void)r, (void)c, (void)t, (void)target, (void)info, (void)points;
+  size_t& device_parts = x.device_parts;
+  size_t& host_parts = x.host_parts;
   for (const compiler::PartitionReport& p : r.partitions) {
     (p.device ? device_parts : host_parts) += 1;
-    (p.device ? device_nodes : host_nodes) += p.nodes;
+    (p.device ? x.device_nodes : x.host_nodes) += p.nodes;
   }
   h << "<h2>Summary</h2><table>"
     << "<tr><th>input</th><td>" << esc(r.container) << ", PyTorch " << esc(r.torch_version) << "; "
@@ -481,8 +481,17 @@ std::string render_compile_report(const compiler::CompileResult& r, const Compil
   h << "<tr><th>compile time</th><td>"
     << fmt("%.3f", r.seconds_frontend + r.seconds_passes + r.seconds_codegen + r.seconds_write)
     << " s</td></tr></table>\n";
+}
 
-  // Op coverage.
+// Op coverage after optimisation: device and host nodes per operator, with the host reasons.
+void coverage_section(std::ostringstream& h, ReportContext& x) {
+  const compiler::CompileResult& r = x.r;
+  const art::ArtifactContents& c = x.c;
+  const Timeline& t = x.t;
+  const device::Target& target = x.target;
+  const CompileReportInfo& info = x.info;
+  std::vector<RoofPoint>& points = x.points;
+  (void)r, (void)c, (void)t, (void)target, (void)info, (void)points;
   struct OpRow {
     size_t device = 0, host = 0;
     std::vector<std::string> reasons;
@@ -499,7 +508,7 @@ std::string render_compile_report(const compiler::CompileResult& r, const Compil
     o.reasons.push_back(hn.node + ": " + hn.reason +
                         (hn.location.empty() ? "" : " at " + hn.location));
   }
-  h << "<h2>Op coverage</h2>" << coverage_svg(device_nodes, host_nodes)
+  h << "<h2>Op coverage</h2>" << coverage_svg(x.device_nodes, x.host_nodes)
     << "<p class=\"note\">After optimisation. Unsupported operators stop compilation, so a written "
        "report has none. "
        "Device counts are the nodes that emitted NeuronCore instructions.</p>"
@@ -512,8 +521,18 @@ std::string render_compile_report(const compiler::CompileResult& r, const Compil
     h << "</td></tr>";
   }
   h << "</table>\n";
+}
 
-  // Partitions.
+// Partitions: per partition its engine, size, traffic, memory peaks, FLOPs and time; adds their
+// roofline points.
+void partitions_section(std::ostringstream& h, ReportContext& x) {
+  const compiler::CompileResult& r = x.r;
+  const art::ArtifactContents& c = x.c;
+  const Timeline& t = x.t;
+  const device::Target& target = x.target;
+  const CompileReportInfo& info = x.info;
+  std::vector<RoofPoint>& points = x.points;
+  (void)r, (void)c, (void)t, (void)target, (void)info, (void)points;
   h << "<h2>Partitions</h2><table><tr><th>#</th><th>runs "
        "on</th><th>nodes</th><th>instructions</th><th>HBM traffic "
        "(simulated)</th><th>SBUF peak / partition</th><th>PSUM peak / partition</th><th>model "
@@ -523,7 +542,6 @@ std::string render_compile_report(const compiler::CompileResult& r, const Compil
   for (const TimelineStep& s : t.steps) {
     if (s.device) device_steps.push_back(&s);
   }
-  std::vector<RoofPoint> points;
   size_t dk = 0;
   for (size_t i = 0; i < r.partitions.size(); ++i) {
     const compiler::PartitionReport& p = r.partitions[i];
@@ -547,8 +565,17 @@ std::string render_compile_report(const compiler::CompileResult& r, const Compil
     h << "</tr>";
   }
   h << "</table>\n";
+}
 
-  // Memory plan.
+// Memory plan: the HBM arena and the SBUF / PSUM peaks against the target.
+void memory_plan_section(std::ostringstream& h, ReportContext& x) {
+  const compiler::CompileResult& r = x.r;
+  const art::ArtifactContents& c = x.c;
+  const Timeline& t = x.t;
+  const device::Target& target = x.target;
+  const CompileReportInfo& info = x.info;
+  std::vector<RoofPoint>& points = x.points;
+  (void)r, (void)c, (void)t, (void)target, (void)info, (void)points;
   std::vector<std::tuple<std::string, double, double>> bars;
   bars.emplace_back("HBM arena", static_cast<double>(c.memory_plan.hbm_arena_bytes),
                     static_cast<double>(target.hbm_bytes_per_core));
@@ -566,8 +593,17 @@ std::string render_compile_report(const compiler::CompileResult& r, const Compil
     << bytes_text(static_cast<double>(placed)) << " placed in HBM). SBUF " << target.partitions
     << " &times; " << bytes_text(target.sbuf_partition_bytes) << ", PSUM " << target.partitions
     << " &times; " << bytes_text(target.psum_partition_bytes) << ".</p>\n";
+}
 
-  // Per-layer time.
+// Per-layer simulated time: the busiest IR nodes; adds layer and whole-model roofline points.
+void layers_section(std::ostringstream& h, ReportContext& x) {
+  const compiler::CompileResult& r = x.r;
+  const art::ArtifactContents& c = x.c;
+  const Timeline& t = x.t;
+  const device::Target& target = x.target;
+  const CompileReportInfo& info = x.info;
+  std::vector<RoofPoint>& points = x.points;
+  (void)r, (void)c, (void)t, (void)target, (void)info, (void)points;
   const std::vector<LayerTime> layers = layer_times(t);
   const size_t shown = std::min<size_t>(layers.size(), 40);
   h << "<h2>Per-layer simulated time</h2>" << legend_html();
@@ -607,8 +643,17 @@ std::string render_compile_report(const compiler::CompileResult& r, const Compil
     points.push_back({"whole model", "model", r.flops / static_cast<double>(t.hbm_bytes()),
                       r.flops / t.device_ns / 1e3 / t.num_cores});
   }
+}
 
-  // Timeline and roofline.
+// Engine timeline of one inference and the roofline of the points gathered above.
+void timeline_and_roofline_section(std::ostringstream& h, ReportContext& x) {
+  const compiler::CompileResult& r = x.r;
+  const art::ArtifactContents& c = x.c;
+  const Timeline& t = x.t;
+  const device::Target& target = x.target;
+  const CompileReportInfo& info = x.info;
+  std::vector<RoofPoint>& points = x.points;
+  (void)r, (void)c, (void)t, (void)target, (void)info, (void)points;
   h << "<h2>Engine timeline (one inference)</h2>" << legend_html() << timeline_svg(t)
     << "<p class=\"note\">Rows are the NeuronCore engines' instruction streams and the DMA queues "
        "(extra rows where "
@@ -622,8 +667,17 @@ std::string render_compile_report(const compiler::CompileResult& r, const Compil
        "(TRAINIUM.md &sect;6.6). Layers use their DMA bytes and their span on the timeline; "
        "partitions and the "
        "whole model use simulated HBM traffic.</p>\n";
+}
 
-  // Assumptions.
+// The device model's assumptions in effect.
+void assumptions_section(std::ostringstream& h, ReportContext& x) {
+  const compiler::CompileResult& r = x.r;
+  const art::ArtifactContents& c = x.c;
+  const Timeline& t = x.t;
+  const device::Target& target = x.target;
+  const CompileReportInfo& info = x.info;
+  std::vector<RoofPoint>& points = x.points;
+  (void)r, (void)c, (void)t, (void)target, (void)info, (void)points;
   h << "<h2>Assumptions in effect</h2><p class=\"note\">Model choices that no public source fixes "
        "(TRAINIUM.md "
        "&sect;1); every simulated number above depends on "
@@ -633,6 +687,40 @@ std::string render_compile_report(const compiler::CompileResult& r, const Compil
       << " " << esc(as.unit) << "</td><td>" << esc(as.why) << "</td></tr>";
   }
   h << "</table>\n<div id=\"hover\"></div>\n<script>" << kScript << "</script>\n</body></html>\n";
+}
+
+}  // namespace
+
+std::string render_compile_report(const compiler::CompileResult& r, const CompileReportInfo& info) {
+  auto a = art::read_artifact(std::span<const std::byte>(r.artifact.data(), r.artifact.size()));
+  if (!a.is_ok())
+    throw std::runtime_error("compile report: reading the artifact back: " + a.status().message());
+  const art::ArtifactContents& c = a->contents;
+  const Timeline t = simulate_timeline(c);
+  auto kind = device::parse_target(c.target);
+  const device::Target& target = device::target(kind.is_ok() ? *kind : device::TargetKind::trn1);
+
+  std::ostringstream h;
+  h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+    << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
+       "'unsafe-inline'; "
+       "script-src 'unsafe-inline'; img-src data:\">"
+    << "<title>neuronc compile report: " << esc(info.model) << "</title><style>" << kStyle
+    << "</style></head><body>\n";
+  h << "<h1>neuronc compile report</h1><p class=\"note\">" << esc(info.model) << " &rarr; "
+    << esc(info.artifact) << " &middot; target " << esc(c.target) << " (" << esc(t.core_version)
+    << ", " << t.num_cores << " core) &middot; auto-cast " << esc(info.auto_cast) << " &middot; -O"
+    << info.opt_level << " &middot; " << esc(c.producer.name + " " + c.producer.version)
+    << "</p>\n";
+
+  ReportContext x{r, c, t, target, info, 0, 0, 0, 0, {}};
+  summary_section(h, x);
+  coverage_section(h, x);
+  partitions_section(h, x);
+  memory_plan_section(h, x);
+  layers_section(h, x);
+  timeline_and_roofline_section(h, x);
+  assumptions_section(h, x);
   return h.str();
 }
 
