@@ -38,53 +38,111 @@ struct Layout {
   int64_t free_total = 1;
 };
 
-void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
-  const std::string& op = n.op();
-  RowOp kind;
-  if (op == "aten.sum.dim_IntList" || op == "aten.sum.default")
-    kind = RowOp::sum;
-  else if (op == "aten.mean.dim" || op == "aten.mean.default")
-    kind = RowOp::mean;
-  else if (op == "aten.amax.default" || op == "aten.max.default")
-    kind = RowOp::amax;
-  else if (op == "aten.amin.default" || op == "aten.min.default")
-    kind = RowOp::amin;
-  else if (op == "aten.any.dim" || op == "aten.any.dims" || op == "aten.any.default")
-    kind = RowOp::any;
-  else if (op == "aten._softmax.default" || op == "aten.softmax.int")
-    kind = RowOp::softmax;
-  else if (op == "aten._log_softmax.default" || op == "aten.log_softmax.int")
-    kind = RowOp::log_softmax;
-  else if (op == "aten.layer_norm.default")
-    kind = RowOp::layer_norm;
-  else
-    kind = RowOp::rms_norm;
+RowOp row_op(const std::string& op) {
+  if (op == "aten.sum.dim_IntList" || op == "aten.sum.default") return RowOp::sum;
+  if (op == "aten.mean.dim" || op == "aten.mean.default") return RowOp::mean;
+  if (op == "aten.amax.default" || op == "aten.max.default") return RowOp::amax;
+  if (op == "aten.amin.default" || op == "aten.min.default") return RowOp::amin;
+  if (op == "aten.any.dim" || op == "aten.any.dims" || op == "aten.any.default") return RowOp::any;
+  if (op == "aten._softmax.default" || op == "aten.softmax.int") return RowOp::softmax;
+  if (op == "aten._log_softmax.default" || op == "aten.log_softmax.int") return RowOp::log_softmax;
+  if (op == "aten.layer_norm.default") return RowOp::layer_norm;
+  return RowOp::rms_norm;
+}
 
-  const HbmView& x = ctx.view(n.input(0));
-  const int64_t r = x.rank();
+bool is_norm(RowOp k) {
+  return k == RowOp::layer_norm || k == RowOp::rms_norm;
+}
+// The result has the input's shape (no dims reduced away).
+bool keeps_shape(RowOp k) {
+  return k == RowOp::softmax || k == RowOp::log_softmax || is_norm(k);
+}
+
+// Which of the input's `r` dims node `n` reduces (empty for a 0-d input: the "reduction" is a
+// copy, or the softmax of one element).
+std::vector<bool> reduced_dims(const ir::Node& n, RowOp kind, int64_t r) {
   std::vector<bool> reduced(static_cast<size_t>(r), false);
   auto mark = [&](int64_t d) { reduced[static_cast<size_t>((d % r + r) % r)] = true; };
-  const bool is_norm = kind == RowOp::layer_norm || kind == RowOp::rms_norm;
   if (kind == RowOp::softmax || kind == RowOp::log_softmax) {
     if (r > 0) mark(n.attr_int("dim"));
-  } else if (is_norm) {
+  } else if (is_norm(kind)) {
     const int64_t k = static_cast<int64_t>(n.attr_ints("normalized_shape").size());
     for (int64_t d = r - k; d < r; ++d) mark(d);
-  } else if (op == "aten.any.dim") {
+  } else if (n.op() == "aten.any.dim") {
     mark(n.attr_int("dim"));
   } else if (n.attr("dim") && !n.attr_is_none("dim") && !n.attr_ints("dim").empty()) {
     for (int64_t d : n.attr_ints("dim")) mark(d);
   } else {
     for (int64_t d = 0; d < r; ++d) mark(d);
   }
-  if (r == 0) {
-    // 0-d input: the "reduction" is a copy (or softmax of one element).
-    reduced.clear();
-  }
+  if (r == 0) reduced.clear();
+  return reduced;
+}
+
+// One row tile holds the whole reduced extent (chunked reductions are not written yet); a layer
+// norm over more goes to the group-norm kernel.
+constexpr int64_t kMaxRowExtent = 12288;
+
+uint64_t aligned(uint64_t bytes) {
+  return (bytes + 63) / 64 * 64;
+}
+// SBUF bytes per partition the row kernel allocates for a reduced extent R over `rows` rows:
+// two slots of input, fp32 work and output tiles and three columns, plus a broadcast gamma /
+// beta (the row, its copy on every partition and a ones column each).
+uint64_t row_sbuf_bytes(RowOp kind, int64_t R, uint32_t es_in, uint32_t es_out, int64_t rows,
+                        uint32_t es_gamma, uint32_t es_beta) {
+  const bool same = keeps_shape(kind);
+  const uint64_t slot = aligned(R * es_in) + (same ? aligned(R * 4) : 0) +
+                        aligned((same ? R : 1) * es_out) + 3 * aligned(4);
+  uint64_t params = 0;
+  for (uint32_t es : {es_gamma, es_beta})
+    if (es) params += aligned(R * es) + (rows > 1 ? aligned(R * es) + aligned(rows * es) : 0);
+  return 2 * slot + params;
+}
+
+// Why the row kernel cannot lower `n` on `t`: a reduced extent over one row tile, or tiles that
+// do not fit the target's SBUF partition.
+std::optional<std::string> refuse_row(const ir::Node& n, const device::Target& t) {
+  const RowOp kind = row_op(n.op());
+  const ir::Value* x = n.input(0);
+  for (const ir::Dim& d : x->shape())
+    if (d.is_symbolic()) return std::nullopt;  // placed by the common symbolic-dim check
+  const std::vector<int64_t> shape = static_shape(x);
+  const std::vector<bool> reduced = reduced_dims(n, kind, static_cast<int64_t>(shape.size()));
+  int64_t R = 1, rows = 1;
+  for (size_t d = 0; d < reduced.size(); ++d) (reduced[d] ? R : rows) *= shape[d];
+  if (kind == RowOp::layer_norm && R > kMaxRowExtent) return std::nullopt;  // group-norm kernel
+  if (R > kMaxRowExtent)
+    return "reduced extent " + std::to_string(R) + " exceeds the " + std::to_string(kMaxRowExtent) +
+           " elements one SBUF row tile holds (chunked reductions are not implemented yet)";
+  auto es_of = [&](size_t i) -> uint32_t {
+    return n.inputs().size() > i && n.input(i)
+               ? device::dtype_size(device_dtype(n.input(i)->dtype()))
+               : 0;
+  };
+  const uint64_t need =
+      row_sbuf_bytes(kind, R, es_of(0), device::dtype_size(device_dtype(n.output()->dtype())),
+                     std::min<int64_t>(rows, t.partitions), is_norm(kind) ? es_of(1) : 0,
+                     kind == RowOp::layer_norm ? es_of(2) : 0);
+  if (need > t.sbuf_partition_bytes)
+    return "rows of " + std::to_string(R) + " elements need " + std::to_string(need) +
+           " SBUF bytes per partition but " + std::string(t.name) + " has " +
+           std::to_string(t.sbuf_partition_bytes) + " (chunked reductions are not implemented yet)";
+  return std::nullopt;
+}
+
+void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
+  const std::string& op = n.op();
+  const RowOp kind = row_op(op);
+  if (auto why = refuse_row(n, kb.target())) fail(n, *why);
+  const HbmView& x = ctx.view(n.input(0));
+  const int64_t r = x.rank();
+  const std::vector<bool> reduced = reduced_dims(n, kind, r);
+  const bool norm = is_norm(kind);
 
   // Output view over x's shape: reduced dims get stride 0 for reductions.
   const HbmView& out = ctx.view(n.output());
-  const bool same_shape = kind == RowOp::softmax || kind == RowOp::log_softmax || is_norm;
+  const bool same_shape = keeps_shape(kind);
   HbmView out_full = out;
   if (!same_shape) {
     std::vector<int64_t> keep_shape = x.shape;
@@ -96,7 +154,7 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
     out_full.shape = x.shape;
   }
   std::optional<HbmView> gamma, beta;
-  if (is_norm && n.inputs().size() > 1 && n.input(1)) gamma = ctx.view(n.input(1)).expand(x.shape);
+  if (norm && n.inputs().size() > 1 && n.input(1)) gamma = ctx.view(n.input(1)).expand(x.shape);
   if (kind == RowOp::layer_norm && n.inputs().size() > 2 && n.input(2))
     beta = ctx.view(n.input(2)).expand(x.shape);
 
@@ -129,15 +187,11 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
     fail(n, "reduction over " + std::to_string(free_levels) +
                 " non-adjacent dimension groups is not supported (at most 3)");
   const int64_t R = L.free_total;
-  if (kind == RowOp::layer_norm && R > 12288) {
+  if (kind == RowOp::layer_norm && R > kMaxRowExtent) {
     // Statistics over partitions x chunks instead of one SBUF row.
     lower_large_layer_norm(kb, n, ctx);
     return;
   }
-  if (R > 12288)
-    fail(n, "reduced extent " + std::to_string(R) +
-                " exceeds the 12288 elements one SBUF row tile holds (chunked reductions are not "
-                "implemented yet)");
 
   const int64_t P = kb.target().partitions;
   const std::vector<RowTile> tiles = row_tiles(L.row_sizes, L.row_strides, P, 4 - free_levels);
@@ -328,7 +382,7 @@ void emit_row_norm(KernelBuilder& kb, bool layer_norm, const MemRef& xt, const M
 }
 
 const Lowering* row_lowering(const std::string& op) {
-  static constexpr Lowering kRow{&lower_row, nullptr};
+  static constexpr Lowering kRow{&lower_row, &refuse_row};
   static const char* kOps[] = {
       "aten.sum.dim_IntList",    "aten.sum.default",          "aten.mean.dim",
       "aten.mean.default",       "aten.amax.default",         "aten.amin.default",

@@ -78,6 +78,85 @@ TEST(CodegenSupport, AttentionValueHeadWiderThanAPsumBankIsRefused) {
   }
 }
 
+TEST(CodegenSupport, RowKernelRefusesRowsItsSbufCannotHold) {
+  // A 12000-element fp32 softmax row needs two slots of input, work and output tiles: 288 KB
+  // per partition, over every target's SBUF. In bf16 (192 KB) it fits trn1's 192 KiB.
+  const std::string f32 = R"(graph {
+  input %x : f32[4, 12000]
+  %y : f32[4, 12000] = aten._softmax.default(%x) {dim = 1, half_to_float = false}
+  output %y
+})";
+  auto g = ir::parse(f32);
+  auto why = unsupported_reason(*g->nodes()[0], trn(device::TargetKind::trn1));
+  ASSERT_TRUE(why.has_value());
+  EXPECT_THAT(*why, HasSubstr("rows of 12000 elements need"));
+  EXPECT_THAT(*why, HasSubstr("SBUF bytes per partition but trn1 has 196608"));
+  EXPECT_TRUE(unsupported_reason(*g->nodes()[0], trn(device::TargetKind::trn3)).has_value());
+
+  auto b = ir::parse(R"(graph {
+  input %x : bf16[4, 12000]
+  %y : bf16[4, 12000] = aten._softmax.default(%x) {dim = 1, half_to_float = false}
+  output %y
+})");
+  ASSERT_FALSE(unsupported_reason(*b->nodes()[0], trn(device::TargetKind::trn1)).has_value());
+  RunResult r = compile_and_run(*b, device::TargetKind::trn1);  // and it lowers
+  EXPECT_LE(r.max_abs_error, 1e-2 * std::max(1.0, r.max_abs_reference));
+
+  // Over one row tile: refused, except a layer norm (the group-norm kernel's statistics).
+  auto w = ir::parse(R"(graph {
+  input %x : f32[2, 20000]
+  param %g : f32[20000] "ln.weight"
+  %s : f32[2, 20000] = aten._softmax.default(%x) {dim = 1, half_to_float = false}
+  %l : f32[2, 20000] = aten.layer_norm.default(%x, %g, _) {normalized_shape = [20000], eps = 1e-05}
+  output %s
+  output %l
+})");
+  why = unsupported_reason(*w->nodes()[0], trn(device::TargetKind::trn1));
+  ASSERT_TRUE(why.has_value());
+  EXPECT_THAT(*why, HasSubstr("reduced extent 20000 exceeds the 12288 elements"));
+  EXPECT_FALSE(unsupported_reason(*w->nodes()[1], trn(device::TargetKind::trn1)).has_value());
+}
+
+// The row family's refusal agrees with its lowering: whatever it accepts compiles, and what it
+// refuses fails to compile with the same reason, over extents around the SBUF limit.
+TEST(CodegenSupport, RowRefusalAgreesWithTheLowering) {
+  const device::Target& t = trn(device::TargetKind::trn1);
+  int accepted = 0, refused = 0;
+  for (const char* dt : {"f32", "bf16"}) {
+    for (int64_t R : {4096, 8000, 10000, 11000, 12000, 12288}) {
+      const std::string ty = std::string(dt) + "[3, " + std::to_string(R) + "]";
+      const std::string row = std::string(dt) + "[" + std::to_string(R) + "]";
+      const std::string ns = "normalized_shape = [" + std::to_string(R) + "]";
+      for (const std::string& body :
+           {"%y : " + ty + " = aten._softmax.default(%x) {dim = 1, half_to_float = false}",
+            "%y : " + ty + " = aten._log_softmax.default(%x) {dim = 1, half_to_float = false}",
+            "%y : " + ty + " = aten.layer_norm.default(%x, %g, %b) {" + ns + ", eps = 1e-05}",
+            "%y : " + ty + " = aten.rms_norm.default(%x, %g) {" + ns + "}",
+            "%y : " + std::string(dt) + "[3] = aten.sum.dim_IntList(%x) {dim = [1]}"}) {
+        auto g = ir::parse("graph {\n  input %x : " + ty + "\n  param %g : " + row +
+                           " \"n.weight\"\n  param %b : " + row + " \"n.bias\"\n  " + body +
+                           "\n  output %y\n}");
+        const ir::Node& n = *g->nodes().back();
+        const auto why = unsupported_reason(n, t);
+        std::vector<const ir::Node*> nodes = {&n};
+        std::vector<const ir::Value*> ins;
+        for (const ir::GraphInput& gi : g->inputs()) ins.push_back(gi.value);
+        try {
+          compile_partition(*g, nodes, ins, {n.output()}, t, {});
+          EXPECT_FALSE(why.has_value()) << body << ": refused (" << *why << ") but it compiles";
+          ++accepted;
+        } catch (const Error& e) {
+          ASSERT_TRUE(why.has_value()) << body << ": accepted but lowering fails: " << e.what();
+          EXPECT_THAT(e.what(), HasSubstr(*why));
+          ++refused;
+        }
+      }
+    }
+  }
+  EXPECT_GT(accepted, 10);
+  EXPECT_GT(refused, 5);
+}
+
 TEST(CodegenSupport, FamilyRefusalsAndCommonChecks) {
   const device::Target& t = trn(device::TargetKind::trn1);
   auto g = ir::parse(R"(graph {
