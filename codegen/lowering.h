@@ -64,8 +64,8 @@ using RefuseFn = std::optional<std::string> (*)(const ir::Node& n, const device:
 
 // One operator family's lowering. It is the single answer to both questions the compiler asks
 // of a node: "can it run on this target's device?" (placement, `analyze`) and "lower it"
-// (codegen), so the two cannot disagree. A lowering that fails on a node `refuse` accepted is a
-// compiler bug, reported as such by the driver.
+// (codegen), so the two cannot disagree: a lowering that fails on a node its `refuse` accepted is
+// a compiler bug (tests/codegen/support_test.cpp sweeps families for such disagreements).
 struct Lowering {
   LowerFn lower = nullptr;
   RefuseFn refuse = nullptr;  // null: the family lowers every node of its ops
