@@ -97,15 +97,10 @@ std::vector<Run> runs_of(const Tile& t, int64_t BK) {
   return out;
 }
 
-void emit_norm(KernelBuilder& kb, const NormPlan& p) {
-  const int64_t P = kb.target().partitions;
-  const DType xdt = p.x.view->dtype, odt = p.out.view->dtype;
-  const uint32_t esx = device::dtype_size(xdt), eso = device::dtype_size(odt);
+// The units of work: tiles of whole groups (K <= partitions: several groups per tile), or a
+// group's tiles (K > partitions), over segments of rows that share one stride walk.
+std::vector<std::vector<Tile>> norm_units(const NormPlan& p, int64_t P) {
   const int64_t BK = p.B * p.K;
-  const float inv_r = static_cast<float>(1.0 / static_cast<double>(p.K * p.F));
-  // Per-row affine (or none): y = x * scale + shift with per-row columns.
-  const bool per_row = !p.elementwise_affine || (!p.gamma && !p.beta);
-
   // Rows merge across `a` when both x and out walk (a, b, k) with one stride.
   const bool merge_a = p.A == 1 || (p.x.sa == BK * p.x.sk && p.out.sa == BK * p.out.sk);
   std::vector<Tile> segments;
@@ -138,16 +133,14 @@ void emit_norm(KernelBuilder& kb, const NormPlan& p) {
     }
   }
 
-  const int64_t fc = std::min(p.F, kChunk), nch = ceil_div(p.F, fc);
-  const int64_t m_max = p.K <= P ? 1 : ceil_div(p.K, P);
-  // One unit's input stays resident within a fixed share of the partition (40 KiB on trn1).
-  const bool resident =
-      m_max * p.F * esx <= static_cast<int64_t>(kb.target().sbuf_partition_bytes) * 5 / 24;
-  const int64_t Tmax = p.K <= P ? (P / p.K) * p.K : P;
+  return units;
+}
 
-  // Combine matrix: block-diagonal ones (K <= 128) = E^T E with E[j, i] = 1 iff row i is in
-  // group j, built by two affine selects and one matmul; all ones for larger groups.
-  const uint32_t bmat = kb.alloc(Tmax * 4, "norm combine matrix");
+// The combine matrix at SBUF offset `bmat` ([Tmax, Tmax] fp32): block-diagonal ones (K <= 128)
+// = E^T E with E[j, i] = 1 iff row i is in group j, built by two affine selects and one matmul;
+// all ones for larger groups.
+void emit_combine_matrix(KernelBuilder& kb, const NormPlan& p, int64_t Tmax, uint32_t bmat) {
+  const int64_t P = kb.target().partitions;
   if (p.K <= P) {
     const int64_t ng = Tmax / p.K;
     const uint32_t e_off = kb.alloc(Tmax * 4, "norm group indicator");
@@ -183,29 +176,48 @@ void emit_norm(KernelBuilder& kb, const NormPlan& p) {
     ms.value = 1.0;
     kb.emit(Engine::vector, ms);
   }
+}
 
+// A [rows, 1] fp32 column at SBUF offset `off`.
+MemRef col(uint32_t off, int64_t rows) {
+  return KernelBuilder::sb(off, rows, DType::f32, 1);
+}
+// The free access level of `fn` elements of operand `o` along F.
+std::vector<device::AccessLevel> chunk_levels(const Operand& o, int64_t fn) {
+  return {{static_cast<int32_t>(o.sf), static_cast<uint32_t>(fn)}};
+}
+
+// Per-unit columns: partial sums, statistics and the affine terms of one unit in flight.
+struct Columns {
+  uint32_t part, col, negmean, rstd, scale, shift, g, b, stats, stats_t;
+};
+// The kernel's SBUF tiles, two of each so two units are in flight.
+struct NormBuffers {
+  uint32_t xslot[2] = {0, 0}, oslot[2] = {0, 0}, work = 0, gslot[2] = {0, 0}, bslot[2] = {0, 0};
+  Columns cols[2];
+};
+
+NormBuffers alloc_norm_buffers(KernelBuilder& kb, const NormPlan& p, bool resident, int64_t m_max,
+                               int64_t fc, int64_t nch) {
+  const int64_t P = kb.target().partitions;
+  const uint32_t esx = device::dtype_size(p.x.view->dtype);
+  const uint32_t eso = device::dtype_size(p.out.view->dtype);
+  NormBuffers nb;
   // SBUF: input slots (a unit each when resident, a chunk each when streaming), output staging,
   // fp32 work, element-wise gamma/beta chunks, per-unit columns (two sets, one per unit in
   // flight).
-  uint32_t xslot[2];
-  for (uint32_t& s : xslot)
+  for (uint32_t& s : nb.xslot)
     s = kb.alloc(static_cast<uint64_t>(resident ? m_max * p.F : fc) * esx, "norm input");
-  uint32_t oslot[2];
-  for (uint32_t& s : oslot) s = kb.alloc(static_cast<uint64_t>(fc) * eso, "norm output");
-  const uint32_t work = kb.alloc(static_cast<uint64_t>(fc) * 4, "norm work");
-  uint32_t gslot[2] = {0, 0}, bslot[2] = {0, 0};
+  for (uint32_t& s : nb.oslot) s = kb.alloc(static_cast<uint64_t>(fc) * eso, "norm output");
+  nb.work = kb.alloc(static_cast<uint64_t>(fc) * 4, "norm work");
   if (p.elementwise_affine) {
     for (int i = 0; i < 2; ++i) {
-      if (p.gamma) gslot[i] = kb.alloc(fc * device::dtype_size(p.gamma->view->dtype), "norm gamma");
-      if (p.beta) bslot[i] = kb.alloc(fc * device::dtype_size(p.beta->view->dtype), "norm beta");
+      if (p.gamma)
+        nb.gslot[i] = kb.alloc(fc * device::dtype_size(p.gamma->view->dtype), "norm gamma");
+      if (p.beta) nb.bslot[i] = kb.alloc(fc * device::dtype_size(p.beta->view->dtype), "norm beta");
     }
   }
-  struct Columns {
-    uint32_t part, col, negmean, rstd, scale, shift, g, b, stats, stats_t;
-  };
-  Columns cols[2];
-  const DType stat_dt = p.mean ? p.mean->dtype : DType::f32;
-  for (Columns& c : cols) {
+  for (Columns& c : nb.cols) {
     c.part = kb.alloc(nch * 4, "norm partial sums");
     c.col = kb.alloc(4, "norm column");
     c.negmean = kb.alloc(4, "norm column");
@@ -218,11 +230,38 @@ void emit_norm(KernelBuilder& kb, const NormPlan& p) {
     c.stats_t = p.mean ? kb.alloc(P * 4, "norm statistics") : 0;
   }
 
-  auto col = [](uint32_t off, int64_t rows) { return KernelBuilder::sb(off, rows, DType::f32, 1); };
-  auto chunk_levels = [&](const Operand& o, int64_t fn) {
-    return std::vector<device::AccessLevel>{
-        {static_cast<int32_t>(o.sf), static_cast<uint32_t>(fn)}};
-  };
+  return nb;
+}
+
+void emit_norm(KernelBuilder& kb, const NormPlan& p) {
+  const int64_t P = kb.target().partitions;
+  const DType xdt = p.x.view->dtype, odt = p.out.view->dtype;
+  const uint32_t esx = device::dtype_size(xdt);
+  const int64_t BK = p.B * p.K;
+  const float inv_r = static_cast<float>(1.0 / static_cast<double>(p.K * p.F));
+  // Per-row affine (or none): y = x * scale + shift with per-row columns.
+  const bool per_row = !p.elementwise_affine || (!p.gamma && !p.beta);
+
+  const std::vector<std::vector<Tile>> units = norm_units(p, P);
+
+  const int64_t fc = std::min(p.F, kChunk), nch = ceil_div(p.F, fc);
+  const int64_t m_max = p.K <= P ? 1 : ceil_div(p.K, P);
+  // One unit's input stays resident within a fixed share of the partition (40 KiB on trn1).
+  const bool resident =
+      m_max * p.F * esx <= static_cast<int64_t>(kb.target().sbuf_partition_bytes) * 5 / 24;
+  const int64_t Tmax = p.K <= P ? (P / p.K) * p.K : P;
+
+  const uint32_t bmat = kb.alloc(Tmax * 4, "norm combine matrix");
+  emit_combine_matrix(kb, p, Tmax, bmat);
+
+  const NormBuffers nb = alloc_norm_buffers(kb, p, resident, m_max, fc, nch);
+  const auto& xslot = nb.xslot;
+  const auto& oslot = nb.oslot;
+  const uint32_t work = nb.work;
+  const auto& gslot = nb.gslot;
+  const auto& bslot = nb.bslot;
+  const auto& cols = nb.cols;
+  const DType stat_dt = p.mean ? p.mean->dtype : DType::f32;
 
   int unit_iter = 0, stream_iter = 0, out_iter = 0, param_iter = 0;
   for (const std::vector<Tile>& u : units) {
