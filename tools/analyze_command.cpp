@@ -66,6 +66,8 @@ struct Analysis {
     auto it = written_types.find(v);
     return it != written_types.end() ? it->second : g.type_to_string(v->type());
   }
+  void print_json(const AnalyzeOptions& o, const frontend::LoadedProgram& prog) const;
+  void print_text(const AnalyzeOptions& o, const frontend::LoadedProgram& prog) const;
 };
 
 // The source operators in first-use order (a stable report), each placed as written.
@@ -138,15 +140,8 @@ void place_optimized(const ir::Graph& g, const passes::PlacementOracle& oracle, 
   }
 }
 
-void print_json(const AnalyzeOptions& o, const frontend::LoadedProgram& prog, const Analysis& an) {
+void Analysis::print_json(const AnalyzeOptions& o, const frontend::LoadedProgram& prog) const {
   const ir::Graph& g = *prog.graph;
-  const auto& ops = an.ops;
-  const auto& counts = an.counts;
-  const auto& plan = an.plan;
-  const auto& unsupported_after = an.unsupported_after;
-  const std::string& imported_ir = an.imported_ir;
-  const size_t device_parts = an.device_parts, host_parts = an.host_parts,
-               device_nodes = an.device_nodes, host_nodes = an.host_nodes;
   nlohmann::ordered_json j;
   j["model"] = o.model;
   j["container"] = prog.container;
@@ -162,14 +157,14 @@ void print_json(const AnalyzeOptions& o, const frontend::LoadedProgram& prog, co
         a.push_back({{"name", in.value->name()},
                      {"role", ir::input_role_name(in.role)},
                      {"target", in.target},
-                     {"type", an.type_of(g, in.value)}});
+                     {"type", type_of(g, in.value)}});
       }
     } else {
       for (const ir::GraphOutput& out : g.outputs()) {
         a.push_back({{"name", out.value->name()},
                      {"role", ir::output_role_name(out.role)},
                      {"target", out.target},
-                     {"type", an.type_of(g, out.value)}});
+                     {"type", type_of(g, out.value)}});
       }
     }
     return a;
@@ -200,7 +195,7 @@ void print_json(const AnalyzeOptions& o, const frontend::LoadedProgram& prog, co
                        {"location", r.node->location().to_string()}});
   }
   j["optimized"]["host_nodes_detail"] = reasons;
-  j["optimized"]["specialized_dims"] = an.specialized;
+  j["optimized"]["specialized_dims"] = specialized;
   nlohmann::ordered_json left = nlohmann::ordered_json::array();
   for (const auto& [n, p] : unsupported_after) {
     left.push_back({{"node", n->name()},
@@ -216,21 +211,15 @@ void print_json(const AnalyzeOptions& o, const frontend::LoadedProgram& prog, co
   std::cout << j.dump(2) << "\n";
 }
 
-void print_text(const AnalyzeOptions& o, const frontend::LoadedProgram& prog, const Analysis& an) {
+void Analysis::print_text(const AnalyzeOptions& o, const frontend::LoadedProgram& prog) const {
   const ir::Graph& g = *prog.graph;
-  const auto& ops = an.ops;
-  const auto& counts = an.counts;
-  const auto& plan = an.plan;
-  const auto& unsupported_after = an.unsupported_after;
-  const std::string& imported_ir = an.imported_ir;
-  const size_t device_parts = an.device_parts, host_parts = an.host_parts;
   std::printf("%s: %s, torch %s, schema %d.%d, %zu nodes\n", o.model.c_str(),
               prog.container.c_str(), prog.torch_version.c_str(), prog.schema_major,
               prog.schema_minor, g.nodes().size());
   size_t params = 0, param_bytes = 0;
   for (const ir::GraphInput& in : g.inputs()) {
     if (in.role == ir::InputRole::user_input) {
-      std::printf("  input  %-24s %s\n", in.value->name().c_str(), an.type_of(g, in.value).c_str());
+      std::printf("  input  %-24s %s\n", in.value->name().c_str(), type_of(g, in.value).c_str());
     } else {
       ++params;
       if (auto n = ir::numel(in.value->shape()); n && n->is_constant())
@@ -238,8 +227,7 @@ void print_text(const AnalyzeOptions& o, const frontend::LoadedProgram& prog, co
     }
   }
   for (const ir::GraphOutput& out : g.outputs()) {
-    std::printf("  output %-24s %s%s\n", out.value->name().c_str(),
-                an.type_of(g, out.value).c_str(),
+    std::printf("  output %-24s %s%s\n", out.value->name().c_str(), type_of(g, out.value).c_str(),
                 out.role == ir::OutputRole::user_output
                     ? ""
                     : ("  (" + std::string(ir::output_role_name(out.role)) + " " + out.target + ")")
@@ -255,9 +243,9 @@ void print_text(const AnalyzeOptions& o, const frontend::LoadedProgram& prog, co
               counts[0], counts[1], counts[2], o.target.c_str());
   std::printf("after optimisation: %zu nodes in %zu device and %zu host partitions\n",
               g.nodes().size(), device_parts, host_parts);
-  if (!an.specialized.empty()) {
+  if (!specialized.empty()) {
     std::string dims;
-    for (const auto& [sym, v] : an.specialized)
+    for (const auto& [sym, v] : specialized)
       dims += (dims.empty() ? "" : ", ") + sym + " = " + std::to_string(v);
     std::printf("  symbolic dims bound from the sample inputs (compile --dim overrides): %s\n",
                 dims.c_str());
@@ -313,9 +301,9 @@ void run_analyze(const AnalyzeOptions& o) {
   pm.run(*prog.graph);
   place_optimized(g, oracle, an);
   if (o.json)
-    print_json(o, prog, an);
+    an.print_json(o, prog);
   else
-    print_text(o, prog, an);
+    an.print_text(o, prog);
   if (an.counts[2] > 0 || !an.unsupported_after.empty()) throw CommandExit{kExitError, "", ""};
 }
 

@@ -427,8 +427,232 @@ const char* kScript = R"js(
 
 namespace {
 
-// What the report's sections read.
-struct ReportContext {
+// The compile report, written section by section into `h`.
+class CompileReport {
+ public:
+  CompileReport(std::ostringstream& h, const compiler::CompileResult& r,
+                const art::ArtifactContents& c, const Timeline& t, const device::Target& target,
+                const CompileReportInfo& info)
+      : h(h), r(r), c(c), t(t), target(target), info(info) {}
+  void write() {
+    summary_section();
+    coverage_section();
+    partitions_section();
+    memory_plan_section();
+    layers_section();
+    timeline_and_roofline_section();
+    assumptions_section();
+  }
+
+ private:
+  // Summary: input, artifact, time, FLOPs and utilisation, HBM traffic, specialised dims.
+  void summary_section() {
+    for (const compiler::PartitionReport& p : r.partitions) {
+      (p.device ? device_parts : host_parts) += 1;
+      (p.device ? device_nodes : host_nodes) += p.nodes;
+    }
+    h << "<h2>Summary</h2><table>"
+      << "<tr><th>input</th><td>" << esc(r.container) << ", PyTorch " << esc(r.torch_version)
+      << "; " << r.imported_nodes << " nodes imported, " << r.optimized_nodes
+      << " after optimisation</td></tr>"
+      << "<tr><th>artifact</th><td>" << bytes_text(static_cast<double>(r.artifact.size())) << "; "
+      << device_parts << " device and " << host_parts << " host partitions; " << t.instructions
+      << " device instructions</td></tr>"
+      << "<tr><th>simulated device time</th><td>" << us_text(t.device_ns)
+      << (host_parts
+              ? " (plus the host-fallback ops, timed on the CPU by <code>neuronc bench</code>)"
+              : "")
+      << "</td></tr>"
+      << "<tr><th>model FLOPs</th><td>" << flops_text(r.flops) << "</td></tr>"
+      << "<tr><th>MFU / HFU / MBU</th><td>"
+      << fmt("%.3g",
+             100 * (t.device_ns > 0 ? r.flops / (t.peak_flops_per_ns * t.num_cores * t.device_ns)
+                                    : 0))
+      << "% / " << fmt("%.3g", 100 * t.hfu()) << "% / " << fmt("%.3g", 100 * t.mbu())
+      << "% (BF16 peak " << fmt("%.2f", t.peak_flops_per_ns / 1e3) << " TFLOPS, HBM "
+      << fmt("%.1f", t.hbm_bytes_per_ns) << " GB/s per core)</td></tr>"
+      << "<tr><th>HBM traffic</th><td>" << bytes_text(static_cast<double>(t.hbm_read_bytes))
+      << " read, " << bytes_text(static_cast<double>(t.hbm_write_bytes)) << " written</td></tr>";
+    for (const auto& [sym, v] : r.specialized) {
+      h << "<tr><th>symbolic dim " << esc(sym) << "</th><td>specialised to " << v << " (from "
+        << esc(r.specialized_from) << ")</td></tr>";
+    }
+    h << "<tr><th>compile time</th><td>"
+      << fmt("%.3f", r.seconds_frontend + r.seconds_passes + r.seconds_codegen + r.seconds_write)
+      << " s</td></tr></table>\n";
+  }
+
+  // Op coverage after optimisation: device and host nodes per operator, with the host reasons.
+  void coverage_section() {
+    struct OpRow {
+      size_t device = 0, host = 0;
+      std::vector<std::string> reasons;
+    };
+    std::map<std::string, OpRow> ops;
+    std::set<int32_t> device_node_ids;
+    for (const TimelineEvent& e : t.events) {
+      if (e.node >= 0) device_node_ids.insert(e.node);
+    }
+    for (int32_t n : device_node_ids) ops[c.debug_nodes[n].op].device += 1;
+    for (const compiler::HostNodeReport& hn : r.host_nodes) {
+      OpRow& o = ops[hn.op];
+      o.host += 1;
+      o.reasons.push_back(hn.node + ": " + hn.reason +
+                          (hn.location.empty() ? "" : " at " + hn.location));
+    }
+    h << "<h2>Op coverage</h2>" << coverage_svg(device_nodes, host_nodes)
+      << "<p class=\"note\">After optimisation. Unsupported operators stop compilation, so a "
+         "written "
+         "report has none. "
+         "Device counts are the nodes that emitted NeuronCore instructions.</p>"
+      << "<table><tr><th>operator</th><th>device nodes</th><th>host nodes</th><th>why on the "
+         "host</th></tr>";
+    for (const auto& [op, row] : ops) {
+      h << "<tr><td><code>" << esc(op) << "</code></td><td class=\"n\">" << row.device
+        << "</td><td class=\"n\">" << row.host << "</td><td>";
+      for (const std::string& why : row.reasons) h << esc(why) << "<br>";
+      h << "</td></tr>";
+    }
+    h << "</table>\n";
+  }
+
+  // Partitions: per partition its engine, size, traffic, memory peaks, FLOPs and time; adds their
+  // roofline points.
+  void partitions_section() {
+    h << "<h2>Partitions</h2><table><tr><th>#</th><th>runs "
+         "on</th><th>nodes</th><th>instructions</th><th>HBM traffic "
+         "(simulated)</th><th>SBUF peak / partition</th><th>PSUM peak / partition</th><th>model "
+         "FLOPs</th><th>simulated "
+         "time</th></tr>";
+    std::vector<const TimelineStep*> device_steps;
+    for (const TimelineStep& s : t.steps) {
+      if (s.device) device_steps.push_back(&s);
+    }
+    size_t dk = 0;
+    for (size_t i = 0; i < r.partitions.size(); ++i) {
+      const compiler::PartitionReport& p = r.partitions[i];
+      h << "<tr><td>" << i << "</td><td>" << (p.device ? "NeuronCore" : "host CPU")
+        << "</td><td class=\"n\">" << p.nodes << "</td>";
+      if (p.device && dk < device_steps.size()) {
+        const TimelineStep& s = *device_steps[dk++];
+        const double hbm = static_cast<double>(s.hbm_read_bytes + s.hbm_write_bytes);
+        h << "<td class=\"n\">" << p.instructions << "</td><td class=\"n\">" << bytes_text(hbm)
+          << "</td><td class=\"n\">" << bytes_text(p.sbuf_peak_bytes) << "</td><td class=\"n\">"
+          << bytes_text(p.psum_peak_bytes) << "</td><td class=\"n\">" << flops_text(p.flops)
+          << "</td><td class=\"n\">" << us_text(s.end_ns - s.start_ns) << "</td>";
+        const double dt = s.end_ns - s.start_ns;
+        if (hbm > 0 && dt > 0 && s.tensor_flops > 0) {
+          points.push_back({s.name, "partition", s.tensor_flops / hbm, s.tensor_flops / dt / 1e3});
+        }
+      } else {
+        h << "<td colspan=\"6\" class=\"note\">host-fallback ops, run by the loader's CPU "
+             "kernels</td>";
+      }
+      h << "</tr>";
+    }
+    h << "</table>\n";
+  }
+
+  // Memory plan: the HBM arena and the SBUF / PSUM peaks against the target.
+  void memory_plan_section() {
+    std::vector<std::tuple<std::string, double, double>> bars;
+    bars.emplace_back("HBM arena", static_cast<double>(c.memory_plan.hbm_arena_bytes),
+                      static_cast<double>(target.hbm_bytes_per_core));
+    bars.emplace_back("SBUF peak / partition", c.memory_plan.sbuf_peak_bytes,
+                      target.sbuf_partition_bytes);
+    bars.emplace_back("PSUM peak / partition", c.memory_plan.psum_peak_bytes,
+                      target.psum_partition_bytes);
+    uint64_t placed = 0;
+    for (const art::Constant& k : c.constants)
+      placed += k.hbm_offset != art::kHostOnly ? k.size : 0;
+    h << "<h2>Memory plan</h2>" << memory_svg(bars) << "<p class=\"note\">HBM arena "
+      << bytes_text(c.memory_plan.hbm_arena_bytes)
+      << " (inputs, weights and intermediates, liveness-reused) of the core's "
+      << bytes_text(target.hbm_bytes_per_core) << " share; " << c.constants.size() << " constants, "
+      << bytes_text(static_cast<double>(r.constant_bytes)) << " ("
+      << bytes_text(static_cast<double>(placed)) << " placed in HBM). SBUF " << target.partitions
+      << " &times; " << bytes_text(target.sbuf_partition_bytes) << ", PSUM " << target.partitions
+      << " &times; " << bytes_text(target.psum_partition_bytes) << ".</p>\n";
+  }
+
+  // Per-layer simulated time: the busiest IR nodes; adds layer and whole-model roofline points.
+  void layers_section() {
+    const std::vector<LayerTime> layers = layer_times(t);
+    const size_t shown = std::min<size_t>(layers.size(), 40);
+    h << "<h2>Per-layer simulated time</h2>" << legend_html();
+    if (shown) {
+      h << layers_svg(t, layers, shown);
+    } else {
+      h << "<svg class=\"plot\" id=\"layers\" width=\"400\" height=\"30\"><rect x=\"0\" y=\"0\" "
+           "width=\"1\" height=\"1\" "
+           "fill=\"none\"/><text x=\"4\" y=\"20\" font-size=\"12\">no device "
+           "instructions</text></svg>";
+    }
+    h << "<p class=\"note\">Busy time of each IR node's instructions and DMA transfers, summed "
+         "over "
+         "engines "
+         "(engines overlap, so the sum exceeds the wall span). Top "
+      << shown << " of " << layers.size()
+      << ".</p><table><tr><th>node</th><th>op</th><th>source</th><th>busy</th><th>span</th>"
+         "<th>TensorE FLOPs</th><th>DMA bytes</th></tr>";
+    for (size_t i = 0; i < shown; ++i) {
+      const LayerTime& l = layers[i];
+      const std::string op = l.node >= 0 ? t.nodes[l.node].op : "";
+      const std::string src = l.node >= 0 ? node_source(t.nodes[l.node]) : "";
+      h << "<tr><td>" << esc(layer_name(t, l.node)) << "</td><td><code>" << esc(op)
+        << "</code></td><td>" << esc(src) << "</td><td class=\"n\">" << us_text(l.total_busy_ns)
+        << "</td><td class=\"n\">" << us_text(l.last_ns - l.first_ns) << "</td><td class=\"n\">"
+        << flops_text(l.flops) << "</td><td class=\"n\">"
+        << bytes_text(static_cast<double>(l.dma_bytes)) << "</td></tr>";
+    }
+    h << "</table>\n";
+    for (const LayerTime& l : layers) {
+      const double span = l.last_ns - l.first_ns;
+      if (l.flops > 0 && l.dma_bytes > 0 && span > 0) {
+        points.push_back({layer_name(t, l.node), "layer",
+                          l.flops / static_cast<double>(l.dma_bytes), l.flops / span / 1e3});
+      }
+    }
+    if (t.device_ns > 0 && t.hbm_bytes() > 0 && r.flops > 0) {
+      points.push_back({"whole model", "model", r.flops / static_cast<double>(t.hbm_bytes()),
+                        r.flops / t.device_ns / 1e3 / t.num_cores});
+    }
+  }
+
+  // Engine timeline of one inference and the roofline of the points gathered above.
+  void timeline_and_roofline_section() {
+    h << "<h2>Engine timeline (one inference)</h2>" << legend_html() << timeline_svg(t)
+      << "<p class=\"note\">Rows are the NeuronCore engines' instruction streams and the DMA "
+         "queues "
+         "(extra rows where "
+         "transfers of one queue overlap); the last row is the execution plan. Hover a mark for "
+         "its "
+         "IR node. For every "
+         "instruction use <code>neuronc profile "
+      << esc(info.artifact) << " -o trace.pftrace</code>.</p>\n";
+    h << "<h2>Roofline</h2>" << roofline_svg(t, points)
+      << "<p class=\"note\">One core. Roofs: dense BF16 TensorE peak and FP32 (1/4 rate) under the "
+         "core's HBM share "
+         "(TRAINIUM.md &sect;6.6). Layers use their DMA bytes and their span on the timeline; "
+         "partitions and the "
+         "whole model use simulated HBM traffic.</p>\n";
+  }
+
+  // The device model's assumptions in effect.
+  void assumptions_section() {
+    h << "<h2>Assumptions in effect</h2><p class=\"note\">Model choices that no public source "
+         "fixes "
+         "(TRAINIUM.md "
+         "&sect;1); every simulated number above depends on "
+         "them.</p><table><tr><th>parameter</th><th>value</th><th>why</th></tr>";
+    for (const device::Assumption& as : t.assumptions) {
+      h << "<tr><td><code>" << esc(as.name) << "</code></td><td class=\"n\">" << fmt("%g", as.value)
+        << " " << esc(as.unit) << "</td><td>" << esc(as.why) << "</td></tr>";
+    }
+    h << "</table>\n<div id=\"hover\"></div>\n<script>" << kScript << "</script>\n</body></html>\n";
+  }
+
+  std::ostringstream& h;
   const compiler::CompileResult& r;
   const art::ArtifactContents& c;
   const Timeline& t;
@@ -437,257 +661,6 @@ struct ReportContext {
   size_t device_parts = 0, host_parts = 0, device_nodes = 0, host_nodes = 0;
   std::vector<RoofPoint> points;  // roofline marks, gathered by the sections
 };
-
-// Summary: input, artifact, time, FLOPs and utilisation, HBM traffic, specialised dims.
-void summary_section(std::ostringstream& h, ReportContext& x) {
-  const compiler::CompileResult& r = x.r;
-  const art::ArtifactContents& c = x.c;
-  const Timeline& t = x.t;
-  const device::Target& target = x.target;
-  const CompileReportInfo& info = x.info;
-  std::vector<RoofPoint>& points = x.points;
-  (void)r, (void)c, (void)t, (void)target, (void)info, (void)points;
-  size_t& device_parts = x.device_parts;
-  size_t& host_parts = x.host_parts;
-  for (const compiler::PartitionReport& p : r.partitions) {
-    (p.device ? device_parts : host_parts) += 1;
-    (p.device ? x.device_nodes : x.host_nodes) += p.nodes;
-  }
-  h << "<h2>Summary</h2><table>"
-    << "<tr><th>input</th><td>" << esc(r.container) << ", PyTorch " << esc(r.torch_version) << "; "
-    << r.imported_nodes << " nodes imported, " << r.optimized_nodes
-    << " after optimisation</td></tr>"
-    << "<tr><th>artifact</th><td>" << bytes_text(static_cast<double>(r.artifact.size())) << "; "
-    << device_parts << " device and " << host_parts << " host partitions; " << t.instructions
-    << " device instructions</td></tr>"
-    << "<tr><th>simulated device time</th><td>" << us_text(t.device_ns)
-    << (host_parts ? " (plus the host-fallback ops, timed on the CPU by <code>neuronc bench</code>)"
-                   : "")
-    << "</td></tr>"
-    << "<tr><th>model FLOPs</th><td>" << flops_text(r.flops) << "</td></tr>"
-    << "<tr><th>MFU / HFU / MBU</th><td>"
-    << fmt("%.3g",
-           100 *
-               (t.device_ns > 0 ? r.flops / (t.peak_flops_per_ns * t.num_cores * t.device_ns) : 0))
-    << "% / " << fmt("%.3g", 100 * t.hfu()) << "% / " << fmt("%.3g", 100 * t.mbu())
-    << "% (BF16 peak " << fmt("%.2f", t.peak_flops_per_ns / 1e3) << " TFLOPS, HBM "
-    << fmt("%.1f", t.hbm_bytes_per_ns) << " GB/s per core)</td></tr>"
-    << "<tr><th>HBM traffic</th><td>" << bytes_text(static_cast<double>(t.hbm_read_bytes))
-    << " read, " << bytes_text(static_cast<double>(t.hbm_write_bytes)) << " written</td></tr>";
-  for (const auto& [sym, v] : r.specialized) {
-    h << "<tr><th>symbolic dim " << esc(sym) << "</th><td>specialised to " << v << " (from "
-      << esc(r.specialized_from) << ")</td></tr>";
-  }
-  h << "<tr><th>compile time</th><td>"
-    << fmt("%.3f", r.seconds_frontend + r.seconds_passes + r.seconds_codegen + r.seconds_write)
-    << " s</td></tr></table>\n";
-}
-
-// Op coverage after optimisation: device and host nodes per operator, with the host reasons.
-void coverage_section(std::ostringstream& h, ReportContext& x) {
-  const compiler::CompileResult& r = x.r;
-  const art::ArtifactContents& c = x.c;
-  const Timeline& t = x.t;
-  const device::Target& target = x.target;
-  const CompileReportInfo& info = x.info;
-  std::vector<RoofPoint>& points = x.points;
-  (void)r, (void)c, (void)t, (void)target, (void)info, (void)points;
-  struct OpRow {
-    size_t device = 0, host = 0;
-    std::vector<std::string> reasons;
-  };
-  std::map<std::string, OpRow> ops;
-  std::set<int32_t> device_node_ids;
-  for (const TimelineEvent& e : t.events) {
-    if (e.node >= 0) device_node_ids.insert(e.node);
-  }
-  for (int32_t n : device_node_ids) ops[c.debug_nodes[n].op].device += 1;
-  for (const compiler::HostNodeReport& hn : r.host_nodes) {
-    OpRow& o = ops[hn.op];
-    o.host += 1;
-    o.reasons.push_back(hn.node + ": " + hn.reason +
-                        (hn.location.empty() ? "" : " at " + hn.location));
-  }
-  h << "<h2>Op coverage</h2>" << coverage_svg(x.device_nodes, x.host_nodes)
-    << "<p class=\"note\">After optimisation. Unsupported operators stop compilation, so a written "
-       "report has none. "
-       "Device counts are the nodes that emitted NeuronCore instructions.</p>"
-    << "<table><tr><th>operator</th><th>device nodes</th><th>host nodes</th><th>why on the "
-       "host</th></tr>";
-  for (const auto& [op, row] : ops) {
-    h << "<tr><td><code>" << esc(op) << "</code></td><td class=\"n\">" << row.device
-      << "</td><td class=\"n\">" << row.host << "</td><td>";
-    for (const std::string& why : row.reasons) h << esc(why) << "<br>";
-    h << "</td></tr>";
-  }
-  h << "</table>\n";
-}
-
-// Partitions: per partition its engine, size, traffic, memory peaks, FLOPs and time; adds their
-// roofline points.
-void partitions_section(std::ostringstream& h, ReportContext& x) {
-  const compiler::CompileResult& r = x.r;
-  const art::ArtifactContents& c = x.c;
-  const Timeline& t = x.t;
-  const device::Target& target = x.target;
-  const CompileReportInfo& info = x.info;
-  std::vector<RoofPoint>& points = x.points;
-  (void)r, (void)c, (void)t, (void)target, (void)info, (void)points;
-  h << "<h2>Partitions</h2><table><tr><th>#</th><th>runs "
-       "on</th><th>nodes</th><th>instructions</th><th>HBM traffic "
-       "(simulated)</th><th>SBUF peak / partition</th><th>PSUM peak / partition</th><th>model "
-       "FLOPs</th><th>simulated "
-       "time</th></tr>";
-  std::vector<const TimelineStep*> device_steps;
-  for (const TimelineStep& s : t.steps) {
-    if (s.device) device_steps.push_back(&s);
-  }
-  size_t dk = 0;
-  for (size_t i = 0; i < r.partitions.size(); ++i) {
-    const compiler::PartitionReport& p = r.partitions[i];
-    h << "<tr><td>" << i << "</td><td>" << (p.device ? "NeuronCore" : "host CPU")
-      << "</td><td class=\"n\">" << p.nodes << "</td>";
-    if (p.device && dk < device_steps.size()) {
-      const TimelineStep& s = *device_steps[dk++];
-      const double hbm = static_cast<double>(s.hbm_read_bytes + s.hbm_write_bytes);
-      h << "<td class=\"n\">" << p.instructions << "</td><td class=\"n\">" << bytes_text(hbm)
-        << "</td><td class=\"n\">" << bytes_text(p.sbuf_peak_bytes) << "</td><td class=\"n\">"
-        << bytes_text(p.psum_peak_bytes) << "</td><td class=\"n\">" << flops_text(p.flops)
-        << "</td><td class=\"n\">" << us_text(s.end_ns - s.start_ns) << "</td>";
-      const double dt = s.end_ns - s.start_ns;
-      if (hbm > 0 && dt > 0 && s.tensor_flops > 0) {
-        points.push_back({s.name, "partition", s.tensor_flops / hbm, s.tensor_flops / dt / 1e3});
-      }
-    } else {
-      h << "<td colspan=\"6\" class=\"note\">host-fallback ops, run by the loader's CPU "
-           "kernels</td>";
-    }
-    h << "</tr>";
-  }
-  h << "</table>\n";
-}
-
-// Memory plan: the HBM arena and the SBUF / PSUM peaks against the target.
-void memory_plan_section(std::ostringstream& h, ReportContext& x) {
-  const compiler::CompileResult& r = x.r;
-  const art::ArtifactContents& c = x.c;
-  const Timeline& t = x.t;
-  const device::Target& target = x.target;
-  const CompileReportInfo& info = x.info;
-  std::vector<RoofPoint>& points = x.points;
-  (void)r, (void)c, (void)t, (void)target, (void)info, (void)points;
-  std::vector<std::tuple<std::string, double, double>> bars;
-  bars.emplace_back("HBM arena", static_cast<double>(c.memory_plan.hbm_arena_bytes),
-                    static_cast<double>(target.hbm_bytes_per_core));
-  bars.emplace_back("SBUF peak / partition", c.memory_plan.sbuf_peak_bytes,
-                    target.sbuf_partition_bytes);
-  bars.emplace_back("PSUM peak / partition", c.memory_plan.psum_peak_bytes,
-                    target.psum_partition_bytes);
-  uint64_t placed = 0;
-  for (const art::Constant& k : c.constants) placed += k.hbm_offset != art::kHostOnly ? k.size : 0;
-  h << "<h2>Memory plan</h2>" << memory_svg(bars) << "<p class=\"note\">HBM arena "
-    << bytes_text(c.memory_plan.hbm_arena_bytes)
-    << " (inputs, weights and intermediates, liveness-reused) of the core's "
-    << bytes_text(target.hbm_bytes_per_core) << " share; " << c.constants.size() << " constants, "
-    << bytes_text(static_cast<double>(r.constant_bytes)) << " ("
-    << bytes_text(static_cast<double>(placed)) << " placed in HBM). SBUF " << target.partitions
-    << " &times; " << bytes_text(target.sbuf_partition_bytes) << ", PSUM " << target.partitions
-    << " &times; " << bytes_text(target.psum_partition_bytes) << ".</p>\n";
-}
-
-// Per-layer simulated time: the busiest IR nodes; adds layer and whole-model roofline points.
-void layers_section(std::ostringstream& h, ReportContext& x) {
-  const compiler::CompileResult& r = x.r;
-  const art::ArtifactContents& c = x.c;
-  const Timeline& t = x.t;
-  const device::Target& target = x.target;
-  const CompileReportInfo& info = x.info;
-  std::vector<RoofPoint>& points = x.points;
-  (void)r, (void)c, (void)t, (void)target, (void)info, (void)points;
-  const std::vector<LayerTime> layers = layer_times(t);
-  const size_t shown = std::min<size_t>(layers.size(), 40);
-  h << "<h2>Per-layer simulated time</h2>" << legend_html();
-  if (shown) {
-    h << layers_svg(t, layers, shown);
-  } else {
-    h << "<svg class=\"plot\" id=\"layers\" width=\"400\" height=\"30\"><rect x=\"0\" y=\"0\" "
-         "width=\"1\" height=\"1\" "
-         "fill=\"none\"/><text x=\"4\" y=\"20\" font-size=\"12\">no device "
-         "instructions</text></svg>";
-  }
-  h << "<p class=\"note\">Busy time of each IR node's instructions and DMA transfers, summed over "
-       "engines "
-       "(engines overlap, so the sum exceeds the wall span). Top "
-    << shown << " of " << layers.size()
-    << ".</p><table><tr><th>node</th><th>op</th><th>source</th><th>busy</th><th>span</th>"
-       "<th>TensorE FLOPs</th><th>DMA bytes</th></tr>";
-  for (size_t i = 0; i < shown; ++i) {
-    const LayerTime& l = layers[i];
-    const std::string op = l.node >= 0 ? t.nodes[l.node].op : "";
-    const std::string src = l.node >= 0 ? node_source(t.nodes[l.node]) : "";
-    h << "<tr><td>" << esc(layer_name(t, l.node)) << "</td><td><code>" << esc(op)
-      << "</code></td><td>" << esc(src) << "</td><td class=\"n\">" << us_text(l.total_busy_ns)
-      << "</td><td class=\"n\">" << us_text(l.last_ns - l.first_ns) << "</td><td class=\"n\">"
-      << flops_text(l.flops) << "</td><td class=\"n\">"
-      << bytes_text(static_cast<double>(l.dma_bytes)) << "</td></tr>";
-  }
-  h << "</table>\n";
-  for (const LayerTime& l : layers) {
-    const double span = l.last_ns - l.first_ns;
-    if (l.flops > 0 && l.dma_bytes > 0 && span > 0) {
-      points.push_back({layer_name(t, l.node), "layer", l.flops / static_cast<double>(l.dma_bytes),
-                        l.flops / span / 1e3});
-    }
-  }
-  if (t.device_ns > 0 && t.hbm_bytes() > 0 && r.flops > 0) {
-    points.push_back({"whole model", "model", r.flops / static_cast<double>(t.hbm_bytes()),
-                      r.flops / t.device_ns / 1e3 / t.num_cores});
-  }
-}
-
-// Engine timeline of one inference and the roofline of the points gathered above.
-void timeline_and_roofline_section(std::ostringstream& h, ReportContext& x) {
-  const compiler::CompileResult& r = x.r;
-  const art::ArtifactContents& c = x.c;
-  const Timeline& t = x.t;
-  const device::Target& target = x.target;
-  const CompileReportInfo& info = x.info;
-  std::vector<RoofPoint>& points = x.points;
-  (void)r, (void)c, (void)t, (void)target, (void)info, (void)points;
-  h << "<h2>Engine timeline (one inference)</h2>" << legend_html() << timeline_svg(t)
-    << "<p class=\"note\">Rows are the NeuronCore engines' instruction streams and the DMA queues "
-       "(extra rows where "
-       "transfers of one queue overlap); the last row is the execution plan. Hover a mark for its "
-       "IR node. For every "
-       "instruction use <code>neuronc profile "
-    << esc(info.artifact) << " -o trace.pftrace</code>.</p>\n";
-  h << "<h2>Roofline</h2>" << roofline_svg(t, points)
-    << "<p class=\"note\">One core. Roofs: dense BF16 TensorE peak and FP32 (1/4 rate) under the "
-       "core's HBM share "
-       "(TRAINIUM.md &sect;6.6). Layers use their DMA bytes and their span on the timeline; "
-       "partitions and the "
-       "whole model use simulated HBM traffic.</p>\n";
-}
-
-// The device model's assumptions in effect.
-void assumptions_section(std::ostringstream& h, ReportContext& x) {
-  const compiler::CompileResult& r = x.r;
-  const art::ArtifactContents& c = x.c;
-  const Timeline& t = x.t;
-  const device::Target& target = x.target;
-  const CompileReportInfo& info = x.info;
-  std::vector<RoofPoint>& points = x.points;
-  (void)r, (void)c, (void)t, (void)target, (void)info, (void)points;
-  h << "<h2>Assumptions in effect</h2><p class=\"note\">Model choices that no public source fixes "
-       "(TRAINIUM.md "
-       "&sect;1); every simulated number above depends on "
-       "them.</p><table><tr><th>parameter</th><th>value</th><th>why</th></tr>";
-  for (const device::Assumption& as : t.assumptions) {
-    h << "<tr><td><code>" << esc(as.name) << "</code></td><td class=\"n\">" << fmt("%g", as.value)
-      << " " << esc(as.unit) << "</td><td>" << esc(as.why) << "</td></tr>";
-  }
-  h << "</table>\n<div id=\"hover\"></div>\n<script>" << kScript << "</script>\n</body></html>\n";
-}
 
 }  // namespace
 
@@ -713,14 +686,7 @@ std::string render_compile_report(const compiler::CompileResult& r, const Compil
     << info.opt_level << " &middot; " << esc(c.producer.name + " " + c.producer.version)
     << "</p>\n";
 
-  ReportContext x{r, c, t, target, info, 0, 0, 0, 0, {}};
-  summary_section(h, x);
-  coverage_section(h, x);
-  partitions_section(h, x);
-  memory_plan_section(h, x);
-  layers_section(h, x);
-  timeline_and_roofline_section(h, x);
-  assumptions_section(h, x);
+  CompileReport(h, r, c, t, target, info).write();
   return h.str();
 }
 
