@@ -98,6 +98,15 @@ void register_creation_and_indexing_ops(OpRegistry& r) {
         [](const ShapeContext& c) -> std::vector<TensorType> { return {c.input(0)}; });
   r.add("fill.Scalar(Tensor self, Scalar value) -> Tensor", Cr, D,
         [](const ShapeContext& c) -> std::vector<TensorType> { return {c.input(0)}; });
+  // In place only: functionalize makes fill_.Tensor a copy of the 0-dim value, zero_ fill 0.
+  r.add("fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)", Cr, D,
+        [](const ShapeContext& c) -> std::vector<TensorType> {
+          if (c.input(1).rank() != 0)
+            c.fail("value must be a 0-dim tensor, found " + shape_str(c, c.input(1).shape));
+          return {c.input(0)};
+        });
+  r.add("zero_(Tensor(a!) self) -> Tensor(a!)", Cr, D,
+        [](const ShapeContext& c) -> std::vector<TensorType> { return {c.input(0)}; });
   for (const char* n : {"tril", "triu"}) {
     r.add(std::string(n) + "(Tensor self, int diagonal=0) -> Tensor", Cr, D,
           [](const ShapeContext& c) -> std::vector<TensorType> {
@@ -295,6 +304,10 @@ void register_creation_and_indexing_ops(OpRegistry& r) {
         });
   r.add("index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor",
         I, H, [](const ShapeContext& c) -> std::vector<TensorType> { return {c.input(0)}; });
+  r.add(
+      "index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> "
+      "Tensor(a!)",
+      I, H, [](const ShapeContext& c) -> std::vector<TensorType> { return {c.input(0)}; });
   r.add("index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor", I, H,
         [](const ShapeContext& c) -> std::vector<TensorType> { return {c.input(0)}; });
 }

@@ -99,6 +99,9 @@ void register_elementwise_ops(OpRegistry& r) {
            "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
            "clamp_min(Tensor self, Scalar min) -> Tensor",
            "clamp_max(Tensor self, Scalar max) -> Tensor",
+           "clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)",
+           "clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)",
+           "neg_(Tensor(a!) self) -> Tensor(a!)",
            "square(Tensor self) -> Tensor",
        }) {
     r.add(s, E, D, same_as_input);
@@ -245,6 +248,8 @@ void register_elementwise_ops(OpRegistry& r) {
   r.add("masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor", E, D,
         masked_fill_rule);
   r.add("masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)", E, D,
+        masked_fill_rule);
+  r.add("masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)", E, D,
         masked_fill_rule);
 }
 

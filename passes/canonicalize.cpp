@@ -13,32 +13,6 @@ namespace {
 using ir::Node;
 using ir::Value;
 
-// In-place operator -> functional operator with the same arguments.
-const std::map<std::string, std::string>& inplace_to_functional() {
-  static const std::map<std::string, std::string> m = {
-      {"aten.relu_.default", "aten.relu.default"},
-      {"aten.silu_.default", "aten.silu.default"},
-      {"aten.sigmoid_.default", "aten.sigmoid.default"},
-      {"aten.tanh_.default", "aten.tanh.default"},
-      {"aten.gelu_.default", "aten.gelu.default"},
-      {"aten.hardswish_.default", "aten.hardswish.default"},
-      {"aten.hardsigmoid_.default", "aten.hardsigmoid.default"},
-      {"aten.hardtanh_.default", "aten.hardtanh.default"},
-      {"aten.leaky_relu_.default", "aten.leaky_relu.default"},
-      {"aten.add_.Tensor", "aten.add.Tensor"},
-      {"aten.sub_.Tensor", "aten.sub.Tensor"},
-      {"aten.mul_.Tensor", "aten.mul.Tensor"},
-      {"aten.div_.Tensor", "aten.div.Tensor"},
-      {"aten.add_.Scalar", "aten.add.Scalar"},
-      {"aten.sub_.Scalar", "aten.sub.Scalar"},
-      {"aten.mul_.Scalar", "aten.mul.Scalar"},
-      {"aten.div_.Scalar", "aten.div.Scalar"},
-      {"aten.masked_fill_.Scalar", "aten.masked_fill.Scalar"},
-      {"aten.fill_.Scalar", "aten.fill.Scalar"},
-  };
-  return m;
-}
-
 bool is_identity_op(const std::string& op) {
   return op == "aten.alias.default" || op == "aten.detach.default" ||
          op == "aten.detach_.default" || op == "aten.clone.default" ||
@@ -57,15 +31,6 @@ bool is_conversion_op(const std::string& op) {
          op == "aten.type_as.default" || op == "aten._to_copy.default";
 }
 
-// Replaces later reads of `mutated` (after node position `pos`) with `result`.
-void redirect_later_uses(ir::Graph& g, Value* mutated, Value* result, const Node* after) {
-  const size_t pos = g.position(after);
-  const std::vector<ir::Use> uses = mutated->uses();
-  for (const ir::Use& u : uses) {
-    if (u.node != after && g.position(u.node) > pos) u.node->set_input(u.operand, result);
-  }
-}
-
 class Canonicalizer {
  public:
   explicit Canonicalizer(ir::Graph& g) : g_(g) {}
@@ -80,10 +45,6 @@ class Canonicalizer {
  private:
   bool visit(Node* n) {
     const std::string op = n->op();
-    if (auto it = inplace_to_functional().find(op); it != inplace_to_functional().end()) {
-      return functionalize(n, it->second);
-    }
-    if (op == "aten.copy_.default") return functionalize_copy(n);
     if (is_identity_op(op)) {
       forward_to(g_, n, n->input(0));
       return true;
@@ -108,44 +69,6 @@ class Canonicalizer {
     if (op == "aten.native_layer_norm.default") return native_layer_norm(n);
     if (op == "aten._native_batch_norm_legit_no_training.default") return native_batch_norm(n);
     return false;
-  }
-
-  bool functionalize(Node* n, const std::string& functional) {
-    Value* self = n->input(0);
-    std::vector<Value*> inputs = n->inputs();
-    Node* f = replace_node(g_, n, functional, inputs, n->attrs());
-    redirect_later_uses(g_, self, f->output(), f);
-    return true;
-  }
-
-  bool functionalize_copy(Node* n) {
-    Value* self = n->input(0);
-    Value* src = n->input(1);
-    Value* v = src;
-    if (!(v->shape() == self->shape())) {
-      v = g_.insert_before(n, "aten.expand.default", {v}, {{"size", shape_attr(self->shape())}})
-              ->output();
-    }
-    if (v->dtype() != self->dtype()) {
-      v = g_.insert_before(n, "aten._to_copy.default", {v}, {{"dtype", self->dtype()}})->output();
-    }
-    n->output()->replace_all_uses_with(v);
-    const Node* anchor = v->producer() ? v->producer() : n;
-    g_.erase(n);
-    if (anchor != n)
-      redirect_later_uses(g_, self, v, anchor);
-    else
-      redirect_all_uses_after_input(self, v);
-    return true;
-  }
-
-  void redirect_all_uses_after_input(Value* self, Value* v) {
-    // copy_ of an unchanged input: every later read of `self` reads `v`; graph outputs too.
-    const std::vector<ir::Use> uses = self->uses();
-    for (const ir::Use& u : uses) {
-      if (v->producer() == nullptr || g_.position(u.node) > g_.position(v->producer()))
-        u.node->set_input(u.operand, v);
-    }
   }
 
   bool conversion(Node* n) {

@@ -1,10 +1,8 @@
 // Canonicalize: rewrites the many spellings torch.export writes — training IR and core ATen,
 // in-place and functional — into the smaller operator set codegen lowers.
 //
+// It runs after Functionalize (in-place writes are gone; clone and detach may now be dropped).
 // One forward walk over a snapshot of the node list:
-//  - in-place ops (relu_, add_.Tensor, masked_fill_.Scalar, copy_, fill_) become their
-//    functional form; later reads of the mutated value read the new result instead, and a
-//    graph output recording a buffer mutation follows it;
 //  - no-op aliases and checks disappear: alias, detach, clone, contiguous, lift_fresh_copy,
 //    dropout in eval mode, _assert_tensor_metadata, conversions to the same dtype, views and
 //    expands to the same shape;

@@ -7,11 +7,13 @@
 #include "passes/dead_code_elimination.h"
 #include "passes/decompose.h"
 #include "passes/fold_batch_norm.h"
+#include "passes/functionalize.h"
 #include "passes/fuse_sibling_linears.h"
 
 namespace neuronc::passes {
 
 void build_pipeline(PassManager& pm, const PipelineOptions& opts) {
+  pm.add(std::make_unique<Functionalize>());
   pm.add(std::make_unique<Canonicalize>());
   pm.add(std::make_unique<Decompose>());
   pm.add(std::make_unique<ConstantFolding>());

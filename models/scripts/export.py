@@ -376,8 +376,12 @@ def export_one(entry, out_dir, with_intermediates=True, log=print):
                    "ops": dict(sorted(ts_ops.items())),
                    "reloaded_vs_eager_max_abs_diff": max_abs_diff(got, eager_flat)}
     except Exception as e:
+        # A trace that saved but does not run again is no fixture either.
+        if "model.pt" in files:
+            files.remove("model.pt")
+            os.remove(os.path.join(out_dir, "model.pt"))
         ts_meta = {"file": None, "method": "torch.jit.trace(strict=False)",
-                   "error": f"{type(e).__name__}: {e}"[:1000]}
+                   "error": f"{type(e).__name__}: {e}"[-1000:]}
         notes.append("torch.jit.trace failed; no model.pt (see torchscript.error)")
 
     # Inputs / outputs.

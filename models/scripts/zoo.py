@@ -371,6 +371,81 @@ def build_vision_extras() -> Fixture:
                    model_seed=1011, input_seed=2011)
 
 
+class Aliasing(nn.Module):
+    """Writes through views, as eager PyTorch runs them: every later reader of the base (and of
+    views taken before the write) sees the new values. BART's shift_tokens_right (new_zeros,
+    copy_ into a slice, fill_ of a column, masked_fill_), add_/mul_/sub_/fill_/copy_/
+    masked_fill_ through slice, select, transpose and view chains, a clone that must not see its
+    copy's writes, and a buffer written through a slice."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(16, 8)
+        self.fc = nn.Linear(8, 8)
+        self.register_buffer("cache", torch.zeros(2, 6, 8))
+
+    def forward(self, ids, x):
+        s = ids.new_zeros(ids.shape)  # BART's shift_tokens_right
+        s[:, 1:] = ids[:, :-1].clone()
+        s[:, 0] = 2
+        s.masked_fill_(s == 5, 1)
+        e = self.emb(s)
+        a = self.fc(x)
+        h = a.clone()
+        h[:, :3] += e[:, :3]  # add_ through a slice
+        h[0].mul_(2.0)  # mul_ through a select
+        col = h[:, 1]  # a view taken before the writes below, read after them
+        h[:, :, 4:6].fill_(0.5)  # fill_ through a slice of the last dim
+        h[1:, 2:4][:, :, 0].copy_(x[1:, 2:4, 7])  # copy_ through slice -> slice -> select
+        t = h.transpose(1, 2)
+        t[:, 0].sub_(1.0)  # sub_ through transpose -> select
+        v = h.view(h.shape[0], -1)
+        v[:, :5].masked_fill_(v[:, :5] > 1.0, -1.0)  # masked_fill_ through view -> slice
+        self.cache[:, 1:3] = h[:, :2]  # a buffer written through a slice (a KV-cache update)
+        return s, h, col * 1.0, a, self.cache * 1.0
+
+
+def build_aliasing() -> Fixture:
+    torch.manual_seed(1012)
+    m = Aliasing().eval()
+    return Fixture(m, (_randint(2012, 16, 2, 6), _randn(3012, 2, 6, 8)),
+                   "in-place writes through views: shift_tokens_right, add_/mul_/sub_/fill_/copy_/"
+                   "masked_fill_ through slice, select, transpose and view chains, a clone whose"
+                   " source must keep its values, a buffer written through a slice",
+                   ["copy_/fill_/masked_fill_ of a view (training IR)",
+                    "slice_scatter / select as where (core IR)", "views read after a write",
+                    "buffer mutation through a view"],
+                   model_seed=1012, input_seed=2012)
+
+
+class BartWrap(nn.Module):
+    """Encoder-decoder with the decoder input built by shift_tokens_right (no decoder ids)."""
+
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, input_ids):
+        out = self.m(input_ids=input_ids)
+        return out.last_hidden_state, out.encoder_last_hidden_state
+
+
+def build_bart() -> Fixture:
+    from transformers import BartConfig, BartModel
+    config = _set_attn(BartConfig(vocab_size=96, d_model=32, encoder_layers=2, decoder_layers=2,
+                                  encoder_attention_heads=4, decoder_attention_heads=4,
+                                  encoder_ffn_dim=64, decoder_ffn_dim=64,
+                                  max_position_embeddings=64, use_cache=False), "sdpa")
+    torch.manual_seed(1013)
+    m = BartWrap(BartModel(config)).eval()
+    return Fixture(m, (_randint(2013, config.vocab_size, 2, 12),),
+                   "BART encoder-decoder (2+2 layers, d_model 32), random weights; the decoder input"
+                   " is shift_tokens_right(input_ids), built by writes through views",
+                   ["shift_tokens_right (copy_/fill_/masked_fill_ through views)",
+                    "encoder-decoder cross attention"],
+                   config=config.to_dict(), model_seed=1013, input_seed=2013)
+
+
 SMALL: List[Entry] = [
     Entry("mlp", build_mlp, key=True),
     Entry("cnn", build_cnn, key=True),
@@ -383,6 +458,8 @@ SMALL: List[Entry] = [
     Entry("buffers", build_buffers, key=True),
     Entry("fallback", build_fallback, key=True),
     Entry("vision_extras", build_vision_extras),
+    Entry("aliasing", build_aliasing),
+    Entry("bart", build_bart, requires=("transformers",)),
 ]
 
 

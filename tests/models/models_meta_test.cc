@@ -163,8 +163,9 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FixtureMeta);
 TEST(ModelsZoo, ExpectedFixturesPresent) {
   const auto dirs = FixtureDirs();
   const std::set<std::string> have(dirs.begin(), dirs.end());
-  for (const char* name : {"mlp", "cnn", "transformer_encoder", "bert", "gpt2", "llama", "vit",
-                           "dynamic_batch", "buffers", "fallback", "vision_extras"}) {
+  for (const char* name :
+       {"mlp", "cnn", "transformer_encoder", "bert", "gpt2", "llama", "vit", "dynamic_batch",
+        "buffers", "fallback", "vision_extras", "aliasing", "bart"}) {
     EXPECT_TRUE(have.count(name)) << "models/" << name << "/meta.json missing";
   }
   for (const char* name :

@@ -10,30 +10,6 @@ namespace {
 
 using testing::run_pass;
 
-TEST(Canonicalize, InplaceBecomesFunctionalAndLaterReadsFollow) {
-  const std::string before = R"(graph {
-  input %x : f32[4]
-  buffer %count : f32[4] "count"
-  %add_ : f32[4] = aten.add_.Tensor(%count, %x)
-  %relu_ : f32[4] = aten.relu_.default(%x)
-  %y : f32[4] = aten.mul.Tensor(%count, %relu_)
-  output %y
-  output %add_ buffer_mutation "count"
-}
-)";
-  const std::string after = R"(graph {
-  input %x : f32[4]
-  buffer %count : f32[4] "count"
-  %add_ : f32[4] = aten.add.Tensor(%count, %x)
-  %relu_ : f32[4] = aten.relu.default(%x)
-  %y : f32[4] = aten.mul.Tensor(%add_, %relu_)
-  output %y
-  output %add_ buffer_mutation "count"
-}
-)";
-  EXPECT_EQ(run_pass<Canonicalize>(before), after);
-}
-
 TEST(Canonicalize, AliasesChecksAndSameTypeConversionsDisappear) {
   const std::string before = R"(graph {
   input %x : f32[2, 3]
@@ -201,29 +177,6 @@ TEST(Canonicalize, NormsAndSoftmax) {
 }
 )";
   EXPECT_EQ(run_pass<Canonicalize>(fixed), after);
-}
-
-TEST(Canonicalize, CopyIntoBufferBroadcastsAndCasts) {
-  const std::string before = R"(graph {
-  input %x : bf16[4]
-  buffer %b : f32[2, 4] "state"
-  %c : f32[2, 4] = aten.copy_.default(%b, %x)
-  %y : f32[2, 4] = aten.add.Tensor(%b, %b)
-  output %y
-  output %c buffer_mutation "state"
-}
-)";
-  const std::string after = R"(graph {
-  input %x : bf16[4]
-  buffer %b : f32[2, 4] "state"
-  %expand : bf16[2, 4] = aten.expand.default(%x) {size = [2, 4]}
-  %_to_copy : f32[2, 4] = aten._to_copy.default(%expand) {dtype = #f32}
-  %y : f32[2, 4] = aten.add.Tensor(%_to_copy, %_to_copy)
-  output %y
-  output %_to_copy buffer_mutation "state"
-}
-)";
-  EXPECT_EQ(run_pass<Canonicalize>(before), after);
 }
 
 TEST(Canonicalize, CanonicalGraphIsUnchanged) {
