@@ -462,12 +462,26 @@ CompileResult compile_model(const CompileRequest& req) {
   result.imported_nodes = g.nodes().size();
   result.seconds_frontend = since(t0);
 
-  // Bind symbolic dims: explicit --dim values first, then the program's sample inputs.
+  // Bind symbolic dims: explicit --dim values first, then the inputs the caller will run on,
+  // else the program's sample inputs.
   t0 = Clock::now();
   progress("[2/4] optimising");
   PipelineOptions popts;
-  popts.dims = bind_symbolic_dims(g, prog.sample_inputs, req.dims);
-  if (!g.symbols().empty()) result.specialized_from = req.dims.empty() ? "sample inputs" : "--dim";
+  std::vector<frontend::SampleInput> shapes = prog.sample_inputs;
+  if (!req.input_shapes.empty()) {
+    shapes.clear();
+    for (const ir::GraphInput& in : g.inputs()) {
+      if (in.role != ir::InputRole::user_input) continue;
+      if (shapes.size() == req.input_shapes.size()) break;
+      shapes.push_back({in.value->name(), in.value->dtype(), req.input_shapes[shapes.size()], {}});
+    }
+  }
+  popts.dims = bind_symbolic_dims(g, shapes, req.dims);
+  if (!g.symbols().empty()) {
+    result.specialized_from = !req.dims.empty()           ? "--dim"
+                              : !req.input_shapes.empty() ? "the given inputs"
+                                                          : "sample inputs";
+  }
   popts.opt_level = req.opt_level;
   popts.auto_cast = req.auto_cast;
   passes::PassManagerOptions pm_opts;

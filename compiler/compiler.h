@@ -26,6 +26,9 @@ struct CompileRequest {
   int threads = 0;                                   // codegen workers; 0 = oneTBB default
   std::set<std::string> print_after;                 // pass names (or "all") to print the IR after
   std::map<std::string, int64_t> dims;               // symbol bindings (shape bucket)
+  // The shapes of the inputs the artifact will run on, by user-input position: symbolic dims
+  // not in `dims` are bound from these instead of the program's own sample inputs.
+  std::vector<std::vector<int64_t>> input_shapes;
   std::function<void(const std::string&)> progress;  // optional progress callback
   // Also expose every node result as an output named "debug:<value>" (for per-node
   // verification against PyTorch's intermediates).

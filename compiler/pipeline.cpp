@@ -29,7 +29,7 @@ std::map<std::string, int64_t> bind_symbolic_dims(const ir::Graph& g,
   }
   if (!require_all) return dims;
   for (const ir::Symbol& s : g.symbols()) {
-    if (!dims.count(s.name)) {
+    if (!s.is_product() && !dims.count(s.name)) {
       throw ir::Error("symbolic dim " + s.name + " in [" + std::to_string(s.min) + ", " +
                       (s.max == INT64_MAX ? std::string("inf") : std::to_string(s.max)) +
                       "] needs a value: pass --dim " + s.name +

@@ -445,7 +445,7 @@ ir::DeviceAttr device_from_json(const J& j) {
 
 struct SymTerm {
   int64_t coeff = 1;
-  std::string symbol;  // "" for a constant
+  std::vector<std::string> symbols;  // a product; empty for a constant
 };
 
 class ExprParser {
@@ -471,8 +471,7 @@ class ExprParser {
     return false;
   }
   std::optional<SymTerm> multiply(SymTerm a, const SymTerm& b) {
-    if (!a.symbol.empty() && !b.symbol.empty()) return std::nullopt;  // s0*s1
-    if (a.symbol.empty()) a.symbol = b.symbol;
+    a.symbols.insert(a.symbols.end(), b.symbols.begin(), b.symbols.end());
     if (__builtin_mul_overflow(a.coeff, b.coeff, &a.coeff)) return std::nullopt;
     return a;
   }
@@ -534,26 +533,26 @@ class ExprParser {
     if ((c >= '0' && c <= '9') || c == '-') {
       auto v = integer();
       if (!v) return std::nullopt;
-      return SymTerm{*v, ""};
+      return SymTerm{*v, {}};
     }
     std::string id = ident();
     if (id.empty()) return std::nullopt;
     skip();
     if (pos_ >= s_.size() || s_[pos_] != '(') {
       if (id == "Symbol" || id == "Integer" || id == "Mul") return std::nullopt;
-      return SymTerm{1, id};  // plain "s0"
+      return SymTerm{1, {id}};  // plain "s0"
     }
     ++pos_;
     if (id == "Integer") {
       auto v = integer();
       if (!v || !eat(')')) return std::nullopt;
-      return SymTerm{*v, ""};
+      return SymTerm{*v, {}};
     }
     if (id == "Symbol") {
       if (!eat('\'')) return std::nullopt;
       std::string name = ident();
       if (name.empty() || !eat('\'') || !skip_kwargs()) return std::nullopt;
-      return SymTerm{1, name};
+      return SymTerm{1, {name}};
     }
     if (id == "Mul") {
       auto t = product();
@@ -722,8 +721,10 @@ class Importer {
   }
 
   std::optional<ir::Dim> dim_from_term(const SymTerm& t) {
-    if (t.symbol.empty()) return ir::Dim::constant(t.coeff);
-    return ir::Dim::sym(symbol_for(t.symbol), t.coeff);
+    ir::Monomial m;
+    m.coeff = t.coeff;
+    for (const std::string& s : t.symbols) m.symbols.push_back(symbol_for(s));
+    return g_->dim_of(m);
   }
 
   // SymInt union {as_expr: SymExpr} | {as_int}.
@@ -735,7 +736,7 @@ class Importer {
     auto term = ExprParser(s).parse();
     if (!term) {
       expr.fail(what + ": symbolic expression '" + s +
-                "' is not supported (expected a symbol s, k*s or s*k)");
+                "' is not supported (expected a product of symbols and an integer, such as s0, 4*s0 or s0*s1)");
     }
     return *dim_from_term(*term);
   }
@@ -835,7 +836,7 @@ class Importer {
     auto term = ExprParser(expr.str()).parse();
     if (!term) {
       return {std::nullopt,
-              "expression '" + expr.str() + "' is not supported (expected a symbol s, k*s or s*k)"};
+              "expression '" + expr.str() + "' is not supported (expected a product of symbols and an integer, such as s0, 4*s0 or s0*s1)"};
     }
     return {dim_from_term(*term), ""};
   }
@@ -1121,7 +1122,7 @@ class Importer {
     };
 
     std::optional<ir::Dim> result;
-    std::string problem = "the result of " + op + " is not representable as k*s";
+    std::string problem = "the result of " + op + " is not representable as an integer times a product of symbols";
     if (op == "aten.sym_size.int") {
       auto self = arg_named("self", 0);
       auto dim = arg_named("dim", 1);
@@ -1158,13 +1159,10 @@ class Importer {
           if (op == "torch.sym_max") r = std::max(x, y);
           if (op == "torch.sym_min") r = std::min(x, y);
           if (ok) result = ir::Dim::constant(r);
-        } else if (op == "_operator.mul" && (a->is_constant() || b->is_constant())) {
-          const ir::Dim& s = a->is_constant() ? *b : *a;
-          int64_t k = a->is_constant() ? a->value() : b->value();
-          int64_t c = 0;
-          if (!__builtin_mul_overflow(s.coeff, k, &c)) {
-            result = c == 0 ? ir::Dim::constant(0) : ir::Dim::sym(s.symbol, c);
-          }
+        } else if (op == "_operator.mul") {
+          ir::Monomial m = ir::Monomial::of(*a);
+          m *= *b;
+          if (m.coeff != INT64_MAX) result = m.coeff == 0 ? ir::Dim::constant(0) : g_->dim_of(m);
         } else if (op == "_operator.floordiv" && b->is_constant() && b->value() > 0 &&
                    a->coeff % b->value() == 0) {
           result = ir::Dim::sym(a->symbol, a->coeff / b->value());

@@ -165,7 +165,7 @@ SymbolId Graph::add_symbol(std::string name, int64_t min, int64_t max) {
     throw Error("symbol '" + name + "': range [" + std::to_string(min) + ", " +
                 std::to_string(max) + "] is empty");
   }
-  symbols_.push_back(Symbol{std::move(name), min, max});
+  symbols_.push_back(Symbol{std::move(name), min, max, {}});
   return static_cast<SymbolId>(symbols_.size() - 1);
 }
 
@@ -174,6 +174,49 @@ std::optional<SymbolId> Graph::find_symbol(std::string_view name) const {
     if (symbols_[i].name == name) return static_cast<SymbolId>(i);
   }
   return std::nullopt;
+}
+
+SymbolId Graph::product_symbol(std::vector<SymbolId> factors) const {
+  Monomial m;
+  m.symbols = std::move(factors);
+  m = expand(m);
+  if (m.symbols.size() < 2) throw Error("a product symbol needs two or more factors");
+  for (size_t i = 0; i < symbols_.size(); ++i) {
+    if (symbols_[i].factors == m.symbols) return static_cast<SymbolId>(i);
+  }
+  Symbol p;
+  p.min = 1;
+  p.max = 1;
+  for (SymbolId f : m.symbols) {
+    const Symbol& s = symbols_.at(static_cast<size_t>(f));
+    p.name += (p.name.empty() ? "" : "*") + s.name;
+    if (__builtin_mul_overflow(p.min, s.min, &p.min)) p.min = INT64_MAX;
+    if (__builtin_mul_overflow(p.max, s.max, &p.max)) p.max = INT64_MAX;
+  }
+  p.factors = m.symbols;
+  symbols_.push_back(std::move(p));
+  return static_cast<SymbolId>(symbols_.size() - 1);
+}
+
+Monomial Graph::expand(const Monomial& m) const {
+  Monomial out;
+  out.coeff = m.coeff;
+  for (SymbolId s : m.symbols) {
+    const Symbol& sym = symbols_.at(static_cast<size_t>(s));
+    if (sym.is_product())
+      out.symbols.insert(out.symbols.end(), sym.factors.begin(), sym.factors.end());
+    else
+      out.symbols.push_back(s);
+  }
+  std::sort(out.symbols.begin(), out.symbols.end());
+  return out;
+}
+
+Dim Graph::dim_of(const Monomial& m) const {
+  const Monomial e = expand(m);
+  if (e.symbols.empty()) return Dim::constant(e.coeff);
+  if (e.symbols.size() == 1) return Dim::sym(e.symbols[0], e.coeff);
+  return Dim::sym(product_symbol(e.symbols), e.coeff);
 }
 
 std::string Graph::dim_to_string(const Dim& d) const {

@@ -157,6 +157,14 @@ class Graph {
   Symbol& symbol(SymbolId id) { return symbols_.at(static_cast<size_t>(id)); }
   const std::vector<Symbol>& symbols() const { return symbols_; }
   std::optional<SymbolId> find_symbol(std::string_view name) const;
+  // The product symbol for `factors` (free or product symbols; at least two in all), made on
+  // first use. Const: interning a name for a product changes no value's meaning, and shape
+  // rules (which see a const Graph) need it to name batch × seq.
+  SymbolId product_symbol(std::vector<SymbolId> factors) const;
+  // `m` with every product symbol replaced by its factors.
+  Monomial expand(const Monomial& m) const;
+  // `m` as one dim: constant, k*s, or k times a product symbol.
+  Dim dim_of(const Monomial& m) const;
   std::string dim_to_string(const Dim& d) const;
   std::string shape_to_string(const Shape& s) const;      // "[s0, 3]"
   std::string type_to_string(const TensorType& t) const;  // "f32[s0, 3]"
@@ -207,7 +215,7 @@ class Graph {
                     std::vector<std::string> output_names, std::string node_name);
   Value* new_value(std::string name, TensorType type);
 
-  std::vector<Symbol> symbols_;
+  mutable std::vector<Symbol> symbols_;  // mutable for product_symbol()
   std::vector<std::unique_ptr<Value>> values_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<GraphInput> inputs_;

@@ -471,6 +471,12 @@ std::optional<int64_t> ShapeContext::get_opt_int(std::string_view name) const {
   return get_int(name);
 }
 
+std::optional<Dim> ShapeContext::get_opt_dim(std::string_view name) const {
+  if (is_none(name)) return std::nullopt;
+  if (const auto* d = std::get_if<Dim>(attr(name))) return *d;
+  return Dim::constant(get_int(name));
+}
+
 double ShapeContext::get_float(std::string_view name) const {
   const Attribute* a = attr(name);
   if (a) {

@@ -89,6 +89,8 @@ class ShapeContext {
   const Attribute* attr(std::string_view name) const;  // written value or schema default
   int64_t get_int(std::string_view name) const;
   std::optional<int64_t> get_opt_int(std::string_view name) const;
+  // An int or a symbolic int (a SymInt argument such as a slice bound); nullopt when none.
+  std::optional<Dim> get_opt_dim(std::string_view name) const;
   double get_float(std::string_view name) const;
   bool get_bool(std::string_view name) const;
   std::vector<int64_t> get_ints(std::string_view name) const;

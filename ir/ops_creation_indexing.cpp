@@ -19,6 +19,15 @@ bool scalar_is_float(const ShapeContext& c, const char* name) {
 }
 
 std::vector<TensorType> arange_rule(const ShapeContext& c, bool has_start, bool has_step) {
+  // arange(s) and arange(0, s, 1) over a symbolic s (BERT's position ids): s elements.
+  if (const auto* e = std::get_if<Dim>(c.attr("end")); e && e->is_symbolic()) {
+    const bool from_zero = !has_start || (!scalar_is_float(c, "start") && c.get_int("start") == 0);
+    const bool unit = !has_step || (!scalar_is_float(c, "step") && c.get_int("step") == 1);
+    if (!from_zero || !unit)
+      c.fail("a symbolic end " + c.graph().dim_to_string(*e) +
+             " is supported only from 0 with step 1");
+    return {{c.get_opt_dtype("dtype").value_or(DType::i64), {*e}}};
+  }
   const double start = has_start ? scalar_value(c, "start") : 0.0;
   const double end = scalar_value(c, "end");
   const double step = has_step ? scalar_value(c, "step") : 1.0;

@@ -26,13 +26,14 @@ Shape reshape_shape(const ShapeContext& c, const Shape& in, const std::vector<Di
     }
     known *= req[i];
   }
+  const Graph& g = c.graph();
   if (infer >= 0) {
-    std::optional<Dim> d = total->divide_to_dim(known);
+    std::optional<Monomial> d = g.expand(*total).divide(g.expand(known));
     if (!d) {
       c.fail("cannot infer -1 in " + shape_str(c, req) + " for input " + shape_str(c, in));
     }
-    out[static_cast<size_t>(infer)] = *d;
-  } else if (!(known == *total)) {
+    out[static_cast<size_t>(infer)] = g.dim_of(*d);
+  } else if (!(g.expand(known) == g.expand(*total))) {
     c.fail("shape " + shape_str(c, req) + " is invalid for input " + shape_str(c, in) +
            ": element counts differ");
   }
@@ -44,21 +45,38 @@ std::vector<TensorType> view_rule(const ShapeContext& c, const char* arg) {
   return {{x.dtype, reshape_shape(c, x.shape, c.get_dims(arg))}};
 }
 
-// Slice bounds clamped like Python; returns the result length.
-Dim slice_len(const ShapeContext& c, const Dim& size, std::optional<int64_t> start,
-              std::optional<int64_t> end, int64_t step) {
+// The largest value `d` takes in its symbol's range.
+int64_t max_of(const ShapeContext& c, const Dim& d) {
+  if (d.is_constant()) return d.value();
+  int64_t m = 0;
+  const int64_t hi = c.graph().symbol(d.symbol).max;
+  return __builtin_mul_overflow(d.coeff, hi, &m) ? INT64_MAX : m;
+}
+
+// Slice bounds clamped like Python; returns the result length. A symbolic bound is taken where
+// the result is one dim: x[:e] with e ≤ the dim over e's whole range (BERT's
+// position_ids[:, :seq]), or e the dim itself.
+Dim slice_len(const ShapeContext& c, const Dim& size, std::optional<Dim> start,
+              std::optional<Dim> end, int64_t step) {
   if (step <= 0) c.fail("slice step must be positive, found " + std::to_string(step));
-  if (size.is_symbolic()) {
-    // Full slices keep the symbol; anything else needs a static dim.
-    const bool from_zero = !start || *start == 0;
-    const bool to_end = !end || *end >= INT32_MAX;
-    if (from_zero && to_end && step == 1) return size;
-    c.fail("slicing symbolic dim " + c.graph().dim_to_string(size) + " with start " +
-           (start ? std::to_string(*start) : "none") + " and end " +
-           (end ? std::to_string(*end) : "none") + " is not supported");
+  const bool from_zero = !start || *start == Dim::constant(0);
+  const bool to_end = !end || (end->is_constant() && end->value() >= INT32_MAX);
+  auto describe = [&] {
+    return "slicing dim " + c.graph().dim_to_string(size) + " with start " +
+           (start ? c.graph().dim_to_string(*start) : "none") + " and end " +
+           (end ? c.graph().dim_to_string(*end) : "none") + " and step " + std::to_string(step);
+  };
+  if (from_zero && to_end && step == 1) return size;
+  if ((start && start->is_symbolic()) || (end && end->is_symbolic())) {
+    if (from_zero && step == 1 && end && end->is_symbolic() &&
+        (*end == size || (size.is_constant() && max_of(c, *end) <= size.value())))
+      return *end;
+    c.fail(describe() + " is not supported (expected constant bounds, or [:e] with e at most "
+                        "the dim over e's range)");
   }
+  if (size.is_symbolic()) c.fail(describe() + " is not supported (expected a static dim)");
   const int64_t n = size.value();
-  int64_t s = start.value_or(0), e = end.value_or(n);
+  int64_t s = start ? start->value() : 0, e = end ? end->value() : n;
   if (s < 0) s += n;
   if (e < 0) e += n;
   s = std::clamp<int64_t>(s, 0, n);
@@ -115,10 +133,7 @@ void register_data_movement_ops(OpRegistry& r) {
           Shape out(x.shape.begin(), x.shape.begin() + s);
           Monomial m;
           for (int64_t i = s; i <= e; ++i) m *= x.shape[static_cast<size_t>(i)];
-          Monomial one;
-          std::optional<Dim> d = m.divide_to_dim(one);
-          if (!d) c.fail("flattening " + shape_str(c, x.shape) + " multiplies two symbols");
-          out.push_back(*d);
+          out.push_back(c.graph().dim_of(m));
           out.insert(out.end(), x.shape.begin() + e + 1, x.shape.end());
           return {{x.dtype, out}};
         });
@@ -235,8 +250,8 @@ void register_data_movement_ops(OpRegistry& r) {
         TensorType t = c.input(0);
         const int64_t d = normalize_dim(c, c.get_int("dim"), t.rank());
         t.shape[static_cast<size_t>(d)] =
-            slice_len(c, t.shape[static_cast<size_t>(d)], c.get_opt_int("start"),
-                      c.get_opt_int("end"), c.get_int("step"));
+            slice_len(c, t.shape[static_cast<size_t>(d)], c.get_opt_dim("start"),
+                      c.get_opt_dim("end"), c.get_int("step"));
         return {t};
       });
   r.add("select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)", M, D,
@@ -263,8 +278,8 @@ void register_data_movement_ops(OpRegistry& r) {
         if (src.rank() != t.rank())
           c.fail("src has rank " + std::to_string(src.rank()) + ", expected " +
                  std::to_string(t.rank()));
-        const Dim len = slice_len(c, t.shape[static_cast<size_t>(d)], c.get_opt_int("start"),
-                                  c.get_opt_int("end"), c.get_int("step"));
+        const Dim len = slice_len(c, t.shape[static_cast<size_t>(d)], c.get_opt_dim("start"),
+                                  c.get_opt_dim("end"), c.get_int("step"));
         if (!(src.shape[static_cast<size_t>(d)] == len))
           c.fail("src has " + c.graph().dim_to_string(src.shape[static_cast<size_t>(d)]) +
                  " elements along dim " + std::to_string(d) + ", expected the slice's " +

@@ -206,16 +206,20 @@ class Parser {
     return v;
   }
 
+  // 4, s0, 4*s0, or a product of symbols s0*s1 (a product symbol, made on first use).
   Dim dim() {
+    Monomial m;
     if (tok_.kind == Tok::number) {
-      const int64_t v = take_int();
-      if (is_punct("*")) {
-        bump();
-        return Dim::sym(symbol_ref(), v);
-      }
-      return Dim::constant(v);
+      m.coeff = take_int();
+      if (!is_punct("*")) return Dim::constant(m.coeff);
+      bump();
     }
-    return Dim::sym(symbol_ref());
+    m.symbols.push_back(symbol_ref());
+    while (is_punct("*")) {
+      bump();
+      m.symbols.push_back(symbol_ref());
+    }
+    return g_->dim_of(m);
   }
   SymbolId symbol_ref() {
     if (tok_.kind != Tok::ident) fail("a dimension");

@@ -107,6 +107,7 @@ std::string print(const Graph& g, const PrintOptions& opts) {
   std::ostringstream os;
   os << "graph {\n";
   for (const Symbol& s : g.symbols()) {
+    if (s.is_product()) continue;  // s0*s1: implied by its factors (the parser remakes it)
     os << "  sym " << s.name << " [" << s.min << ", ";
     if (s.max == INT64_MAX)
       os << "inf";

@@ -32,17 +32,24 @@ Monomial& Monomial::operator*=(const Monomial& m) {
   return *this;
 }
 
-std::optional<Dim> Monomial::divide_to_dim(const Monomial& other) const {
+std::optional<Monomial> Monomial::divide(const Monomial& other) const {
   if (other.coeff == 0 || coeff % other.coeff != 0) return std::nullopt;
-  std::vector<SymbolId> rest = symbols;
+  Monomial q;
+  q.coeff = coeff / other.coeff;
+  q.symbols = symbols;
   for (SymbolId s : other.symbols) {
-    auto it = std::find(rest.begin(), rest.end(), s);
-    if (it == rest.end()) return std::nullopt;
-    rest.erase(it);
+    auto it = std::find(q.symbols.begin(), q.symbols.end(), s);
+    if (it == q.symbols.end()) return std::nullopt;
+    q.symbols.erase(it);
   }
-  const int64_t c = coeff / other.coeff;
-  if (rest.empty()) return Dim::constant(c);
-  if (rest.size() == 1) return Dim::sym(rest[0], c);
+  return q;
+}
+
+std::optional<Dim> Monomial::divide_to_dim(const Monomial& other) const {
+  std::optional<Monomial> q = divide(other);
+  if (!q) return std::nullopt;
+  if (q->symbols.empty()) return Dim::constant(q->coeff);
+  if (q->symbols.size() == 1) return Dim::sym(q->symbols[0], q->coeff);
   return std::nullopt;
 }
 

@@ -35,6 +35,11 @@ struct Symbol {
   std::string name;         // "s0", "s77", as in the input file
   int64_t min = 0;          // inclusive
   int64_t max = INT64_MAX;  // inclusive; INT64_MAX = unbounded
+  // A product symbol stands for the product of these free symbols (sorted, with repetition;
+  // named "s23*s27"): batch × seq after a flatten. Empty for a free symbol. Its value follows
+  // from theirs and is never bound on its own.
+  std::vector<SymbolId> factors;
+  bool is_product() const { return !factors.empty(); }
   friend bool operator==(const Symbol&, const Symbol&) = default;
 };
 
@@ -50,6 +55,8 @@ struct Monomial {
   Monomial& operator*=(const Monomial& m);
   // this / other if it is exact and yields a single Dim; nullopt otherwise.
   std::optional<Dim> divide_to_dim(const Monomial& other) const;
+  // this / other if it is exact (a monomial with any number of symbols); nullopt otherwise.
+  std::optional<Monomial> divide(const Monomial& other) const;
   bool is_constant() const { return symbols.empty(); }
   friend bool operator==(const Monomial&, const Monomial&) = default;
 };

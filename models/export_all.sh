@@ -143,7 +143,9 @@ run_export() {
     done
     for f in "$src"/*; do
       d="$dest/$(basename "$f")"
-      if [[ -f "$d" ]] && same_content "$d" "$f"; then
+      if [[ -d "$f" ]]; then  # more references at other shapes (shape_<k>/)
+        rm -rf "$d"; cp -r "$f" "$d"; wrote=$((wrote + 1))
+      elif [[ -f "$d" ]] && same_content "$d" "$f"; then
         keep=$((keep + 1))
       else
         cp "$f" "$d"; wrote=$((wrote + 1))

@@ -53,7 +53,23 @@ bool SpecializeShapes::run(ir::Graph& g) {
                       " is outside its range [" + std::to_string(s.min) + ", " +
                       (s.max == INT64_MAX ? std::string("inf") : std::to_string(s.max)) + "]");
     }
+    if (s.is_product()) {
+      throw ir::Error("symbol '" + name + "' is a product of other symbols: bind its factors");
+    }
     v[static_cast<size_t>(*id)] = value;
+  }
+  // A product symbol's value follows from its factors'.
+  for (size_t i = 0; i < g.symbols().size(); ++i) {
+    const ir::Symbol& s = g.symbol(static_cast<ir::SymbolId>(i));
+    if (!s.is_product()) continue;
+    int64_t p = 1;
+    bool bound = true;
+    for (ir::SymbolId f : s.factors) {
+      bound &= v[static_cast<size_t>(f)].has_value();
+      if (bound && __builtin_mul_overflow(p, *v[static_cast<size_t>(f)], &p))
+        throw ir::Error("symbol '" + s.name + "' overflows int64 at these values");
+    }
+    if (bound) v[i] = p;
   }
   for (const ir::GraphInput& in : g.inputs()) {
     ir::TensorType t = in.value->type();

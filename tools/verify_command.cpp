@@ -184,6 +184,15 @@ void run_verify(const VerifyCli& o) {
     req.dims[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
   }
   req.progress = [](const std::string& s) { progress(s); };
+  // Symbolic dims follow the reference inputs (a dynamic model verified at another shape).
+  if (o.inputs.empty()) {
+    for (int i = 0;; ++i) {
+      const std::filesystem::path f =
+          std::filesystem::path(ref_dir) / ("input_" + std::to_string(i) + ".npy");
+      if (!std::filesystem::exists(f)) break;
+      req.input_shapes.push_back(read_npy(f.string()).shape);
+    }
+  }
   compiler::CompileResult compiled = compiler::compile_model(req);
   progress("verifying");
   auto m = neuronc::Model::load_from_memory(compiled.artifact);

@@ -404,6 +404,20 @@ def export_one(entry, out_dir, with_intermediates=True, log=print):
         outputs.append({"index": i, "name": out_names[i] if i < len(out_names) else None,
                         "file": fname, "dtype": dtype_name(t), "shape": list(t.shape)})
 
+    # References at other shapes of a dynamic program (Fixture.more_args).
+    more_shapes = []
+    for k, more in enumerate(fx.more_args, 1):
+        sub = f"shape_{k}"
+        os.makedirs(os.path.join(out_dir, sub), exist_ok=True)
+        with torch.no_grad():
+            got = [t.detach() for t in pytree.tree_flatten(fresh(pristine)(*clone_tree(more)))[0]]
+        for kind, tensors in (("input", pytree.tree_flatten(more)[0]), ("output", got)):
+            for i, t in enumerate(tensors):
+                fname = f"{sub}/{kind}_{i}.npy"
+                np.save(os.path.join(out_dir, fname), to_numpy(t))
+                files.append(fname)
+        more_shapes.append({"dir": sub, "inputs": [list(t.shape) for t in pytree.tree_flatten(more)[0]]})
+
     mutated = mutated_buffers(pristine, eager_model, fresh is copy.deepcopy, core)
 
     sig_in, sig_out = signature_entries(ep)
@@ -436,6 +450,7 @@ def export_one(entry, out_dir, with_intermediates=True, log=print):
             **{m: __import__(m).__version__ for m in entry.requires},
         },
         "files": sorted(files),
+        "more_shapes": more_shapes,
         "container": {"model.pt2": fmt, "model_core.pt2": core_fmt},
         "serialized": {"model.pt2": schema_info(prog), "model_core.pt2": schema_info(core_prog)},
         "seeds": {"model": fx.model_seed, "inputs": fx.input_seed},

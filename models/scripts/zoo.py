@@ -24,6 +24,9 @@ class Fixture:
     config: Optional[Dict[str, Any]] = None
     model_seed: int = 0
     input_seed: int = 0
+    # Further inputs at other shapes in the dynamic range: shape_<k>/input_<i>.npy and the eager
+    # outputs on them, shape_<k>/output_<i>.npy (k from 1).
+    more_args: List[Tuple[Any, ...]] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -371,6 +374,36 @@ def build_vision_extras() -> Fixture:
                    model_seed=1011, input_seed=2011)
 
 
+def build_bert_dynamic() -> Fixture:
+    from transformers import BertConfig, BertModel
+    cfg = dict(vocab_size=128, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+               intermediate_size=128, max_position_embeddings=128, use_cache=False)
+    config = _set_attn(BertConfig(**cfg), "sdpa")
+    torch.manual_seed(1014)
+    m = BertWrap(BertModel(config)).eval()
+
+    def inputs(seed, b, s, pad):
+        mask = torch.ones(b, s, dtype=torch.int64)
+        mask[-1, s - pad:] = 0
+        return (_randint(seed, config.vocab_size, b, s), mask)
+
+    batch = torch.export.Dim("batch", min=1, max=16)
+    seq = torch.export.Dim("seq", min=8, max=128)
+    return Fixture(m, inputs(2014, 2, 16, 4),
+                   "transformers BertModel (2 layers, hidden 64, 4 heads, SDPA) exported with a"
+                   " dynamic batch [1, 16] and sequence [8, 128]; example 2x16, more references"
+                   " at 1x8 (the minimum) and 3x40",
+                   ["two symbolic dims and their product (batch x seq after a flatten; core IR"
+                    " Mul(Symbol, Symbol))", "slice and arange with a symbolic bound",
+                    "padding mask"],
+                   dynamic_shapes={"input_ids": {0: batch, 1: seq},
+                                   "attention_mask": {0: batch, 1: seq}},
+                   dynamic_dims={"input_ids": {"0": "batch [1, 16]", "1": "seq [8, 128]"},
+                                 "attention_mask": {"0": "batch [1, 16]", "1": "seq [8, 128]"}},
+                   config=config.to_dict(), model_seed=1014, input_seed=2014,
+                   more_args=[inputs(3014, 1, 8, 0), inputs(4014, 3, 40, 9)])
+
+
 class Aliasing(nn.Module):
     """Writes through views, as eager PyTorch runs them: every later reader of the base (and of
     views taken before the write) sees the new values. BART's shift_tokens_right (new_zeros,
@@ -460,6 +493,7 @@ SMALL: List[Entry] = [
     Entry("vision_extras", build_vision_extras),
     Entry("aliasing", build_aliasing),
     Entry("bart", build_bart, requires=("transformers",)),
+    Entry("bert_dynamic", build_bert_dynamic, requires=("transformers",)),
 ]
 
 

@@ -93,6 +93,7 @@ struct Case {
   int64_t batch = 0;  // dynamic_batch: the bound to compile and run at (0: the sample's)
   std::string file = "model.pt2";  // or model_core.pt2 (the core-ATen export)
   int opt_level = 2;
+  std::string shape = "";  // a dynamic fixture's reference at another shape (shape_<k>), else ""
 };
 
 void PrintTo(const Case& c, std::ostream* os) {
@@ -100,6 +101,7 @@ void PrintTo(const Case& c, std::ostream* os) {
   if (c.batch) *os << " batch " << c.batch;
   if (c.file != "model.pt2") *os << " " << c.file;
   if (c.opt_level != 2) *os << " -O" << c.opt_level;
+  if (!c.shape.empty()) *os << " " << c.shape;
 }
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
@@ -108,6 +110,7 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   if (info.param.batch) s += "_batch" + std::to_string(info.param.batch);
   if (info.param.file == "model_core.pt2") s += "_core";
   if (info.param.opt_level != 2) s += "_O" + std::to_string(info.param.opt_level);
+  if (!info.param.shape.empty()) s += "_" + info.param.shape;
   return s;
 }
 
@@ -120,14 +123,18 @@ void expect_close(const Case& c, const std::string& name, const std::vector<doub
 
 TEST_P(EndToEnd, MatchesPyTorch) {
   const Case& c = GetParam();
-  const fs::path dir = fixture_dir(c.fixture);
+  const fs::path dir = fixture_dir(c.fixture) / c.shape;
   compiler::CompileRequest req;
-  req.model = (dir / c.file).string();
+  req.model = (fixture_dir(c.fixture) / c.file).string();
+  // The symbolic dims follow the reference's inputs (the sample's, or another shape's).
+  for (int i = 0; fs::exists(dir / ("input_" + std::to_string(i) + ".npy")); ++i)
+    req.input_shapes.push_back(
+        read_npy((dir / ("input_" + std::to_string(i) + ".npy")).string()).shape);
   req.target = c.target;
   req.auto_cast = c.cast;
   req.opt_level = c.opt_level;
   if (c.batch) {
-    std::ifstream in(dir / "meta.json");
+    std::ifstream in(fixture_dir(c.fixture) / "meta.json");
     const nlohmann::json meta = nlohmann::json::parse(in);
     ASSERT_EQ(meta["range_constraints"].size(), 1u);
     // Not `*items().begin()`: that binds to a proxy that dies at the end of the statement
@@ -167,9 +174,9 @@ TEST_P(EndToEnd, MatchesPyTorch) {
 
   // Buffers the call writes (both IRs: the training IR writes them in place, core ATen returns
   // them): each is an output named after the buffer, holding what eager PyTorch left in it.
-  std::ifstream in(dir / "meta.json");
+  std::ifstream in(fixture_dir(c.fixture) / "meta.json");
   const nlohmann::json meta = nlohmann::json::parse(in);
-  if (!meta.contains("mutated_buffers") || c.batch) return;
+  if (!meta.contains("mutated_buffers") || c.batch || !c.shape.empty()) return;
   for (const nlohmann::json& b : meta["mutated_buffers"]) {
     const std::string target = b["target"].get<std::string>();
     const auto it = std::find(r.names.begin(), r.names.end(), target);
@@ -274,9 +281,14 @@ std::vector<Case> cases() {
   for (int64_t b : {int64_t{1}, int64_t{64}})
     out.push_back({"dynamic_batch", "trn1", passes::AutoCastMode::none, b});
   // Core ATen spells padding as index/clamp/slice_scatter and weight norm as arithmetic.
+  // A dynamic BERT (batch [1, 16], seq [8, 128]) at its other reference shapes, both IRs.
+  for (const char* shape : {"shape_1", "shape_2"})
+    for (const char* file : {"model.pt2", "model_core.pt2"})
+      for (passes::AutoCastMode m : {passes::AutoCastMode::none, passes::AutoCastMode::matmul})
+        out.push_back({"bert_dynamic", "trn1", m, 0, file, 2, shape});
   // Core ATen spells writes through views as slice_scatter and where (training IR: copy_,
   // fill_, masked_fill_ of views, functionalized by neuronc).
-  for (const char* f : {"cnn", "vision_extras", "aliasing", "bart", "buffers"})
+  for (const char* f : {"cnn", "vision_extras", "aliasing", "bart", "buffers", "bert_dynamic"})
     for (passes::AutoCastMode m : {passes::AutoCastMode::none, passes::AutoCastMode::matmul})
       out.push_back({f, "trn1", m, 0, "model_core.pt2"});
   // Every optimisation level verifies (-O2 above).

@@ -196,6 +196,49 @@ TEST(ExportedProgram, SymbolicDimsAndSymIntOps) {
   EXPECT_EQ(g.type_to_string(g.inputs()[0].value->type()), "f32[s0, 4]");
 }
 
+// Dynamic batch and sequence: core ATen flattens [s0, s1, 4] to [s0*s1, 4], written as the
+// sympy srepr Mul(Symbol, Symbol) in tensor metadata and computed by _operator.mul of two
+// sym_sizes; both become one product symbol.
+TEST(ExportedProgram, ProductsOfSymbols) {
+  Prog p;
+  p.range_constraints =
+      R"({"s0": {"min_val": 1, "max_val": 16}, "s1": {"min_val": 8, "max_val": 128}})";
+  const std::string s0 =
+      R"J({"as_expr": {"expr_str": "Symbol('s0', positive=True, integer=True)"}})J";
+  const std::string s1 =
+      R"J({"as_expr": {"expr_str": "Symbol('s1', positive=True, integer=True)"}})J";
+  p.tensor_values =
+      R"("x": )" + meta("[" + s0 + ", " + s1 + R"(, {"as_int": 4}])") + R"(, "flat": )" +
+      meta(
+          R"J([{"as_expr": {"expr_str": "Mul(Symbol('s0', positive=True, integer=True), Symbol('s1', positive=True, integer=True))"}}, {"as_int": 4}])J");
+  p.sym_int_values =
+      R"({"b": )" + s0 + R"(, "s": )" + s1 + R"(, "bs": {"as_expr": {"expr_str": "s0*s1"}}})";
+  p.nodes = R"([
+    {"target": "torch.ops.aten.sym_size.int", "inputs": [
+      {"name": "self", "arg": {"as_tensor": {"name": "x"}}}, {"name": "dim", "arg": {"as_int": 0}}],
+      "outputs": [{"as_sym_int": {"as_name": "b"}}]},
+    {"target": "torch.ops.aten.sym_size.int", "inputs": [
+      {"name": "self", "arg": {"as_tensor": {"name": "x"}}}, {"name": "dim", "arg": {"as_int": 1}}],
+      "outputs": [{"as_sym_int": {"as_name": "s"}}]},
+    {"target": "_operator.mul", "inputs": [
+      {"name": "", "arg": {"as_sym_int": {"as_name": "b"}}}, {"name": "", "arg": {"as_sym_int": {"as_name": "s"}}}],
+      "outputs": [{"as_sym_int": {"as_name": "bs"}}]},
+    {"target": "torch.ops.aten.view.default", "inputs": [
+      {"name": "self", "arg": {"as_tensor": {"name": "x"}}},
+      {"name": "size", "arg": {"as_sym_ints": [{"as_name": "bs"}, {"as_int": 4}]}}],
+      "outputs": [{"as_tensor": {"name": "flat"}}]}])";
+  p.outputs = R"([{"as_tensor": {"name": "flat"}}])";
+  p.output_specs = R"([{"user_output": {"arg": {"as_tensor": {"name": "flat"}}}}])";
+  ImportedProgram ip = load(p.json());
+  const ir::Graph& g = *ip.graph;
+  ASSERT_EQ(g.nodes().size(), 1u);
+  EXPECT_EQ(g.type_to_string(g.nodes()[0]->output()->type()), "f32[s0*s1, 4]");
+  const std::optional<ir::SymbolId> bs = g.find_symbol("s0*s1");
+  ASSERT_TRUE(bs);
+  EXPECT_EQ(g.symbol(*bs).min, 8);
+  EXPECT_EQ(g.symbol(*bs).max, 2048);
+}
+
 TEST(ExportedProgram, PlainSymbolStringsAndUnboundedRanges) {
   Prog p;
   p.range_constraints =

@@ -64,6 +64,53 @@ TEST_F(ShapeTest, SymbolicBroadcasting) {
             "error: aten.add.Tensor: cannot broadcast [s0, 8] with [s1, 8]: dim s0 vs s1");
 }
 
+// Two symbols multiplied (batch × seq after a flatten) are one product symbol "b*s", whose
+// range is the product of theirs; views between the two forms check element counts through it.
+TEST_F(ShapeTest, ProductSymbolsFlattenAndUnflatten) {
+  decl("sym b [1, 16]\n sym s [8, 128]\n input %x : f32[b, s, 4]\n input %y : f32[b*s, 4]");
+  EXPECT_EQ(infer("aten.view.default", {"x"}, {{"size", std::vector<int64_t>{-1, 4}}}),
+            "f32[b*s, 4]");
+  const std::optional<SymbolId> p = g_->find_symbol("b*s");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(g_->symbol(*p).min, 8);
+  EXPECT_EQ(g_->symbol(*p).max, 2048);
+  EXPECT_EQ(
+      infer("aten.flatten.using_ints", {"x"}, {{"start_dim", int64_t{0}}, {"end_dim", int64_t{1}}}),
+      "f32[b*s, 4]");
+  const Dim b = Dim::sym(*g_->find_symbol("b")), s = Dim::sym(*g_->find_symbol("s"));
+  EXPECT_EQ(infer("aten.view.default", {"y"}, {{"size", SymIntList{{b, s, Dim::constant(4)}}}}),
+            "f32[b, s, 4]");
+  EXPECT_EQ(infer("aten.view.default", {"y"}, {{"size", SymIntList{{b, Dim::constant(-1)}}}}),
+            "f32[b, 4*s]");
+  EXPECT_EQ(infer("aten.view.default", {"y"}, {{"size", SymIntList{{s, Dim::constant(4)}}}}),
+            "error: aten.view.default: shape [s, 4] is invalid for input [b*s, 4]: element "
+            "counts differ");
+  // The printed form declares only free symbols; the parser remakes the product.
+  EXPECT_EQ(print(*parse(print(*g_))), print(*g_));
+}
+
+// Symbolic slice bounds and arange ends (BERT's position_ids[:, :seq] and arange(seq)).
+TEST_F(ShapeTest, SymbolicSliceBoundsAndArange) {
+  decl("sym s [8, 128]\n sym t [1, 1024]\n input %pos : i64[1, 512]\n input %x : f32[s, 4]");
+  const Dim s = Dim::sym(*g_->find_symbol("s")), t = Dim::sym(*g_->find_symbol("t"));
+  EXPECT_EQ(
+      infer("aten.slice.Tensor", {"pos"}, {{"dim", int64_t{1}}, {"start", int64_t{0}}, {"end", s}}),
+      "i64[1, s]");
+  EXPECT_EQ(infer("aten.slice.Tensor", {"x"}, {{"dim", int64_t{0}}, {"end", s}}), "f32[s, 4]");
+  // t may exceed 512: the length would be min(t, 512), which is no dim.
+  EXPECT_EQ(infer("aten.slice.Tensor", {"pos"}, {{"dim", int64_t{1}}, {"end", t}}),
+            "error: aten.slice.Tensor: slicing dim 512 with start none and end t and step 1 is "
+            "not supported (expected constant bounds, or [:e] with e at most the dim over e's "
+            "range)");
+  EXPECT_EQ(infer("aten.arange.default", {}, {{"end", s}}), "i64[s]");
+  EXPECT_EQ(infer("aten.arange.start_step", {},
+                  {{"start", int64_t{0}}, {"end", s}, {"step", int64_t{1}}}),
+            "i64[s]");
+  EXPECT_EQ(infer("aten.arange.start_step", {},
+                  {{"start", int64_t{1}}, {"end", s}, {"step", int64_t{1}}}),
+            "error: aten.arange.start_step: a symbolic end s is supported only from 0 with step 1");
+}
+
 TEST_F(ShapeTest, MatmulFamily) {
   decl(
       "sym b [1, 32]\n input %x : f32[b, 7, 16]\n input %w : f32[32, 16]\n input %bias : f32[32]\n"

@@ -117,5 +117,33 @@ TEST(SpecializeShapes, BindsSymbolsThroughShapeRules) {
   EXPECT_THROW(unknown.run(*g2), ir::Error);
 }
 
+// A product symbol takes the product of its factors' values and is never bound on its own.
+TEST(SpecializeShapes, ProductSymbolsFollowTheirFactors) {
+  const char* text = R"(graph {
+  sym b [1, 16]
+  sym s [8, 128]
+  input %x : f32[b, s, 4]
+  %v : f32[b*s, 4] = aten.view.default(%x) {size = [b*s, 4]}
+  output %v
+})";
+  auto g = ir::parse(text);
+  SpecializeShapes({{"b", 3}, {"s", 40}}).run(*g);
+  EXPECT_EQ(ir::print(*g), R"(graph {
+  sym b [1, 16]
+  sym s [8, 128]
+  input %x : f32[3, 40, 4]
+  %v : f32[120, 4] = aten.view.default(%x) {size = [120, 4]}
+  output %v
+}
+)");
+  auto g2 = ir::parse(text);
+  try {
+    SpecializeShapes({{"b*s", 120}}).run(*g2);
+    FAIL();
+  } catch (const ir::Error& e) {
+    EXPECT_STREQ(e.what(), "symbol 'b*s' is a product of other symbols: bind its factors");
+  }
+}
+
 }  // namespace
 }  // namespace neuronc::passes
