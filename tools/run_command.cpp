@@ -13,7 +13,7 @@ namespace neuronc::tools {
 namespace {
 
 struct RunCli {
-  std::string artifact, output_dir = ".", model;
+  std::string artifact, output_dir = ".", model, output_dtype = "native";
   std::vector<std::string> inputs;
   bool json = false, check_races = false;
 };
@@ -43,6 +43,7 @@ void run_run(const RunCli& o) {
   for (size_t i = 0; i < r.outputs.size(); ++i) {
     const std::string path =
         (std::filesystem::path(o.output_dir) / ("output_" + std::to_string(i) + ".npy")).string();
+    if (o.output_dtype == "f32") r.outputs[i] = widen_to_f32(r.outputs[i]);
     write_npy(path, r.outputs[i]);
     files.push_back(path);
   }
@@ -112,6 +113,10 @@ void register_run_command(CLI::App& app) {
   cmd->add_option("--model", o->model, "Use the sample inputs saved in this .pt2");
   cmd->add_option("--output-dir", o->output_dir,
                   "Where output_0.npy, output_1.npy, ... go (default: .)");
+  cmd->add_option("--output-dtype", o->output_dtype,
+                  "native (default: each output's own dtype; bf16 as ml_dtypes' <V2) or f32 "
+                  "(bf16 and f16 outputs widened exactly, for numpy without ml_dtypes)")
+      ->check(CLI::IsMember({"native", "f32"}));
   cmd->add_flag("--check-races", o->check_races, "Run the device model's race checker");
   cmd->add_flag("--json", o->json, "Print the run report as JSON (fields in docs/CLI.md)");
   cmd->callback([o] { run_run(*o); });

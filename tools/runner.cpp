@@ -1,9 +1,11 @@
 // Running artifacts on .npy inputs.
 #include "tools/runner.h"
 
+#include <cstdio>
 #include <cstring>
 #include <map>
 
+#include "device/numerics.h"
 #include "frontend/load.h"
 #include "tools/cli_output.h"
 
@@ -73,6 +75,45 @@ neuronc::Model load_model_or_exit(const std::string& path) {
   return std::move(m).value();
 }
 
+NpyArray as_input(const neuronc::TensorSpec& spec, NpyArray a) {
+  const NpyType want = npy_type_of(spec.dtype);
+  if (a.type != NpyType::f32 || (want != NpyType::bf16 && want != NpyType::f16)) return a;
+  static bool said = false;
+  if (!said) {
+    std::fprintf(stderr,
+                 "neuronc: note: input '%s' is %s; converting the float32 .npy with "
+                 "round-to-nearest-even\n",
+                 spec.name.c_str(), npy_type_name(want));
+    said = true;
+  }
+  NpyArray out;
+  out.type = want;
+  out.shape = a.shape;
+  out.data.resize(a.numel() * 2);
+  for (size_t i = 0; i < a.numel(); ++i) {
+    float x;
+    std::memcpy(&x, a.data.data() + i * 4, 4);
+    const uint16_t h = want == NpyType::bf16 ? device::f32_to_bf16(x) : device::f32_to_f16(x);
+    std::memcpy(out.data.data() + i * 2, &h, 2);
+  }
+  return out;
+}
+
+NpyArray widen_to_f32(const NpyArray& a) {
+  if (a.type != NpyType::bf16 && a.type != NpyType::f16) return a;
+  NpyArray out;
+  out.type = NpyType::f32;
+  out.shape = a.shape;
+  out.data.resize(a.numel() * 4);
+  for (size_t i = 0; i < a.numel(); ++i) {
+    uint16_t h;
+    std::memcpy(&h, a.data.data() + i * 2, 2);
+    const float x = a.type == NpyType::bf16 ? device::bf16_to_f32(h) : device::f16_to_f32(h);
+    std::memcpy(out.data.data() + i * 4, &x, 4);
+  }
+  return out;
+}
+
 std::vector<std::pair<std::string, NpyArray>> read_inputs(const neuronc::Model& model,
                                                           const std::vector<std::string>& args) {
   const auto& specs = model.inputs();
@@ -118,7 +159,7 @@ std::vector<std::pair<std::string, NpyArray>> read_inputs(const neuronc::Model& 
                         "input '" + s.name + "' is missing: pass --input " + s.name + "=FILE.npy",
                         ""};
     }
-    out.emplace_back(s.name, std::move(it->second));
+    out.emplace_back(s.name, as_input(s, std::move(it->second)));
   }
   return out;
 }

@@ -17,6 +17,12 @@ neuronc::DType dtype_of(NpyType t);
 
 // `--input` values: "NAME=FILE.npy" or "FILE.npy" (by position). Every model input must be
 // given exactly once. Throws CommandExit with a usage message otherwise.
+// `a` as input `spec` takes it: a float32 array given for a bf16 or f16 input (numpy has no
+// bfloat16, so a .npy user has no other way to feed one) is converted with round-to-nearest-
+// even, and stderr says so once per process; anything else is returned unchanged.
+NpyArray as_input(const neuronc::TensorSpec& spec, NpyArray a);
+// A bf16 or f16 array as float32 (exact); any other array unchanged.
+NpyArray widen_to_f32(const NpyArray& a);
 std::vector<std::pair<std::string, NpyArray>> read_inputs(const neuronc::Model& model,
                                                           const std::vector<std::string>& args);
 

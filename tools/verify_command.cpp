@@ -118,11 +118,13 @@ struct Comparison {
   bool shape_ok = true, pass = true;
   double max_abs = 0, max_rel = 0, cosine = 1;
   size_t mismatches = 0, first_mismatch = 0, numel = 0;
+  Tolerance tol;  // the criterion this output was held to
 };
 
 Comparison compare(const std::string& name, const NpyArray& got, const NpyArray& want,
                    const Tolerance& tol) {
   Comparison c;
+  c.tol = tol;
   c.name = name;
   c.numel = want.numel();
   if (got.shape != want.shape) {
@@ -222,16 +224,22 @@ void run_verify(const VerifyCli& o) {
   progress_done();
 
   const bool narrow = req.auto_cast != passes::AutoCastMode::none;
-  Tolerance tol;
-  if (narrow) {
-    tol.atol = 5e-2;
-    tol.rtol = 5e-2;
-    tol.atol_relative_to_max = o.atol < 0;
-    tol.min_cosine = 0.999;
-  }
-  if (o.atol >= 0) tol.atol = o.atol;
-  if (o.rtol >= 0) tol.rtol = o.rtol;
-  if (o.min_cosine > -2) tol.min_cosine = o.min_cosine;
+  // A 16-bit float result (auto-cast, or a program written in bf16/f16) is held to the bf16
+  // criterion: PyTorch rounds it too, at points of its own.
+  auto tolerance = [&](bool sixteen_bit) {
+    Tolerance tol;
+    if (narrow || sixteen_bit) {
+      tol.atol = 5e-2;
+      tol.rtol = 5e-2;
+      tol.atol_relative_to_max = o.atol < 0;
+      tol.min_cosine = 0.999;
+    }
+    if (o.atol >= 0) tol.atol = o.atol;
+    if (o.rtol >= 0) tol.rtol = o.rtol;
+    if (o.min_cosine > -2) tol.min_cosine = o.min_cosine;
+    return tol;
+  };
+  const Tolerance tol = tolerance(false);
   std::vector<Comparison> results;
   bool all_pass = true;
   for (size_t i = 0; i < r.outputs.size(); ++i) {
@@ -243,7 +251,8 @@ void run_verify(const VerifyCli& o) {
       break;  // extra outputs (buffer mutations) have no reference
     }
     NpyArray want = read_npy(f);
-    results.push_back(compare(r.names[i], r.outputs[i], want, tol));
+    const bool sixteen = r.outputs[i].type == NpyType::bf16 || r.outputs[i].type == NpyType::f16;
+    results.push_back(compare(r.names[i], r.outputs[i], want, tolerance(sixteen)));
     all_pass &= results.back().pass;
   }
   // Per node: every result the compiled program computed, against intermediates.npz.
@@ -300,7 +309,9 @@ void run_verify(const VerifyCli& o) {
                               {"max_rel_error", c.max_rel},
                               {"cosine", c.cosine},
                               {"mismatches", c.mismatches},
-                              {"numel", c.numel}});
+                              {"numel", c.numel},
+                              {"atol", c.tol.atol},
+                              {"rtol", c.tol.rtol}});
     }
     if (div.found) {
       j["first_divergence"] = {
@@ -318,7 +329,7 @@ void run_verify(const VerifyCli& o) {
       std::printf(
           "%s %s: max abs error %.3g, max rel error %.3g, cosine %.8f, %zu/%zu outside %s\n",
           c.pass ? "ok  " : "FAIL", c.name.c_str(), c.max_abs, c.max_rel, c.cosine, c.mismatches,
-          c.numel, tol.describe().c_str());
+          c.numel, c.tol.describe().c_str());
     }
     std::printf(
         "%s on %s (auto-cast %s): simulated latency %.2f us (device %.2f us, host ops %.2f us), "

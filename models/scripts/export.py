@@ -42,6 +42,11 @@ def clone_tree(x):
 
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:
+    # numpy has no bfloat16: bf16 tensors are written widened to float32 (exact); meta.json keeps
+    # their dtype. neuronc converts a float32 .npy given for a bf16 input back (round to nearest
+    # even, exact for these).
+    if t.dtype == torch.bfloat16:
+        t = t.float()
     return t.detach().cpu().contiguous().numpy()
 
 

@@ -374,6 +374,17 @@ def build_vision_extras() -> Fixture:
                    model_seed=1011, input_seed=2011)
 
 
+def build_mlp_bf16() -> Fixture:
+    torch.manual_seed(1015)
+    m = MLP().to(torch.bfloat16).eval()
+    return Fixture(m, (_randn(2015, 4, 16).to(torch.bfloat16),),
+                   "the mlp fixture's layers in bfloat16 (weights, input and output): a program"
+                   " that asks for a bf16 input; input_0.npy / output_0.npy hold the bf16 values"
+                   " widened to float32 (numpy has no bfloat16)",
+                   ["bf16 program inputs and outputs", "bf16 weights"],
+                   model_seed=1015, input_seed=2015)
+
+
 def build_bert_dynamic() -> Fixture:
     from transformers import BertConfig, BertModel
     cfg = dict(vocab_size=128, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
@@ -494,6 +505,7 @@ SMALL: List[Entry] = [
     Entry("aliasing", build_aliasing),
     Entry("bart", build_bart, requires=("transformers",)),
     Entry("bert_dynamic", build_bert_dynamic, requires=("transformers",)),
+    Entry("mlp_bf16", build_mlp_bf16),
 ]
 
 

@@ -2,8 +2,12 @@
 #include "tools/npy.h"
 
 #include <gtest/gtest.h>
+#include <neuronc/model.h>
 
+#include <cmath>
 #include <cstring>
+
+#include "tools/runner.h"
 
 namespace neuronc::tools {
 namespace {
@@ -75,6 +79,46 @@ TEST(Npy, MalformedFilesSayWhatIsWrong) {
       EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
     }
   }
+}
+
+}  // namespace
+}  // namespace neuronc::tools
+
+namespace neuronc::tools {
+namespace {
+
+// numpy cannot write bfloat16: a float32 .npy given for a bf16 input is rounded to nearest
+// even (ties to even, NaN kept), and `run --output-dtype f32` widens bf16 back exactly.
+TEST(Npy, Float32ForABf16InputRoundsToNearestEven) {
+  NpyArray a;
+  a.type = NpyType::f32;
+  a.shape = {4};
+  const float in[4] = {1.0f, 1.00390625f /* tie: to even, 1.0 */, 1.01171875f /* tie: up */,
+                       std::nanf("")};
+  a.data.resize(sizeof in);
+  std::memcpy(a.data.data(), in, sizeof in);
+  const neuronc::TensorSpec spec{"x", neuronc::DType::bf16, {}};
+  const NpyArray b = as_input(spec, a);
+  ASSERT_EQ(b.type, NpyType::bf16);
+  ASSERT_EQ(b.data.size(), 8u);
+  uint16_t h[4];
+  std::memcpy(h, b.data.data(), 8);
+  EXPECT_EQ(h[0], 0x3F80);
+  EXPECT_EQ(h[1], 0x3F80);
+  EXPECT_EQ(h[2], 0x3F82);
+  EXPECT_EQ(h[3] & 0x7F80, 0x7F80);
+  EXPECT_NE(h[3] & 0x007F, 0);  // still a NaN
+  const NpyArray w = widen_to_f32(b);
+  ASSERT_EQ(w.type, NpyType::f32);
+  float back[4];
+  std::memcpy(back, w.data.data(), 16);
+  EXPECT_EQ(back[0], 1.0f);
+  EXPECT_EQ(back[1], 1.0f);
+  EXPECT_EQ(back[2], 1.015625f);
+  EXPECT_TRUE(std::isnan(back[3]));
+  // Any other pairing is left for the session to accept or refuse.
+  const neuronc::TensorSpec f32{"x", neuronc::DType::f32, {}};
+  EXPECT_EQ(as_input(f32, a).type, NpyType::f32);
 }
 
 }  // namespace
