@@ -1,4 +1,6 @@
 // Convolution and pooling operators (1-D and 2-D).
+#include <cmath>
+
 #include "ir/op_definitions.h"
 
 namespace neuronc::ir {
@@ -154,6 +156,34 @@ void register_conv_and_pool_ops(OpRegistry& r) {
   const auto C = OpCategory::conv;
   const auto P = OpCategory::pooling;
   const auto D = Placement::device;
+  // NCHW upsampling (rewritten by passes/expand_composites.cpp): output_size, or
+  // floor(in * scale_factor) per spatial dim.
+  auto upsample_rule = [](const ShapeContext& c) -> std::vector<TensorType> {
+    TensorType t = c.input(0);
+    if (t.rank() != 4) c.fail("expected an NCHW input, found rank " + std::to_string(t.rank()));
+    if (!c.is_none("output_size")) {
+      const std::vector<int64_t> size = c.get_ints("output_size");
+      if (size.size() != 2) c.fail("output_size must have 2 entries");
+      for (int i = 0; i < 2; ++i) t.shape[2 + i] = Dim::constant(size[i]);
+      return {t};
+    }
+    const Attribute* f = c.attr("scale_factors");
+    const auto* v = f ? std::get_if<std::vector<double>>(f) : nullptr;
+    if (!v || v->size() != 2) c.fail("expected output_size or two scale_factors");
+    for (int i = 0; i < 2; ++i) {
+      const int64_t in = require_constant(c, t.shape[2 + i], "spatial dim");
+      t.shape[2 + i] = Dim::constant(static_cast<int64_t>(std::floor(in * (*v)[i])));
+    }
+    return {t};
+  };
+  r.add(
+      "upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> "
+      "Tensor",
+      P, D, upsample_rule);
+  r.add(
+      "upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, "
+      "float[]? scale_factors) -> Tensor",
+      P, D, upsample_rule);
   r.add(
       "conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] "
       "padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor",

@@ -246,6 +246,13 @@ void register_creation_and_indexing_ops(OpRegistry& r) {
           for (int64_t d : dims) normalize_dim(c, d, c.input(0).rank());
           return {c.input(0)};
         });
+  // A reversed view the device's access patterns cannot express (negative strides): the host
+  // copies it.
+  r.add("flip(Tensor self, int[] dims) -> Tensor", M, Placement::host,
+        [](const ShapeContext& c) -> std::vector<TensorType> {
+          for (int64_t d : c.get_ints("dims")) normalize_dim(c, d, c.input(0).rank());
+          return {c.input(0)};
+        });
   r.add("repeat(Tensor self, SymInt[] repeats) -> Tensor", M, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {
           const TensorType& x = c.input(0);

@@ -71,8 +71,9 @@ Dim slice_len(const ShapeContext& c, const Dim& size, std::optional<Dim> start,
     if (from_zero && step == 1 && end && end->is_symbolic() &&
         (*end == size || (size.is_constant() && max_of(c, *end) <= size.value())))
       return *end;
-    c.fail(describe() + " is not supported (expected constant bounds, or [:e] with e at most "
-                        "the dim over e's range)");
+    c.fail(describe() +
+           " is not supported (expected constant bounds, or [:e] with e at most "
+           "the dim over e's range)");
   }
   if (size.is_symbolic()) c.fail(describe() + " is not supported (expected a static dim)");
   const int64_t n = size.value();

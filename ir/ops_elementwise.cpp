@@ -131,6 +131,16 @@ void register_elementwise_ops(OpRegistry& r) {
        }) {
     r.add(s, E, D, binary_tensor);
   }
+  // min/max of two tensors (torch.min(a, b)): the element-wise minimum/maximum; canonicalize
+  // renames them.
+  r.add("min.other(Tensor self, Tensor other) -> Tensor", E, D, binary_tensor);
+  r.add("max.other(Tensor self, Tensor other) -> Tensor", E, D, binary_tensor);
+  // Remainders: exact on the host (fmod keeps the dividend's sign, remainder the divisor's).
+  const auto H = Placement::host;
+  r.add("fmod.Tensor(Tensor self, Tensor other) -> Tensor", E, H, binary_tensor);
+  r.add("remainder.Tensor(Tensor self, Tensor other) -> Tensor", E, H, binary_tensor);
+  r.add("fmod.Scalar(Tensor self, Scalar other) -> Tensor", E, H, binary_scalar);
+  r.add("remainder.Scalar(Tensor self, Scalar other) -> Tensor", E, H, binary_scalar);
   r.add("div.Tensor(Tensor self, Tensor other) -> Tensor", E, D, true_divide_tensor);
   r.add("div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor", E, D,
         true_divide_tensor);

@@ -1,4 +1,7 @@
 // Matmul-family operators: linear, addmm, mm, bmm, baddbmm, matmul.
+#include <map>
+
+#include "ir/einsum.h"
 #include "ir/op_definitions.h"
 
 namespace neuronc::ir {
@@ -53,6 +56,34 @@ TensorType matmul_type(const ShapeContext& c, const TensorType& a, const TensorT
 void register_matmul_ops(OpRegistry& r) {
   const auto M = OpCategory::matmul;
   const auto D = Placement::device;
+  // Rewritten into permutes, sums and bmm by passes/expand_composites.cpp.
+  r.add("einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor", M, D,
+        [](const ShapeContext& c) -> std::vector<TensorType> {
+          const std::vector<const TensorType*> xs = c.list_inputs();
+          const auto* eq = std::get_if<std::string>(c.attr("equation"));
+          if (!eq) c.fail("argument 'equation': expected a string");
+          const EinsumEquation e = parse_einsum(*eq, xs.size());
+          std::map<char, Dim> size;
+          for (size_t i = 0; i < xs.size(); ++i) {
+            if (!xs[i]) c.fail("tensors holds None");
+            if (static_cast<int64_t>(e.operands[i].size()) != xs[i]->rank())
+              c.fail("operand " + std::to_string(i) + " '" + e.operands[i] + "' names " +
+                     std::to_string(e.operands[i].size()) + " dims, found rank " +
+                     std::to_string(xs[i]->rank()));
+            if (xs[i]->dtype != xs[0]->dtype) c.fail("operands have different dtypes");
+            for (size_t k = 0; k < e.operands[i].size(); ++k) {
+              const Dim& d = xs[i]->shape[k];
+              auto [it, fresh] = size.emplace(e.operands[i][k], d);
+              if (!fresh && !(it->second == d))
+                c.fail(std::string("letter '") + e.operands[i][k] + "' is " +
+                       c.graph().dim_to_string(it->second) + " in one operand and " +
+                       c.graph().dim_to_string(d) + " in another");
+            }
+          }
+          Shape out;
+          for (char l : e.output) out.push_back(size.at(l));
+          return {{xs.at(0)->dtype, out}};
+        });
   r.add("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", M, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {
           const TensorType& x = c.input(0);

@@ -91,6 +91,17 @@ void register_reduction_and_norm_ops(OpRegistry& r) {
           c.fail("mean needs a floating dtype, found " + std::string(dtype_name(dt)));
         return {{dt, reduce_shape(c, x.shape, c.get_opt_ints("dim"), c.get_bool("keepdim"))}};
       });
+  // Rewritten into sums, abs and powers by passes/expand_composites.cpp.
+  r.add(
+      "linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, "
+      "ScalarType? dtype=None) -> Tensor",
+      R, D, [](const ShapeContext& c) -> std::vector<TensorType> {
+        const TensorType& x = c.input(0);
+        DType dt = c.get_opt_dtype("dtype").value_or(x.dtype);
+        if (!is_floating(dt))
+          c.fail("a vector norm needs a floating dtype, found " + std::string(dtype_name(dt)));
+        return {{dt, reduce_shape(c, x.shape, c.get_opt_ints("dim"), c.get_bool("keepdim"))}};
+      });
   r.add("mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", R, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {
           DType dt = c.get_opt_dtype("dtype").value_or(c.input(0).dtype);

@@ -6,6 +6,7 @@
 #include "passes/constant_folding.h"
 #include "passes/dead_code_elimination.h"
 #include "passes/decompose.h"
+#include "passes/expand_composites.h"
 #include "passes/fold_batch_norm.h"
 #include "passes/functionalize.h"
 #include "passes/fuse_sibling_linears.h"
@@ -16,6 +17,7 @@ void build_pipeline(PassManager& pm, const PipelineOptions& opts) {
   pm.add(std::make_unique<Functionalize>());
   pm.add(std::make_unique<Canonicalize>());
   pm.add(std::make_unique<Decompose>());
+  pm.add(std::make_unique<ExpandComposites>());
   pm.add(std::make_unique<ConstantFolding>());
   pm.add(std::make_unique<FoldBatchNorm>());
   pm.add(std::make_unique<DeadCodeElimination>());

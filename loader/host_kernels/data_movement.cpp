@@ -98,8 +98,10 @@ Status as_strided(const HostOpContext& c) {
   for (size_t i = 0; i < size.size(); ++i) {
     if (size[i] < 0 || stride[i] < 0)
       return c.error("negative size or stride in " + shape_str(size) + " / " + shape_str(stride));
-    if (size[i] == 0) empty = true;
-    else last += (size[i] - 1) * stride[i];
+    if (size[i] == 0)
+      empty = true;
+    else
+      last += (size[i] - 1) * stride[i];
   }
   if (offset < 0 || (!empty && last >= x->numel()))
     return c.error("view reaches element " + std::to_string(last) + " of an input with " +

@@ -122,6 +122,7 @@ enum class BinOp {
   min,
   pow,
   rem,
+  fmod,
   eq,
   ne,
   lt,
@@ -201,9 +202,14 @@ Status binary(const HostOpContext& c) {
       case BinOp::pow:
         r = std::pow(x, y);
         break;
-      case BinOp::rem:
+      case BinOp::rem:  // Python's %: the divisor's sign (PyTorch: fmod, then shift by y)
         if (integral && y == 0) return c.error("integer remainder by zero");
-        r = x - std::floor(x / y) * y;
+        r = std::fmod(x, y);
+        if (r != 0 && ((r < 0) != (y < 0))) r += y;
+        break;
+      case BinOp::fmod:  // C's fmod: the dividend's sign; exact
+        if (integral && y == 0) return c.error("integer fmod by zero");
+        r = std::fmod(x, y);
         break;
       case BinOp::eq:
         r = x == y;
@@ -407,6 +413,7 @@ void register_elementwise_kernels(KernelTable& t) {
     t.add("aten.div" + suf + "_mode", binary<BinOp::div>);
     t.add("aten.pow.Tensor_" + std::string(s), binary<BinOp::pow>);
     t.add("aten.remainder" + suf, binary<BinOp::rem>);
+    t.add("aten.fmod" + suf, binary<BinOp::fmod>);
     t.add("aten.eq" + suf, binary<BinOp::eq>);
     t.add("aten.ne" + suf, binary<BinOp::ne>);
     t.add("aten.lt" + suf, binary<BinOp::lt>);

@@ -374,6 +374,53 @@ def build_vision_extras() -> Fixture:
                    model_seed=1011, input_seed=2011)
 
 
+class OpsCoverage(nn.Module):
+    """Operators real models carry that neuronc runs as compositions (repeat, roll, einsum,
+    vector norms, upsampling), on the host (flip, fmod, remainder) or with indices known only
+    at run time (gather of cumsum positions, index by argmax)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x, ids):
+        h = self.fc(x)  # [2, 4, 6, 8]
+        F = nn.functional
+        pos = (torch.cumsum(ids, dim=1) % 8)[:, None, None, :].expand(2, 4, 6, 8)
+        best = h.sum(-1).argmax(-1)  # [2, 4], data-dependent
+        return (h.repeat(1, 2, 1, 3),
+                torch.min(h, h.flip(-1)) + torch.max(h, 0.5 * h),
+                torch.roll(h, shifts=(1, -2), dims=(1, 3)) + torch.roll(h, 5),
+                # On x, not h: a remainder is discontinuous, so under --auto-cast a bf16-rounded
+                # h would flip some elements by the whole divisor (and PyTorch's bf16 too).
+                torch.fmod(x, 0.7) + torch.remainder(x, 0.3) + torch.fmod(x, x.flip(1) + 3.0),
+                torch.linalg.vector_norm(h, dim=-1, keepdim=True) + h.norm(p=1, dim=1, keepdim=True),
+                torch.einsum("bchw,bcdw->bhd", h, h),
+                torch.einsum("bchw->bwc", h),
+                F.interpolate(h, scale_factor=2, mode="bilinear", align_corners=False),
+                F.interpolate(h, size=(7, 11), mode="bilinear", align_corners=True),
+                F.interpolate(h, scale_factor=2, mode="nearest"),
+                F.interpolate(h, size=(9, 13), mode="nearest"),
+                torch.gather(h, 3, pos),
+                h[torch.arange(2)[:, None], torch.arange(4)[None, :], best])
+
+
+def build_ops_coverage() -> Fixture:
+    torch.manual_seed(1016)
+    m = OpsCoverage().eval()
+    return Fixture(m, (_randn(2016, 2, 4, 6, 8), _randint(3016, 2, 2, 8)),
+                   "linear, then repeat, min/max of two tensors, flip, roll (per dim and"
+                   " flattened), fmod and remainder, vector norms, einsum (contraction and"
+                   " permute-sum), bilinear upsampling (scale and align_corners size), nearest"
+                   " upsampling (integer and fractional), a gather of cumsum positions and an"
+                   " index by argmax; x 2x4x6x8, ids 2x8 of 0/1",
+                   ["repeat", "min.other / max.other", "flip (host)", "roll",
+                    "fmod / remainder (host)", "linalg_vector_norm", "einsum",
+                    "upsample_bilinear2d.vec", "upsample_nearest2d.vec",
+                    "gather / index.Tensor with run-time indices (host)"],
+                   model_seed=1016, input_seed=2016)
+
+
 def build_mlp_bf16() -> Fixture:
     torch.manual_seed(1015)
     m = MLP().to(torch.bfloat16).eval()
@@ -506,6 +553,7 @@ SMALL: List[Entry] = [
     Entry("bart", build_bart, requires=("transformers",)),
     Entry("bert_dynamic", build_bert_dynamic, requires=("transformers",)),
     Entry("mlp_bf16", build_mlp_bf16),
+    Entry("ops_coverage", build_ops_coverage),
 ]
 
 

@@ -271,9 +271,9 @@ TEST(EndToEndOptLevels, ZeroFusesNothing) {
 
 std::vector<Case> cases() {
   std::vector<Case> out;
-  for (const char* f :
-       {"mlp", "transformer_encoder", "bert", "gpt2", "llama", "vit", "dynamic_batch", "fallback",
-        "buffers", "cnn", "vision_extras", "aliasing", "bart", "bert_dynamic", "mlp_bf16"}) {
+  for (const char* f : {"mlp", "transformer_encoder", "bert", "gpt2", "llama", "vit",
+                        "dynamic_batch", "fallback", "buffers", "cnn", "vision_extras", "aliasing",
+                        "bart", "bert_dynamic", "mlp_bf16", "ops_coverage"}) {
     for (const char* t : {"trn1", "trn2", "trn3"}) {
       for (passes::AutoCastMode m : {passes::AutoCastMode::none, passes::AutoCastMode::matmul}) {
         out.push_back({f, t, m, 0});
@@ -291,7 +291,8 @@ std::vector<Case> cases() {
         out.push_back({"bert_dynamic", "trn1", m, 0, file, 2, shape});
   // Core ATen spells writes through views as slice_scatter and where (training IR: copy_,
   // fill_, masked_fill_ of views, functionalized by neuronc).
-  for (const char* f : {"cnn", "vision_extras", "aliasing", "bart", "buffers", "bert_dynamic"})
+  for (const char* f :
+       {"cnn", "vision_extras", "aliasing", "bart", "buffers", "bert_dynamic", "ops_coverage"})
     for (passes::AutoCastMode m : {passes::AutoCastMode::none, passes::AutoCastMode::matmul})
       out.push_back({f, "trn1", m, 0, "model_core.pt2"});
   // Every optimisation level verifies (-O2 above).

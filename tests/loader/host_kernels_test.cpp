@@ -158,6 +158,49 @@ TEST(HostKernels, IndexPut) {
   EXPECT_THAT(bad.status().message(), HasSubstr("index 3 is out of bounds for dim 0 of size 3"));
 }
 
+// x[rows, cols] with index tensors that broadcast, and a gather along the last dim, with
+// indices known only at run time; an index outside the dim is an error, never a wrong read.
+TEST(HostKernels, IndexAndGather) {
+  EXPECT_THAT(run1("aten.index.Tensor",
+                   {{"self", T::f32, {2, 3}, {10, 11, 12, 20, 21, 22}},
+                    {"indices", T::i64, {2, 1}, {1, 0}, true},
+                    {"indices", T::i64, {2}, {2, -3}, true}},
+                   {}, {T::f32, {2, 2}}),
+              ElementsAre(22, 20, 12, 10));
+  EXPECT_THAT(run1("aten.index.Tensor",
+                   {{"self", T::i64, {2, 3}, {1, 2, 3, 4, 5, 6}},
+                    {"indices", T::i64, {}, {}, true, true},
+                    {"indices", T::i64, {2}, {2, 0}, true}},
+                   {}, {T::i64, {2, 2}}),
+              ElementsAre(3, 1, 6, 4));
+  EXPECT_THAT(
+      run1("aten.gather.default",
+           {{"self", T::f32, {2, 3}, {1, 2, 3, 4, 5, 6}}, {"index", T::i64, {2, 2}, {2, 0, 1, -1}}},
+           {A::integer("dim", 1)}, {T::f32, {2, 2}}),
+      ElementsAre(3, 1, 5, 6));
+  auto bad =
+      run_host_op("aten.gather.default",
+                  {{"self", T::f32, {2, 3}, {1, 2, 3, 4, 5, 6}}, {"index", T::i64, {2, 1}, {0, 3}}},
+                  {A::integer("dim", 1)}, {{T::f32, {2, 1}}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("index 3 is out of bounds for dim 1 of size 3"));
+  auto bad2 = run_host_op("aten.index.Tensor",
+                          {{"self", T::f32, {3}, {0, 0, 0}}, {"indices", T::i64, {1}, {-4}, true}},
+                          {}, {{T::f32, {1}}});
+  ASSERT_FALSE(bad2.is_ok());
+  EXPECT_THAT(bad2.status().message(), HasSubstr("index -4 is out of bounds for dim 0 of size 3"));
+}
+
+// fmod keeps the dividend's sign, remainder the divisor's (Python's %), both exact.
+TEST(HostKernels, FmodAndRemainder) {
+  EXPECT_THAT(run1("aten.fmod.Scalar", {{"self", T::f32, {4}, {5.5, -5.5, 0.7, -0.3}}},
+                   {A::real("other", 2.0)}, {T::f32, {4}}),
+              ElementsAre(1.5, -1.5, 0.699999988079071, -0.30000001192092896));
+  EXPECT_THAT(run1("aten.remainder.Scalar", {{"self", T::f32, {4}, {5.5, -5.5, 0.7, -0.3}}},
+                   {A::real("other", 2.0)}, {T::f32, {4}}),
+              ElementsAre(1.5, 0.5, 0.699999988079071, 1.7000000476837158));
+}
+
 TEST(HostKernels, IndexCopy) {
   EXPECT_THAT(run1("aten.index_copy.default",
                    {{"self", T::f32, {4, 2}, std::vector<double>(8, 0)},
@@ -214,10 +257,10 @@ TEST(HostKernels, BatchNormPlainBothModes) {
   // aten.batch_norm.default: one result. Channel 0 = {1, 3}, channel 1 = {4, 4}.
   const double eps = 1e-5;
   const std::vector<In> in = {{"input", T::f32, {2, 2, 1, 1}, {1, 4, 3, 4}},
-                                   {"weight", T::f32, {2}, {2, 1}},
-                                   {"bias", T::f32, {2}, {0, 0.5}},
-                                   {"running_mean", T::f32, {2}, {0, 1}},
-                                   {"running_var", T::f32, {2}, {4, 1}}};
+                              {"weight", T::f32, {2}, {2, 1}},
+                              {"bias", T::f32, {2}, {0, 0.5}},
+                              {"running_mean", T::f32, {2}, {0, 1}},
+                              {"running_var", T::f32, {2}, {4, 1}}};
   // Training: batch statistics (mean 2, var 1; mean 4, var 0).
   const double inv0 = 1 / std::sqrt(1 + eps);
   EXPECT_THAT(run1("aten.batch_norm.default", in,
@@ -310,10 +353,10 @@ TEST(HostKernels, DataMovement) {
                     A::integer("storage_offset", 1)},
                    {T::f32, {2, 2}}),
               ElementsAre(1, 2, 3, 4));
-  auto outside = run_host_op("aten.as_strided.default", {{"self", T::f32, {2, 3}, x}},
-                             {A::integers("size", {2, 2}), A::integers("stride", {3, 2}),
-                              A::integer("storage_offset", 1)},
-                             {{T::f32, {2, 2}}});
+  auto outside = run_host_op(
+      "aten.as_strided.default", {{"self", T::f32, {2, 3}, x}},
+      {A::integers("size", {2, 2}), A::integers("stride", {3, 2}), A::integer("storage_offset", 1)},
+      {{T::f32, {2, 2}}});
   ASSERT_FALSE(outside.is_ok());
   EXPECT_THAT(outside.status().message(),
               HasSubstr("view reaches element 6 of an input with 6 elements"));

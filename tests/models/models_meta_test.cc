@@ -171,9 +171,9 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FixtureMeta);
 TEST(ModelsZoo, ExpectedFixturesPresent) {
   const auto dirs = FixtureDirs();
   const std::set<std::string> have(dirs.begin(), dirs.end());
-  for (const char* name :
-       {"mlp", "cnn", "transformer_encoder", "bert", "gpt2", "llama", "vit", "dynamic_batch",
-        "buffers", "fallback", "vision_extras", "aliasing", "bart", "bert_dynamic", "mlp_bf16"}) {
+  for (const char* name : {"mlp", "cnn", "transformer_encoder", "bert", "gpt2", "llama", "vit",
+                           "dynamic_batch", "buffers", "fallback", "vision_extras", "aliasing",
+                           "bart", "bert_dynamic", "mlp_bf16", "ops_coverage"}) {
     EXPECT_TRUE(have.count(name)) << "models/" << name << "/meta.json missing";
   }
   for (const char* name :

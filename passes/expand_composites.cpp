@@ -1,0 +1,322 @@
+// ExpandComposites (see the header).
+#include "passes/expand_composites.h"
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "ir/einsum.h"
+#include "ir/op_registry.h"
+#include "passes/rewrite.h"
+
+namespace neuronc::passes {
+namespace {
+
+using ir::Node;
+using ir::Value;
+
+int64_t static_dim(const Node* n, const Value* x, int64_t d, const char* what) {
+  const ir::Dim& dim = x->shape().at(static_cast<size_t>(d));
+  if (!dim.is_constant())
+    throw ir::Error(n->describe() + ": the " + what + " must be static, found a symbolic size");
+  return dim.value();
+}
+
+class Expander {
+ public:
+  explicit Expander(ir::Graph& g) : g_(g) {}
+
+  bool run() {
+    std::vector<Node*> order;
+    for (const auto& n : g_.nodes()) order.push_back(n.get());
+    bool changed = false;
+    for (Node* n : order) changed |= visit(n);
+    return changed;
+  }
+
+ private:
+  bool visit(Node* n) {
+    const std::string& op = n->op();
+    if (op == "aten.min.other" || op == "aten.max.other") {
+      replace_node(g_, n, op == "aten.min.other" ? "aten.minimum.default" : "aten.maximum.default",
+                   n->inputs(), {});
+      return true;
+    }
+    if (op == "aten.repeat.default") return repeat(n);
+    if (op == "aten.roll.default") return roll(n);
+    if (op == "aten.linalg_vector_norm.default") return vector_norm(n);
+    if (op == "aten.upsample_nearest2d.vec" || op == "aten.upsample_bilinear2d.vec")
+      return upsample(n);
+    if (op == "aten.einsum.default") return einsum(n);
+    return false;
+  }
+
+  Value* add(Node* at, std::string op, std::vector<Value*> in, std::vector<ir::NamedAttr> attrs) {
+    Node* m = g_.insert_before(at, std::move(op), std::move(in), std::move(attrs));
+    m->set_location(at->location());
+    created_.insert(m);
+    return m->output();
+  }
+
+  Value* view(Node* at, Value* x, const ir::Shape& s) {
+    if (x->shape() == s) return x;
+    return add(at, "aten.view.default", {x}, {{"size", shape_attr(s)}});
+  }
+
+  Value* permute(Node* at, Value* x, const std::vector<int64_t>& perm) {
+    std::vector<int64_t> id(perm.size());
+    std::iota(id.begin(), id.end(), 0);
+    if (perm == id) return x;
+    return add(at, "aten.permute.default", {x}, {{"dims", perm}});
+  }
+
+  // Redirects n's uses to v (same type), erases n, and gives v's producer n's names.
+  bool finish(Node* n, Value* v) {
+    if (!(v->type() == n->output()->type()))
+      throw ir::Error("expanding " + n->describe() + ": result type " +
+                      g_.type_to_string(v->type()) + " differs from " +
+                      g_.type_to_string(n->output()->type()));
+    const std::string name = n->output()->name();
+    const std::string node_name = n->name();
+    n->output()->replace_all_uses_with(v);
+    g_.erase(n);
+    if (Node* p = v->producer(); p && created_.count(p)) g_.rename(p, node_name, {name});
+    return true;
+  }
+
+  bool repeat(Node* n) {
+    Value* x = n->input(0);
+    const std::vector<int64_t> r = n->attr_ints("repeats");
+    const size_t lead = r.size() - x->shape().size();
+    ir::Shape with_ones, expanded, out;
+    for (size_t i = 0; i < r.size(); ++i) {
+      const ir::Dim d = i < lead ? ir::Dim::constant(1) : x->shape()[i - lead];
+      with_ones.push_back(ir::Dim::constant(1));
+      with_ones.push_back(d);
+      expanded.push_back(ir::Dim::constant(r[i]));
+      expanded.push_back(d);
+    }
+    Value* v = view(n, x, with_ones);
+    if (!(expanded == with_ones))
+      v = add(n, "aten.expand.default", {v}, {{"size", shape_attr(expanded)}});
+    return finish(n, view(n, v, n->output()->shape()));
+  }
+
+  bool roll(Node* n) {
+    Value* x = n->input(0);
+    const std::vector<int64_t> shifts = n->attr_ints("shifts");
+    std::vector<int64_t> dims = n->attr_ints("dims");
+    const ir::Shape shape = x->shape();
+    Value* v = x;
+    if (dims.empty()) {  // the flattened tensor
+      std::optional<ir::Monomial> count = ir::numel(shape);
+      v = view(n, v, {g_.dim_of(*count)});
+      dims = {0};
+    }
+    for (size_t i = 0; i < dims.size(); ++i) {
+      const int64_t rank = v->type().rank();
+      const int64_t d = dims[i] < 0 ? dims[i] + rank : dims[i];
+      const int64_t size = static_dim(n, v, d, "rolled dim");
+      if (size == 0) continue;
+      const int64_t s = ((shifts.at(i) % size) + size) % size;
+      if (s == 0) continue;
+      Value* tail =
+          add(n, "aten.slice.Tensor", {v}, {{"dim", d}, {"start", size - s}, {"end", size}});
+      Value* head =
+          add(n, "aten.slice.Tensor", {v}, {{"dim", d}, {"start", int64_t{0}}, {"end", size - s}});
+      v = add(n, "aten.cat.default", {tail, head}, {{"dim", d}});
+    }
+    return finish(n, view(n, v, shape));
+  }
+
+  bool vector_norm(Node* n) {
+    Value* x = n->input(0);
+    const double ord = n->attr("ord") ? n->attr_float("ord") : 2.0;
+    std::vector<int64_t> dims;
+    if (!n->attr_is_none("dim")) dims = n->attr_ints("dim");
+    if (dims.empty()) {
+      dims.resize(static_cast<size_t>(x->type().rank()));
+      std::iota(dims.begin(), dims.end(), 0);
+    }
+    const bool keep = n->attr("keepdim") && n->attr_bool("keepdim");
+    if (!n->attr_is_none("dtype") || !ir::is_floating(x->dtype())) return false;
+    const std::vector<ir::NamedAttr> red = {{"dim", dims}, {"keepdim", keep}};
+    Value* a = ord == 2.0 ? x : add(n, "aten.abs.default", {x}, {});
+    Value* r = nullptr;
+    if (ord == 2.0) {
+      r = add(n, "aten.sqrt.default",
+              {add(n, "aten.sum.dim_IntList", {add(n, "aten.mul.Tensor", {x, x}, {})}, red)}, {});
+    } else if (ord == 1.0) {
+      r = add(n, "aten.sum.dim_IntList", {a}, red);
+    } else if (std::isinf(ord)) {
+      r = add(n, ord > 0 ? "aten.amax.default" : "aten.amin.default", {a}, red);
+    } else if (ord == 0.0) {
+      Value* nz = add(n, "aten.ne.Scalar", {x}, {{"other", int64_t{0}}});
+      nz = add(n, "aten._to_copy.default", {nz}, {{"dtype", x->dtype()}});
+      r = add(n, "aten.sum.dim_IntList", {nz}, red);
+    } else {
+      Value* p = add(n, "aten.pow.Tensor_Scalar", {a}, {{"exponent", ord}});
+      r = add(n, "aten.pow.Tensor_Scalar", {add(n, "aten.sum.dim_IntList", {p}, red)},
+              {{"exponent", 1.0 / ord}});
+    }
+    return finish(n, r);
+  }
+
+  // The [out, in] matrix that interpolates one spatial dim as PyTorch does (float math,
+  // aten/src/ATen/native/UpSample.h: area_pixel_compute_source_index and nearest_idx).
+  static std::vector<double> interpolation(bool bilinear, bool align_corners, int64_t in,
+                                           int64_t out, std::optional<double> factor) {
+    std::vector<double> w(static_cast<size_t>(out * in), 0.0);
+    float scale;
+    if (bilinear && align_corners)
+      scale = out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0f;
+    else
+      scale = factor && *factor > 0 ? static_cast<float>(1.0 / *factor)
+                                    : static_cast<float>(in) / static_cast<float>(out);
+    for (int64_t o = 0; o < out; ++o) {
+      double* row = &w[static_cast<size_t>(o * in)];
+      if (!bilinear) {
+        const int64_t src = std::min(static_cast<int64_t>(std::floor(o * scale)), in - 1);
+        row[src] = 1.0;
+        continue;
+      }
+      float src = align_corners ? scale * static_cast<float>(o)
+                                : std::max(scale * (static_cast<float>(o) + 0.5f) - 0.5f, 0.0f);
+      const int64_t i0 = std::min(static_cast<int64_t>(src), in - 1);
+      const int64_t i1 = i0 + (i0 < in - 1 ? 1 : 0);
+      const float l1 = std::min(std::max(src - static_cast<float>(i0), 0.0f), 1.0f);
+      row[i0] += 1.0f - l1;
+      row[i1] += l1;
+    }
+    return w;
+  }
+
+  bool upsample(Node* n) {
+    Value* x = n->input(0);
+    const bool bilinear = n->op() == "aten.upsample_bilinear2d.vec";
+    const bool corners = bilinear && n->attr_bool("align_corners");
+    std::vector<double> factors;
+    if (const auto* f = n->attr("scale_factors"))
+      if (const auto* v = std::get_if<std::vector<double>>(f)) factors = *v;
+    const ir::Shape& in = x->shape();
+    const ir::Shape& out = n->output()->shape();
+    // Nearest by an integer factor: each source pixel repeated (exact).
+    if (!bilinear) {
+      bool integral = true;
+      for (int i = 2; i < 4; ++i) {
+        const int64_t a = static_dim(n, x, i, "spatial dim"), b = out[i].value();
+        integral &= b % a == 0 && (factors.empty() || factors[i - 2] == double(b / a));
+      }
+      if (integral) {
+        const ir::Dim one = ir::Dim::constant(1);
+        const ir::Dim kh = ir::Dim::constant(out[2].value() / in[2].value());
+        const ir::Dim kw = ir::Dim::constant(out[3].value() / in[3].value());
+        Value* v = view(n, x, {in[0], in[1], in[2], one, in[3], one});
+        v = add(n, "aten.expand.default", {v},
+                {{"size", shape_attr({in[0], in[1], in[2], kh, in[3], kw})}});
+        return finish(n, view(n, v, out));
+      }
+    }
+    // One linear per spatial dim: W, then (transposed) H.
+    Value* v = x;
+    for (int i : {3, 2}) {
+      const int64_t a = static_dim(n, x, i, "spatial dim"), b = out[i].value();
+      HostTensor m;
+      m.dtype = x->dtype();
+      m.shape = {b, a};
+      m.data = interpolation(bilinear, corners, a, b,
+                             factors.empty() ? std::nullopt : std::optional(factors[i - 2]));
+      Value* w = add_constant_input(g_, n->name() + (i == 3 ? "_w" : "_h"),
+                                    "upsample." + n->name() + (i == 3 ? ".w" : ".h"), m);
+      v = add(n, "aten.linear.default", {v, w, nullptr}, {});
+      v = permute(n, v, {0, 1, 3, 2});
+    }
+    return finish(n, v);
+  }
+
+  // --- einsum ------------------------------------------------------------------------------
+  struct Term {
+    Value* v;
+    std::string letters;
+  };
+
+  // Sums the letters of `t` that are in neither `keep` nor `other`.
+  Term sum_private(Node* n, Term t, const std::string& keep, const std::string& other) {
+    std::vector<int64_t> dims;
+    std::string rest;
+    for (size_t k = 0; k < t.letters.size(); ++k) {
+      const char c = t.letters[k];
+      if (keep.find(c) == std::string::npos && other.find(c) == std::string::npos)
+        dims.push_back(static_cast<int64_t>(k));
+      else
+        rest += c;
+    }
+    if (dims.empty()) return t;
+    return {add(n, "aten.sum.dim_IntList", {t.v}, {{"dim", dims}, {"keepdim", false}}), rest};
+  }
+
+  ir::Shape sizes(const Term& t, const std::string& letters) {
+    ir::Shape s;
+    for (char c : letters) s.push_back(t.v->shape()[t.letters.find(c)]);
+    return s;
+  }
+
+  ir::Dim product(const ir::Shape& s) { return g_.dim_of(*ir::numel(s)); }
+
+  std::vector<int64_t> order(const Term& t, const std::string& letters) {
+    std::vector<int64_t> p;
+    for (char c : letters) p.push_back(static_cast<int64_t>(t.letters.find(c)));
+    return p;
+  }
+
+  // a × b over their shared letters, keeping the letters `keep` needs.
+  Term contract(Node* n, Term a, Term b, const std::string& keep) {
+    a = sum_private(n, a, keep, b.letters);
+    b = sum_private(n, b, keep, a.letters);
+    std::string batch, ka, kb, con;
+    for (char c : a.letters) {
+      const bool in_b = b.letters.find(c) != std::string::npos;
+      const bool kept = keep.find(c) != std::string::npos;
+      (in_b ? (kept ? batch : con) : ka) += c;
+    }
+    for (char c : b.letters)
+      if (a.letters.find(c) == std::string::npos) kb += c;
+    const ir::Shape sb = sizes(a, batch), sa = sizes(a, ka), sk = sizes(a, con), sn = sizes(b, kb);
+    Value* A = permute(n, a.v, order(a, batch + ka + con));
+    A = view(n, A, {product(sb), product(sa), product(sk)});
+    Value* B = permute(n, b.v, order(b, batch + con + kb));
+    B = view(n, B, {product(sb), product(sk), product(sn)});
+    Value* r = add(n, "aten.bmm.default", {A, B}, {});
+    ir::Shape rs = sb;
+    rs.insert(rs.end(), sa.begin(), sa.end());
+    rs.insert(rs.end(), sn.begin(), sn.end());
+    return {view(n, r, rs), batch + ka + kb};
+  }
+
+  bool einsum(Node* n) {
+    const std::vector<Value*>& xs = n->inputs();
+    const ir::EinsumEquation e = ir::parse_einsum(n->attr_string("equation"), xs.size());
+    Term t{xs.at(0), e.operands[0]};
+    for (size_t i = 1; i < xs.size(); ++i) {
+      // Letters a later operand or the output still needs stay.
+      std::string keep = e.output;
+      for (size_t j = i + 1; j < xs.size(); ++j) keep += e.operands[j];
+      t = contract(n, t, {xs[i], e.operands[i]}, keep);
+    }
+    t = sum_private(n, t, e.output, "");
+    return finish(n, permute(n, t.v, order(t, e.output)));
+  }
+
+  ir::Graph& g_;
+  std::set<const Node*> created_;
+};
+
+}  // namespace
+
+bool ExpandComposites::run(ir::Graph& g) {
+  return Expander(g).run();
+}
+
+}  // namespace neuronc::passes
