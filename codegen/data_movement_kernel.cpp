@@ -330,7 +330,8 @@ void lower_materialize(KernelBuilder& kb, const ir::Node& n, const PartitionCont
 std::optional<std::string> refuse_static_gather(const ir::Node& n, const device::Target&) {
   for (size_t i = 1; i < n.inputs().size(); ++i) {
     const ir::Value* v = n.inputs()[i];
-    if (v && !(!v->producer() && v->payload()))
+    if (!v) return std::string("index with a None (whole-dim) entry is not lowered");
+    if (!(!v->producer() && v->payload()))
       return "indices '" + v->name() + "' are only known at run time (data-dependent gather)";
   }
   return std::nullopt;

@@ -736,7 +736,8 @@ class Importer {
     auto term = ExprParser(s).parse();
     if (!term) {
       expr.fail(what + ": symbolic expression '" + s +
-                "' is not supported (expected a product of symbols and an integer, such as s0, 4*s0 or s0*s1)");
+                "' is not supported (expected a product of symbols and an integer, such as s0, "
+                "4*s0 or s0*s1)");
     }
     return *dim_from_term(*term);
   }
@@ -835,8 +836,9 @@ class Importer {
     J expr = t.value.is_string() ? t.value : t.value.at("expr_str");
     auto term = ExprParser(expr.str()).parse();
     if (!term) {
-      return {std::nullopt,
-              "expression '" + expr.str() + "' is not supported (expected a product of symbols and an integer, such as s0, 4*s0 or s0*s1)"};
+      return {std::nullopt, "expression '" + expr.str() +
+                                "' is not supported (expected a product of symbols and an integer, "
+                                "such as s0, 4*s0 or s0*s1)"};
     }
     return {dim_from_term(*term), ""};
   }
@@ -1079,6 +1081,16 @@ class Importer {
       inline_hop(node, inputs, outputs, scope, nesting, label);
       return;
     }
+    // torch.vmap inside the model (transformers' mask functions): the training IR keeps the
+    // batched region as predispatch calls whose tensors carry a hidden batch dim. Its shapes
+    // are not the tensors' own, so importing it would compute wrong results; core ATen has it
+    // lowered.
+    if (target.starts_with("torch._functorch.predispatch.")) {
+      node.fail("node '" + label + "' (" + target +
+                ") is part of a torch.vmap region, which the training IR keeps unlowered: "
+                "expected plain ATen ops; export the core ATen program instead "
+                "(ep.run_decompositions()), where vmap is lowered");
+    }
     if (!target.starts_with("torch.ops.")) {
       eval_sym_op(node, target, inputs, outputs, scope, label);
       return;
@@ -1122,7 +1134,8 @@ class Importer {
     };
 
     std::optional<ir::Dim> result;
-    std::string problem = "the result of " + op + " is not representable as an integer times a product of symbols";
+    std::string problem =
+        "the result of " + op + " is not representable as an integer times a product of symbols";
     if (op == "aten.sym_size.int") {
       auto self = arg_named("self", 0);
       auto dim = arg_named("dim", 1);

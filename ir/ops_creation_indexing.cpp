@@ -253,6 +253,27 @@ void register_creation_and_indexing_ops(OpRegistry& r) {
           for (int64_t d : c.get_ints("dims")) normalize_dim(c, d, c.input(0).rank());
           return {c.input(0)};
         });
+  // Each element repeated `repeats` times along dim (flattened when dim is None); rewritten by
+  // passes/expand_composites.cpp.
+  r.add(
+      "repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? "
+      "output_size=None) -> Tensor",
+      M, D, [](const ShapeContext& c) -> std::vector<TensorType> {
+        TensorType t = c.input(0);
+        const int64_t k = c.get_int("repeats");
+        if (k < 0) c.fail("repeats must be non-negative, found " + std::to_string(k));
+        if (c.is_none("dim")) {
+          const std::optional<Monomial> n = numel(t.shape);
+          if (!n) c.fail("element count overflows");
+          Monomial m = *n;
+          m.coeff *= k;
+          return {{t.dtype, {c.graph().dim_of(m)}}};
+        }
+        const int64_t d = normalize_dim(c, c.get_int("dim"), t.rank());
+        Dim& x = t.shape[static_cast<size_t>(d)];
+        x = x.is_constant() ? Dim::constant(x.value() * k) : Dim::sym(x.symbol, x.coeff * k);
+        return {t};
+      });
   r.add("repeat(Tensor self, SymInt[] repeats) -> Tensor", M, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {
           const TensorType& x = c.input(0);

@@ -13,6 +13,23 @@ namespace {
 using ir::Node;
 using ir::Value;
 
+// PyTorch's alias spellings of arithmetic (torch.multiply, torch.subtract, torch.divide,
+// torch.true_divide): the same schema under another name.
+const std::string* alias_of(const std::string& op) {
+  static const std::map<std::string, std::string> m = {
+      {"aten.multiply.Tensor", "aten.mul.Tensor"},
+      {"aten.multiply.Scalar", "aten.mul.Scalar"},
+      {"aten.subtract.Tensor", "aten.sub.Tensor"},
+      {"aten.subtract.Scalar", "aten.sub.Scalar"},
+      {"aten.divide.Tensor", "aten.div.Tensor"},
+      {"aten.divide.Scalar", "aten.div.Scalar"},
+      {"aten.true_divide.Tensor", "aten.div.Tensor"},
+      {"aten.true_divide.Scalar", "aten.div.Scalar"},
+  };
+  auto it = m.find(op);
+  return it == m.end() ? nullptr : &it->second;
+}
+
 bool is_identity_op(const std::string& op) {
   return op == "aten.alias.default" || op == "aten.detach.default" ||
          op == "aten.detach_.default" || op == "aten.clone.default" ||
@@ -45,6 +62,10 @@ class Canonicalizer {
  private:
   bool visit(Node* n) {
     const std::string op = n->op();
+    if (const std::string* to = alias_of(op)) {
+      replace_node(g_, n, *to, n->inputs(), n->attrs());
+      return true;
+    }
     if (is_identity_op(op)) {
       forward_to(g_, n, n->input(0));
       return true;

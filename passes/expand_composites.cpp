@@ -45,6 +45,7 @@ class Expander {
       return true;
     }
     if (op == "aten.repeat.default") return repeat(n);
+    if (op == "aten.repeat_interleave.self_int") return repeat_interleave(n);
     if (op == "aten.roll.default") return roll(n);
     if (op == "aten.linalg_vector_norm.default") return vector_norm(n);
     if (op == "aten.upsample_nearest2d.vec" || op == "aten.upsample_bilinear2d.vec")
@@ -101,6 +102,22 @@ class Expander {
     Value* v = view(n, x, with_ones);
     if (!(expanded == with_ones))
       v = add(n, "aten.expand.default", {v}, {{"size", shape_attr(expanded)}});
+    return finish(n, view(n, v, n->output()->shape()));
+  }
+
+  // Each element k times along dim: a size-1 dim after it, expanded to k, merged back.
+  bool repeat_interleave(Node* n) {
+    Value* x = n->input(0);
+    const int64_t k = n->attr_int("repeats");
+    if (n->attr_is_none("dim")) x = view(n, x, {g_.dim_of(*ir::numel(x->shape()))});
+    const int64_t rank = x->type().rank();
+    int64_t d = n->attr_is_none("dim") ? 0 : n->attr_int("dim");
+    if (d < 0) d += rank;
+    ir::Shape with_one = x->shape(), expanded = x->shape();
+    with_one.insert(with_one.begin() + d + 1, ir::Dim::constant(1));
+    expanded.insert(expanded.begin() + d + 1, ir::Dim::constant(k));
+    Value* v =
+        add(n, "aten.expand.default", {view(n, x, with_one)}, {{"size", shape_attr(expanded)}});
     return finish(n, view(n, v, n->output()->shape()));
   }
 

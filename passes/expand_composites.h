@@ -4,7 +4,8 @@
 //
 //  - min.other / max.other (torch.min(a, b)): minimum / maximum.
 //  - repeat(x, r): x viewed with a size-1 dim before each dim, expanded by r, viewed back
-//    (the pattern of repeat_kv, which codegen copies with one DMA per run).
+//    (the pattern of repeat_kv, which codegen copies with one DMA per run); repeat_interleave
+//    with an int count: a size-1 dim after the repeated one, expanded.
 //  - roll(x, shifts, dims): per rolled dim, the cat of its last `shift` rows and the rest; no
 //    dims rolls the flattened tensor. The rolled dim must be static.
 //  - linalg_vector_norm(x, ord, dim, keepdim): ord 2 sqrt(sum(x·x)), 1 sum(|x|), ±inf

@@ -239,6 +239,25 @@ TEST(ExportedProgram, ProductsOfSymbols) {
   EXPECT_EQ(g.symbol(*bs).max, 2048);
 }
 
+// The training IR keeps a torch.vmap region (transformers' mask functions) as predispatch
+// calls on batched tensors; importing them as plain ops would compute with wrong shapes.
+TEST(ExportedProgram, VmapRegionsAreRefusedWithTheWayOut) {
+  Prog p;
+  p.nodes = R"([
+    {"target": "torch._functorch.predispatch._add_batch_dim", "inputs": [
+      {"name": "", "arg": {"as_tensor": {"name": "x"}}}, {"name": "", "arg": {"as_int": 0}},
+      {"name": "", "arg": {"as_int": 1}}],
+      "outputs": [{"as_tensor": {"name": "relu"}}]}])";
+  try {
+    load(p.json());
+    FAIL() << "a vmap region was imported";
+  } catch (const std::exception& e) {
+    EXPECT_THAT(e.what(), HasSubstr("(torch._functorch.predispatch._add_batch_dim) is part of a "
+                                    "torch.vmap region"));
+    EXPECT_THAT(e.what(), HasSubstr("ep.run_decompositions()"));
+  }
+}
+
 TEST(ExportedProgram, PlainSymbolStringsAndUnboundedRanges) {
   Prog p;
   p.range_constraints =

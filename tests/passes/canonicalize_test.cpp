@@ -179,6 +179,26 @@ TEST(Canonicalize, NormsAndSoftmax) {
   EXPECT_EQ(run_pass<Canonicalize>(fixed), after);
 }
 
+TEST(Canonicalize, ArithmeticAliasesBecomeTheirOps) {
+  const std::string before = R"(graph {
+  input %x : f32[4]
+  %a : f32[4] = aten.multiply.Tensor(%x, %x)
+  %b : f32[4] = aten.subtract.Tensor(%a, %x)
+  %c : f32[4] = aten.true_divide.Scalar(%b) {other = 2.0}
+  output %c
+}
+)";
+  const std::string after = R"(graph {
+  input %x : f32[4]
+  %a : f32[4] = aten.mul.Tensor(%x, %x)
+  %b : f32[4] = aten.sub.Tensor(%a, %x)
+  %c : f32[4] = aten.div.Scalar(%b) {other = 2.0}
+  output %c
+}
+)";
+  EXPECT_EQ(run_pass<Canonicalize>(before), after);
+}
+
 TEST(Canonicalize, CanonicalGraphIsUnchanged) {
   const std::string text = R"(graph {
   input %x : f32[2, 8]

@@ -126,3 +126,26 @@ TEST(ExpandComposites, UpsamplingByFactorAndByMatrix) {
 
 }  // namespace
 }  // namespace neuronc::passes
+
+namespace neuronc::passes {
+namespace {
+
+TEST(ExpandComposites, RepeatInterleaveIsViewExpandView) {
+  EXPECT_EQ(testing::run_pass<ExpandComposites>(R"(graph {
+  input %x : f32[2, 3]
+  %r : f32[2, 6] = aten.repeat_interleave.self_int(%x) {repeats = 2, dim = 1}
+  output %r
+}
+)"),
+            R"(graph {
+  input %x : f32[2, 3]
+  %view : f32[2, 3, 1] = aten.view.default(%x) {size = [2, 3, 1]}
+  %expand : f32[2, 3, 2] = aten.expand.default(%view) {size = [2, 3, 2]}
+  %r : f32[2, 6] = aten.view.default(%expand) {size = [2, 6]}
+  output %r
+}
+)");
+}
+
+}  // namespace
+}  // namespace neuronc::passes
