@@ -59,13 +59,19 @@ class SchemaParser {
     OpInfo info;
     info.schema = std::string(s_);
     skip_ws();
-    std::string name = ident();
+    std::string ns = "aten", name = ident();
+    if (peek() == ':') {  // "transformers::grouped_mm_fallback": another library's op
+      expect(':');
+      expect(':');
+      ns = name;
+      name = ident();
+    }
     std::string overload = "default";
     if (peek() == '.') {
       ++p_;
       overload = ident();
     }
-    info.name = "aten." + name + "." + overload;
+    info.name = ns + "." + name + "." + overload;
     expect('(');
     bool kwarg_only = false;
     skip_ws();

@@ -99,7 +99,7 @@ void register_creation_and_indexing_ops(OpRegistry& r) {
   r.add("full_like(Tensor self, Scalar fill_value, " + kw +
             ", MemoryFormat? memory_format=None) -> Tensor",
         Cr, D, like);
-  for (const char* n : {"zeros_like", "ones_like"}) {
+  for (const char* n : {"zeros_like", "ones_like", "empty_like"}) {
     r.add(std::string(n) + "(Tensor self, " + kw + ", MemoryFormat? memory_format=None) -> Tensor",
           Cr, D, like);
   }
@@ -235,6 +235,8 @@ void register_creation_and_indexing_ops(OpRegistry& r) {
   r.add(
       "empty.memory_format(SymInt[] size, " + kw + ", MemoryFormat? memory_format=None) -> Tensor",
       Cr, D, [](const ShapeContext& c) { return full_rule(c, DType::f32); });
+  r.add("empty_permuted(SymInt[] size, int[] physical_layout, " + kw + ") -> Tensor", Cr, D,
+        [](const ShapeContext& c) { return full_rule(c, DType::f32); });
   r.add("roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor", M, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {
           const std::vector<int64_t> shifts = c.get_ints("shifts");

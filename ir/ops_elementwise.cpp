@@ -131,6 +131,11 @@ void register_elementwise_ops(OpRegistry& r) {
        }) {
     r.add(s, E, D, binary_tensor);
   }
+  // On the host (no engine lowering; exact there): log1p, expm1, softplus (Mamba, RG-LRU).
+  r.add("log1p(Tensor self) -> Tensor", E, Placement::host, float_result);
+  r.add("expm1(Tensor self) -> Tensor", E, Placement::host, float_result);
+  r.add("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor", E, Placement::host,
+        float_result);
   // min/max of two tensors (torch.min(a, b)): the element-wise minimum/maximum; canonicalize
   // renames them.
   r.add("min.other(Tensor self, Tensor other) -> Tensor", E, D, binary_tensor);
@@ -152,6 +157,16 @@ void register_elementwise_ops(OpRegistry& r) {
        }) {
     r.add(s, E, D, binary_scalar);
   }
+  r.add("div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor", E, D,
+        [](const ShapeContext& c) -> std::vector<TensorType> {
+          TensorType t = c.input(0);
+          const Attribute* mode = c.attr("rounding_mode");
+          if (mode && std::holds_alternative<std::string>(*mode))
+            t.dtype = promote_with_scalar(t.dtype, c.attr("other"));
+          else if (!is_floating(t.dtype))
+            t.dtype = DType::f32;
+          return {t};
+        });
   r.add("div.Scalar(Tensor self, Scalar other) -> Tensor", E, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {
           TensorType t = c.input(0);

@@ -56,6 +56,20 @@ TensorType matmul_type(const ShapeContext& c, const TensorType& a, const TensorT
 void register_matmul_ops(OpRegistry& r) {
   const auto M = OpCategory::matmul;
   const auto D = Placement::device;
+  // transformers' mixture-of-experts fallback (integrations/moe.py): input rows sorted by
+  // expert, rows [offs[e-1], offs[e]) times weight[e]; the offsets are data-dependent, so the
+  // host runs it.
+  r.add("transformers::grouped_mm_fallback(Tensor input, Tensor weight, Tensor offs) -> Tensor", M,
+        Placement::host, [](const ShapeContext& c) -> std::vector<TensorType> {
+          const TensorType &x = c.input(0), &w = c.input(1), &offs = c.input(2);
+          if (x.rank() != 2 || w.rank() != 3 || offs.rank() != 1)
+            c.fail("expected input [S, K], weight [E, K, N] and offs [E], found " +
+                   shape_str(c, x.shape) + ", " + shape_str(c, w.shape) + " and " +
+                   shape_str(c, offs.shape));
+          check_same(c, x.shape[1], w.shape[1], "contraction dim");
+          check_same(c, offs.shape[0], w.shape[0], "expert count");
+          return {{x.dtype, {x.shape[0], w.shape[2]}}};
+        });
   // Rewritten into permutes, sums and bmm by passes/expand_composites.cpp.
   r.add("einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor", M, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {

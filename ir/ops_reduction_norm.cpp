@@ -91,6 +91,17 @@ void register_reduction_and_norm_ops(OpRegistry& r) {
           c.fail("mean needs a floating dtype, found " + std::string(dtype_name(dt)));
         return {{dt, reduce_shape(c, x.shape, c.get_opt_ints("dim"), c.get_bool("keepdim"))}};
       });
+  // Equal-width histogram (a mixture-of-experts router counts tokens per expert with it); on
+  // the host.
+  r.add("histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor", R,
+        Placement::host, [](const ShapeContext& c) -> std::vector<TensorType> {
+          const int64_t bins = c.get_int("bins");
+          if (bins <= 0) c.fail("bins must be positive, found " + std::to_string(bins));
+          if (!is_floating(c.input(0).dtype))
+            c.fail("histc needs a floating input, found " +
+                   std::string(dtype_name(c.input(0).dtype)));
+          return {{c.input(0).dtype, {Dim::constant(bins)}}};
+        });
   // Rewritten into sums, abs and powers by passes/expand_composites.cpp.
   r.add(
       "linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, "
@@ -182,6 +193,50 @@ void register_reduction_and_norm_ops(OpRegistry& r) {
           normalize_dim(c, c.get_int("dim"), x.rank());
           return {{sum_dtype(c, x.dtype), x.shape}};
         });
+
+  r.add("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", R, Placement::host,
+        [](const ShapeContext& c) -> std::vector<TensorType> {
+          const TensorType& x = c.input(0);
+          normalize_dim(c, c.get_int("dim"), x.rank());
+          return {{sum_dtype(c, x.dtype), x.shape}};
+        });
+  // Selection along a dim (a mixture-of-experts router's top-k): on the host, whose kernels
+  // order NaN and ties as PyTorch does.
+  r.add(
+      "topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> "
+      "(Tensor values, Tensor indices)",
+      R, Placement::host, [](const ShapeContext& c) -> std::vector<TensorType> {
+        TensorType t = c.input(0);
+        const int64_t d = normalize_dim(c, c.get_int("dim"), t.rank());
+        const int64_t k = c.get_int("k");
+        if (t.rank() > 0) {
+          if (auto n = t.shape[static_cast<size_t>(d)].as_constant(); n && (k < 0 || k > *n))
+            c.fail("k " + std::to_string(k) + " is out of range for a dim of size " +
+                   std::to_string(*n));
+          t.shape[static_cast<size_t>(d)] = Dim::constant(k);
+        }
+        return {t, {DType::i64, t.shape}};
+      });
+  auto sort_rule = [](const ShapeContext& c) -> std::vector<TensorType> {
+    const TensorType& x = c.input(0);
+    normalize_dim(c, c.get_int("dim"), x.rank());
+    return {x, {DType::i64, x.shape}};
+  };
+  r.add("sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
+        R, Placement::host, sort_rule);
+  r.add(
+      "sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor "
+      "values, Tensor indices)",
+      R, Placement::host, sort_rule);
+  auto argsort_rule = [](const ShapeContext& c) -> std::vector<TensorType> {
+    const TensorType& x = c.input(0);
+    normalize_dim(c, c.get_int("dim"), x.rank());
+    return {{DType::i64, x.shape}};
+  };
+  r.add("argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor", R, Placement::host,
+        argsort_rule);
+  r.add("argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor",
+        R, Placement::host, argsort_rule);
 
   // Softmax family.
   r.add("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", S, D, softmax_rule);

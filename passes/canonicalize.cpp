@@ -66,6 +66,18 @@ class Canonicalizer {
       replace_node(g_, n, *to, n->inputs(), n->attrs());
       return true;
     }
+    if (op == "aten.floor_divide.default" || op == "aten.floor_divide.Scalar") {
+      // torch's //: division rounded toward -inf (a Python number divisor is an attribute)
+      const bool scalar = n->inputs().size() < 2 || !n->input(1);
+      std::vector<ir::NamedAttr> attrs = {{"rounding_mode", std::string("floor")}};
+      if (scalar) {
+        if (!n->attr("other")) throw ir::Error(n->describe() + ": expected a divisor, found none");
+        attrs.insert(attrs.begin(), {"other", *n->attr("other")});
+      }
+      const std::vector<Value*> in = scalar ? std::vector<Value*>{n->input(0)} : n->inputs();
+      replace_node(g_, n, scalar ? "aten.div.Scalar_mode" : "aten.div.Tensor_mode", in, attrs);
+      return true;
+    }
     if (is_identity_op(op)) {
       forward_to(g_, n, n->input(0));
       return true;

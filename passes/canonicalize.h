@@ -3,7 +3,8 @@
 //
 // It runs after Functionalize (in-place writes are gone; clone and detach may now be dropped).
 // One forward walk over a snapshot of the node list:
-//  - alias spellings (multiply, subtract, divide, true_divide) become mul, sub and div;
+//  - alias spellings (multiply, subtract, divide, true_divide) become mul, sub and div, and
+//    floor_divide div with rounding_mode floor;
 //  - no-op aliases and checks disappear: alias, detach, clone, contiguous, lift_fresh_copy,
 //    dropout in eval mode, _assert_tensor_metadata, conversions to the same dtype, views and
 //    expands to the same shape;

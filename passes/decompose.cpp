@@ -55,7 +55,9 @@ class Decomposer {
     if (op == "aten._weight_norm.default") return weight_norm(n);
     if (op == "aten.slice_scatter.default") return slice_scatter(n);
     if (op == "aten.copy.default") return copy(n);
-    if (op == "aten.empty.memory_format") return empty(n);
+    if (op == "aten.empty.memory_format" || op == "aten.empty_permuted.default" ||
+        op == "aten.empty_like.default")
+      return empty(n);
     if (op == "aten.index.Tensor") return index_one_dim(n);
     return false;
   }

@@ -16,7 +16,8 @@
 //    of PyTorch's core-ATen decomposition.
 //  - slice_scatter with step 1: cat of the part of self before the slice, src, and the rest.
 //  - copy(self, src): src expanded to self's shape and cast to its dtype.
-//  - empty: zeros (its contents are unspecified; zeros keep compilation deterministic).
+//  - empty, empty_like, empty_permuted: zeros (their contents are unspecified; zeros keep
+//    compilation deterministic).
 //  - index with one integer 1-D index and full slices elsewhere: index_select on that dim.
 //
 // Every new node keeps the replaced node's source location; the final result keeps its name.

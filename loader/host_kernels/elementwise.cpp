@@ -377,9 +377,55 @@ double trunc_(double x) {
   return std::trunc(x);
 }
 
+// softplus(x, beta, threshold) = log1p(exp(beta x)) / beta, or x where beta x > threshold.
+Status softplus(const HostOpContext& c) {
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("self"));
+  NEURONC_RETURN_IF_ERROR_(c.expect_output(0, c.output(0).dtype, x->shape));
+  if (!is_float(x->dtype)) return c.error("softplus needs a floating input");
+  const double beta = c.get_float("beta", 1.0), threshold = c.get_float("threshold", 20.0);
+  if (c.dry_run()) return Status::ok();
+  std::vector<double> v = to_double(*x);
+  for (double& e : v) e = e * beta > threshold ? e : std::log1p(std::exp(e * beta)) / beta;
+  from_double(c.output(0), v);
+  return Status::ok();
+}
+
+// histc(x, bins, min, max): equal-width bins over [min, max] (the data's range when min ==
+// max); values outside are dropped, max itself falls in the last bin, NaN is ignored. The
+// bin of a value is computed in float, as PyTorch's CPU kernel does for a float input.
+Status histc(const HostOpContext& c) {
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("self"));
+  const int64_t bins = c.get_int("bins", 100);
+  if (bins <= 0) return c.error("bins must be positive, found " + std::to_string(bins));
+  NEURONC_RETURN_IF_ERROR_(c.expect_output(0, x->dtype, {bins}));
+  if (c.dry_run()) return Status::ok();
+  const std::vector<double> v = to_double(*x);
+  double lo = c.get_float("min", 0.0), hi = c.get_float("max", 0.0);
+  if (lo == hi && !v.empty()) {
+    lo = hi = v[0];
+    for (double e : v)
+      if (!std::isnan(e)) lo = std::min(lo, e), hi = std::max(hi, e);
+  }
+  if (lo == hi) lo -= 1, hi += 1;
+  if (!(lo < hi)) return c.error("histc: max must be larger than min");
+  std::vector<double> count(static_cast<size_t>(bins), 0.0);
+  const float flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
+  for (double e : v) {
+    if (std::isnan(e) || e < lo || e > hi) continue;
+    int64_t b = static_cast<int64_t>((static_cast<float>(e) - flo) / (fhi - flo) *
+                                     static_cast<float>(bins));
+    b = std::clamp<int64_t>(b, 0, bins - 1);
+    count[static_cast<size_t>(b)] += 1;
+  }
+  from_double(c.output(0), count);
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_elementwise_kernels(KernelTable& t) {
+  t.add("aten.softplus.default", softplus);
+  t.add("aten.histc.default", histc);
   t.add("aten.abs.default", abs_kernel);
   t.add("aten.neg.default", unary<neg>);
   t.add("aten.relu.default", unary<relu>);

@@ -93,9 +93,48 @@ Status linear(const HostOpContext& c) {
   return s;
 }
 
+// transformers::grouped_mm_fallback(input [S, K] sorted by expert, weight [E, K, N], offs [E]
+// cumulative row counts): rows [offs[e-1], offs[e]) times weight[e]; rows past the last
+// offset stay zero, as in transformers' own loop.
+Status grouped_mm(const HostOpContext& c) {
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("input"));
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* w, c.required("weight"));
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* offs, c.required("offs"));
+  if (x->rank() != 2 || w->rank() != 3 || offs->rank() != 1 || x->shape[1] != w->shape[1] ||
+      offs->shape[0] != w->shape[0])
+    return c.error("expected input [S, K], weight [E, K, N] and offs [E], found " +
+                   shape_str(x->shape) + ", " + shape_str(w->shape) + " and " +
+                   shape_str(offs->shape));
+  const int64_t S = x->shape[0], K = x->shape[1], E = w->shape[0], N = w->shape[2];
+  NEURONC_RETURN_IF_ERROR_(c.expect_output(0, x->dtype, {S, N}));
+  if (c.dry_run()) return Status::ok();
+  const std::vector<double> xv = to_double(*x), wv = to_double(*w);
+  const std::vector<int64_t> ov = to_int64(*offs);
+  std::vector<double> out(static_cast<size_t>(S * N), 0.0);
+  int64_t start = 0;
+  for (int64_t e = 0; e < E; ++e) {
+    const int64_t end = ov[static_cast<size_t>(e)];
+    if (end < start || end > S)
+      return c.error("offs[" + std::to_string(e) + "] = " + std::to_string(end) +
+                     " is not a cumulative row count in [" + std::to_string(start) + ", " +
+                     std::to_string(S) + "]");
+    for (int64_t r = start; r < end; ++r)
+      for (int64_t k = 0; k < K; ++k) {
+        const double a = xv[static_cast<size_t>(r * K + k)];
+        const double* wr = &wv[static_cast<size_t>((e * K + k) * N)];
+        double* o = &out[static_cast<size_t>(r * N)];
+        for (int64_t n = 0; n < N; ++n) o[n] += a * wr[n];
+      }
+    start = end;
+  }
+  from_double(c.output(0), out);
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_matmul_kernels(KernelTable& t) {
+  t.add("transformers.grouped_mm_fallback.default", grouped_mm);
   t.add("aten.mm.default", mm);
   t.add("aten.bmm.default", mm);
   t.add("aten.addmm.default", addmm);

@@ -58,10 +58,14 @@ TEXT = [
     "flaubert", "fnet", "funnel", "gemma", "gemma2", "glm", "gpt2", "gpt_bigcode", "gpt_neo",
     "gpt_neox", "gptj", "granite", "helium", "ibert", "led", "llama", "longformer", "m2m_100",
     "marian", "mbart", "megatron-bert", "mistral", "mobilebert", "mpnet", "mpt", "mt5", "mvp",
-    "nemotron", "nezha", "olmo", "olmo2", "opt", "pegasus", "persimmon", "phi", "phi3",
+    "nemotron", "olmo", "olmo2", "opt", "pegasus", "persimmon", "phi", "phi3",
     "plbart", "prophetnet", "qwen2", "qwen3", "rembert", "roberta", "roberta-prelayernorm",
     "roc_bert", "roformer", "stablelm", "starcoder2", "squeezebert", "t5", "umt5", "xglm",
-    "xlm", "xlm-roberta", "xlm-roberta-xl", "xlnet", "xmod", "yoso",
+    "xlm", "xlm-roberta", "xlm-roberta-xl", "xlnet", "yoso",
+    # more decoders, mixture-of-experts and state-space families
+    "openai-gpt", "gemma3_text", "smollm3", "ministral", "exaone4", "arcee", "mixtral",
+    "qwen2_moe", "qwen3_moe", "olmoe", "dbrx", "mamba", "mamba2", "falcon_mamba", "rwkv",
+    "recurrent_gemma", "jamba",
 ]
 
 VISION = [
@@ -74,11 +78,28 @@ VISION = [
 
 def shrink(cfg):
     for k, v in SMALL.items():
-        if hasattr(cfg, k) and getattr(cfg, k) is not None and not isinstance(getattr(cfg, k), (list, dict)):
+        # head_dim is often None (derived from the width): set it anyway, consistently.
+        if hasattr(cfg, k) and (getattr(cfg, k) is not None or k == "head_dim") and \
+                not isinstance(getattr(cfg, k), (list, dict)):
             try:
                 setattr(cfg, k, v)
             except Exception:
                 pass
+    # Ids that index the shrunk tables; rotary widths that fit the shrunk heads.
+    for k in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
+        if isinstance(getattr(cfg, k, None), int) and getattr(cfg, k) >= SMALL["vocab_size"]:
+            setattr(cfg, k, 1)
+    if getattr(cfg, "rotary_dim", None):
+        cfg.rotary_dim = 4
+    for k in ("num_local_experts", "num_experts", "n_routed_experts"):
+        if isinstance(getattr(cfg, k, None), int):
+            setattr(cfg, k, 4)
+    for k in ("num_experts_per_tok", "moe_topk", "top_k"):
+        if isinstance(getattr(cfg, k, None), int):
+            setattr(cfg, k, 2)
+    for k in ("moe_intermediate_size", "shared_expert_intermediate_size"):
+        if isinstance(getattr(cfg, k, None), int):
+            setattr(cfg, k, 32)
     for k in ("attention_types",):  # gpt_neo: one entry per layer
         if hasattr(cfg, k):
             cfg.attention_types = [[["global", "local"], 1]]

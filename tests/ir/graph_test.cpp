@@ -78,8 +78,8 @@ TEST(Graph, InsertBeforeKeepsOrder) {
 TEST(Graph, UnknownOpNeedsExplicitTypes) {
   Graph g;
   Value* x = g.add_input("x", f32(dims({8})));
-  EXPECT_THROW(g.append("aten.histc.default", {x}), Error);
-  Node* n = g.append("aten.histc.default", {x}, {}, std::vector<TensorType>{f32(dims({5}))});
+  EXPECT_THROW(g.append("aten.bincount.default", {x}), Error);
+  Node* n = g.append("aten.bincount.default", {x}, {}, std::vector<TensorType>{f32(dims({5}))});
   EXPECT_EQ(n->info(), nullptr);
 }
 

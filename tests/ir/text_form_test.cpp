@@ -113,7 +113,7 @@ TEST(TextForm, ParseErrorsSayWhereAndWhat) {
 TEST(TextForm, UnknownOpsRoundTrip) {
   const std::string text = R"(graph {
   input %x : f32[8]
-  %y : f32[5] = aten.histc.default(%x) {n = none, dim = -1}
+  %y : f32[5] = aten.bincount.default(%x) {n = none, dim = -1}
   output %y
 }
 )";

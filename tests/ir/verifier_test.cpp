@@ -74,12 +74,12 @@ TEST(Verifier, UseBeforeDefinition) {
 TEST(Verifier, UnknownOpsAllowedOnlyWhenAsked) {
   Graph g;
   Value* x = g.add_input("x", {DType::f32, {Dim::constant(8)}});
-  Node* n = g.append("aten.histc.default", {x}, {},
+  Node* n = g.append("aten.bincount.default", {x}, {},
                      std::vector<TensorType>{{DType::f32, {Dim::constant(5)}}});
   g.add_output(n->output());
   EXPECT_TRUE(verify(g).empty());
   EXPECT_THAT(verify(g, {.allow_unknown_ops = false}),
-              ElementsAre("node 'histc' (aten.histc.default): operator is not registered"));
+              ElementsAre("node 'bincount' (aten.bincount.default): operator is not registered"));
 }
 
 TEST(Verifier, ResultCountMustMatchSchema) {

@@ -201,6 +201,33 @@ TEST(HostKernels, FmodAndRemainder) {
               ElementsAre(1.5, 0.5, 0.699999988079071, 1.7000000476837158));
 }
 
+// A mixture-of-experts router's kernels: tokens per expert (histc), the experts' grouped
+// matmul over row ranges, and softplus (Mamba's step size).
+TEST(HostKernels, HistcGroupedMmSoftplus) {
+  EXPECT_THAT(run1("aten.histc.default", {{"self", T::f32, {6}, {0, 1, 1, 3, 3, 3}}},
+                   {A::integer("bins", 4), A::real("min", 0), A::real("max", 3)}, {T::f32, {4}}),
+              ElementsAre(1, 2, 0, 3));
+  // rows 0-1 use expert 0 (identity), row 2 expert 1 (doubling), row 3 past the last offset.
+  EXPECT_THAT(run1("transformers.grouped_mm_fallback.default",
+                   {{"input", T::f32, {4, 2}, {1, 2, 3, 4, 5, 6, 7, 8}},
+                    {"weight", T::f32, {2, 2, 2}, {1, 0, 0, 1, 2, 0, 0, 2}},
+                    {"offs", T::i64, {2}, {2, 3}}},
+                   {}, {T::f32, {4, 2}}),
+              ElementsAre(1, 2, 3, 4, 10, 12, 0, 0));
+  auto bad = run_host_op("transformers.grouped_mm_fallback.default",
+                         {{"input", T::f32, {2, 1}, {1, 2}},
+                          {"weight", T::f32, {2, 1, 1}, {1, 1}},
+                          {"offs", T::i64, {2}, {2, 1}}},
+                         {}, {{T::f32, {2, 1}}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("offs[1] = 1 is not a cumulative row count"));
+  const auto sp =
+      run1("aten.softplus.default", {{"self", T::f32, {3}, {0, 30, -2}}}, {}, {T::f32, {3}});
+  EXPECT_NEAR(sp[0], std::log(2.0), 1e-6);
+  EXPECT_EQ(sp[1], 30);  // above the threshold: x itself
+  EXPECT_NEAR(sp[2], std::log1p(std::exp(-2.0)), 1e-6);
+}
+
 TEST(HostKernels, IndexCopy) {
   EXPECT_THAT(run1("aten.index_copy.default",
                    {{"self", T::f32, {4, 2}, std::vector<double>(8, 0)},

@@ -71,8 +71,8 @@ TEST(CommonSubexpressionElimination, LeavesInplaceAndUnknownOpsAlone) {
   input %x : f32[4]
   %a : f32[4] = aten.relu_.default(%x)
   %b : f32[4] = aten.relu_.default(%x)
-  %c : f32[4] = aten.histc.default(%x)
-  %d : f32[4] = aten.histc.default(%x)
+  %c : f32[4] = aten.bincount.default(%x)
+  %d : f32[4] = aten.bincount.default(%x)
   %s : f32[4] = aten.add.Tensor(%a, %b)
   %t : f32[4] = aten.add.Tensor(%c, %d)
   output %s

@@ -70,7 +70,7 @@ TEST(Partition, ChainThroughHostNeedsThreePartitions) {
 TEST(Partition, UnknownOpsAreUnsupported) {
   auto g = ir::parse(R"(graph {
   input %x : f32[8]
-  %h : f32[8] = aten.histc.default(%x)
+  %h : f32[8] = aten.bincount.default(%x)
   output %h
 })");
   PartitionPlan plan = partition_graph(*g);
