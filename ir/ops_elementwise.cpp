@@ -133,6 +133,8 @@ void register_elementwise_ops(OpRegistry& r) {
   }
   // On the host (no engine lowering; exact there): log1p, expm1, softplus (Mamba, RG-LRU).
   r.add("log1p(Tensor self) -> Tensor", E, Placement::host, float_result);
+  for (const char* f : {"acos", "asin", "atan", "sinh", "cosh", "tan"})
+    r.add(std::string(f) + "(Tensor self) -> Tensor", E, Placement::host, float_result);
   r.add("expm1(Tensor self) -> Tensor", E, Placement::host, float_result);
   r.add("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor", E, Placement::host,
         float_result);

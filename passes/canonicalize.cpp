@@ -66,6 +66,20 @@ class Canonicalizer {
       replace_node(g_, n, *to, n->inputs(), n->attrs());
       return true;
     }
+    if (op == "aten.swapaxes.default" || op == "aten.swapdims.default") {  // transpose
+      const char* a = op == "aten.swapaxes.default" ? "axis0" : "dim0";
+      const char* b = op == "aten.swapaxes.default" ? "axis1" : "dim1";
+      return to_permute(replace_node(g_, n, "aten.transpose.int", {n->input(0)},
+                                     {{"dim0", n->attr_int(a)}, {"dim1", n->attr_int(b)}}));
+    }
+    if (op == "aten.reshape_as.default" || op == "aten.view_as.default" ||
+        op == "aten.expand_as.default") {  // the other tensor only gives the shape
+      const bool expand = op == "aten.expand_as.default";
+      Node* r = replace_node(g_, n, expand ? "aten.expand.default" : "aten.view.default",
+                             {n->input(0)}, {{"size", shape_attr(n->input(1)->shape())}});
+      if (!expand) reshape(r);
+      return true;
+    }
     if (op == "aten.floor_divide.default" || op == "aten.floor_divide.Scalar") {
       // torch's //: division rounded toward -inf (a Python number divisor is an attribute)
       const bool scalar = n->inputs().size() < 2 || !n->input(1);

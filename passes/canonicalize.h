@@ -3,8 +3,9 @@
 //
 // It runs after Functionalize (in-place writes are gone; clone and detach may now be dropped).
 // One forward walk over a snapshot of the node list:
-//  - alias spellings (multiply, subtract, divide, true_divide) become mul, sub and div, and
-//    floor_divide div with rounding_mode floor;
+//  - alias spellings (multiply, subtract, divide, true_divide) become mul, sub and div,
+//    floor_divide div with rounding_mode floor, swapaxes/swapdims transpose, and
+//    reshape_as/view_as/expand_as a view or expand to the other tensor's shape;
 //  - no-op aliases and checks disappear: alias, detach, clone, contiguous, lift_fresh_copy,
 //    dropout in eval mode, _assert_tensor_metadata, conversions to the same dtype, views and
 //    expands to the same shape;

@@ -370,6 +370,24 @@ double log1p_(double x) {
 double sin_(double x) {
   return std::sin(x);
 }
+double acos_(double x) {
+  return std::acos(x);
+}
+double asin_(double x) {
+  return std::asin(x);
+}
+double atan_(double x) {
+  return std::atan(x);
+}
+double sinh_(double x) {
+  return std::sinh(x);
+}
+double cosh_(double x) {
+  return std::cosh(x);
+}
+double tan_(double x) {
+  return std::tan(x);
+}
 double sqrt_(double x) {
   return std::sqrt(x);
 }
@@ -439,6 +457,12 @@ void register_elementwise_kernels(KernelTable& t) {
   t.add("aten.rsqrt.default", unary<rsqrt>);
   t.add("aten.reciprocal.default", unary<reciprocal>);
   t.add("aten.sin.default", unary<sin_>);
+  t.add("aten.acos.default", unary<acos_>);
+  t.add("aten.asin.default", unary<asin_>);
+  t.add("aten.atan.default", unary<atan_>);
+  t.add("aten.sinh.default", unary<sinh_>);
+  t.add("aten.cosh.default", unary<cosh_>);
+  t.add("aten.tan.default", unary<tan_>);
   t.add("aten.cos.default", unary<cos_>);
   t.add("aten.erf.default", unary<erf_>);
   t.add("aten.sign.default", unary<sign>);

@@ -226,6 +226,18 @@ def export_one(name, kind, out_dir, seed):
         return meta
     with torch.no_grad():
         outs = flat(m(*args))
+        # The error bf16 itself brings (PyTorch's CPU autocast against fp32): a random deep
+        # network can amplify it past any fixed cosine criterion.
+        try:
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                half = flat(m(*args))
+            cos = [float(torch.nn.functional.cosine_similarity(
+                       a.double().flatten(), b.double().flatten(), dim=0))
+                   for a, b in zip(outs, half) if a.is_floating_point()]
+            meta["pytorch_bf16_cosine"] = min(cos) if cos else None
+        except Exception as e:
+            meta["pytorch_bf16_cosine"] = None
+            meta["pytorch_bf16_error"] = f"{type(e).__name__}: {e}"[:200]
     for i, a in enumerate(args):
         np.save(os.path.join(d, f"input_{i}.npy"), a.numpy())
     for i, o in enumerate(outs):

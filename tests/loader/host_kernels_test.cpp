@@ -228,6 +228,25 @@ TEST(HostKernels, HistcGroupedMmSoftplus) {
   EXPECT_NEAR(sp[2], std::log1p(std::exp(-2.0)), 1e-6);
 }
 
+// Inverse and hyperbolic trigonometry (positional encodings, rotary variants, Fourier
+// features): as the C library computes them, to f32 precision.
+TEST(HostKernels, Trigonometry) {
+  const std::vector<double> x = {-0.5, 0.0, 0.25, 0.9};
+  const std::pair<const char*, double (*)(double)> fns[] = {
+      {"aten.acos.default", [](double v) { return std::acos(v); }},
+      {"aten.asin.default", [](double v) { return std::asin(v); }},
+      {"aten.atan.default", [](double v) { return std::atan(v); }},
+      {"aten.sinh.default", [](double v) { return std::sinh(v); }},
+      {"aten.cosh.default", [](double v) { return std::cosh(v); }},
+      {"aten.tan.default", [](double v) { return std::tan(v); }}};
+  for (const auto& [op, f] : fns) {
+    SCOPED_TRACE(op);
+    const auto y = run1(op, {{"self", T::f32, {4}, x}}, {}, {T::f32, {4}});
+    ASSERT_EQ(y.size(), x.size());
+    for (size_t i = 0; i < x.size(); ++i) EXPECT_FLOAT_EQ(y[i], static_cast<float>(f(x[i])));
+  }
+}
+
 TEST(HostKernels, IndexCopy) {
   EXPECT_THAT(run1("aten.index_copy.default",
                    {{"self", T::f32, {4, 2}, std::vector<double>(8, 0)},

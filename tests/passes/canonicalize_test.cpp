@@ -199,6 +199,41 @@ TEST(Canonicalize, ArithmeticAliasesBecomeTheirOps) {
   EXPECT_EQ(run_pass<Canonicalize>(before), after);
 }
 
+// swapaxes/swapdims are transposes; reshape_as/view_as/expand_as take only the other tensor's
+// shape.
+TEST(Canonicalize, ShapeAliasesBecomeTheirOps) {
+  const std::string before = R"(graph {
+  input %x : f32[2, 3, 4]
+  input %y : f32[6, 4]
+  input %z : f32[1, 3, 1]
+  %a : f32[4, 3, 2] = aten.swapaxes.default(%x) {axis0 = 0, axis1 = -1}
+  %b : f32[2, 4, 3] = aten.swapdims.default(%x) {dim0 = 1, dim1 = 2}
+  %c : f32[6, 4] = aten.reshape_as.default(%x, %y)
+  %d : f32[6, 4] = aten.view_as.default(%x, %y)
+  %e : f32[2, 3, 4] = aten.expand_as.default(%z, %x)
+  output %a
+  output %b
+  output %c
+  output %d
+  output %e
+}
+)";
+  const std::string out = run_pass<Canonicalize>(before);
+  EXPECT_NE(out.find("%a : f32[4, 3, 2] = aten.permute.default(%x) {dims = [2, 1, 0]}"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("%b : f32[2, 4, 3] = aten.permute.default(%x) {dims = [0, 2, 1]}"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("%c : f32[6, 4] = aten.view.default(%x) {size = [6, 4]}"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("%d : f32[6, 4] = aten.view.default(%x) {size = [6, 4]}"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("aten.expand.default(%z) {size = [2, 3, 4]}"), std::string::npos) << out;
+  for (const char* gone : {"swapaxes", "swapdims", "reshape_as", "view_as", "expand_as"})
+    EXPECT_EQ(out.find(gone), std::string::npos) << gone << "\n" << out;
+}
+
 TEST(Canonicalize, CanonicalGraphIsUnchanged) {
   const std::string text = R"(graph {
   input %x : f32[2, 8]
