@@ -4,7 +4,10 @@
 // four-level access pattern [out row, out col, kernel row, kernel col] over the padded tile
 // and reduces the two inner levels (max or sum): no im2col, no per-tap instructions. Padding
 // is -inf (max) or 0 (avg); avg then scales by 1/(KH*KW) on the way out. Adaptive pooling
-// with uneven windows reduces each output cell with its own window.
+// with uneven windows reduces each output cell with its own window. A plane over the tile
+// budget (VGG's and Inception's first pools) is pooled in chunks of output rows, each tile
+// holding just the input rows its windows read; few (batch, channel) rows spread their chunks
+// over the partitions.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -92,9 +95,36 @@ std::optional<std::string> pool_geometry(const ir::Node& n, const device::Target
   }
   g.Hp = std::max(g.H + g.pt, (g.Ho - 1) * g.sh + (g.KH - 1) * g.dh + 1);
   g.Wp = std::max(g.W + g.pl, (g.Wo - 1) * g.sw + (g.KW - 1) * g.dw + 1);
-  if (g.Hp * g.Wp * 4 > pool_tile_budget(t))
-    return "pooling plane of " + std::to_string(g.Hp) + " x " + std::to_string(g.Wp) +
-           " elements does not fit the SBUF tile budget";
+  // The kernel's SBUF per partition: two input tiles, two f32 results and two output tiles.
+  const int64_t osz = device::dtype_size(device_dtype(n.output()->dtype()));
+  auto footprint = [&](int64_t out_rows, int64_t in_rows) {
+    return 2 * in_rows * g.Wp * 4 + 2 * out_rows * g.Wo * (4 + osz);
+  };
+  const int64_t budget = pool_tile_budget(t);
+  const int64_t P = t.partitions;
+  const int64_t window = (g.KH - 1) * g.dh + 1;  // padded input rows of one output row
+  // Output and input rows per partition of the unchunked kernel (bands when rows are few).
+  int64_t band_rows = g.Ho, band_in = g.Hp;
+  if (!g.uneven && g.rows * 2 <= P && g.Ho > 1) {
+    band_rows = ceil_div(g.Ho, std::min(P / g.rows, g.Ho));
+    band_in = (band_rows - 1) * g.sh + window;
+  }
+  g.chunk_rows = 0;
+  if (g.Hp * g.Wp * 4 > budget ||
+      footprint(band_rows, band_in) > static_cast<int64_t>(t.sbuf_partition_bytes)) {
+    // Chunks of output rows, each with the padded input rows its windows span, (rows - 1) * sh
+    // + (KH - 1) * dh + 1, in one tile of the budget; the whole kernel within two budgets.
+    // Uneven adaptive windows need the whole plane.
+    const int64_t fit = budget / (g.Wp * 4);  // padded input rows a tile holds
+    int64_t rows = g.uneven || fit < window ? 0 : std::min(g.Ho, (fit - window) / g.sh + 1);
+    while (rows > 0 && footprint(rows, (rows - 1) * g.sh + window) > 2 * budget) --rows;
+    if (rows == 0)
+      return "pooling plane of " + std::to_string(g.Hp) + " x " + std::to_string(g.Wp) +
+             " elements does not fit the SBUF tile budget" +
+             (g.uneven ? " (uneven adaptive windows need the whole plane)"
+                       : " even one output row at a time");
+    g.chunk_rows = rows;
+  }
   if (g.sh * g.Wp > 32767 || g.dh * g.Wp > 32767) return "pooling row stride too large";
   return std::nullopt;
 }
@@ -126,20 +156,31 @@ void lower_pool(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
   // Few (batch, channel) rows (a ResNet stem's 64 channels): the output rows split into `bands`
   // bands, band s on partitions [s * rows, (s + 1) * rows), so every partition, VectorE lane and
   // DMA engine works. Each band holds the padded input rows its output rows read.
-  int64_t bands = 1;
-  if (!g.uneven && g.rows * 2 <= P && g.Ho > 1) bands = std::min<int64_t>(P / g.rows, g.Ho);
-  const int64_t Hb = ceil_div(g.Ho, bands);  // output rows per band
-  const int64_t Hp = bands > 1 ? (Hb - 1) * g.sh + (g.KH - 1) * g.dh + 1 : g.Hp, Wp = g.Wp;
-  const bool needs_pad = bands > 1 || g.pt > 0 || g.pl > 0 || Hp > g.H + g.pt || Wp > g.W + g.pl;
+  // A plane over the tile budget (pool_geometry's chunk_rows) is also cut into chunks of output
+  // rows, spread over the bands and then over passes, one tile load each.
+  int64_t bands = 1, passes = 1, Hb = g.Ho;  // Hb: output rows per chunk
+  if (g.chunk_rows > 0) {
+    const int64_t chunks = ceil_div(g.Ho, g.chunk_rows);
+    if (g.rows * 2 <= P) bands = std::min<int64_t>(P / g.rows, chunks);
+    passes = ceil_div(chunks, bands);
+    Hb = ceil_div(g.Ho, bands * passes);  // evens the chunks out; at most chunk_rows
+  } else if (!g.uneven && g.rows * 2 <= P && g.Ho > 1) {
+    bands = std::min<int64_t>(P / g.rows, g.Ho);
+    Hb = ceil_div(g.Ho, bands);
+  }
+  const bool chunked = bands > 1 || passes > 1;
+  const int64_t Hp = chunked ? (Hb - 1) * g.sh + (g.KH - 1) * g.dh + 1 : g.Hp, Wp = g.Wp;
+  const bool needs_pad = chunked || g.pt > 0 || g.pl > 0 || Hp > g.H + g.pt || Wp > g.W + g.pl;
   uint32_t tile[2] = {kb.alloc(Hp * Wp * 4, "pool input"), kb.alloc(Hp * Wp * 4, "pool input")};
-  const int64_t Ho_t = bands > 1 ? Hb : g.Ho;  // output rows per partition
+  const int64_t Ho_t = chunked ? Hb : g.Ho;  // output rows per partition
   const int64_t No = Ho_t * g.Wo;
   const uint32_t osz = device::dtype_size(out.dtype);
   uint32_t red[2] = {kb.alloc(No * 4, "pool result"), kb.alloc(No * 4, "pool result")};
   uint32_t ot[2] = {kb.alloc(No * osz, "pool out"), kb.alloc(No * osz, "pool out")};
   const int64_t limit = kb.target().max_free_elems_sbuf;
   int it = 0;
-  for (int64_t r0 = 0; r0 < g.rows; r0 += P, ++it) {
+  for (int64_t step = 0; step < ceil_div(g.rows, P) * passes; ++step, ++it) {
+    const int64_t r0 = step / passes * P, pass = step % passes;
     const int64_t rn = std::min(P, g.rows - r0);  // (batch, channel) rows of this tile
     const int64_t pn = rn * bands;                // partitions
     const uint32_t tl = tile[it % 2], rd = red[it % 2], oo = ot[it % 2];
@@ -150,12 +191,14 @@ void lower_pool(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
       kb.emit(Engine::vector, ms);
     }
     for (int64_t s = 0; s < bands; ++s) {
-      // Padded input rows of band s: [s * Hb * sh - pt, ... + Hp), clipped to the input.
-      const int64_t top = s * Hb * g.sh - (bands > 1 ? g.pt : 0);
+      // Padded input rows of chunk c (band s of this pass): [c * Hb * sh - pt, ... + Hp),
+      // clipped to the input.
+      const int64_t c = pass * bands + s;
+      const int64_t top = c * Hb * g.sh - (chunked ? g.pt : 0);
       const int64_t first = std::max<int64_t>(0, top), last = std::min(g.H, top + Hp);
-      if (bands > 1 && first >= last) continue;
-      const int64_t dst_row = bands > 1 ? first - top : g.pt;
-      const int64_t nrows = bands > 1 ? last - first : g.H;
+      if (chunked && first >= last) continue;
+      const int64_t dst_row = chunked ? first - top : g.pt;
+      const int64_t nrows = chunked ? last - first : g.H;
       MemRef dst = KernelBuilder::sb(tl + (dst_row * Wp + g.pl) * 4, rn, DType::f32, 1);
       dst.partition_start = static_cast<uint16_t>(s * rn);
       dst.num_levels = 2;
@@ -217,7 +260,7 @@ void lower_pool(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
           static_cast<float>(1.0 / (g.divisor > 0 ? g.divisor : static_cast<double>(g.KH * g.KW)));
     kb.emit(Engine::scalar, a);
     for (int64_t s = 0; s < bands; ++s) {
-      const int64_t y0 = s * Ho_t, yn = std::min(Ho_t, g.Ho - y0);
+      const int64_t y0 = (pass * bands + s) * Ho_t, yn = std::min(Ho_t, g.Ho - y0);
       if (yn <= 0) continue;
       MemRef src = KernelBuilder::sb(oo, rn, out.dtype, yn * g.Wo);
       src.partition_start = static_cast<uint16_t>(s * rn);

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "codegen/lowering.h"
 #include "harness.h"
 
 namespace neuronc::codegen::testing {
@@ -17,34 +18,99 @@ const device::Target& trn(device::TargetKind k) {
 }
 
 // A padded 138 x 138 fp32 plane (76 KB per partition) is over trn1's pooling tile budget (a
-// third of its 192 KiB partition) but within trn2's (224 KiB) and trn3's (256 KiB): the
-// placement depends on the target, and where it is accepted the kernel lowers and matches.
+// third of its 192 KiB partition) but within trn2's (224 KiB) and trn3's (256 KiB): on trn1 it
+// is pooled in chunks of output rows, elsewhere in one tile; both lower and match.
 constexpr const char* kLargePlanePool = R"(graph {
   input %x : f32[1, 2, 136, 136]
   %y : f32[1, 2, 136, 136] = aten.max_pool2d.default(%x) {kernel_size = [3, 3], stride = [1, 1], padding = [1, 1]}
   output %y
 })";
 
-TEST(CodegenSupport, PoolingPlaneBudgetIsTheTargetsShareOfItsPartition) {
+TEST(CodegenSupport, PoolingPlaneOverTheTileBudgetIsPooledInChunks) {
   auto g = ir::parse(kLargePlanePool);
+  const ir::Node& pool = *g->nodes()[0];
+  PoolGeometry g1, g3;
+  EXPECT_FALSE(pool_geometry(pool, trn(device::TargetKind::trn1), g1).has_value());
+  EXPECT_FALSE(pool_geometry(pool, trn(device::TargetKind::trn3), g3).has_value());
+  // trn1: 64 KiB hold 118 padded rows of 138, but two input tiles, two f32 results and two
+  // outputs of r rows take 2 (r + 2) 552 + 2 r 544 (4 + 4) bytes, within 128 KiB for r <= 39;
+  // trn3 needs no chunks.
+  EXPECT_EQ(g1.chunk_rows, 39);
+  EXPECT_EQ(g3.chunk_rows, 0);
+  for (auto k : {device::TargetKind::trn1, device::TargetKind::trn3}) {
+    EXPECT_FALSE(unsupported_reason(pool, trn(k)).has_value());
+    RunResult r = compile_and_run(*g, k);
+    EXPECT_EQ(r.max_abs_error, 0.0);
+    EXPECT_GT(r.max_abs_reference, 0.0);
+  }
+}
+
+// VGG's and Inception's first pools on trn1, and planes whose chunks need several passes
+// because the (batch, channel) rows fill the partitions: every element matches the reference
+// (max exactly; avg, with and without padding, to rounding).
+TEST(CodegenSupport, LargePoolingPlanesMatchOnTrn1) {
+  for (const char* src : {R"(graph {
+  input %x : f32[1, 64, 224, 224]
+  %y : f32[1, 64, 112, 112] = aten.max_pool2d.default(%x) {kernel_size = [2, 2], stride = [2, 2]}
+  output %y
+})",
+                          R"(graph {
+  input %x : f32[1, 3, 147, 147]
+  %y : f32[1, 3, 73, 73] = aten.max_pool2d.default(%x) {kernel_size = [3, 3], stride = [2, 2]}
+  output %y
+})",
+                          R"(graph {
+  input %x : f32[1, 100, 150, 150]
+  %y : f32[1, 100, 150, 150] = aten.avg_pool2d.default(%x) {kernel_size = [3, 3], stride = [1, 1], padding = [1, 1]}
+  output %y
+})",
+                          R"(graph {
+  input %x : f32[2, 80, 131, 140]
+  %y : f32[2, 80, 65, 70] = aten.max_pool2d.default(%x) {kernel_size = [3, 3], stride = [2, 2], padding = [1, 1], dilation = [1, 1]}
+  %z : f32[2, 80, 43, 46] = aten.avg_pool2d.default(%x) {kernel_size = [4, 5], stride = [3, 3]}
+  output %y
+  output %z
+})"}) {
+    SCOPED_TRACE(src);
+    auto g = ir::parse(src);
+    PoolGeometry pg;
+    ASSERT_FALSE(pool_geometry(*g->nodes()[0], trn(device::TargetKind::trn1), pg).has_value());
+    EXPECT_GT(pg.chunk_rows, 0);
+    RunResult r = compile_and_run(*g, device::TargetKind::trn1);
+    EXPECT_LE(r.max_abs_error, 1e-6 * std::max(1.0, r.max_abs_reference));
+    EXPECT_GT(r.max_abs_reference, 0.0);
+  }
+}
+
+// What still cannot be chunked is refused with the reason, and the lowering gives the same one.
+TEST(CodegenSupport, PoolingThatCannotBeChunkedIsRefused) {
+  // Uneven adaptive windows read the whole plane.
+  auto g = ir::parse(R"(graph {
+  input %x : f32[1, 2, 140, 141]
+  %y : f32[1, 2, 3, 4] = aten.adaptive_avg_pool2d.default(%x) {output_size = [3, 4]}
+  output %y
+})");
   const ir::Node& pool = *g->nodes()[0];
   auto why = unsupported_reason(pool, trn(device::TargetKind::trn1));
   ASSERT_TRUE(why.has_value());
-  EXPECT_THAT(*why, HasSubstr("pooling plane of 138 x 138 elements does not fit"));
-  EXPECT_FALSE(unsupported_reason(pool, trn(device::TargetKind::trn2)).has_value());
+  EXPECT_THAT(*why, HasSubstr("does not fit the SBUF tile budget (uneven adaptive windows"));
   EXPECT_FALSE(unsupported_reason(pool, trn(device::TargetKind::trn3)).has_value());
-
-  RunResult r = compile_and_run(*g, device::TargetKind::trn3);
-  EXPECT_LE(r.max_abs_error, 1e-6 * std::max(1.0, r.max_abs_reference));
-  EXPECT_GT(r.max_abs_reference, 0.0);
-  // The refusal is also the lowering's own check: compiling it for trn1 anyway names the node.
   try {
     compile_and_run(*g, device::TargetKind::trn1);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("node 'y' (aten.max_pool2d.default)"));
+    EXPECT_THAT(e.what(), HasSubstr("node 'y' (aten.adaptive_avg_pool2d.default)"));
     EXPECT_THAT(e.what(), HasSubstr(*why));
   }
+  // A window taller than a tile: 3 rows of 8,000 elements do not fit 64 KiB.
+  auto tall = ir::parse(R"(graph {
+  input %x : f32[1, 2, 9, 8000]
+  %y : f32[1, 2, 7, 7998] = aten.max_pool2d.default(%x) {kernel_size = [3, 3], stride = [1, 1]}
+  output %y
+})");
+  why = unsupported_reason(*tall->nodes()[0], trn(device::TargetKind::trn1));
+  ASSERT_TRUE(why.has_value());
+  EXPECT_THAT(*why, HasSubstr("even one output row at a time"));
 }
 
 TEST(CodegenSupport, ConvolutionRowBudgetIsTheTargetsShareOfItsPartition) {
