@@ -70,9 +70,18 @@ struct Value {
   bool operator==(const Value&) const = default;
 };
 
+// The values an integer input may hold: [lo, hi), because every element indexes `what`.
+struct IndexBound {
+  int64_t lo = 0;
+  int64_t hi = 0;    // exclusive
+  std::string what;  // "rows of embedding table 'wte.weight' (node 'embedding')"
+  bool operator==(const IndexBound&) const = default;
+};
+
 struct TensorSpec {
   std::string name;
-  uint32_t value = 0;  // index into ExecutionPlan::values
+  uint32_t value = 0;                                    // index into ExecutionPlan::values
+  std::optional<IndexBound> index_bound = std::nullopt;  // inputs only
   bool operator==(const TensorSpec&) const = default;
 };
 

@@ -160,8 +160,13 @@ std::vector<std::byte> encode_root(const ArtifactContents& c) {
                                           fbb.CreateVector(extra));
   auto specs = [&](const std::vector<TensorSpec>& ts) {
     std::vector<Offset<fb::TensorSpec>> v;
-    for (const TensorSpec& t : ts)
-      v.push_back(fb::CreateTensorSpec(fbb, str(fbb, t.name), t.value));
+    for (const TensorSpec& t : ts) {
+      Offset<fb::IndexBound> bound;
+      if (t.index_bound)
+        bound = fb::CreateIndexBound(fbb, t.index_bound->lo, t.index_bound->hi,
+                                     str(fbb, t.index_bound->what));
+      v.push_back(fb::CreateTensorSpec(fbb, str(fbb, t.name), t.value, bound));
+    }
     return fbb.CreateVector(v);
   };
   auto sig_in = specs(c.signature.inputs);
@@ -250,12 +255,16 @@ Result<ArtifactContents> decode_root(std::span<const std::byte> root) {
     c.options = {};
   }
   if (const auto* s = a->signature()) {
+    auto spec_of = [](const fb::TensorSpec* t) {
+      TensorSpec r{s_of(t->name()), t->value()};
+      if (const fb::IndexBound* b = t->index_bound())
+        r.index_bound = IndexBound{b->lo(), b->hi(), s_of(b->what())};
+      return r;
+    };
     for (uint32_t i = 0; i < size_of(s->inputs()); ++i)
-      c.signature.inputs.push_back(
-          {s_of(s->inputs()->Get(i)->name()), s->inputs()->Get(i)->value()});
+      c.signature.inputs.push_back(spec_of(s->inputs()->Get(i)));
     for (uint32_t i = 0; i < size_of(s->outputs()); ++i)
-      c.signature.outputs.push_back(
-          {s_of(s->outputs()->Get(i)->name()), s->outputs()->Get(i)->value()});
+      c.signature.outputs.push_back(spec_of(s->outputs()->Get(i)));
     for (uint32_t i = 0; i < size_of(s->symbols()); ++i) {
       const fb::Symbol* y = s->symbols()->Get(i);
       c.signature.symbols.push_back({s_of(y->name()), y->min(), y->max()});

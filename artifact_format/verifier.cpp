@@ -176,12 +176,23 @@ Status verify_contents(const ArtifactContents& c) {
       return invalid(what + " refers to " + vname(c, s.value) + ", which is not that input");
     if (s.name.empty() || !names.insert(s.name).second)
       return invalid(what + ": names must be non-empty and unique");
+    if (s.index_bound) {
+      const TensorDType dt = c.plan.values[s.value].dtype;
+      if (dt != TensorDType::i64 && dt != TensorDType::i32 && dt != TensorDType::i16 &&
+          dt != TensorDType::i8 && dt != TensorDType::u8)
+        return invalid(what + " has an index bound but its dtype is " +
+                       std::string(tensor_dtype_name(dt)) + ", expected an integer dtype");
+      if (s.index_bound->lo >= s.index_bound->hi)
+        return invalid(what + " has an empty index bound [" + to_string(s.index_bound->lo) + ", " +
+                       to_string(s.index_bound->hi) + ")");
+    }
   }
   names.clear();
   for (size_t i = 0; i < c.signature.outputs.size(); ++i) {
     const TensorSpec& s = c.signature.outputs[i];
     const std::string what = "signature output " + to_string(i) + " ('" + s.name + "')";
     NEURONC_ARTIFACT_RETURN_IF_ERROR(check_value_index(c, s.value, what));
+    if (s.index_bound) return invalid(what + " has an index bound, which only inputs may have");
     if (s.name.empty() || !names.insert(s.name).second)
       return invalid(what + ": names must be non-empty and unique");
   }

@@ -1,5 +1,6 @@
 // The compiler: a program file in, artifact bytes out (see compiler.h).
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -8,6 +9,7 @@
 #include "artifact_format/writer.h"
 #include "codegen/codegen.h"
 #include "compiler/compiler.h"
+#include "compiler/index_bounds.h"
 #include "compiler/pipeline.h"
 #include "compiler/placement.h"
 #include "device/target.h"
@@ -173,9 +175,24 @@ class ArtifactBuilder {
     if (auto it = converted_.find(key); it != converted_.end()) return it->second;
     const uint32_t dst = w_.add_value(v->name() + "@" + std::string(art::tensor_dtype_name(want)),
                                       want, plan_dims(v->shape()));
+    bound_narrowed_input(src, want);
     add_cast(src, dst, want);
     converted_[key] = dst;
     return dst;
+  }
+
+  // A user input narrowed from 64 to 32 bits for the device would wrap silently (2^32 + 3
+  // becomes 3, where PyTorch computes with the 64-bit value): unless a tighter bound (an
+  // embedding's rows) is already recorded, the loader refuses values outside 32 bits.
+  void bound_narrowed_input(uint32_t src, art::TensorDType want) {
+    const art::Value& sv = w_.contents().plan.values[src];
+    if (sv.kind != art::ValueKind::input || sv.dtype != art::TensorDType::i64 ||
+        want != art::TensorDType::i32)
+      return;
+    art::TensorSpec& spec = w_.contents().signature.inputs[sv.index];
+    if (spec.index_bound) return;
+    spec.index_bound = art::IndexBound{INT32_MIN, int64_t{INT32_MAX} + 1,
+                                       "the 32-bit integers the NeuronCore computes this input in"};
   }
 
   void add_cast(uint32_t src, uint32_t dst, art::TensorDType to) {
@@ -508,10 +525,13 @@ CompileResult compile_model(const CompileRequest& req) {
   art::ArtifactContents& c = w.contents();
   write_metadata(c, prog, req, popts.dims);
   ArtifactBuilder b(g, w);
+  const auto bounds = index_bounds(g);
   for (const ir::GraphInput& in : g.inputs()) {
     if (in.role != ir::InputRole::user_input) continue;
     b.define(in.value, w.add_input(in.value->name(), to_tensor_dtype(in.value->dtype()),
                                    plan_dims(in.value->shape())));
+    if (auto it = bounds.find(in.value); it != bounds.end())
+      c.signature.inputs.back().index_bound = it->second;
   }
 
   t0 = Clock::now();

@@ -34,6 +34,8 @@ TensorSpec spec_of(const artifact::ArtifactContents& c, const artifact::TensorSp
     }
     out.dims.push_back(std::move(ds));
   }
+  if (s.index_bound)
+    out.valid_range = ValueRange{s.index_bound->lo, s.index_bound->hi, s.index_bound->what};
   return out;
 }
 

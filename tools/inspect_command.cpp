@@ -105,7 +105,12 @@ ordered_json build_json(const std::string& path, uint64_t file_bytes, const art:
     ordered_json arr = ordered_json::array();
     for (const auto& t : ts) {
       const bool ok = t.value < c.plan.values.size();
-      arr.push_back({{"name", t.name}, {"type", ok ? dims_text(c, c.plan.values[t.value]) : "?"}});
+      ordered_json e = {{"name", t.name},
+                        {"type", ok ? dims_text(c, c.plan.values[t.value]) : "?"}};
+      if (t.index_bound)
+        e["valid_range"] = {
+            {"lo", t.index_bound->lo}, {"hi", t.index_bound->hi}, {"reason", t.index_bound->what}};
+      arr.push_back(std::move(e));
     }
     return arr;
   };
@@ -232,9 +237,13 @@ std::string text_report(const ordered_json& j) {
   for (const auto& [k, v] : j["options"].items())
     o << " " << k << "=" << (v.is_string() ? v.get<std::string>() : v.dump());
   o << "\nsignature\n";
-  for (const auto& t : j["signature"]["inputs"])
-    o << "  input  " << t["name"].get<std::string>() << ": " << t["type"].get<std::string>()
-      << "\n";
+  for (const auto& t : j["signature"]["inputs"]) {
+    o << "  input  " << t["name"].get<std::string>() << ": " << t["type"].get<std::string>();
+    if (t.contains("valid_range"))
+      o << " in [" << t["valid_range"]["lo"] << ", " << t["valid_range"]["hi"]
+        << "): " << t["valid_range"]["reason"].get<std::string>();
+    o << "\n";
+  }
   for (const auto& t : j["signature"]["outputs"])
     o << "  output " << t["name"].get<std::string>() << ": " << t["type"].get<std::string>()
       << "\n";

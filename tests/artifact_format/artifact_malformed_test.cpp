@@ -204,6 +204,22 @@ d::Instruction& first(ArtifactContents& c, d::Engine e, int program = 0) {
 }
 
 const Rule kRules[] = {
+    {"index_bound_float_input",
+     [](auto& c) {
+       c.signature.inputs[0].index_bound = IndexBound{0, 8, "rows"};
+     },
+     "has an index bound but its dtype is f32, expected an integer dtype"},
+    {"index_bound_empty",
+     [](auto& c) {
+       c.plan.values[c.signature.inputs[0].value].dtype = TensorDType::i64;
+       c.signature.inputs[0].index_bound = IndexBound{5, 5, "rows"};
+     },
+     "has an empty index bound [5, 5)"},
+    {"index_bound_on_output",
+     [](auto& c) {
+       c.signature.outputs[0].index_bound = IndexBound{0, 8, "rows"};
+     },
+     "has an index bound, which only inputs may have"},
     {"constant_offset", [](auto& c) { c.constants[0].offset = 1 << 20; }, "are outside segment 0"},
     {"constant_size", [](auto& c) { c.constants[0].size = 12; }, "holds 12 bytes but"},
     {"constant_segment", [](auto& c) { c.constants[0].segment = 9; },

@@ -37,6 +37,23 @@ TEST(ArtifactRoundTrip, ContentsSurviveWriteAndRead) {
   EXPECT_EQ(0, std::memcmp(got.data(), wv.data(), wv.size()));
 }
 
+// An integer input's valid range (IndexBound) survives the round trip; absent stays absent.
+TEST(ArtifactRoundTrip, IndexBoundSurvivesWriteAndRead) {
+  auto w = testing::two_partition_writer();
+  const uint32_t ids = w.add_input("ids", TensorDType::i64, {Dim::constant(4)});
+  (void)ids;
+  w.contents().signature.inputs.back().index_bound =
+      IndexBound{0, 30522, "the rows of embedding table 'wte.weight' (node 'embedding')"};
+  auto bytes = w.write_memory();
+  ASSERT_TRUE(bytes.is_ok()) << bytes.status().message();
+  auto a = read_artifact(*bytes);
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  EXPECT_EQ(a->contents.signature, w.contents().signature);
+  ASSERT_TRUE(a->contents.signature.inputs.back().index_bound.has_value());
+  EXPECT_EQ(a->contents.signature.inputs.back().index_bound->hi, 30522);
+  EXPECT_FALSE(a->contents.signature.inputs.front().index_bound.has_value());
+}
+
 TEST(ArtifactRoundTrip, SegmentsAreAlignedAndRawByDefault) {
   const auto bytes = testing::two_partition_artifact({.small_constant_bytes = 16});
   auto a = read_artifact(bytes);

@@ -220,8 +220,10 @@ void expect_close(const Case& c, const std::string& name, const std::vector<doub
   }
 }
 
-// A token id outside the vocabulary stops the run with an error that names the id (the
-// embedding's indirect DMA checks every index); it never yields silent zeros.
+// A token id outside the vocabulary stops the run before it starts, naming the input, the
+// element, the value and the table (PyTorch raises there too); it never yields silent zeros or
+// a wrapped row. 2^32 + 3 is the case that mattered: narrowed to 32 bits for the device it
+// would have been row 3. The attention mask, narrowed to 32 bits, may not leave them.
 TEST(EndToEndErrors, TokenIdOutsideTheVocabularyIsReported) {
   const fs::path dir = fixture_dir("bert");
   compiler::CompileRequest req;
@@ -230,23 +232,44 @@ TEST(EndToEndErrors, TokenIdOutsideTheVocabularyIsReported) {
   compiler::CompileResult compiled = compiler::compile_model(req);
   auto model = neuronc::Model::load_from_memory(compiled.artifact);
   ASSERT_TRUE(model.is_ok()) << model.status().message();
+  ASSERT_TRUE(model->inputs()[0].valid_range.has_value());
+  EXPECT_EQ(model->inputs()[0].valid_range->lo, 0);
+  EXPECT_EQ(model->inputs()[0].valid_range->hi, 128);
   std::vector<std::pair<std::string, NpyArray>> inputs;
   for (size_t i = 0; i < model->inputs().size(); ++i)
     inputs.emplace_back(model->inputs()[i].name,
                         read_npy((dir / ("input_" + std::to_string(i) + ".npy")).string()));
   ASSERT_EQ(inputs[0].second.type, NpyType::i64);
-  const int64_t bad = 500;  // vocab 128
-  std::memcpy(inputs[0].second.data.data() + 3 * 8, &bad, 8);
   neuronc::Session session(*model);
   ASSERT_TRUE(session.status().is_ok()) << session.status().message();
-  try {
-    run_once(session, inputs);
-    FAIL() << "a token id outside the vocabulary ran";
-  } catch (const CommandExit& e) {
-    EXPECT_NE(e.message.find("row index 500 at partition 3 is outside the table's 128 rows"),
-              std::string::npos)
-        << e.message;
+  const auto good = inputs;
+  const struct {
+    size_t input;
+    int64_t element;
+    int64_t value;
+    const char* expect;
+  } cases[] = {
+      {0, 3, 500,
+       "input 'input_ids': element [0, 3] is 500, outside [0, 128), the rows of embedding table "
+       "'bert.embeddings.word_embeddings.weight' (node 'embedding')"},
+      {0, 12, -5, "input 'input_ids': element [1, 2] is -5, outside [0, 128)"},
+      {0, 1, (int64_t{1} << 32) + 3, "input 'input_ids': element [0, 1] is 4294967299"},
+      {1, 4, int64_t{1} << 31,
+       "input 'attention_mask': element [0, 4] is 2147483648, outside [-2147483648, 2147483648), "
+       "the 32-bit integers the NeuronCore computes this input in"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.expect);
+    inputs = good;
+    std::memcpy(inputs[c.input].second.data.data() + c.element * 8, &c.value, 8);
+    try {
+      run_once(session, inputs);
+      FAIL() << "an input outside its valid range ran";
+    } catch (const CommandExit& e) {
+      EXPECT_NE(e.message.find(c.expect), std::string::npos) << e.message;
+    }
   }
+  EXPECT_NO_THROW(run_once(session, good));  // the session is still usable
 }
 
 // -O0 fuses nothing: more kernels, so more instructions, than -O1 on a model with fusible

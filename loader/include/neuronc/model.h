@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -41,10 +42,20 @@ struct DimSpec {
   bool is_symbolic() const { return !symbol.empty(); }
 };
 
+// The values an integer input may hold, [lo, hi), and why: it indexes a table (an embedding's
+// rows) or the device computes it in 32 bits. Session::run refuses any other value before
+// running, naming the element.
+struct ValueRange {
+  int64_t lo = 0;
+  int64_t hi = 0;  // exclusive
+  std::string reason;
+};
+
 struct TensorSpec {
   std::string name;
   DType dtype = DType::f32;
   std::vector<DimSpec> dims;
+  std::optional<ValueRange> valid_range = std::nullopt;  // inputs only
 };
 
 struct ModelInfo {
