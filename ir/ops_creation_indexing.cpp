@@ -341,6 +341,55 @@ void register_creation_and_indexing_ops(OpRegistry& r) {
           t.dtype = DType::c64;
           return {t};
         });
+  // Full complex transforms (FNet's token mixing) and the real views of their results.
+  r.add("fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor", M,
+        H, [](const ShapeContext& c) -> std::vector<TensorType> {
+          TensorType t = c.input(0);
+          t.dtype = DType::c64;
+          return {t};
+        });
+  r.add("_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor", M, H,
+        [](const ShapeContext& c) -> std::vector<TensorType> {
+          TensorType t = c.input(0);
+          if (t.dtype != DType::c64) c.fail("expected a complex64 input");
+          return {t};
+        });
+  r.add(
+      "im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) "
+      "-> Tensor",
+      M, H, [](const ShapeContext& c) -> std::vector<TensorType> {
+        TensorType t = c.input(0);
+        const int64_t r = t.rank();
+        if (r != 3 && r != 4) c.fail("expected a 3-D or 4-D input");
+        const auto k = c.get_ints("kernel_size"), dl = c.get_ints("dilation"),
+                   pd = c.get_ints("padding"), st = c.get_ints("stride");
+        if (k.size() != 2 || dl.size() != 2 || pd.size() != 2 || st.size() != 2)
+          c.fail("kernel_size, dilation, padding and stride take 2 ints");
+        const int64_t C = require_constant(c, t.shape[r - 3], "channels");
+        const int64_t H = require_constant(c, t.shape[r - 2], "height");
+        const int64_t W = require_constant(c, t.shape[r - 1], "width");
+        const int64_t oh = (H + 2 * pd[0] - (dl[0] * (k[0] - 1) + 1)) / st[0] + 1;
+        const int64_t ow = (W + 2 * pd[1] - (dl[1] * (k[1] - 1) + 1)) / st[1] + 1;
+        if (oh < 1 || ow < 1 || st[0] < 1 || st[1] < 1) c.fail("the window does not fit");
+        Shape s = {Dim::constant(C * k[0] * k[1]), Dim::constant(oh * ow)};
+        if (r == 4) s.insert(s.begin(), t.shape[0]);
+        t.shape = s;
+        return {t};
+      });
+  r.add("real(Tensor self) -> Tensor", M, H, [](const ShapeContext& c) -> std::vector<TensorType> {
+    TensorType t = c.input(0);
+    if (t.dtype != DType::c64) c.fail("expected a complex64 input");
+    t.dtype = DType::f32;
+    return {t};
+  });
+  r.add("view_as_real(Tensor self) -> Tensor", M, H,
+        [](const ShapeContext& c) -> std::vector<TensorType> {
+          TensorType t = c.input(0);
+          if (t.dtype != DType::c64) c.fail("expected a complex64 input");
+          t.dtype = DType::f32;
+          t.shape.push_back(Dim::constant(2));
+          return {t};
+        });
   r.add("index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor",
         I, H, [](const ShapeContext& c) -> std::vector<TensorType> { return {c.input(0)}; });
   r.add(

@@ -309,6 +309,58 @@ Status view_as_real(const HostOpContext& c) {
   return Status::ok();
 }
 
+// im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride):
+// [N, C, H, W] (or [C, H, W]) -> [N, C * kh * kw, oh * ow], every window's elements as a column
+// (torch.nn.functional.unfold; ConvBERT's span-based convolution), zeros where a window leaves
+// the padded input.
+Status im2col(const HostOpContext& c) {
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("self"));
+  NEURONC_RETURN_IF_ERROR_(c.expect_outputs(1));
+  if (x->rank() != 3 && x->rank() != 4)
+    return c.error("input of rank " + std::to_string(x->rank()) + ", expected 3 or 4");
+  auto pair = [&](const char* name) { return c.get_ints(name); };
+  const auto k = pair("kernel_size"), dl = pair("dilation"), pd = pair("padding"),
+             st = pair("stride");
+  for (const auto* v : {&k, &dl, &pd, &st})
+    if (v->size() != 2) return c.error("kernel_size, dilation, padding and stride take 2 ints");
+  if (k[0] < 1 || k[1] < 1 || dl[0] < 1 || dl[1] < 1 || st[0] < 1 || st[1] < 1 || pd[0] < 0 ||
+      pd[1] < 0)
+    return c.error("kernel_size, dilation and stride must be positive and padding non-negative");
+  const bool batched = x->rank() == 4;
+  const int64_t N = batched ? x->shape[0] : 1, C = x->shape[x->rank() - 3];
+  const int64_t H = x->shape[x->rank() - 2], W = x->shape[x->rank() - 1];
+  const int64_t oh = (H + 2 * pd[0] - (dl[0] * (k[0] - 1) + 1)) / st[0] + 1;
+  const int64_t ow = (W + 2 * pd[1] - (dl[1] * (k[1] - 1) + 1)) / st[1] + 1;
+  if (oh < 1 || ow < 1)
+    return c.error("a " + std::to_string(k[0]) + " x " + std::to_string(k[1]) +
+                   " window does not fit the padded " + std::to_string(H) + " x " +
+                   std::to_string(W) + " input");
+  std::vector<int64_t> shape = {C * k[0] * k[1], oh * ow};
+  if (batched) shape.insert(shape.begin(), N);
+  NEURONC_RETURN_IF_ERROR_(c.expect_output(0, x->dtype, shape));
+  if (c.dry_run()) return Status::ok();
+  const size_t es = artifact::tensor_dtype_size(x->dtype);
+  std::byte* out = c.output(0).data;
+  std::memset(out, 0, static_cast<size_t>(c.output(0).numel()) * es);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ch = 0; ch < C; ++ch)
+      for (int64_t i = 0; i < k[0]; ++i)
+        for (int64_t j = 0; j < k[1]; ++j) {
+          const int64_t row = (n * C + ch) * k[0] * k[1] + i * k[1] + j;
+          for (int64_t y = 0; y < oh; ++y) {
+            const int64_t h = y * st[0] - pd[0] + i * dl[0];
+            if (h < 0 || h >= H) continue;
+            for (int64_t xo = 0; xo < ow; ++xo) {
+              const int64_t w = xo * st[1] - pd[1] + j * dl[1];
+              if (w < 0 || w >= W) continue;
+              std::memcpy(out + (row * oh * ow + y * ow + xo) * es,
+                          x->data + (((n * C + ch) * H + h) * W + w) * es, es);
+            }
+          }
+        }
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_data_movement_kernels(KernelTable& t) {
@@ -330,6 +382,7 @@ void register_data_movement_kernels(KernelTable& t) {
   t.add("aten.index_select.default", index_select);
   t.add("aten.embedding.default", embedding);
   t.add("aten.view_as_real.default", view_as_real);
+  t.add("aten.im2col.default", im2col);
 }
 
 }  // namespace neuronc::host

@@ -303,10 +303,23 @@ Status cast(const HostOpContext& c) {
   if (auto dt = c.get_dtype("dtype"); dt && *dt != o.dtype)
     return c.error("dtype argument is " + dtype_str(*dt) + " but the output is " +
                    dtype_str(o.dtype));
-  if ((x->dtype == TensorDType::c64) != (o.dtype == TensorDType::c64))
-    return c.error("casts between complex and real tensors are not supported");
   if (c.dry_run()) return Status::ok();
-  if (x->dtype == o.dtype) {
+  if (o.dtype == TensorDType::c64 && x->dtype != TensorDType::c64) {
+    // Real to complex, as PyTorch: the value is the real part, the imaginary part 0 (FNet's core
+    // IR casts its input before _fft_c2c).
+    const std::vector<double> v = to_double(*x);
+    float* out = o.as<float>();
+    for (size_t k = 0; k < v.size(); ++k) {
+      out[2 * k] = static_cast<float>(v[k]);
+      out[2 * k + 1] = 0;
+    }
+  } else if (x->dtype == TensorDType::c64 && o.dtype != TensorDType::c64) {
+    // Complex to real keeps the real part (PyTorch warns that it discards the imaginary one).
+    std::vector<double> v(static_cast<size_t>(x->numel()));
+    const float* p = x->as<float>();
+    for (size_t k = 0; k < v.size(); ++k) v[k] = p[2 * k];
+    from_double(o, v);
+  } else if (x->dtype == o.dtype) {
     if (x->nbytes()) std::memcpy(o.data, x->data, x->nbytes());
   } else if (is_integral(x->dtype) && is_integral(o.dtype)) {
     from_int64(o, to_int64(*x));

@@ -119,6 +119,104 @@ TEST(HostKernels, AbsOfComplexIsMagnitude) {
   EXPECT_THAT(read(out->at("m")), Near(std::vector<double>{10, std::sqrt(8.0), 2}));
 }
 
+// FNet's mixing: fftn over both dims of a real [2, 3] input, then its real part; and the core IR
+// form, _fft_c2c forward then inverse with 1/n (the input again) seen through view_as_real.
+TEST(HostKernels, FftnC2cRealAndViewAsReal) {
+  const std::vector<double> x = {1, 2, 0, -1, 0.5, 3};
+  // 2-D DFT by definition.
+  std::vector<double> want_re, want_ri;
+  for (int k0 = 0; k0 < 2; ++k0)
+    for (int k1 = 0; k1 < 3; ++k1) {
+      std::complex<double> s = 0;
+      for (int t0 = 0; t0 < 2; ++t0)
+        for (int t1 = 0; t1 < 3; ++t1)
+          s += x[t0 * 3 + t1] * std::polar(1.0, -2 * M_PI * (k0 * t0 / 2.0 + k1 * t1 / 3.0));
+      want_re.push_back(s.real());
+      want_ri.push_back(s.real());
+      want_ri.push_back(s.imag());
+    }
+  art::ArtifactWriter w;
+  const uint32_t in = w.add_input("x", T::f32, {art::Dim::constant(2), art::Dim::constant(3)});
+  auto value = [&](const char* name, T dt, std::vector<int64_t> shape) {
+    std::vector<art::Dim> dims;
+    for (int64_t d : shape) dims.push_back(art::Dim::constant(d));
+    return w.add_value(name, dt, dims);
+  };
+  const uint32_t f = value("f", T::c64, {2, 3}), re = value("re", T::f32, {2, 3});
+  const uint32_t fr = value("fr", T::f32, {2, 3, 2});
+  const uint32_t c = value("c", T::c64, {2, 3}), back = value("back", T::c64, {2, 3});
+  const uint32_t br = value("br", T::f32, {2, 3, 2});
+  const uint32_t xc = value("xc", T::c64, {2, 3}), xcr = value("xcr", T::f32, {2, 3, 2});
+  const uint32_t xr = value("xr", T::f32, {2, 3});
+  // Real -> complex (imaginary 0) -> real (the real part), as PyTorch casts.
+  w.add_host_op({"aten._to_copy.default",
+                 {A::tensor("self", int32_t(in)), A::scalar_type("dtype", T::c64)},
+                 {xc}});
+  w.add_host_op({"aten.view_as_real.default", {A::tensor("self", int32_t(xc))}, {xcr}});
+  w.add_host_op(
+      {"aten.fft_fftn.default", {A::tensor("self", int32_t(in)), A::integers("dim", {0, 1})}, {f}});
+  w.add_host_op({"aten.real.default", {A::tensor("self", int32_t(f))}, {re}});
+  w.add_host_op({"aten._to_copy.default",
+                 {A::tensor("self", int32_t(f)), A::scalar_type("dtype", T::f32)},
+                 {xr}});
+  w.add_host_op({"aten.view_as_real.default", {A::tensor("self", int32_t(f))}, {fr}});
+  w.add_host_op({"aten._fft_c2c.default",
+                 {A::tensor("self", int32_t(f)), A::integers("dim", {0, 1}),
+                  A::integer("normalization", 2), A::boolean("forward", false)},
+                 {back}});
+  w.add_host_op({"aten._fft_c2c.default",
+                 {A::tensor("self", int32_t(back)), A::integers("dim", {1}),
+                  A::integer("normalization", 0), A::boolean("forward", true)},
+                 {c}});
+  w.add_host_op({"aten.view_as_real.default", {A::tensor("self", int32_t(back))}, {br}});
+  w.add_output("re", re);
+  w.add_output("fr", fr);
+  w.add_output("br", br);
+  w.add_output("c", c);
+  w.add_output("xcr", xcr);
+  w.add_output("xr", xr);
+  auto b = w.write_memory();
+  ASSERT_TRUE(b.is_ok()) << b.status().message();
+  auto model = Model::load_from_memory(*b);
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  Session s(*model);
+  const float xs[6] = {1, 2, 0, -1, 0.5, 3};
+  auto out = s.run({{"x", TensorView(xs, DType::f32, {2, 3})}});
+  ASSERT_TRUE(out.is_ok()) << out.status().message();
+  EXPECT_THAT(read(out->at("re")), Near(want_re));
+  EXPECT_THAT(read(out->at("fr")), Near(want_ri));
+  std::vector<double> x_as_complex;
+  for (double v : x) x_as_complex.insert(x_as_complex.end(), {v, 0.0});
+  EXPECT_THAT(read(out->at("br")), Near(x_as_complex));  // the inverse undoes the transform
+  EXPECT_THAT(read(out->at("xcr")), Near(x_as_complex));
+  EXPECT_THAT(read(out->at("xr")), Near(want_re));
+  // A 1-D transform along dim 1 of the recovered input equals rfft's bins, then their mirror.
+  const auto c_out = read(out->at("c"));
+  EXPECT_NEAR(c_out[0], 3, 1e-5);    // 1 + 2 + 0
+  EXPECT_NEAR(c_out[6], 2.5, 1e-5);  // -1 + 0.5 + 3
+}
+
+// im2col (unfold): each window as a column; ConvBERT's [k, 1] span with zero padding.
+TEST(HostKernels, Im2col) {
+  EXPECT_THAT(
+      run1("aten.im2col.default", {{"self", T::f32, {1, 1, 3, 3}, {0, 1, 2, 3, 4, 5, 6, 7, 8}}},
+           {A::integers("kernel_size", {2, 2}), A::integers("dilation", {1, 1}),
+            A::integers("padding", {0, 0}), A::integers("stride", {1, 1})},
+           {T::f32, {1, 4, 4}}),
+      ElementsAre(0, 1, 3, 4, 1, 2, 4, 5, 3, 4, 6, 7, 4, 5, 7, 8));
+  EXPECT_THAT(run1("aten.im2col.default", {{"self", T::f32, {1, 1, 3, 1}, {1, 2, 3}}},
+                   {A::integers("kernel_size", {3, 1}), A::integers("dilation", {1, 1}),
+                    A::integers("padding", {1, 0}), A::integers("stride", {1, 1})},
+                   {T::f32, {1, 3, 3}}),
+              ElementsAre(0, 1, 2, 1, 2, 3, 2, 3, 0));
+  auto bad = run_host_op("aten.im2col.default", {{"self", T::f32, {1, 1, 2, 2}, {1, 2, 3, 4}}},
+                         {A::integers("kernel_size", {3, 3}), A::integers("dilation", {1, 1}),
+                          A::integers("padding", {0, 0}), A::integers("stride", {1, 1})},
+                         {{T::f32, {1, 9, 1}}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("window does not fit the padded 2 x 2 input"));
+}
+
 TEST(HostKernels, IndexPut) {
   // x[[0, 2]] = [1, 2, 3, 4] (values broadcast over the indexed rows).
   EXPECT_THAT(run1("aten.index_put.default",
