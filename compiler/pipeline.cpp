@@ -2,6 +2,7 @@
 #include "compiler/pipeline.h"
 
 #include <memory>
+#include <set>
 
 #include "passes/constant_folding.h"
 #include "passes/dead_code_elimination.h"
@@ -9,6 +10,30 @@
 #include "passes/specialize_shapes.h"
 
 namespace neuronc::compiler {
+namespace {
+
+// The free symbols some value's shape refers to (a product symbol stands for its factors). A
+// range constraint can name a symbol nothing uses: an unbacked one from a value read back with
+// item() only to be asserted on (XLM's max(lengths) <= seq).
+std::set<ir::SymbolId> used_symbols(const ir::Graph& g) {
+  std::set<ir::SymbolId> used;
+  auto add_shape = [&](const ir::Shape& shape) {
+    for (const ir::Dim& d : shape) {
+      if (!d.is_symbolic()) continue;
+      const ir::Symbol& s = g.symbol(d.symbol);
+      if (s.is_product())
+        used.insert(s.factors.begin(), s.factors.end());
+      else
+        used.insert(d.symbol);
+    }
+  };
+  for (const ir::GraphInput& in : g.inputs()) add_shape(in.value->shape());
+  for (const auto& n : g.nodes())
+    for (const ir::Value* v : n->outputs()) add_shape(v->shape());
+  return used;
+}
+
+}  // namespace
 
 std::map<std::string, int64_t> bind_symbolic_dims(const ir::Graph& g,
                                                   const std::vector<frontend::SampleInput>& samples,
@@ -28,8 +53,10 @@ std::map<std::string, int64_t> bind_symbolic_dims(const ir::Graph& g,
     }
   }
   if (!require_all) return dims;
-  for (const ir::Symbol& s : g.symbols()) {
-    if (!s.is_product() && !dims.count(s.name)) {
+  const std::set<ir::SymbolId> used = used_symbols(g);
+  for (ir::SymbolId id = 0; id < static_cast<ir::SymbolId>(g.symbols().size()); ++id) {
+    const ir::Symbol& s = g.symbol(id);
+    if (!s.is_product() && used.count(id) && !dims.count(s.name)) {
       throw ir::Error("symbolic dim " + s.name + " in [" + std::to_string(s.min) + ", " +
                       (s.max == INT64_MAX ? std::string("inf") : std::to_string(s.max)) +
                       "] needs a value: pass --dim " + s.name +

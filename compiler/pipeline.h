@@ -22,7 +22,8 @@ struct PipelineOptions {
 
 // Binds every symbol of `g`: the `given` value (`--dim`), else the one the program's sample
 // inputs imply. With `require_all`, a symbol left unbound throws an error naming it and its
-// range and asking for `--dim`; without, it stays symbolic.
+// range and asking for `--dim`; without, it stays symbolic. A symbol no value's shape uses
+// (an unbacked one from item() that only feeds an assert) needs no value.
 std::map<std::string, int64_t> bind_symbolic_dims(const ir::Graph& g,
                                                   const std::vector<frontend::SampleInput>& samples,
                                                   const std::map<std::string, int64_t>& given,

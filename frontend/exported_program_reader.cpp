@@ -1106,7 +1106,33 @@ class Importer {
       eval_sym_op(node, op, inputs, outputs, scope, label);
       return;
     }
+    if ((op == "aten.item.default" || op == "aten._local_scalar_dense.default") &&
+        data_dependent_scalar(op, outputs, scope, label)) {
+      return;
+    }
     emit_op(node, op, inputs, outputs, scope, label);
+  }
+
+  // A tensor's value read back as a Python scalar (item). XLM and FlauBERT compute
+  // max(lengths).item() only to assert it against the sequence length, and runtime asserts are
+  // dropped with the other checks; so the scalar is recorded as unknowable rather than refused
+  // here, and any use that needs its value (a size, an argument) fails there naming this node.
+  // Returns false when the output is a tensor (then it is an ordinary op).
+  bool data_dependent_scalar(const std::string& op, const J& outputs, Scope& scope,
+                             const std::string& label) {
+    bool scalar = false;
+    for (const J& o : outputs.elements()) {
+      Tagged t = union_of(o, "Argument", kArgumentTags);
+      if (t.tag != "as_sym_int" && t.tag != "as_sym_float" && t.tag != "as_sym_bool") continue;
+      scalar = true;
+      const auto& raw = t.value.raw();
+      if (!raw.is_object() || !raw.contains("as_name") || !raw["as_name"].is_string()) continue;
+      scope.sym_ints[raw["as_name"].get<std::string>()] =
+          SymValue{std::nullopt, "it is the value of a tensor at run time (node '" + label + "' (" +
+                                     op + ")): data-dependent scalars cannot be compiled"};
+    }
+    if (scalar) ++dropped_;
+    return scalar;
   }
 
   // Records the value of each `as_sym_int` output of a node, if it can be computed.

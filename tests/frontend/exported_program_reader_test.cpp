@@ -258,6 +258,45 @@ TEST(ExportedProgram, VmapRegionsAreRefusedWithTheWayOut) {
   }
 }
 
+// XLM's max(lengths).item() <= seq: the scalar feeds only a runtime assert, which is dropped with
+// the other checks, so the program imports; a size taken from it is refused naming the item.
+TEST(ExportedProgram, ItemThatOnlyFeedsAssertsIsDropped) {
+  Prog p;
+  p.range_constraints = R"({"u0": {"min_val": 0, "max_val": 16}})";
+  p.sym_int_values = R"({"item": {"as_expr": {"expr_str": "u0"}}})";
+  p.tensor_values = R"("x": )" + meta(R"([{"as_int": 2}, {"as_int": 3}])") + R"(, "relu": )" +
+                    meta(R"([{"as_int": 2}, {"as_int": 3}])") + R"(, "mx": )" + meta("[]");
+  const std::string item = R"([
+    {"target": "torch.ops.aten.max.default", "inputs": [
+      {"name": "self", "arg": {"as_tensor": {"name": "x"}}}], "outputs": [{"as_tensor": {"name": "mx"}}]},
+    {"target": "torch.ops.aten.item.default", "inputs": [
+      {"name": "self", "arg": {"as_tensor": {"name": "mx"}}}],
+      "outputs": [{"as_sym_int": {"as_name": "item"}}]},
+    {"target": "_operator.le", "inputs": [
+      {"name": "", "arg": {"as_sym_int": {"as_name": "item"}}}, {"name": "", "arg": {"as_int": 16}}],
+      "outputs": [{"as_sym_bool": {"as_name": "le"}}]},
+    {"target": "torch.ops.aten._assert_scalar.default", "inputs": [
+      {"name": "self", "arg": {"as_sym_bool": {"as_name": "le"}}},
+      {"name": "assert_msg", "arg": {"as_string": "u0 <= 16"}}], "outputs": []},)";
+  p.nodes = item + R"(
+    {"target": "torch.ops.aten.relu.default", "inputs": [
+      {"name": "self", "arg": {"as_tensor": {"name": "x"}}}], "outputs": [{"as_tensor": {"name": "relu"}}]}])";
+  ImportedProgram ip = load(p.json());
+  EXPECT_EQ(ip.info.dropped_nodes, 3u);  // item, le and the assert
+  std::vector<std::string> ops;
+  for (const auto& n : ip.graph->nodes()) ops.push_back(n->op());
+  EXPECT_EQ(ops, (std::vector<std::string>{"aten.max.default", "aten.relu.default"}));
+
+  p.nodes = item + R"(
+    {"target": "torch.ops.aten.view.default", "inputs": [
+      {"name": "self", "arg": {"as_tensor": {"name": "x"}}},
+      {"name": "size", "arg": {"as_sym_ints": [{"as_name": "item"}, {"as_int": 3}]}}],
+      "outputs": [{"as_tensor": {"name": "relu"}}]}])";
+  EXPECT_THAT(error_of(p.json()),
+              HasSubstr("uses symbolic int 'item': it is the value of a tensor at run time (node "
+                        "'item' (aten.item.default)): data-dependent scalars cannot be compiled"));
+}
+
 TEST(ExportedProgram, PlainSymbolStringsAndUnboundedRanges) {
   Prog p;
   p.range_constraints =
