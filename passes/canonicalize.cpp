@@ -53,9 +53,7 @@ class Canonicalizer {
   explicit Canonicalizer(ir::Graph& g) : g_(g) {}
 
   bool run() {
-    std::vector<Node*> order;
-    for (const auto& n : g_.nodes()) order.push_back(n.get());
-    for (Node* n : order) changed_ |= visit(n);
+    for (Node* n : node_snapshot(g_)) changed_ |= visit(n);
     return changed_;
   }
 

@@ -19,10 +19,8 @@ class Decomposer {
   explicit Decomposer(ir::Graph& g) : g_(g) {}
 
   bool run() {
-    std::vector<Node*> order;
-    for (const auto& n : g_.nodes()) order.push_back(n.get());
     bool changed = false;
-    for (Node* n : order) changed |= visit(n);
+    for (Node* n : node_snapshot(g_)) changed |= visit(n);
     return changed;
   }
 

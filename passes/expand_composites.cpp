@@ -29,10 +29,8 @@ class Expander {
   explicit Expander(ir::Graph& g) : g_(g) {}
 
   bool run() {
-    std::vector<Node*> order;
-    for (const auto& n : g_.nodes()) order.push_back(n.get());
     bool changed = false;
-    for (Node* n : order) changed |= visit(n);
+    for (Node* n : node_snapshot(g_)) changed |= visit(n);
     return changed;
   }
 

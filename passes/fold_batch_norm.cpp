@@ -25,10 +25,8 @@ class Folder {
   }
 
   bool run() {
-    std::vector<ir::Node*> order;
-    for (const auto& n : g_.nodes()) order.push_back(n.get());
     bool changed = false;
-    for (ir::Node* n : order) {
+    for (ir::Node* n : node_snapshot(g_)) {
       if (n->op() != "aten.batch_norm.default" || n->attr_bool("training")) continue;
       changed |= fold(n);
     }

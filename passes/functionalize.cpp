@@ -82,9 +82,7 @@ class Functionalizer {
   explicit Functionalizer(ir::Graph& g) : g_(g) {}
 
   bool run() {
-    std::vector<Node*> order;
-    for (const auto& n : g_.nodes()) order.push_back(n.get());
-    for (Node* n : order) visit(n);
+    for (Node* n : node_snapshot(g_)) visit(n);
     finish_outputs();
     return changed_;
   }

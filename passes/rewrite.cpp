@@ -32,6 +32,13 @@ ir::Node* replace_node(ir::Graph& g, ir::Node* old, std::string op, std::vector<
   return n;
 }
 
+std::vector<ir::Node*> node_snapshot(const ir::Graph& g) {
+  std::vector<ir::Node*> order;
+  order.reserve(g.nodes().size());
+  for (const auto& n : g.nodes()) order.push_back(n.get());
+  return order;
+}
+
 void forward_to(ir::Graph& g, ir::Node* n, ir::Value* v) {
   n->output()->replace_all_uses_with(v);
   g.erase(n);

@@ -16,6 +16,10 @@ namespace neuronc::passes {
 ir::Node* replace_node(ir::Graph& g, ir::Node* old, std::string op, std::vector<ir::Value*> inputs,
                        std::vector<ir::NamedAttr> attrs);
 
+// The graph's nodes as they are now, in order: a forward walk that rewrites (inserting before
+// and erasing the node it visits) visits each original node once.
+std::vector<ir::Node*> node_snapshot(const ir::Graph& g);
+
 // Redirects the uses of `n`'s single result to `v` and erases `n`.
 void forward_to(ir::Graph& g, ir::Node* n, ir::Value* v);
 
