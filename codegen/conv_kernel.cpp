@@ -93,6 +93,24 @@ std::optional<std::string> conv_geometry(const ir::Node& n, const device::Target
   const int64_t wp = (g.Wo - 1) * g.sw + (g.KW - 1) * g.dw + 1;
   if (wp * 4 > band_budget(t))
     return "input row of " + std::to_string(wp) + " elements is too long";
+  // Dense weights that do not stay resident stream one output chunk at a time; each chunk holds
+  // every input channel (lower_conv's arithmetic). DeepLab's fp32 ASPP (2048 -> 256, 3 x 3) is
+  // 72 KiB a chunk, over trn1's 48 KiB: refused here, so it runs on the host, not a failed compile.
+  const bool depthwise = g.groups > 1 && g.C == g.groups && g.O == g.groups;
+  if (!depthwise && !conv_packs_rows(g, t.partitions)) {
+    const device::DType xdt = device_dtype(n.input(0)->dtype()),
+                        wdt = device_dtype(n.input(1)->dtype());
+    const int64_t es = device::dtype_size(
+        xdt == device::DType::f32 || wdt == device::DType::f32 ? device::DType::f32 : xdt);
+    const int64_t P = t.partitions, KK = g.KH * g.KW, Cg = g.C / g.groups, Og = g.O / g.groups;
+    const int64_t w_total = ceil_div(Cg, P) * Og * KK * es;
+    if (!(g.groups == 1 && w_total <= weight_budget(t))) {
+      const int64_t per_oc = ceil_div(std::min(Cg, g.C), P) * std::min(P, g.O) * KK * es;
+      if (per_oc > weight_budget(t))
+        return "convolution weights need " + std::to_string(per_oc) +
+               " SBUF bytes per partition per output chunk";
+    }
+  }
   return std::nullopt;
 }
 

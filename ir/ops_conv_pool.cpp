@@ -204,6 +204,17 @@ void register_conv_and_pool_ops(OpRegistry& r) {
       "padding=\"valid\", SymInt[2] dilation=1, SymInt groups=1) -> Tensor",
       C, D,
       [](const ShapeContext& c) -> std::vector<TensorType> { return {conv_type(c, 2, false)}; });
+  // 3-D (video): no NeuronCore lowering yet, so codegen refuses it and it runs on the host.
+  r.add(
+      "conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] "
+      "padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor",
+      C, D,
+      [](const ShapeContext& c) -> std::vector<TensorType> { return {conv_type(c, 3, false)}; });
+  r.add(
+      "conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, str "
+      "padding=\"valid\", SymInt[3] dilation=1, SymInt groups=1) -> Tensor",
+      C, D,
+      [](const ShapeContext& c) -> std::vector<TensorType> { return {conv_type(c, 3, false)}; });
   r.add(
       "convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
       "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor",

@@ -368,6 +368,7 @@ const std::vector<std::pair<std::string, HostKernelFn>>& table() {
     register_data_movement_kernels(k);
     register_reduction_kernels(k);
     register_fft_kernels(k);
+    register_conv_kernels(k);
     register_scan_kernels(k);
     register_indexing_kernels(k);
     register_sort_kernels(k);

@@ -129,6 +129,36 @@ TEST(CodegenSupport, ConvolutionRowBudgetIsTheTargetsShareOfItsPartition) {
   EXPECT_FALSE(unsupported_reason(conv, trn(device::TargetKind::trn3)).has_value());
 }
 
+// Weights that stream per output chunk must fit the weight budget: 1536 fp32 input channels x
+// 3 x 3 x 128 outputs is 54 KiB a chunk, over trn1's 48 KiB (DeepLab's ASPP is the same case),
+// so the convolution is refused (host) rather than failing the compile; in bf16 it is half and
+// stays on the device.
+TEST(CodegenSupport, ConvolutionWeightChunkOverItsBudgetIsRefused) {
+  auto g = ir::parse(R"(graph {
+  input %x : f32[1, 1536, 4, 4]
+  param %w : f32[128, 1536, 3, 3] "c.weight"
+  %y : f32[1, 128, 4, 4] = aten.conv2d.default(%x, %w, _) {padding = [1, 1]}
+  output %y
+})");
+  auto why = unsupported_reason(*g->nodes()[0], trn(device::TargetKind::trn1));
+  ASSERT_TRUE(why.has_value());
+  EXPECT_THAT(
+      *why, HasSubstr("convolution weights need 55296 SBUF bytes per partition per output chunk"));
+  try {
+    compile_and_run(*g, device::TargetKind::trn1);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr(*why));  // the lowering's own check says the same
+  }
+  auto b = ir::parse(R"(graph {
+  input %x : bf16[1, 1536, 4, 4]
+  param %w : bf16[128, 1536, 3, 3] "c.weight"
+  %y : bf16[1, 128, 4, 4] = aten.conv2d.default(%x, %w, _) {padding = [1, 1]}
+  output %y
+})");
+  EXPECT_FALSE(unsupported_reason(*b->nodes()[0], trn(device::TargetKind::trn1)).has_value());
+}
+
 TEST(CodegenSupport, AttentionValueHeadWiderThanAPsumBankIsRefused) {
   auto g = ir::parse(R"(graph {
   input %q : f32[1, 2, 16, 64]

@@ -217,6 +217,48 @@ TEST(HostKernels, Im2col) {
   EXPECT_THAT(bad.status().message(), HasSubstr("window does not fit the padded 2 x 2 input"));
 }
 
+// The host convolution (what the NeuronCore kernel refuses): padding, stride and bias; groups
+// and dilation in 1-D; "same" padding with an even kernel (the extra element on the far side);
+// a 3-D video convolution.
+TEST(HostKernels, Convolution) {
+  const std::vector<double> x9 = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+  EXPECT_THAT(
+      run1("aten.conv2d.default",
+           {{"input", T::f32, {1, 1, 3, 3}, x9}, {"weight", T::f32, {1, 1, 2, 2}, {1, 1, 1, 1}}},
+           {}, {T::f32, {1, 1, 2, 2}}),
+      ElementsAre(8, 12, 20, 24));
+  EXPECT_THAT(run1("aten.convolution.default",
+                   {{"input", T::f32, {1, 1, 3, 3}, x9},
+                    {"weight", T::f32, {1, 1, 3, 3}, std::vector<double>(9, 1)},
+                    {"bias", T::f32, {1}, {0.5}}},
+                   {A::integers("stride", {2, 2}), A::integers("padding", {1, 1}),
+                    A::integers("dilation", {1, 1}), A::boolean("transposed", false),
+                    A::integers("output_padding", {0, 0}), A::integer("groups", 1)},
+                   {T::f32, {1, 1, 2, 2}}),
+              ElementsAre(8.5, 12.5, 20.5, 24.5));
+  EXPECT_THAT(run1("aten.conv1d.default",
+                   {{"input", T::f32, {1, 2, 5}, {1, 2, 3, 4, 5, 10, 20, 30, 40, 50}},
+                    {"weight", T::f32, {2, 1, 2}, {1, -1, 2, 0}}},
+                   {A::integers("dilation", {2}), A::integer("groups", 2)}, {T::f32, {1, 2, 3}}),
+              ElementsAre(-2, -2, -2, 20, 40, 60));
+  EXPECT_THAT(
+      run1("aten.conv1d.padding",
+           {{"input", T::f32, {1, 1, 4}, {1, 2, 3, 4}}, {"weight", T::f32, {1, 1, 2}, {1, 1}}},
+           {A::str("padding", "same")}, {T::f32, {1, 1, 4}}),
+      ElementsAre(3, 5, 7, 4));
+  EXPECT_THAT(run1("aten.conv3d.default",
+                   {{"input", T::f32, {1, 1, 2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}},
+                    {"weight", T::f32, {1, 1, 2, 2, 2}, std::vector<double>(8, 1)}},
+                   {}, {T::f32, {1, 1, 1, 1, 1}}),
+              ElementsAre(36));
+  auto bad = run_host_op("aten.conv2d.default",
+                         {{"input", T::f32, {1, 3, 4, 4}, std::vector<double>(48, 1)},
+                          {"weight", T::f32, {2, 2, 3, 3}, std::vector<double>(36, 1)}},
+                         {}, {{T::f32, {1, 2, 2, 2}}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("with groups 1 does not fit input [1, 3, 4, 4]"));
+}
+
 TEST(HostKernels, IndexPut) {
   // x[[0, 2]] = [1, 2, 3, 4] (values broadcast over the indexed rows).
   EXPECT_THAT(run1("aten.index_put.default",
