@@ -259,6 +259,11 @@ void register_conv_and_pool_ops(OpRegistry& r) {
         [](const ShapeContext& c) -> std::vector<TensorType> { return {adaptive_type(c, 2)}; });
   r.add("adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor", P, D,
         [](const ShapeContext& c) -> std::vector<TensorType> { return {adaptive_type(c, 1)}; });
+  // Video heads; passes/expand_composites.cpp rewrites even windows into a view and a mean.
+  r.add("adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor", P, D,
+        [](const ShapeContext& c) -> std::vector<TensorType> { return {adaptive_type(c, 3)}; });
+  r.add("_adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor", P, D,
+        [](const ShapeContext& c) -> std::vector<TensorType> { return {adaptive_type(c, 3)}; });
 }
 
 }  // namespace neuronc::ir

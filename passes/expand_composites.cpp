@@ -49,7 +49,33 @@ class Expander {
     if (op == "aten.upsample_nearest2d.vec" || op == "aten.upsample_bilinear2d.vec")
       return upsample(n);
     if (op == "aten.einsum.default") return einsum(n);
+    if (op == "aten.adaptive_avg_pool3d.default" || op == "aten._adaptive_avg_pool3d.default")
+      return adaptive_avg_pool3d(n);
     return false;
+  }
+
+  // Even windows (each output cell averages a k_d x k_h x k_w block): [..., D, H, W] viewed as
+  // [..., Do, kd, Ho, kh, Wo, kw] and averaged over the three window dims. Uneven windows stay
+  // (and are refused with the op's name).
+  bool adaptive_avg_pool3d(Node* n) {
+    Value* x = n->input(0);
+    const int64_t r = x->type().rank();
+    if (r < 4 || !ir::is_floating(x->dtype())) return false;
+    ir::Shape split(x->shape().begin(), x->shape().end() - 3);
+    std::vector<int64_t> window_dims;
+    for (int64_t i = 0; i < 3; ++i) {
+      const ir::Dim in = x->shape()[static_cast<size_t>(r - 3 + i)];
+      const ir::Dim out = n->output()->shape()[static_cast<size_t>(r - 3 + i)];
+      if (!in.is_constant() || !out.is_constant() || out.value() < 1 ||
+          in.value() % out.value() != 0)
+        return false;
+      split.push_back(out);
+      split.push_back(ir::Dim::constant(in.value() / out.value()));
+      window_dims.push_back(static_cast<int64_t>(split.size()) - 1);
+    }
+    Value* m =
+        add(n, "aten.mean.dim", {view(n, x, split)}, {{"dim", window_dims}, {"keepdim", false}});
+    return finish(n, m);
   }
 
   Value* add(Node* at, std::string op, std::vector<Value*> in, std::vector<ir::NamedAttr> attrs) {

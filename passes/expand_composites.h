@@ -21,6 +21,8 @@
 //    letters] and [batch, contracted, kept of the second], then the output permutation; more
 //    than two fold left to right; one operand is a permute. An ellipsis, a repeated letter in
 //    one operand (a diagonal), or a letter whose sizes differ between operands is refused.
+//  - adaptive_avg_pool3d with even windows (video heads): a view to [..., Do, kd, Ho, kh, Wo,
+//    kw] and a mean over the window dims; uneven windows are left (and refused).
 #pragma once
 
 #include "passes/pass.h"

@@ -149,3 +149,34 @@ TEST(ExpandComposites, RepeatInterleaveIsViewExpandView) {
 
 }  // namespace
 }  // namespace neuronc::passes
+
+namespace neuronc::passes {
+namespace {
+
+// A video head's adaptive_avg_pool3d with even windows is a view and a mean over the window
+// dims; uneven windows stay as they are (and are refused later with the op's name).
+TEST(ExpandComposites, AdaptiveAvgPool3dWithEvenWindowsIsAMean) {
+  EXPECT_EQ(testing::run_pass<ExpandComposites>(R"(graph {
+  input %x : f32[1, 2, 4, 6, 6]
+  %p : f32[1, 2, 2, 1, 3] = aten.adaptive_avg_pool3d.default(%x) {output_size = [2, 1, 3]}
+  output %p
+}
+)"),
+            R"(graph {
+  input %x : f32[1, 2, 4, 6, 6]
+  %view : f32[1, 2, 2, 2, 1, 6, 3, 2] = aten.view.default(%x) {size = [1, 2, 2, 2, 1, 6, 3, 2]}
+  %p : f32[1, 2, 2, 1, 3] = aten.mean.dim(%view) {dim = [3, 5, 7], keepdim = false}
+  output %p
+}
+)");
+  const std::string uneven = R"(graph {
+  input %x : f32[1, 2, 5, 6, 6]
+  %p : f32[1, 2, 2, 1, 1] = aten.adaptive_avg_pool3d.default(%x) {output_size = [2, 1, 1]}
+  output %p
+}
+)";
+  EXPECT_EQ(testing::run_pass<ExpandComposites>(uneven), uneven);
+}
+
+}  // namespace
+}  // namespace neuronc::passes
