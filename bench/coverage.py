@@ -3,6 +3,10 @@
 models/scripts/sweep.py exported, in both IRs, with --auto-cast none and matmul, on trn1.
 
     bench/coverage.py SWEEP_DIR [--neuronc build/tools/neuronc] [--out bench/results/coverage.md]
+                      [--commit SHA] [--only NAME,...]
+
+Every verify result is also written beside the table (coverage.json); with --only, just those
+models are verified again and the others keep their results from that file.
 
 A model counts as passing in an IR when both cast modes match PyTorch (fp32 within
 1e-4 + 1e-3·|ref|; bf16 cosine >= 0.999, neuronc verify's criteria). Families the sweep could
@@ -42,7 +46,18 @@ def main():
     ap.add_argument("sweep")
     ap.add_argument("--neuronc", default="build/tools/neuronc")
     ap.add_argument("--out", default="bench/results/coverage.md")
+    ap.add_argument("--commit", help="the commit the neuronc binary was built at (default: HEAD)")
+    ap.add_argument("--only", default="",
+                    help="verify only these models (comma-separated); the others keep their "
+                         "results from the rows file")
     a = ap.parse_args()
+    rows_path = os.path.splitext(a.out)[0] + ".json"  # every verify result, for --only
+    previous = {}
+    if a.only and os.path.exists(rows_path):
+        previous = {r["name"]: r for r in json.load(open(rows_path))["rows"]}
+    only = set(filter(None, a.only.split(",")))
+    commit = a.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"],
+                                        capture_output=True, text=True).stdout.strip()
     rows, apart = [], []
     for name in sorted(os.listdir(a.sweep)):
         d = os.path.join(a.sweep, name)
@@ -53,9 +68,14 @@ def main():
         if meta["status"] != "ok":
             apart.append((name, meta["kind"], meta["status"], meta.get("reason", "")))
             continue
-        r = {"name": name, "kind": meta["kind"], "parameters": meta.get("parameters")}
+        r = {"name": name, "kind": meta["kind"], "parameters": meta.get("parameters"),
+             "torch_bf16": meta.get("pytorch_bf16_cosine")}
+        if only and name not in only and name in previous:
+            rows.append(dict(previous[name], torch_bf16=r["torch_bf16"]))
+            continue
         for ir in ("model.pt2", "model_core.pt2"):
             r[ir] = {cast: verify(a.neuronc, os.path.join(d, ir), cast) for cast in ("none", "matmul")}
+        r["commit"] = commit
         rows.append(r)
         print(name, {ir: {c: v["result"] for c, v in r[ir].items()} for ir in ("model.pt2", "model_core.pt2")},
               flush=True)
@@ -63,13 +83,25 @@ def main():
     def passed(r, ir):
         return all(v["result"] == "match" for v in r[ir].values())
 
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
+    def as_close_as_torch(r, ir):
+        # fp32 matches, and the bf16 run is at least as close to fp32 PyTorch as PyTorch's own
+        # bf16 autocast is (a random deep network amplifies bf16 rounding past any fixed bar).
+        v, b = r[ir]["none"], r[ir]["matmul"]
+        if v["result"] != "match" or b["result"] not in ("match", "MISMATCH"):
+            return False
+        return b["result"] == "match" or (r["torch_bf16"] is not None and
+                                          b["cosine"] >= r["torch_bf16"])
+
     n = len(rows)
+    by_commit = {}
+    for r in rows:
+        by_commit[r.get("commit", commit)] = by_commit.get(r.get("commit", commit), 0) + 1
+    measured_at = "commit " + ", ".join(f"{c} ({k} models)" if len(by_commit) > 1 else c
+                                        for c, k in sorted(by_commit.items()))
     lines = [
         "# Architecture sweep: compile and match on models nobody hand-picked",
         "",
-        f"Measured {datetime.date.today()} at commit {commit} by `bench/coverage.py` on the export of "
+        f"Measured {datetime.date.today()} at {measured_at} by `bench/coverage.py` on the export of "
         "`models/scripts/sweep.py` (torch 2.14, transformers and torchvision families with small "
         "random configs; text models take input_ids 1×16, vision models 1×3×96² or their minimum "
         "size). trn1; a model passes an IR when `neuronc verify` matches PyTorch with "
@@ -77,10 +109,15 @@ def main():
         "",
         f"- training IR (`model.pt2`): **{sum(passed(r, 'model.pt2') for r in rows)} / {n}** pass",
         f"- core ATen (`model_core.pt2`): **{sum(passed(r, 'model_core.pt2') for r in rows)} / {n}** pass",
+        f"- counting a bf16 run that is at least as close to fp32 as PyTorch's own bf16 autocast "
+        f"(`torch.autocast('cpu', bfloat16)` on the same weights and input) as a pass: training IR "
+        f"**{sum(as_close_as_torch(r, 'model.pt2') for r in rows)} / {n}**, core ATen "
+        f"**{sum(as_close_as_torch(r, 'model_core.pt2') for r in rows)} / {n}**",
         f"- not counted: {len(apart)} families the sweep could not export or whose reference is degenerate (listed below)",
         "",
-        "| model | kind | params | training IR fp32 | training IR bf16 | core fp32 | core bf16 | failing op / error |",
-        "|---|---|---|---|---|---|---|---|",
+        "| model | kind | params | training IR fp32 | training IR bf16 | core fp32 | core bf16 | "
+        "PyTorch bf16 cosine | failing op / error |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         cells, why = [], ""
@@ -92,14 +129,18 @@ def main():
                 else:
                     cells.append(v["result"])
                     why = why or (v.get("op") or v.get("error", ""))
+        tb = f"{r['torch_bf16']:.5f}" if r["torch_bf16"] is not None else "—"
         lines.append(f"| {r['name']} | {r['kind']} | {r['parameters']} | " + " | ".join(cells) +
-                     f" | {why.replace('|', '/')} |")
+                     f" | {tb} | {why.replace('|', '/')} |")
     lines += ["", "## Not counted", "", "| model | kind | status | reason |", "|---|---|---|---|"]
     for name, kind, status, reason in apart:
-        lines.append(f"| {name} | {kind} | {status} | {reason[:200].replace('|', '/')} |")
+        reason = " ".join(reason.split())[:200].replace("|", "/")
+        lines.append(f"| {name} | {kind} | {status} | {reason} |")
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
         f.write("\n".join(lines) + "\n")
+    with open(rows_path, "w") as f:
+        json.dump({"commit": commit, "rows": rows}, f, indent=1)
     print("wrote", a.out)
 
 

@@ -73,7 +73,16 @@ VISION = [
     "googlenet", "inception_v3", "maxvit_t", "mnasnet0_5", "mobilenet_v2", "mobilenet_v3_small",
     "regnet_x_400mf", "regnet_y_400mf", "resnet18", "resnext50_32x4d", "shufflenet_v2_x0_5",
     "squeezenet1_0", "swin_t", "swin_v2_t", "vgg11", "vit_b_32", "wide_resnet50_2",
+    # segmentation (torchvision.models.segmentation; the dict's tensors are the outputs)
+    "deeplabv3_mobilenet_v3_large", "deeplabv3_resnet50", "fcn_resnet50",
+    "lraspp_mobilenet_v3_large",
+    # video (torchvision.models.video; clips of 8 frames)
+    "mc3_18", "r2plus1d_18", "r3d_18", "s3d", "mvit_v2_s", "swin3d_t",
 ]
+
+SEGMENTATION = {"deeplabv3_mobilenet_v3_large", "deeplabv3_resnet50", "fcn_resnet50",
+                "lraspp_mobilenet_v3_large"}
+VIDEO = {"mc3_18", "r2plus1d_18", "r3d_18", "s3d", "mvit_v2_s", "swin3d_t"}
 
 
 def shrink(cfg):
@@ -153,13 +162,23 @@ def build_vision(name, seed):
     import torchvision
     torch.manual_seed(seed)
     kw = {"aux_logits": False, "init_weights": True} if name in ("googlenet", "inception_v3") else {}
-    m = getattr(torchvision.models, name)(weights=None, **kw).eval()
+    if name in SEGMENTATION:
+        m = getattr(torchvision.models.segmentation, name)(weights=None,
+                                                           weights_backbone=None).eval()
+    elif name in VIDEO:
+        m = getattr(torchvision.models.video, name)(weights=None).eval()
+    else:
+        m = getattr(torchvision.models, name)(weights=None, **kw).eval()
     size = 299 if name == "inception_v3" else (224 if name.startswith(("vit", "swin", "maxvit")) else 96)
-    x = torch.randn(1, 3, size, size, generator=gen(seed + 1))
+    shape = (1, 3, size, size)
+    if name in VIDEO:  # [batch, channels, frames, height, width]
+        shape = (1, 3, 16, 224, 224) if name in ("mvit_v2_s", "s3d") else \
+                (1, 3, 8, 112, 112) if name != "swin3d_t" else (1, 3, 8, 64, 64)
+    x = torch.randn(*shape, generator=gen(seed + 1))
     sys.path.insert(0, os.path.dirname(__file__))
     from zoo import _meaningful_init
     _meaningful_init(m, seed, x)
-    return m, (x,), lambda s: (torch.randn(1, 3, size, size, generator=gen(s)),)
+    return m, (x,), lambda s: (torch.randn(*shape, generator=gen(s)),)
 
 
 def gen(seed):
