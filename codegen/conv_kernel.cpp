@@ -39,6 +39,22 @@ int64_t weight_budget(const device::Target& t) {
   return static_cast<int64_t>(t.sbuf_partition_bytes) / 4;
 }
 
+// The dtype both operands take in SBUF: fp32 when either IR operand is fp32, else the narrow one.
+device::DType operand_dtype(const ir::Node& n) {
+  const device::DType xdt = device_dtype(n.input(0)->dtype()),
+                      wdt = device_dtype(n.input(1)->dtype());
+  return xdt == device::DType::f32 || wdt == device::DType::f32 ? device::DType::f32 : xdt;
+}
+
+// Dense (channel-contracting) weights stay resident when every input-channel chunk of every
+// output fits the weight budget; otherwise they stream one output chunk (of every input
+// channel) at a time, and this is that chunk's bytes per partition (0 when resident).
+int64_t streamed_weight_chunk_bytes(const ConvGeometry& g, int64_t es, const device::Target& t) {
+  const int64_t P = t.partitions, KK = g.KH * g.KW, Cg = g.C / g.groups, Og = g.O / g.groups;
+  if (g.groups == 1 && ceil_div(Cg, P) * Og * KK * es <= weight_budget(t)) return 0;
+  return ceil_div(std::min(Cg, g.C), P) * std::min(P, g.O) * KK * es;
+}
+
 std::vector<int64_t> spatial_attr(const ir::Node& n, const char* name, int64_t dflt, size_t k) {
   std::vector<int64_t> v;
   if (n.attr(name) && !n.attr_is_none(name)) {
@@ -93,23 +109,15 @@ std::optional<std::string> conv_geometry(const ir::Node& n, const device::Target
   const int64_t wp = (g.Wo - 1) * g.sw + (g.KW - 1) * g.dw + 1;
   if (wp * 4 > band_budget(t))
     return "input row of " + std::to_string(wp) + " elements is too long";
-  // Dense weights that do not stay resident stream one output chunk at a time; each chunk holds
-  // every input channel (lower_conv's arithmetic). DeepLab's fp32 ASPP (2048 -> 256, 3 x 3) is
-  // 72 KiB a chunk, over trn1's 48 KiB: refused here, so it runs on the host, not a failed compile.
+  // Streamed dense weight chunks must fit their budget. DeepLab's fp32 ASPP (2048 -> 256, 3 x 3)
+  // is 72 KiB a chunk, over trn1's 48 KiB: refused here, so it runs on the host rather than
+  // failing the compile.
   const bool depthwise = g.groups > 1 && g.C == g.groups && g.O == g.groups;
   if (!depthwise && !conv_packs_rows(g, t.partitions)) {
-    const device::DType xdt = device_dtype(n.input(0)->dtype()),
-                        wdt = device_dtype(n.input(1)->dtype());
-    const int64_t es = device::dtype_size(
-        xdt == device::DType::f32 || wdt == device::DType::f32 ? device::DType::f32 : xdt);
-    const int64_t P = t.partitions, KK = g.KH * g.KW, Cg = g.C / g.groups, Og = g.O / g.groups;
-    const int64_t w_total = ceil_div(Cg, P) * Og * KK * es;
-    if (!(g.groups == 1 && w_total <= weight_budget(t))) {
-      const int64_t per_oc = ceil_div(std::min(Cg, g.C), P) * std::min(P, g.O) * KK * es;
-      if (per_oc > weight_budget(t))
-        return "convolution weights need " + std::to_string(per_oc) +
-               " SBUF bytes per partition per output chunk";
-    }
+    const int64_t per_oc = streamed_weight_chunk_bytes(g, device::dtype_size(operand_dtype(n)), t);
+    if (per_oc > weight_budget(t))
+      return "convolution weights need " + std::to_string(per_oc) +
+             " SBUF bytes per partition per output chunk";
   }
   return std::nullopt;
 }
@@ -206,9 +214,7 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
 
   const device::Target& t = kb.target();
   const int64_t P = t.partitions;
-  // Operand dtype in SBUF: the IR operands' (fp32 with fp32, else the narrow type).
-  const DType xdt = device_dtype(n.input(0)->dtype()), wdt = device_dtype(n.input(1)->dtype());
-  const DType mdt = (xdt == DType::f32 || wdt == DType::f32) ? DType::f32 : xdt;
+  const DType mdt = operand_dtype(n);
   const uint32_t es = device::dtype_size(mdt);
   const int64_t KK = g.KH * g.KW;
   const int64_t Cg = g.C / g.groups, Og = g.O / g.groups;
@@ -270,13 +276,12 @@ void lower_conv(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
   const int64_t w_per_chunk_cols =
       packed ? g.O * (mode == Mode::packed_rows ? g.KW : 1) : (depthwise ? KK : Og * KK);
   const int64_t w_total = (packed || depthwise ? 1 : ceil_div(Cg, P)) * w_per_chunk_cols * es;
-  const bool w_resident = depthwise || packed || (g.groups == 1 && w_total <= weight_budget(t));
-  const int64_t OPo = std::min(P, g.O);  // output chunk width
+  const int64_t per_oc = depthwise || packed ? 0 : streamed_weight_chunk_bytes(g, es, t);
+  const bool w_resident = per_oc == 0;
   std::vector<uint32_t> wt_slot;
   if (w_resident) {
     wt_slot.push_back(kb.alloc(static_cast<uint64_t>(w_total), "conv weights"));
   } else {
-    const int64_t per_oc = ceil_div(std::min(Cg, g.C), P) * OPo * KK * es;
     if (per_oc > weight_budget(t))
       fail(n, "convolution weights need " + std::to_string(per_oc) +
                   " SBUF bytes per partition per output chunk");

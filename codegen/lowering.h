@@ -142,9 +142,12 @@ struct PoolGeometry {
   int64_t rows = 1, H = 1, W = 1, Ho = 1, Wo = 1, KH = 1, KW = 1, sh = 1, sw = 1, dh = 1, dw = 1,
           pt = 0, pl = 0, Hp = 1, Wp = 1;
   double divisor = 0;  // avg divisor_override (0: KH * KW)
-  // A padded plane over the tile budget is pooled in chunks of `chunk_rows` output rows, each
-  // loading only the padded input rows its windows read (0: the whole plane fits one tile).
+  // A padded plane over the tile budget is pooled in chunks of at most `chunk_rows` output rows,
+  // each loading only the padded input rows its windows read (0: the whole plane fits one tile).
   int64_t chunk_rows = 0;
+  // The kernel's plan: output rows cut into chunks of `band_rows`, `bands` of them side by side
+  // on the partitions (when (batch, channel) rows are few), `passes` one after another.
+  int64_t bands = 1, passes = 1, band_rows = 1;
 };
 // Fills `g` from a pooling node; returns why it is not lowerable on `t`, or nullopt.
 std::optional<std::string> pool_geometry(const ir::Node& n, const device::Target& t,

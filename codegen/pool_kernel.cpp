@@ -103,15 +103,14 @@ std::optional<std::string> pool_geometry(const ir::Node& n, const device::Target
   const int64_t budget = pool_tile_budget(t);
   const int64_t P = t.partitions;
   const int64_t window = (g.KH - 1) * g.dh + 1;  // padded input rows of one output row
-  // Output and input rows per partition of the unchunked kernel (bands when rows are few).
-  int64_t band_rows = g.Ho, band_in = g.Hp;
-  if (!g.uneven && g.rows * 2 <= P && g.Ho > 1) {
-    band_rows = ceil_div(g.Ho, std::min(P / g.rows, g.Ho));
-    band_in = (band_rows - 1) * g.sh + window;
-  }
+  // Unchunked: the whole plane per partition, or, with few (batch, channel) rows, bands.
   g.chunk_rows = 0;
+  g.bands = !g.uneven && g.rows * 2 <= P && g.Ho > 1 ? std::min(P / g.rows, g.Ho) : 1;
+  g.passes = 1;
+  g.band_rows = ceil_div(g.Ho, g.bands);
+  const int64_t band_in = g.bands > 1 ? (g.band_rows - 1) * g.sh + window : g.Hp;
   if (g.Hp * g.Wp * 4 > budget ||
-      footprint(band_rows, band_in) > static_cast<int64_t>(t.sbuf_partition_bytes)) {
+      footprint(g.band_rows, band_in) > static_cast<int64_t>(t.sbuf_partition_bytes)) {
     // Chunks of output rows, each with the padded input rows its windows span, (rows - 1) * sh
     // + (KH - 1) * dh + 1, in one tile of the budget; the whole kernel within two budgets.
     // Uneven adaptive windows need the whole plane.
@@ -124,6 +123,10 @@ std::optional<std::string> pool_geometry(const ir::Node& n, const device::Target
              (g.uneven ? " (uneven adaptive windows need the whole plane)"
                        : " even one output row at a time");
     g.chunk_rows = rows;
+    const int64_t chunks = ceil_div(g.Ho, rows);
+    g.bands = g.rows * 2 <= P ? std::min(P / g.rows, chunks) : 1;
+    g.passes = ceil_div(chunks, g.bands);
+    g.band_rows = ceil_div(g.Ho, g.bands * g.passes);  // evens the chunks out; at most `rows`
   }
   if (g.sh * g.Wp > 32767 || g.dh * g.Wp > 32767) return "pooling row stride too large";
   return std::nullopt;
@@ -156,18 +159,9 @@ void lower_pool(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
   // Few (batch, channel) rows (a ResNet stem's 64 channels): the output rows split into `bands`
   // bands, band s on partitions [s * rows, (s + 1) * rows), so every partition, VectorE lane and
   // DMA engine works. Each band holds the padded input rows its output rows read.
-  // A plane over the tile budget (pool_geometry's chunk_rows) is also cut into chunks of output
-  // rows, spread over the bands and then over passes, one tile load each.
-  int64_t bands = 1, passes = 1, Hb = g.Ho;  // Hb: output rows per chunk
-  if (g.chunk_rows > 0) {
-    const int64_t chunks = ceil_div(g.Ho, g.chunk_rows);
-    if (g.rows * 2 <= P) bands = std::min<int64_t>(P / g.rows, chunks);
-    passes = ceil_div(chunks, bands);
-    Hb = ceil_div(g.Ho, bands * passes);  // evens the chunks out; at most chunk_rows
-  } else if (!g.uneven && g.rows * 2 <= P && g.Ho > 1) {
-    bands = std::min<int64_t>(P / g.rows, g.Ho);
-    Hb = ceil_div(g.Ho, bands);
-  }
+  // A plane over the tile budget is also cut into chunks of output rows, spread over the bands
+  // and then over passes, one tile load each (pool_geometry plans them).
+  const int64_t bands = g.bands, passes = g.passes, Hb = g.band_rows;  // Hb: rows per chunk
   const bool chunked = bands > 1 || passes > 1;
   const int64_t Hp = chunked ? (Hb - 1) * g.sh + (g.KH - 1) * g.dh + 1 : g.Hp, Wp = g.Wp;
   const bool needs_pad = chunked || g.pt > 0 || g.pl > 0 || Hp > g.H + g.pt || Wp > g.W + g.pl;

@@ -51,48 +51,22 @@ std::string element_text(const Shape& shape, int64_t k) {
   return shape_text(idx);
 }
 
-template <typename T>
-int64_t first_outside(const void* data, int64_t n, int64_t lo, int64_t hi) {
-  const T* p = static_cast<const T*>(data);
-  for (int64_t k = 0; k < n; ++k) {
-    const int64_t v = static_cast<int64_t>(p[k]);
-    if (v < lo || v >= hi) return k;
-  }
-  return -1;
-}
-
 // Every element of `t` within the input's bound (art::IndexBound), or why not: the element,
 // its value and the bound.
 Status check_index_bound(const std::string& who, const TensorView& t, const art::IndexBound& b) {
-  const int64_t n = t.numel();
-  int64_t k = -1, v = 0;
-  auto scan = [&]<typename T>(T) {
-    k = first_outside<T>(t.data(), n, b.lo, b.hi);
-    if (k >= 0) v = static_cast<int64_t>(static_cast<const T*>(t.data())[k]);
-  };
-  switch (t.dtype()) {
-    case DType::i64:
-      scan(int64_t{});
-      break;
-    case DType::i32:
-      scan(int32_t{});
-      break;
-    case DType::i16:
-      scan(int16_t{});
-      break;
-    case DType::i8:
-      scan(int8_t{});
-      break;
-    case DType::u8:
-      scan(uint8_t{});
-      break;
-    default:
-      return Status(StatusCode::internal, who + ": an index bound on a non-integer input");
+  host::HostTensor h;
+  h.data = const_cast<std::byte*>(static_cast<const std::byte*>(t.data()));
+  h.dtype = static_cast<art::TensorDType>(t.dtype());
+  h.shape = t.shape();
+  const std::vector<int64_t> v = host::to_int64(h);
+  for (size_t k = 0; k < v.size(); ++k) {
+    if (v[k] >= b.lo && v[k] < b.hi) continue;
+    return Status(StatusCode::out_of_range,
+                  who + ": element " + element_text(t.shape(), static_cast<int64_t>(k)) + " is " +
+                      to_string(v[k]) + ", outside [" + to_string(b.lo) + ", " + to_string(b.hi) +
+                      "), " + b.what);
   }
-  if (k < 0) return Status::ok();
-  return Status(StatusCode::out_of_range, who + ": element " + element_text(t.shape(), k) + " is " +
-                                              to_string(v) + ", outside [" + to_string(b.lo) +
-                                              ", " + to_string(b.hi) + "), " + b.what);
+  return Status::ok();
 }
 
 double ns_since(std::chrono::steady_clock::time_point t0) {

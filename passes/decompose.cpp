@@ -14,9 +14,9 @@ namespace {
 using ir::Node;
 using ir::Value;
 
-class Decomposer {
+class Decomposer : NodeExpander {
  public:
-  explicit Decomposer(ir::Graph& g) : g_(g) {}
+  explicit Decomposer(ir::Graph& g) : NodeExpander(g, "decomposing") {}
 
   bool run() {
     bool changed = false;
@@ -67,14 +67,6 @@ class Decomposer {
     return *a;
   }
 
-  Value* add(Node* before, std::string op, std::vector<Value*> in,
-             std::vector<ir::NamedAttr> attrs) {
-    Node* m = g_.insert_before(before, std::move(op), std::move(in), std::move(attrs));
-    m->set_location(before->location());
-    created_.insert(m);
-    return m->output();
-  }
-
   Value* slice(Node* at, Value* x, int64_t dim, int64_t start, int64_t end) {
     return add(at, "aten.slice.Tensor", {x},
                {{"dim", dim}, {"start", start}, {"end", end}, {"step", int64_t{1}}});
@@ -83,22 +75,6 @@ class Decomposer {
   Value* cat(Node* at, const std::vector<Value*>& parts, int64_t dim) {
     if (parts.size() == 1) return parts[0];
     return add(at, "aten.cat.default", parts, {{"dim", dim}});
-  }
-
-  // Redirects the uses of n's result to `v`, erases n and gives v's producer n's names.
-  void finish(Node* n, Value* v) {
-    if (!(v->type() == n->output()->type()))
-      throw ir::Error("decomposing " + n->describe() + ": result type " +
-                      g_.type_to_string(v->type()) + " differs from " +
-                      g_.type_to_string(n->output()->type()));
-    const std::string name = n->output()->name();
-    const std::string node_name = n->name();
-    n->output()->replace_all_uses_with(v);
-    g_.erase(n);
-    // The result keeps the replaced node's names when this pass made it (not when it is an
-    // existing value, such as the src of a full-width slice_scatter).
-    Node* p = v->producer();
-    if (p && created_.count(p)) g_.rename(p, node_name, {name});
   }
 
   bool pad(Node* n, Mode mode, const std::vector<int64_t>& spec, const ir::Attribute& value) {
@@ -264,9 +240,6 @@ class Decomposer {
                    {"dtype", n->output()->dtype()}}));
     return true;
   }
-
-  ir::Graph& g_;
-  std::set<const Node*> created_;
 };
 
 }  // namespace

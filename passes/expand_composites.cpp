@@ -24,9 +24,9 @@ int64_t static_dim(const Node* n, const Value* x, int64_t d, const char* what) {
   return dim.value();
 }
 
-class Expander {
+class Expander : NodeExpander {
  public:
-  explicit Expander(ir::Graph& g) : g_(g) {}
+  explicit Expander(ir::Graph& g) : NodeExpander(g, "expanding") {}
 
   bool run() {
     bool changed = false;
@@ -78,13 +78,6 @@ class Expander {
     return finish(n, m);
   }
 
-  Value* add(Node* at, std::string op, std::vector<Value*> in, std::vector<ir::NamedAttr> attrs) {
-    Node* m = g_.insert_before(at, std::move(op), std::move(in), std::move(attrs));
-    m->set_location(at->location());
-    created_.insert(m);
-    return m->output();
-  }
-
   Value* view(Node* at, Value* x, const ir::Shape& s) {
     if (x->shape() == s) return x;
     return add(at, "aten.view.default", {x}, {{"size", shape_attr(s)}});
@@ -95,20 +88,6 @@ class Expander {
     std::iota(id.begin(), id.end(), 0);
     if (perm == id) return x;
     return add(at, "aten.permute.default", {x}, {{"dims", perm}});
-  }
-
-  // Redirects n's uses to v (same type), erases n, and gives v's producer n's names.
-  bool finish(Node* n, Value* v) {
-    if (!(v->type() == n->output()->type()))
-      throw ir::Error("expanding " + n->describe() + ": result type " +
-                      g_.type_to_string(v->type()) + " differs from " +
-                      g_.type_to_string(n->output()->type()));
-    const std::string name = n->output()->name();
-    const std::string node_name = n->name();
-    n->output()->replace_all_uses_with(v);
-    g_.erase(n);
-    if (Node* p = v->producer(); p && created_.count(p)) g_.rename(p, node_name, {name});
-    return true;
   }
 
   bool repeat(Node* n) {
@@ -349,9 +328,6 @@ class Expander {
     t = sum_private(n, t, e.output, "");
     return finish(n, permute(n, t.v, order(t, e.output)));
   }
-
-  ir::Graph& g_;
-  std::set<const Node*> created_;
 };
 
 }  // namespace

@@ -32,6 +32,28 @@ ir::Node* replace_node(ir::Graph& g, ir::Node* old, std::string op, std::vector<
   return n;
 }
 
+ir::Value* NodeExpander::add(ir::Node* at, std::string op, std::vector<ir::Value*> in,
+                             std::vector<ir::NamedAttr> attrs) {
+  ir::Node* m = g_.insert_before(at, std::move(op), std::move(in), std::move(attrs));
+  m->set_location(at->location());
+  created_.insert(m);
+  return m->output();
+}
+
+bool NodeExpander::finish(ir::Node* n, ir::Value* v) {
+  if (!(v->type() == n->output()->type()))
+    throw ir::Error(std::string(verb_) + " " + n->describe() + ": result type " +
+                    g_.type_to_string(v->type()) + " differs from " +
+                    g_.type_to_string(n->output()->type()));
+  const std::string name = n->output()->name();
+  const std::string node_name = n->name();
+  n->output()->replace_all_uses_with(v);
+  g_.erase(n);
+  // Not when `v` is an existing value (the src of a full-width slice_scatter, say).
+  if (ir::Node* p = v->producer(); p && created_.count(p)) g_.rename(p, node_name, {name});
+  return true;
+}
+
 std::vector<ir::Node*> node_snapshot(const ir::Graph& g) {
   std::vector<ir::Node*> order;
   order.reserve(g.nodes().size());

@@ -2,6 +2,7 @@
 // forwarding a node's result to an existing value.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,27 @@ ir::Node* replace_node(ir::Graph& g, ir::Node* old, std::string op, std::vector<
 // The graph's nodes as they are now, in order: a forward walk that rewrites (inserting before
 // and erasing the node it visits) visits each original node once.
 std::vector<ir::Node*> node_snapshot(const ir::Graph& g);
+
+// Base of a pass that replaces single-result nodes by small graphs of ops: add() inserts an op
+// before the node being replaced (with its source location), finish() moves that node's uses
+// to the new result, erases it and, when the result is a node add() made, gives it the old
+// node's names (stable names in the printed IR and in verify's reports).
+class NodeExpander {
+ protected:
+  // `verb` names the pass in errors: "decomposing", "expanding".
+  NodeExpander(ir::Graph& g, const char* verb) : g_(g), verb_(verb) {}
+
+  ir::Value* add(ir::Node* at, std::string op, std::vector<ir::Value*> in,
+                 std::vector<ir::NamedAttr> attrs);
+  // Throws ir::Error when `v`'s type differs from n's result type. Returns true.
+  bool finish(ir::Node* n, ir::Value* v);
+
+  ir::Graph& g_;
+
+ private:
+  const char* verb_;
+  std::set<const ir::Node*> created_;
+};
 
 // Redirects the uses of `n`'s single result to `v` and erases `n`.
 void forward_to(ir::Graph& g, ir::Node* n, ir::Value* v);
