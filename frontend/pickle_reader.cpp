@@ -467,39 +467,73 @@ class PickleMachine {
     fail("REDUCE of '" + q + "' is not allowed (it may only be referenced)");
   }
 
-  void step(uint8_t op) {
+  // Framing, marks, the stack and the memo: PROTO, FRAME, MARK, POP, POP_MARK, DUP, the PUT
+  // and GET forms.
+  bool step_stack(uint8_t op) {
     switch (op) {
       case 0x80: {  // PROTO
         uint64_t v = le(1, "PROTO");
         if (v > 5) fail("pickle protocol " + std::to_string(v) + " is not supported (max 5)");
-        return;
+        return true;
       }
       case 0x95:
         le(8, "FRAME");
-        return;  // FRAME: framing is irrelevant in memory
+        return true;  // FRAME: framing is irrelevant in memory
       case '(':
         marks_.push_back(stack_.size());
-        return;
+        return true;
+      case '0':
+        pop("POP");
+        return true;
+      case '1':
+        pop_mark("POP_MARK");
+        return true;
+      case '2':
+        push(top("DUP"));
+        return true;
+      case 'q':
+        memo_put(le(1, "BINPUT"));
+        return true;
+      case 'r':
+        memo_put(le(4, "LONG_BINPUT"));
+        return true;
+      case 0x94:
+        memo_put(memo_.size());
+        return true;
+      case 'h':
+        memo_get(le(1, "BINGET"));
+        return true;
+      case 'j':
+        memo_get(le(4, "LONG_BINGET"));
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // Literal values: None, booleans, integers, floats, strings and bytes.
+  bool step_literal(uint8_t op) {
+    switch (op) {
       case 'N':
         push(make_kind(PyKind::none));
-        return;
+        return true;
       case 0x88:
       case 0x89: {
         PyObject o;
         o.kind = PyKind::boolean;
         o.b = op == 0x88;
         push(make(std::move(o)));
-        return;
+        return true;
       }
       case 'K':
         push(make_int(static_cast<int64_t>(le(1, "BININT1"))));
-        return;
+        return true;
       case 'M':
         push(make_int(static_cast<int64_t>(le(2, "BININT2"))));
-        return;
+        return true;
       case 'J':
         push(make_int(static_cast<int32_t>(static_cast<uint32_t>(le(4, "BININT")))));
-        return;
+        return true;
       case 0x8a:
       case 0x8b: {  // LONG1 / LONG4: little-endian two's complement
         uint64_t len = op == 0x8a ? le(1, "LONG1") : le(4, "LONG4");
@@ -509,7 +543,7 @@ class PickleMachine {
         for (size_t i = 0; i < len; ++i) v |= uint64_t{q[i]} << (8 * i);
         if (len > 0 && len < 8 && (q[len - 1] & 0x80)) v |= ~uint64_t{0} << (8 * len);
         push(make_int(static_cast<int64_t>(v)));
-        return;
+        return true;
       }
       case 'G': {  // BINFLOAT: big-endian IEEE double
         const uint8_t* q = take(8, "BINFLOAT");
@@ -519,7 +553,7 @@ class PickleMachine {
         o.kind = PyKind::floating;
         o.f = std::bit_cast<double>(bits);
         push(make(std::move(o)));
-        return;
+        return true;
       }
       case 'X':
       case 0x8c:
@@ -530,7 +564,7 @@ class PickleMachine {
                " remain");
         }
         push(make_string(PyKind::string, take(len, "string"), len));
-        return;
+        return true;
       }
       case 'B':
       case 'C':
@@ -541,14 +575,22 @@ class PickleMachine {
                " remain");
         }
         push(make_string(PyKind::bytes, take(len, "bytes"), len));
-        return;
+        return true;
       }
+      default:
+        return false;
+    }
+  }
+
+  // Tuples, lists, dicts and sets, and the opcodes that fill them.
+  bool step_container(uint8_t op) {
+    switch (op) {
       case ')':
         push(make_seq(PyKind::tuple, {}));
-        return;
+        return true;
       case 't':
         push(make_seq(PyKind::tuple, pop_mark("TUPLE")));
-        return;
+        return true;
       case 0x85:
       case 0x86:
       case 0x87: {
@@ -558,66 +600,65 @@ class PickleMachine {
         std::vector<uint32_t> items(stack_.end() - static_cast<ptrdiff_t>(k), stack_.end());
         stack_.resize(stack_.size() - k);
         push(make_seq(PyKind::tuple, std::move(items)));
-        return;
+        return true;
       }
       case ']':
         push(make_seq(PyKind::list, {}));
-        return;
+        return true;
       case '}':
         push(make_kind(PyKind::dict));
-        return;
+        return true;
       case 0x8f:
         push(make_kind(PyKind::set));
-        return;
+        return true;
       case 'a': {
         uint32_t v = pop("APPEND");
         uint32_t l = top("APPEND");
         if (obj(l).kind != PyKind::list) fail("APPEND on " + kind_of(l) + ", expected list");
         obj(l).items.push_back(v);
-        return;
+        return true;
       }
       case 'e': {
         std::vector<uint32_t> items = pop_mark("APPENDS");
         uint32_t l = top("APPENDS");
         if (obj(l).kind != PyKind::list) fail("APPENDS on " + kind_of(l) + ", expected list");
         obj(l).items.insert(obj(l).items.end(), items.begin(), items.end());
-        return;
+        return true;
       }
       case 0x90: {
         std::vector<uint32_t> items = pop_mark("ADDITEMS");
         uint32_t s = top("ADDITEMS");
         if (obj(s).kind != PyKind::set) fail("ADDITEMS on " + kind_of(s) + ", expected set");
         obj(s).items.insert(obj(s).items.end(), items.begin(), items.end());
-        return;
+        return true;
       }
       case 0x91:
         push(make_seq(PyKind::set, pop_mark("FROZENSET")));
-        return;
+        return true;
       case 's': {
         uint32_t v = pop("SETITEM");
         uint32_t k = pop("SETITEM");
         set_items(top("SETITEM"), {k, v}, "SETITEM");
-        return;
+        return true;
       }
       case 'u': {
         std::vector<uint32_t> kv = pop_mark("SETITEMS");
         set_items(top("SETITEMS"), kv, "SETITEMS");
-        return;
+        return true;
       }
-      case '0':
-        pop("POP");
-        return;
-      case '1':
-        pop_mark("POP_MARK");
-        return;
-      case '2':
-        push(top("DUP"));
-        return;
+      default:
+        return false;
+    }
+  }
+
+  // Globals, calls (REDUCE, NEWOBJ), BUILD and persistent ids.
+  bool step_object(uint8_t op) {
+    switch (op) {
       case 'c': {
         std::string module = line("GLOBAL module");
         std::string name = line("GLOBAL name");
         push(make_global(std::move(module), std::move(name)));
-        return;
+        return true;
       }
       case 0x93: {  // STACK_GLOBAL
         uint32_t name = pop("STACK_GLOBAL");
@@ -626,19 +667,19 @@ class PickleMachine {
           fail("STACK_GLOBAL: expected two strings");
         }
         push(make_global(obj(module).str, obj(name).str));
-        return;
+        return true;
       }
       case 'R': {
         uint32_t args = pop("REDUCE");
         uint32_t fn = pop("REDUCE");
         push(call(fn, args));
-        return;
+        return true;
       }
       case 0x81: {  // NEWOBJ cls args: only OrderedDict() in practice
         uint32_t args = pop("NEWOBJ");
         uint32_t cls = pop("NEWOBJ");
         push(call(cls, args));
-        return;
+        return true;
       }
       case 'b': {  // BUILD: state on a dict (OrderedDict._metadata) or a tensor is ignored
         uint32_t state = pop("BUILD");
@@ -648,32 +689,21 @@ class PickleMachine {
           fail("BUILD on " + kind_of(target) + ", expected dict or tensor");
         }
         (void)state;
-        return;
+        return true;
       }
       case 'Q':
         push(persistent_load(pop("BINPERSID")));
-        return;
-      case 'q':
-        memo_put(le(1, "BINPUT"));
-        return;
-      case 'r':
-        memo_put(le(4, "LONG_BINPUT"));
-        return;
-      case 0x94:
-        memo_put(memo_.size());
-        return;
-      case 'h':
-        memo_get(le(1, "BINGET"));
-        return;
-      case 'j':
-        memo_get(le(4, "LONG_BINGET"));
-        return;
-      default: {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "unknown or unsupported opcode 0x%02x", op);
-        fail(buf);
-      }
+        return true;
+      default:
+        return false;
     }
+  }
+  // One opcode; each family's step returns whether the opcode is one of its own.
+  void step(uint8_t op) {
+    if (step_stack(op) || step_literal(op) || step_container(op) || step_object(op)) return;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "unknown or unsupported opcode 0x%02x", op);
+    fail(buf);
   }
 
   const uint8_t* p_;
