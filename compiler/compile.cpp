@@ -4,6 +4,8 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <set>
+#include <string>
 #include <unordered_map>
 
 #include "artifact_format/writer.h"
@@ -333,8 +335,9 @@ codegen::CodegenOptions codegen_options(const CompileRequest& req) {
 
 // Partitions the optimised graph for `target`; an unsupported node is an error naming it.
 passes::PartitionPlan partition_or_fail(const ir::Graph& g, const device::Target& target,
-                                        CompileResult& result) {
-  passes::PartitionPlan plan = passes::partition_graph(g, placement_oracle(target));
+                                        bool host_only, CompileResult& result) {
+  passes::PartitionPlan plan =
+      passes::partition_graph(g, host_only ? host_first_oracle(target) : placement_oracle(target));
   if (!plan.unsupported.empty()) {
     const ir::Node* n = plan.unsupported.front().node;
     throw ir::Error(
@@ -464,24 +467,30 @@ const device::Target& resolve_target(const std::string& name) {
 }
 
 CompileResult compile_model(const CompileRequest& req) {
+  resolve_target(req.target);  // an unknown target is reported before the model is read
+  const auto t0 = Clock::now();
+  if (req.progress) req.progress("[1/4] reading " + req.model);
+  frontend::LoadedProgram prog = frontend::load_program(req.model);
+  const double seconds_frontend = since(t0);
+  CompileResult result = compile_program(std::move(prog), req);
+  result.seconds_frontend = seconds_frontend;
+  return result;
+}
+
+CompileResult compile_program(frontend::LoadedProgram prog, const CompileRequest& req) {
   CompileResult result;
   auto progress = [&](const std::string& s) {
     if (req.progress) req.progress(s);
   };
   const device::Target& target = resolve_target(req.target);
-
-  auto t0 = Clock::now();
-  progress("[1/4] reading " + req.model);
-  frontend::LoadedProgram prog = frontend::load_program(req.model);
   ir::Graph& g = *prog.graph;
   result.container = prog.container;
   result.torch_version = prog.torch_version;
   result.imported_nodes = g.nodes().size();
-  result.seconds_frontend = since(t0);
 
   // Bind symbolic dims: explicit --dim values first, then the inputs the caller will run on,
   // else the program's sample inputs.
-  t0 = Clock::now();
+  auto t0 = Clock::now();
   progress("[2/4] optimising");
   PipelineOptions popts;
   std::vector<frontend::SampleInput> shapes = prog.sample_inputs;
@@ -505,6 +514,9 @@ CompileResult compile_model(const CompileRequest& req) {
   pm_opts.print_after = req.print_after;
   passes::PassManager pm(pm_opts);
   build_compile_pipeline(pm, popts);
+  std::vector<std::string> output_names;
+  for (const ir::GraphOutput& o : g.outputs())
+    if (o.role == ir::OutputRole::user_output) output_names.push_back(o.value->name());
   pm.run(g);
   result.specialized = popts.dims;
   result.optimized_nodes = g.nodes().size();
@@ -518,7 +530,7 @@ CompileResult compile_model(const CompileRequest& req) {
       }
     }
   }
-  const passes::PartitionPlan plan = partition_or_fail(g, target, result);
+  const passes::PartitionPlan plan = partition_or_fail(g, target, req.host_only, result);
   result.seconds_passes = since(t0);
 
   art::ArtifactWriter w;
@@ -563,9 +575,19 @@ CompileResult compile_model(const CompileRequest& req) {
 
   // Signature outputs: the user outputs in order, then buffer mutations (named after the
   // buffer) so no result of the program is lost.
-  for (const ir::GraphOutput& o : g.outputs()) {
-    if (o.role == ir::OutputRole::user_output && o.target != "debug")
-      w.add_output(o.value->name(), b.plan_value(o.value));
+  {
+    // A user output keeps the name its value had on import, even when a pass forwarded it to
+    // another value (a zero pad, an identity view); a program returning one tensor twice gets
+    // "_<position>" on the repeats, so signature names stay unique.
+    std::set<std::string> taken;
+    size_t k = 0;
+    for (const ir::GraphOutput& o : g.outputs()) {
+      if (o.role != ir::OutputRole::user_output || o.target == "debug") continue;
+      std::string name = k < output_names.size() ? output_names[k] : o.value->name();
+      if (!taken.insert(name).second) taken.insert(name += "_" + std::to_string(k));
+      ++k;
+      w.add_output(name, b.plan_value(o.value));
+    }
   }
   for (const ir::GraphOutput& o : g.outputs()) {
     if (o.role != ir::OutputRole::user_output) w.add_output(o.target, b.plan_value(o.value));

@@ -13,6 +13,7 @@
 
 #include "compiler/placement.h"
 #include "device/target.h"
+#include "frontend/load.h"
 #include "passes/auto_cast.h"
 #include "passes/partition.h"
 
@@ -23,9 +24,9 @@ struct CompileRequest {
   std::string target = "trn1";
   passes::AutoCastMode auto_cast = passes::AutoCastMode::none;
   int opt_level = 2;
-  int threads = 0;                                   // codegen workers; 0 = oneTBB default
-  std::set<std::string> print_after;                 // pass names (or "all") to print the IR after
-  std::map<std::string, int64_t> dims;               // symbol bindings (shape bucket)
+  int threads = 0;                      // codegen workers; 0 = oneTBB default
+  std::set<std::string> print_after;    // pass names (or "all") to print the IR after
+  std::map<std::string, int64_t> dims;  // symbol bindings (shape bucket)
   // The shapes of the inputs the artifact will run on, by user-input position: symbolic dims
   // not in `dims` are bound from these instead of the program's own sample inputs.
   std::vector<std::vector<int64_t>> input_shapes;
@@ -33,6 +34,10 @@ struct CompileRequest {
   // Also expose every node result as an output named "debug:<value>" (for per-node
   // verification against PyTorch's intermediates).
   bool debug_all_values = false;
+  // Place every node the loader has a host kernel for on the host, and only the rest on the
+  // device: the reference side of differential testing (tests/difftest), whose host kernels
+  // are an implementation independent of codegen's lowerings.
+  bool host_only = false;
 };
 
 // A node result exposed by CompileRequest::debug_all_values, in execution order.
@@ -75,5 +80,9 @@ const device::Target& resolve_target(const std::string& name);
 // Compiles `req.model`. Throws std::runtime_error subclasses (frontend::Error, ir::Error,
 // codegen::Error) whose message names the file or the node.
 CompileResult compile_model(const CompileRequest& req);
+
+// Compiles a program already loaded (or built in memory, as the differential tester does);
+// `req.model` only names it in the artifact's provenance.
+CompileResult compile_program(frontend::LoadedProgram prog, const CompileRequest& req);
 
 }  // namespace neuronc::compiler

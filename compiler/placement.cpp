@@ -27,4 +27,11 @@ passes::PlacementOracle placement_oracle(const device::Target& t) {
   };
 }
 
+passes::PlacementOracle host_first_oracle(const device::Target& t) {
+  return [best = placement_oracle(t)](const ir::Node& n) -> passes::Placement {
+    if (host::find_host_kernel(n.op())) return {passes::Placement::host, "host_only"};
+    return best(n);
+  };
+}
+
 }  // namespace neuronc::compiler

@@ -11,4 +11,8 @@ namespace neuronc::compiler {
 // has a kernel for the operator, else unsupported (with the reason).
 passes::PlacementOracle placement_oracle(const device::Target& t);
 
+// The reverse preference, for the reference side of differential testing: the host when the
+// loader has a kernel for the operator, else the device when it can, else unsupported.
+passes::PlacementOracle host_first_oracle(const device::Target& t);
+
 }  // namespace neuronc::compiler
