@@ -125,6 +125,10 @@ std::optional<std::vector<device::TensorCopy>> forwarded(const std::vector<Write
       (src.dtype != dst.dtype &&
        !(device::dtype_is_float(src.dtype) && device::dtype_is_float(dst.dtype))))
     return std::nullopt;
+  // DMAs fill any partitions; an engine copy must start where engines may (found by the
+  // differential tester: a load into partition 1 became a copy the verifier refused).
+  if (!device::engine_partitions_allowed(dst.partition_start, dst.partition_count))
+    return std::nullopt;
   const std::optional<Rows> lr = rows_of(src);
   if (!lr || static_cast<int64_t>(dst.free_size()) != lr->run || !slice_pattern(dst, 0, lr->run))
     return std::nullopt;

@@ -19,22 +19,25 @@ std::string ref_name(const MemRef& m) {
 }
 
 Status check_alignment(const MemRef& m, const char* what) {
-  // ARCH2 (§3.2): 65-128 partitions start at 0; 33-64 at 0 or 64; 1-32 at 0/32/64/96.
   const int n = m.partition_count;
   const int s = m.partition_start;
-  if (n > 64 && s != 0)
-    return invalid_argument(std::string(what) + ": partition start " + to_string(s) +
-                            " is not allowed for " + to_string(n) + " partitions: expected 0");
-  if (n > 32 && n <= 64 && s != 0 && s != 64)
-    return invalid_argument(std::string(what) + ": partition start " + to_string(s) +
-                            " is not allowed for " + to_string(n) +
-                            " partitions: expected 0 or 64");
-  if (n <= 32 && s % 32 != 0)
-    return invalid_argument(std::string(what) + ": partition start " + to_string(s) +
-                            " is not allowed for " + to_string(n) +
-                            " partitions: expected 0, 32, 64 or 96");
-  return Status::ok();
+  if (engine_partitions_allowed(s, n)) return Status::ok();
+  const char* expected = n > 64 ? "0" : n > 32 ? "0 or 64" : "0, 32, 64 or 96";
+  return invalid_argument(std::string(what) + ": partition start " + to_string(s) +
+                          " is not allowed for " + to_string(n) + " partitions: expected " +
+                          expected);
 }
+
+}  // namespace
+
+bool engine_partitions_allowed(int start, int count) {
+  // ARCH2 (§3.2): 65-128 partitions start at 0; 33-64 at 0 or 64; 1-32 at 0/32/64/96.
+  if (count > 64) return start == 0;
+  if (count > 32) return start == 0 || start == 64;
+  return start % 32 == 0;
+}
+
+namespace {
 
 bool is_int(DType t) {
   return !dtype_is_float(t);

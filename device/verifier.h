@@ -42,6 +42,10 @@ inline bool covers(const ByteRect& outer, const ByteRect& inner) {
 Status verify_memref(const Target& target, const MemRef& m, bool compute_operand,
                      uint64_t hbm_size);
 
+// Whether a compute engine may address `count` partitions from `start` (ARCH2 §3.2: 65-128
+// partitions start at 0, 33-64 at 0 or 64, 1-32 at a multiple of 32). DMAs may address any.
+bool engine_partitions_allowed(int start, int count);
+
 // Checks one instruction placed on engine `engine` of core `core`.
 Status verify_instruction(const Target& target, const Program& program, int core, Engine engine,
                           const Instruction& inst);

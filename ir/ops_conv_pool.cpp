@@ -238,6 +238,19 @@ void register_conv_and_pool_ops(OpRegistry& r) {
         TensorType t = pool_type(c, 2, true);
         return {t, {DType::i64, t.shape}};
       });
+  // 3-D max pooling (video models): ExpandComposites rewrites it into two 2-D pools.
+  r.add(
+      "max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] "
+      "dilation=1, bool ceil_mode=False) -> Tensor",
+      P, D,
+      [](const ShapeContext& c) -> std::vector<TensorType> { return {pool_type(c, 3, true)}; });
+  r.add(
+      "max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] "
+      "padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)",
+      P, D, [](const ShapeContext& c) -> std::vector<TensorType> {
+        TensorType t = pool_type(c, 3, true);
+        return {t, {DType::i64, t.shape}};
+      });
   r.add(
       "max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] "
       "dilation=1, bool ceil_mode=False) -> Tensor",

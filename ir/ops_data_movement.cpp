@@ -383,6 +383,27 @@ void register_data_movement_ops(OpRegistry& r) {
           }
           return split_parts(c, x, d, sizes);
         });
+  // tensor_split: each part is a slice (ExpandComposites rewrites them so).
+  for (const char* schema :
+       {"tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]",
+        "tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]"}) {
+    r.add(schema, M, D, [](const ShapeContext& c) -> std::vector<TensorType> {
+      const TensorType& x = c.input(0);
+      const int64_t d = normalize_dim(c, c.get_int("dim"), x.rank());
+      const int64_t n = require_constant(c, x.shape[static_cast<size_t>(d)], "split dim");
+      std::vector<int64_t> points;
+      if (c.attr("sections")) {
+        const int64_t k = c.get_int("sections");
+        if (k <= 0) c.fail("sections must be positive, found " + std::to_string(k));
+        points = tensor_split_section_points(n, k);
+      } else {
+        points = c.get_ints("indices");
+      }
+      std::vector<int64_t> sizes;
+      for (const auto& [s, e] : tensor_split_ranges(n, points)) sizes.push_back(e - s);
+      return split_parts(c, x, d, sizes);
+    });
+  }
   r.add("chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]", M, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {
           const TensorType& x = c.input(0);

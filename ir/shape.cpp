@@ -69,4 +69,27 @@ bool is_static(const Shape& shape) {
   return std::all_of(shape.begin(), shape.end(), [](const Dim& d) { return d.is_constant(); });
 }
 
+std::vector<std::pair<int64_t, int64_t>> tensor_split_ranges(int64_t n,
+                                                             const std::vector<int64_t>& indices) {
+  auto clamp = [n](int64_t i) { return std::clamp(i < 0 ? i + n : i, int64_t{0}, n); };
+  std::vector<std::pair<int64_t, int64_t>> out;
+  int64_t start = 0;
+  for (size_t i = 0; i <= indices.size(); ++i) {
+    const int64_t s = clamp(start), e = i < indices.size() ? clamp(indices[i]) : n;
+    out.emplace_back(s, std::max(s, e));
+    if (i < indices.size()) start = indices[i];
+  }
+  return out;
+}
+
+std::vector<int64_t> tensor_split_section_points(int64_t n, int64_t sections) {
+  std::vector<int64_t> points;
+  int64_t at = 0;
+  for (int64_t i = 0; i + 1 < sections; ++i) {
+    at += n / sections + (i < n % sections ? 1 : 0);
+    points.push_back(at);
+  }
+  return points;
+}
+
 }  // namespace neuronc::ir

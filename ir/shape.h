@@ -66,4 +66,12 @@ struct Monomial {
 std::optional<Monomial> numel(const Shape& shape);
 bool is_static(const Shape& shape);
 
+// The [start, end) rows of each part of tensor_split along a dim of size `n`: `indices` are the
+// split points, each part taken as a slice would (negative points wrap, points clamp to
+// [0, n], a part whose end precedes its start is empty at its start).
+std::vector<std::pair<int64_t, int64_t>> tensor_split_ranges(int64_t n,
+                                                             const std::vector<int64_t>& indices);
+// tensor_split's `sections` form as split points: the first n % sections parts get one row more.
+std::vector<int64_t> tensor_split_section_points(int64_t n, int64_t sections);
+
 }  // namespace neuronc::ir

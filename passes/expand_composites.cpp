@@ -51,7 +51,171 @@ class Expander : NodeExpander {
     if (op == "aten.einsum.default") return einsum(n);
     if (op == "aten.adaptive_avg_pool3d.default" || op == "aten._adaptive_avg_pool3d.default")
       return adaptive_avg_pool3d(n);
+    if (op == "aten.max.dim" || op == "aten.min.dim") return max_min_dim(n);
+    if (op == "aten.tensor_split.indices" || op == "aten.tensor_split.sections")
+      return tensor_split(n);
+    if (op == "aten.max_pool3d.default" || op == "aten.max_pool3d_with_indices.default")
+      return max_pool3d(n);
+    if (op == "aten.var.correction") return var(n);
     return false;
+  }
+
+  // max.dim / min.dim: the values are amax / amin over the dim and the indices argmax / argmin
+  // (PyTorch's first occurrence, as both compute it); indices nobody reads are not computed.
+  bool max_min_dim(Node* n) {
+    const bool is_max = n->op() == "aten.max.dim";
+    Value* x = n->input(0);
+    const int64_t dim = n->attr_int("dim");
+    const bool keep = n->attr("keepdim") && n->attr_bool("keepdim");
+    Value* values = add(n, is_max ? "aten.amax.default" : "aten.amin.default", {x},
+                        {{"dim", std::vector<int64_t>{dim}}, {"keepdim", keep}});
+    Value* indices = nullptr;
+    if (n->outputs()[1]->has_uses() || g_.is_graph_output(n->outputs()[1]))
+      indices = add(n, is_max ? "aten.argmax.default" : "aten.argmin.default", {x},
+                    {{"dim", dim}, {"keepdim", keep}});
+    for (auto [old, now] :
+         {std::pair{n->outputs()[0], values}, std::pair{n->outputs()[1], indices}}) {
+      if (now && !(now->type() == old->type()))
+        throw ir::Error("expanding " + n->describe() + ": result type " +
+                        g_.type_to_string(now->type()) + " differs from " +
+                        g_.type_to_string(old->type()));
+    }
+    const std::string node = n->name(), vname = n->outputs()[0]->name(),
+                      iname = n->outputs()[1]->name();
+    n->outputs()[0]->replace_all_uses_with(values);
+    if (indices) n->outputs()[1]->replace_all_uses_with(indices);
+    g_.erase(n);
+    g_.rename(values->producer(), node, {vname});  // results keep the names users see
+    if (indices) g_.rename(indices->producer(), iname, {iname});
+    return true;
+  }
+
+  // Redirects each result of the multi-result `n` to `now` (same types), keeping the names users
+  // see, and erases `n`. A null entry is a result nobody reads.
+  void finish_all(Node* n, const std::vector<Value*>& now) {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < now.size(); ++i) {
+      Value* old = n->outputs()[i];
+      names.push_back(old->name());
+      if (!now[i]) continue;
+      if (!(now[i]->type() == old->type()))
+        throw ir::Error("expanding " + n->describe() + ": result type " +
+                        g_.type_to_string(now[i]->type()) + " differs from " +
+                        g_.type_to_string(old->type()));
+      old->replace_all_uses_with(now[i]);
+    }
+    g_.erase(n);
+    for (size_t i = 0; i < now.size(); ++i)
+      if (now[i]) g_.rename(now[i]->producer(), names[i], {names[i]});
+  }
+
+  static bool read(const ir::Graph& g, const Value* v) {
+    return v->has_uses() || g.is_graph_output(v);
+  }
+
+  // tensor_split: each part is the slice of its [start, end) (ir::tensor_split_ranges).
+  bool tensor_split(Node* n) {
+    Value* x = n->input(0);
+    const int64_t rank = x->type().rank();
+    int64_t dim = n->attr_int("dim");
+    if (dim < 0) dim += rank;
+    const int64_t size = static_dim(n, x, dim, "split dim");
+    const std::vector<int64_t> points =
+        n->op() == "aten.tensor_split.sections"
+            ? ir::tensor_split_section_points(size, n->attr_int("sections"))
+            : n->attr_ints("indices");
+    std::vector<Value*> parts;
+    for (const auto& [s, e] : ir::tensor_split_ranges(size, points)) {
+      Value* out = n->outputs()[parts.size()];
+      parts.push_back(
+          read(g_, out) ? add(n, "aten.slice.Tensor", {x}, {{"dim", dim}, {"start", s}, {"end", e}})
+                        : nullptr);
+    }
+    finish_all(n, parts);
+    return true;
+  }
+
+  // max_pool3d: max is separable, so the 3-D window is a 2-D pool over (H, W) of every depth
+  // slice, then a (kd x 1) pool over (D, H*W): [.., C, D, H, W] -> [.., C*D, H, W] -> pool ->
+  // [.., C, D, Ho*Wo] -> pool -> [.., C, Do, Ho, Wo]. Padding (-inf), dilation, strides and
+  // ceil_mode act per dim, so the result is the same values. The indices of
+  // max_pool3d_with_indices are not computed; a model that reads them is refused.
+  bool max_pool3d(Node* n) {
+    if (n->outputs().size() > 1 && read(g_, n->outputs()[1])) return false;
+    Value* x = n->input(0);
+    const ir::Shape& xs = x->shape();
+    const size_t r = xs.size();
+    if (r != 4 && r != 5) return false;
+    auto triple = [&](const char* name, int64_t def) {
+      std::vector<int64_t> v =
+          n->attr(name) && !n->attr_is_none(name) ? n->attr_ints(name) : std::vector<int64_t>{};
+      if (v.empty()) return std::vector<int64_t>(3, def);
+      if (v.size() == 1) v.assign(3, v[0]);
+      return v;
+    };
+    const std::vector<int64_t> k = triple("kernel_size", 1);
+    std::vector<int64_t> st = triple("stride", 0);
+    if (st[0] == 0) st = k;
+    const std::vector<int64_t> pad = triple("padding", 0), dil = triple("dilation", 1);
+    const bool ceil = n->attr("ceil_mode") && n->attr_bool("ceil_mode");
+    std::vector<int64_t> lead;
+    for (size_t i = 0; i + 3 < r; ++i)
+      lead.push_back(static_dim(n, x, static_cast<int64_t>(i), "batch or channel dim"));
+    const int64_t d = static_dim(n, x, static_cast<int64_t>(r) - 3, "depth");
+    const int64_t h = static_dim(n, x, static_cast<int64_t>(r) - 2, "height");
+    const int64_t w = static_dim(n, x, static_cast<int64_t>(r) - 1, "width");
+    auto pool2 = [&](Value* in, int64_t i, int64_t j) {
+      return add(n, "aten.max_pool2d.default", {in},
+                 {{"kernel_size", std::vector<int64_t>{k[i], j < 0 ? 1 : k[j]}},
+                  {"stride", std::vector<int64_t>{st[i], j < 0 ? 1 : st[j]}},
+                  {"padding", std::vector<int64_t>{pad[i], j < 0 ? 0 : pad[j]}},
+                  {"dilation", std::vector<int64_t>{dil[i], j < 0 ? 1 : dil[j]}},
+                  {"ceil_mode", ceil}});
+    };
+    auto dims = [&](std::initializer_list<int64_t> tail) {
+      std::vector<int64_t> s = lead;
+      s.insert(s.end(), tail);
+      return s;
+    };
+    int64_t planes = d;
+    std::vector<int64_t> flat = lead;
+    if (!flat.empty()) planes *= flat.back(), flat.pop_back();
+    flat.insert(flat.end(), {planes, h, w});
+    Value* hw = pool2(add(n, "aten.view.default", {x}, {{"size", flat}}), 1, 2);
+    const int64_t ho = hw->shape()[hw->shape().size() - 2].value();
+    const int64_t wo = hw->shape().back().value();
+    Value* dv = pool2(add(n, "aten.view.default", {hw}, {{"size", dims({d, ho * wo})}}), 0, -1);
+    const int64_t dout = dv->shape()[dv->shape().size() - 2].value();
+    Value* out = add(n, "aten.view.default", {dv}, {{"size", dims({dout, ho, wo})}});
+    std::vector<Value*> results = {out};
+    if (n->outputs().size() > 1) results.push_back(nullptr);
+    finish_all(n, results);
+    return true;
+  }
+
+  // var.correction: sum((x - mean)^2) / (N - correction) over the dims (all when none), as
+  // PyTorch's two-pass CPU kernel computes it; N - correction <= 0 gives inf or nan as there.
+  bool var(Node* n) {
+    Value* x = n->input(0);
+    if (!ir::is_floating(x->dtype())) return false;
+    const int64_t rank = x->type().rank();
+    std::vector<int64_t> dims;
+    if (!n->attr_is_none("dim")) dims = n->attr_ints("dim");
+    if (dims.empty()) {
+      dims.resize(static_cast<size_t>(rank));
+      std::iota(dims.begin(), dims.end(), 0);
+    }
+    int64_t count = 1;
+    for (int64_t d : dims) count *= static_dim(n, x, d < 0 ? d + rank : d, "reduced dim");
+    const double correction =
+        n->attr("correction") && !n->attr_is_none("correction") ? n->attr_float("correction") : 1.0;
+    const bool keep = n->attr("keepdim") && n->attr_bool("keepdim");
+    Value* mean = add(n, "aten.mean.dim", {x}, {{"dim", dims}, {"keepdim", true}});
+    Value* centred = add(n, "aten.sub.Tensor", {x, mean}, {});
+    Value* sq = add(n, "aten.mul.Tensor", {centred, centred}, {});
+    Value* sum = add(n, "aten.sum.dim_IntList", {sq}, {{"dim", dims}, {"keepdim", keep}});
+    const double denom = static_cast<double>(count) - correction;
+    return finish(n, add(n, "aten.div.Scalar", {sum}, {{"other", denom}}));
   }
 
   // Even windows (each output cell averages a k_d x k_h x k_w block): [..., D, H, W] viewed as

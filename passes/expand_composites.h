@@ -23,6 +23,9 @@
 //    one operand (a diagonal), or a letter whose sizes differ between operands is refused.
 //  - adaptive_avg_pool3d with even windows (video heads): a view to [..., Do, kd, Ho, kh, Wo,
 //    kw] and a mean over the window dims; uneven windows are left (and refused).
+//  - max.dim / min.dim: amax / amin for the values, argmax / argmin for the indices (only when
+//    read); var.correction: sum((x - mean)²) / (N - correction) (found by the differential
+//    tester: both are core ATen and had neither a lowering nor a host kernel).
 #pragma once
 
 #include "passes/pass.h"

@@ -140,16 +140,18 @@ bool is_compare(BinOp op) {
 
 template <BinOp Op>
 Status binary(const HostOpContext& c) {
+  // pow's schemas name the second operand `exponent`; every other binary op's is `other`.
+  constexpr std::string_view kOther = Op == BinOp::pow ? "exponent" : "other";
   NEURONC_ASSIGN_OR_RETURN_(const HostTensor* a, c.required("self"));
   NEURONC_RETURN_IF_ERROR_(c.expect_outputs(1));
-  const HostTensor* b = c.tensor("other");
-  const double scalar = c.get_float("other", 0.0);
+  const HostTensor* b = c.tensor(kOther);
+  const double scalar = c.get_float(kOther, 0.0);
   const double alpha = c.get_float("alpha", 1.0);
   std::vector<int64_t> shape = a->shape;
   if (b) {
     NEURONC_ASSIGN_OR_RETURN_(shape, broadcast(c, a->shape, b->shape));
-  } else if (!c.has("other")) {
-    return c.error("argument 'other' is missing");
+  } else if (!c.has(kOther)) {
+    return c.error("argument '" + std::string(kOther) + "' is missing");
   }
   HostTensor& o = c.output(0);
   if (o.shape != shape)

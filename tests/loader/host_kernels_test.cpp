@@ -331,6 +331,18 @@ TEST(HostKernels, IndexAndGather) {
   EXPECT_THAT(bad2.status().message(), HasSubstr("index -4 is out of bounds for dim 0 of size 3"));
 }
 
+// pow's schemas name the second operand `exponent`: the kernel read `other`, so every host pow
+// failed at load time (found by the differential tester, docs/DIFFTEST.md).
+TEST(HostKernels, PowReadsItsExponent) {
+  EXPECT_THAT(run1("aten.pow.Tensor_Scalar", {{"self", T::f32, {3}, {2, -3, 0.25}}},
+                   {A::real("exponent", 2.0)}, {T::f32, {3}}),
+              ElementsAre(4, 9, 0.0625));
+  EXPECT_THAT(
+      run1("aten.pow.Tensor_Tensor",
+           {{"self", T::f32, {3}, {2, 3, 4}}, {"exponent", T::f32, {1}, {3}}}, {}, {T::f32, {3}}),
+      ElementsAre(8, 27, 64));
+}
+
 // fmod keeps the dividend's sign, remainder the divisor's (Python's %), both exact.
 TEST(HostKernels, FmodAndRemainder) {
   EXPECT_THAT(run1("aten.fmod.Scalar", {{"self", T::f32, {4}, {5.5, -5.5, 0.7, -0.3}}},

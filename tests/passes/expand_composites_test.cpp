@@ -180,3 +180,52 @@ TEST(ExpandComposites, AdaptiveAvgPool3dWithEvenWindowsIsAMean) {
 
 }  // namespace
 }  // namespace neuronc::passes
+
+namespace neuronc::passes {
+namespace {
+
+// Found by the differential tester (docs/DIFFTEST.md): core-ATen max.dim and var.correction had
+// neither a lowering nor a host kernel.
+TEST(ExpandComposites, MaxDimIsAmaxAndArgmax) {
+  EXPECT_EQ(testing::run_pass<ExpandComposites>(R"(graph {
+  input %x : f32[2, 5]
+  %v : f32[2, 1], %i : i64[2, 1] = aten.max.dim(%x) {dim = 1, keepdim = true}
+  %w : f32[5], %j : i64[5] = aten.min.dim(%x) {dim = 0, keepdim = false}
+  output %v
+  output %i
+  output %w
+}
+)"),
+            R"(graph {
+  input %x : f32[2, 5]
+  %v : f32[2, 1] = aten.amax.default(%x) {dim = [1], keepdim = true}
+  %i : i64[2, 1] = aten.argmax.default(%x) {dim = 1, keepdim = true}
+  %w : f32[5] = aten.amin.default(%x) {dim = [0], keepdim = false}
+  output %v
+  output %i
+  output %w
+}
+)");
+}
+
+TEST(ExpandComposites, VarIsTheMeanSquaredDeviationOverNMinusCorrection) {
+  EXPECT_EQ(testing::run_pass<ExpandComposites>(R"(graph {
+  input %x : f32[3, 4, 5]
+  %v : f32[3, 5] = aten.var.correction(%x) {dim = [1], correction = 1, keepdim = false}
+  output %v
+}
+)"),
+            R"(graph {
+  input %x : f32[3, 4, 5]
+  %mean : f32[3, 1, 5] = aten.mean.dim(%x) {dim = [1], keepdim = true}
+  %sub : f32[3, 4, 5] = aten.sub.Tensor(%x, %mean)
+  %mul : f32[3, 4, 5] = aten.mul.Tensor(%sub, %sub)
+  %sum : f32[3, 5] = aten.sum.dim_IntList(%mul) {dim = [1], keepdim = false}
+  %v : f32[3, 5] = aten.div.Scalar(%sum) {other = 3.0}
+  output %v
+}
+)");
+}
+
+}  // namespace
+}  // namespace neuronc::passes
