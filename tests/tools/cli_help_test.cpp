@@ -17,24 +17,8 @@ using testing::fixture_artifact;
 using testing::fixture_model;
 using testing::scratch_dir;
 
-struct Ran {
-  int code = -1;
-  std::string out;
-};
-
-Ran neuronc(const std::string& args) {
-  const std::string cmd =
-      std::string(NEURONC_BINARY_DIR) + "/tools/neuronc " + args + " 2>/dev/null";
-  Ran r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using testing::neuronc;
+using testing::Ran;
 
 TEST(CliHelp, EverySubcommandHasAnExample) {
   // `inspect` is missing from this list until its --help gains an example (its owner's file).

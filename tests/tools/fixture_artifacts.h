@@ -2,8 +2,11 @@
 // temporary .nca, for the bench / profile / report tests.
 #pragma once
 
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -52,6 +55,25 @@ inline std::string fixture_artifact(const std::string& name) {
             static_cast<std::streamsize>(r.artifact.size()));
   }
   return p.string();
+}
+
+// Runs the built `neuronc` command with `args` (stderr discarded): exit code and stdout.
+struct Ran {
+  int code = -1;
+  std::string out;
+};
+inline Ran neuronc(const std::string& args) {
+  const std::string cmd =
+      std::string(NEURONC_BINARY_DIR) + "/tools/neuronc " + args + " 2>/dev/null";
+  Ran r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
 }
 
 }  // namespace neuronc::tools::testing
