@@ -32,7 +32,8 @@ ViewKind view_kind(const Node& n) {
   if (op == "aten.permute.default" || op == "aten.transpose.int" || op == "aten.t.default")
     return ViewKind::permute;
   if (op == "aten.split.Tensor" || op == "aten.split_with_sizes.default" ||
-      op == "aten.chunk.default")
+      op == "aten.chunk.default" || op == "aten.tensor_split.indices" ||
+      op == "aten.tensor_split.sections")
     return ViewKind::split;
   if (op == "aten.unbind.int") return ViewKind::unbind;
   if (op == "aten.alias.default" || op == "aten.detach.default" || op == "aten.detach_.default" ||
@@ -254,8 +255,18 @@ class Functionalizer {
       case ViewKind::split: {
         const int64_t d = normalized_dim(v, "dim", rank);
         int64_t start = 0;
-        for (size_t j = 0; j < s.output; ++j)
-          start += constant_dim(v, v.output(j)->shape(), d, "split dim");
+        if (v.op() == "aten.tensor_split.indices" || v.op() == "aten.tensor_split.sections") {
+          // Parts may overlap or be empty: each starts where its slice does.
+          const int64_t n = constant_dim(v, v.input(0)->shape(), d, "split dim");
+          const std::vector<int64_t> points =
+              v.op() == "aten.tensor_split.sections"
+                  ? ir::tensor_split_section_points(n, v.attr_int("sections"))
+                  : v.attr_ints("indices");
+          start = ir::tensor_split_ranges(n, points)[s.output].first;
+        } else {
+          for (size_t j = 0; j < s.output; ++j)
+            start += constant_dim(v, v.output(j)->shape(), d, "split dim");
+        }
         const int64_t len = constant_dim(v, v.output(s.output)->shape(), d, "split dim");
         return emit(pos, "aten.slice_scatter.default", {base, value},
                     {{"dim", d}, {"start", start}, {"end", start + len}})

@@ -7,8 +7,8 @@
 // s.masked_fill_(s == -100, pad)`, i.e. copy_ into a slice, fill_ of a select and masked_fill_
 // of the base. One forward walk keeps, for every value, where it came from:
 //  - a view (slice, select, view/reshape/flatten/unflatten/squeeze/unsqueeze, permute/
-//    transpose/t, split/chunk/unbind results, alias/detach/contiguous, a same-dtype `to`)
-//    records its parent and the node that made it; the chain of parents ends at a root, a
+//    transpose/t, split/chunk/tensor_split/unbind results, alias/detach/contiguous, a
+//    same-dtype `to`) records its parent and the node that made it; the chain of parents ends at a root, a
 //    value no view produced (a graph input, or any other op's result: clone and _to_copy are
 //    copies, so writes to a clone never reach its source);
 //  - each root has a version, bumped by every write to it or to a view of it, and the value

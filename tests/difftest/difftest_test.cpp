@@ -80,6 +80,26 @@ TEST(DiffTestRegressions, StoreForwardingKeepsLoadsEnginesCannotAddress) {
   EXPECT_TRUE(r.ok()) << failures_of(r);
 }
 
+// Seed 2172: an add_ into a slice of a tensor_split part was refused by functionalization
+// ("writes in place through node 'tensor_split'"); tensor_split parts are views at their
+// slices' offsets. Here the write lands in the second part and is read back through the base.
+TEST(DiffTestRegressions, WritesThroughATensorSplitPartReachTheBase) {
+  const CaseResult r = run_graph_text(R"(graph {
+  input %x0 : f32[33, 16]
+  param %w0 : f32[1, 16] "w0"
+  %where : f32[33, 16] = aten.mul.Scalar(%x0) {other = 2.0}
+  %p_0 : f32[17, 16], %p_1 : f32[16, 16] = aten.tensor_split.indices(%where) {dim = 0, indices = [17]} name("p")
+  %roll : f32[16, 16] = aten.roll.default(%p_1) {shifts = [15], dims = [-1]}
+  %slice : f32[10, 16] = aten.slice.Tensor(%p_1) {dim = 0, start = 0, end = 10, step = 1}
+  %add_ : f32[10, 16] = aten.add_.Tensor(%slice, %w0)
+  %after : f32[33, 16] = aten.relu.default(%where)
+  output %roll
+  output %after
+})",
+                                      all_configs());
+  EXPECT_TRUE(r.ok()) << failures_of(r);
+}
+
 // Seed 1027: a zero pad of `var` became `var` itself, so the program's two outputs were both
 // named "var" and the artifact writer refused the signature. Outputs keep their import names;
 // a tensor returned twice gets a suffix.
@@ -180,6 +200,26 @@ TEST(DiffTestRegressions, TensorSplitPartsAreSlices) {
         EXPECT_EQ(got[static_cast<size_t>(row * w + j)],
                   r.x[static_cast<size_t>(row * 10 + range.first + j)])
             << name;
+  }
+}
+
+// The write through a tensor_split part, against values computed here: rows 17..26 of the
+// base hold the fill, the rest 2x.
+TEST(DiffTestRegressions, AFillThroughATensorSplitPartIsSeenByTheBase) {
+  const TextRun r = run_text(R"(graph {
+  input %x : f32[33, 4]
+  %b : f32[33, 4] = aten.mul.Scalar(%x) {other = 2.0}
+  %p_0 : f32[17, 4], %p_1 : f32[16, 4] = aten.tensor_split.indices(%b) {dim = 0, indices = [17]} name("p")
+  %s : f32[10, 4] = aten.slice.Tensor(%p_1) {dim = 0, start = 0, end = 10, step = 1}
+  %f : f32[10, 4] = aten.fill_.Scalar(%s) {value = 3.0}
+  %after : f32[33, 4] = aten.neg.default(%b)
+  output %after
+})",
+                             {33, 4});
+  const auto got = r.out.at("after").as<float>();
+  for (size_t i = 0; i < got.size(); ++i) {
+    const size_t row = i / 4;
+    EXPECT_EQ(got[i], row >= 17 && row < 27 ? -3.0f : -2.0f * r.x[i]) << "element " << i;
   }
 }
 
