@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "codegen/lowering.h"
+#include "codegen/view_lowering.h"
 
 namespace neuronc::codegen {
 namespace {
@@ -321,8 +322,12 @@ void lower_static_gather(KernelBuilder& kb, const ir::Node& n, const PartitionCo
   }
 }
 
+// A view node given a buffer of its own: its result's elements in row-major order. That is the
+// view of the operand when one exists (a permuted view a pooling kernel cannot read), else the
+// operand's own order (a reshape the strides do not allow).
 void lower_materialize(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
-  copy_view(kb, ctx.view(n.output()), ctx.view(n.input(0)));
+  const std::optional<std::vector<HbmView>> views = lower_view(n, ctx.view(n.input(0)));
+  copy_view(kb, ctx.view(n.output()), views ? views->front() : ctx.view(n.input(0)));
 }
 
 // A gather whose indices are compile-time constants is a set of copies; indices computed at

@@ -152,6 +152,13 @@ struct PoolGeometry {
 // Fills `g` from a pooling node; returns why it is not lowerable on `t`, or nullopt.
 std::optional<std::string> pool_geometry(const ir::Node& n, const device::Target& t,
                                          PoolGeometry& g);
+// The one stride between the (batch, channel) rows of a pooling operand `v`, its dims before
+// the last `spatial`, or nullopt when those dims do not collapse into one stride (a permuted
+// view): the pooling kernel puts rows on partitions at that stride.
+std::optional<int64_t> pool_row_stride(const HbmView& v, int64_t spatial);
+// Whether `n` is a pooling node whose input view must have uniform rows, and how many spatial
+// dims it pools (0 when `n` is not such a node).
+int64_t pool_spatial_dims(const ir::Node& n);
 
 // Row-major index in `shape` of element `k` of the same tensor stored permuted by `perm`
 // (stored dim i = logical dim perm[i]), its first stored dim's rows interleaved by

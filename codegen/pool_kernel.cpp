@@ -132,6 +132,19 @@ std::optional<std::string> pool_geometry(const ir::Node& n, const device::Target
   return std::nullopt;
 }
 
+std::optional<int64_t> pool_row_stride(const HbmView& v, int64_t spatial) {
+  const int64_t lead = v.rank() - spatial;
+  if (lead <= 0) return int64_t{0};
+  for (int64_t d = lead - 2; d >= 0; --d)
+    if (v.shape[d] != 1 && v.strides[d] != v.strides[d + 1] * v.shape[d + 1]) return std::nullopt;
+  return v.strides[lead - 1];
+}
+
+int64_t pool_spatial_dims(const ir::Node& n) {
+  if (!pool_lowering(n.op())) return 0;
+  return n.op().find("pool1d") != std::string::npos ? 1 : 2;
+}
+
 namespace {
 
 void lower_pool(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
@@ -140,18 +153,12 @@ void lower_pool(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ct
   const HbmView& x = ctx.view(n.input(0));
   const HbmView& out = ctx.view(n.output());
   const int64_t P = kb.target().partitions;
-  // Rows (leading dims) must be one uniform stride for both sides: true for contiguous NCHW.
+  // Rows (leading dims) must be one uniform stride for both sides: true for contiguous NCHW,
+  // and codegen copies a view that is not (compile_partition's bind_view).
   const int64_t r = x.rank();
-  const int64_t spatial = (n.op().find("pool1d") != std::string::npos) ? 1 : 2;
-  auto row_stride = [&](const HbmView& v) -> std::optional<int64_t> {
-    const int64_t lead = v.rank() - spatial;
-    if (lead == 0) return int64_t{0};
-    for (int64_t d = lead - 2; d >= 0; --d)
-      if (v.shape[d] != 1 && v.strides[d] != v.strides[d + 1] * v.shape[d + 1]) return std::nullopt;
-    return v.strides[lead - 1];
-  };
-  const auto xrs = row_stride(x), ors = row_stride(out);
-  if (!xrs || !ors) fail(n, "pooling over a non-uniform row layout is not lowered");
+  const int64_t spatial = pool_spatial_dims(n);
+  const auto xrs = pool_row_stride(x, spatial), ors = pool_row_stride(out, spatial);
+  if (!xrs || !ors) fail(n, "internal: pooling over a non-uniform row layout");
   const int64_t xh = spatial == 2 ? x.strides[r - 2] : 0, xw = x.strides[r - 1];
   const int64_t oh = spatial == 2 ? out.strides[r - 2] : 0, ow = out.strides[r - 1];
   const bool is_max = g.kind == PoolGeometry::max;

@@ -223,6 +223,38 @@ TEST(DiffTestRegressions, AFillThroughATensorSplitPartIsSeenByTheBase) {
   }
 }
 
+// Seed 2191 (`--max-ops 15`): pooling over a permuted view, whose (batch, channel) rows are not
+// one stride apart, failed the compile; the view now gets a copy of its own. Against an
+// average computed here (count_include_pad: the divisor is always 4).
+TEST(DiffTestRegressions, PoolingOverAPermutedViewCopiesTheView) {
+  const TextRun r = run_text(R"(graph {
+  input %x : f32[2, 6, 5, 8]
+  %p : f32[6, 2, 8, 5] = aten.permute.default(%x) {dims = [1, 0, 3, 2]}
+  %a : f32[6, 2, 5, 3] = aten.avg_pool2d.default(%p) {kernel_size = [2, 2], stride = [2, 2], padding = [1, 1]}
+  output %a
+})",
+                             {2, 6, 5, 8});
+  const auto got = r.out.at("a").as<float>();
+  // p[c][b][h][w] = x[b][c][w][h]
+  auto p = [&](int64_t c, int64_t b, int64_t h, int64_t w) {
+    return r.x[static_cast<size_t>(((b * 6 + c) * 5 + w) * 8 + h)];
+  };
+  size_t i = 0;
+  for (int64_t c = 0; c < 6; ++c)
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t oh = 0; oh < 5; ++oh)
+        for (int64_t ow = 0; ow < 3; ++ow, ++i) {
+          double sum = 0;
+          for (int64_t kh = 0; kh < 2; ++kh)
+            for (int64_t kw = 0; kw < 2; ++kw) {
+              const int64_t h = oh * 2 - 1 + kh, w = ow * 2 - 1 + kw;
+              if (h >= 0 && h < 8 && w >= 0 && w < 5) sum += p(c, b, h, w);
+            }
+          EXPECT_NEAR(got[i], sum / 4, 1e-6) << "element " << i;
+        }
+  EXPECT_EQ(i, got.size());
+}
+
 TEST(DiffTestRegressions, VarAndMaxDimMatchTheirDefinitions) {
   const TextRun r = run_text(R"(graph {
   input %x : f32[3, 4, 5]
