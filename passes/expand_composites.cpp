@@ -69,44 +69,33 @@ class Expander : NodeExpander {
     const bool keep = n->attr("keepdim") && n->attr_bool("keepdim");
     Value* values = add(n, is_max ? "aten.amax.default" : "aten.amin.default", {x},
                         {{"dim", std::vector<int64_t>{dim}}, {"keepdim", keep}});
-    Value* indices = nullptr;
-    if (n->outputs()[1]->has_uses() || g_.is_graph_output(n->outputs()[1]))
-      indices = add(n, is_max ? "aten.argmax.default" : "aten.argmin.default", {x},
-                    {{"dim", dim}, {"keepdim", keep}});
-    for (auto [old, now] :
-         {std::pair{n->outputs()[0], values}, std::pair{n->outputs()[1], indices}}) {
-      if (now && !(now->type() == old->type()))
-        throw ir::Error("expanding " + n->describe() + ": result type " +
-                        g_.type_to_string(now->type()) + " differs from " +
-                        g_.type_to_string(old->type()));
-    }
-    const std::string node = n->name(), vname = n->outputs()[0]->name(),
-                      iname = n->outputs()[1]->name();
-    n->outputs()[0]->replace_all_uses_with(values);
-    if (indices) n->outputs()[1]->replace_all_uses_with(indices);
-    g_.erase(n);
-    g_.rename(values->producer(), node, {vname});  // results keep the names users see
-    if (indices) g_.rename(indices->producer(), iname, {iname});
+    Value* indices = read(g_, n->outputs()[1])
+                         ? add(n, is_max ? "aten.argmax.default" : "aten.argmin.default", {x},
+                               {{"dim", dim}, {"keepdim", keep}})
+                         : nullptr;
+    finish_all(n, {values, indices});
     return true;
   }
 
   // Redirects each result of the multi-result `n` to `now` (same types), keeping the names users
   // see, and erases `n`. A null entry is a result nobody reads.
   void finish_all(Node* n, const std::vector<Value*>& now) {
+    const std::string node = n->name();
     std::vector<std::string> names;
-    for (size_t i = 0; i < now.size(); ++i) {
-      Value* old = n->outputs()[i];
+    for (size_t i = 0; i < now.size(); ++i) {  // every type first: nothing changes on an error
+      const Value* old = n->outputs()[i];
       names.push_back(old->name());
-      if (!now[i]) continue;
-      if (!(now[i]->type() == old->type()))
+      if (now[i] && !(now[i]->type() == old->type()))
         throw ir::Error("expanding " + n->describe() + ": result type " +
                         g_.type_to_string(now[i]->type()) + " differs from " +
                         g_.type_to_string(old->type()));
-      old->replace_all_uses_with(now[i]);
     }
-    g_.erase(n);
     for (size_t i = 0; i < now.size(); ++i)
-      if (now[i]) g_.rename(now[i]->producer(), names[i], {names[i]});
+      if (now[i]) n->outputs()[i]->replace_all_uses_with(now[i]);
+    g_.erase(n);
+    // The first result's node keeps the node's name (as finish() does), the others their value's.
+    for (size_t i = 0; i < now.size(); ++i)
+      if (now[i]) g_.rename(now[i]->producer(), i == 0 ? node : names[i], {names[i]});
   }
 
   static bool read(const ir::Graph& g, const Value* v) {

@@ -61,13 +61,10 @@ void attach_payloads(ir::Graph& g, uint64_t seed) {
                                "f32 weights get random ones");
     int64_t n = 1;
     for (const ir::Dim& d : gi.value->shape()) n *= d.value();
-    auto buf = std::make_shared<std::vector<float>>(static_cast<size_t>(n));
-    for (float& x : *buf) x = static_cast<float>(static_cast<double>(rng() >> 11) * 0x1.0p-52 - 1);
-    ir::ConstantPayload p;
-    p.data = reinterpret_cast<const std::byte*>(buf->data());
-    p.nbytes = buf->size() * sizeof(float);
-    p.owner = buf;
-    gi.value->set_payload(p);
+    std::vector<float> values(static_cast<size_t>(n));
+    for (float& x : values)
+      x = static_cast<float>(static_cast<double>(rng() >> 11) * 0x1.0p-52 - 1);
+    gi.value->set_payload(f32_payload(std::move(values)));
   }
 }
 

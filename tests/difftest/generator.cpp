@@ -106,13 +106,9 @@ class Builder {
     const std::string name = "w" + std::to_string(params_++);
     ir::Value* w = g_->add_input(name, {ir::DType::f32, shape_of(d)}, ir::InputRole::parameter,
                                  "difftest." + name);
-    auto buf = std::make_shared<std::vector<float>>(static_cast<size_t>(numel(d)));
-    for (float& x : *buf) x = static_cast<float>((2 * unit() - 1) * scale);
-    ir::ConstantPayload p;
-    p.data = reinterpret_cast<const std::byte*>(buf->data());
-    p.nbytes = buf->size() * sizeof(float);
-    p.owner = buf;
-    w->set_payload(p);
+    std::vector<float> values(static_cast<size_t>(numel(d)));
+    for (float& x : values) x = static_cast<float>((2 * unit() - 1) * scale);
+    w->set_payload(f32_payload(std::move(values)));
     return w;
   }
 
@@ -594,6 +590,15 @@ class Builder {
 };
 
 }  // namespace
+
+ir::ConstantPayload f32_payload(std::vector<float> values) {
+  auto buf = std::make_shared<std::vector<float>>(std::move(values));
+  ir::ConstantPayload p;
+  p.data = reinterpret_cast<const std::byte*>(buf->data());
+  p.nbytes = buf->size() * sizeof(float);
+  p.owner = buf;
+  return p;
+}
 
 std::unique_ptr<ir::Graph> generate_graph(uint64_t seed, const GeneratorOptions& opts) {
   return Builder(seed, opts).build();

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "ir/graph.h"
 
@@ -26,6 +27,9 @@ struct GeneratorOptions {
   bool bf16 = true;          // casts to bf16 and back
   bool in_place = true;      // add_ / fill_ through a view
 };
+
+// A payload owning `values` (f32), for weights built in memory.
+ir::ConstantPayload f32_payload(std::vector<float> values);
 
 // Builds the graph for `seed`. Its user inputs are f32; every weight has a payload.
 std::unique_ptr<ir::Graph> generate_graph(uint64_t seed, const GeneratorOptions& opts = {});
