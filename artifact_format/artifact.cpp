@@ -27,37 +27,6 @@ const char* status_code_name(StatusCode c) {
   return "unknown";
 }
 
-uint32_t tensor_dtype_size(TensorDType t) {
-  switch (t) {
-    case TensorDType::f32:
-    case TensorDType::i32:
-      return 4;
-    case TensorDType::f16:
-    case TensorDType::bf16:
-    case TensorDType::i16:
-      return 2;
-    case TensorDType::f64:
-    case TensorDType::i64:
-    case TensorDType::c64:
-      return 8;
-    case TensorDType::i8:
-    case TensorDType::u8:
-    case TensorDType::boolean:
-    case TensorDType::f8e4m3:
-    case TensorDType::f8e5m2:
-      return 1;
-  }
-  return 0;
-}
-
-std::string_view tensor_dtype_name(TensorDType t) {
-  static constexpr std::string_view kNames[] = {"f32", "f16",    "bf16",  "f64", "i64",
-                                                "i32", "i16",    "i8",    "u8",  "bool",
-                                                "c64", "f8e4m3", "f8e5m2"};
-  const auto i = static_cast<size_t>(t);
-  return i < std::size(kNames) ? kNames[i] : "unknown";
-}
-
 std::string_view arg_kind_name(ArgKind k) {
   static constexpr std::string_view kNames[] = {"none",  "tensor", "tensors", "int",
                                                 "ints",  "float",  "floats",  "bool",

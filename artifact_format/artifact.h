@@ -20,25 +20,10 @@ namespace neuronc::artifact {
 inline constexpr uint16_t kFormatMajor = 1;
 inline constexpr uint16_t kFormatMinor = 1;  // 1.1: indirect dma_copy (row_index)
 
-// Element types of plan values (host side); numbering = artifact.fbs TensorDType.
-enum class TensorDType : uint8_t {
-  f32 = 0,
-  f16,
-  bf16,
-  f64,
-  i64,
-  i32,
-  i16,
-  i8,
-  u8,
-  boolean,
-  c64,  // complex64: two f32 (real, imag)
-  f8e4m3,
-  f8e5m2,
-};
-inline constexpr int kNumTensorDTypes = 13;
-uint32_t tensor_dtype_size(TensorDType t);
-std::string_view tensor_dtype_name(TensorDType t);
+// Element types of plan values: the project's one vocabulary (neuronc/dtype.h), whose first
+// kNumTensorDTypes numbers are artifact.fbs TensorDType (isa_codec.cpp checks they agree).
+using TensorDType = ::neuronc::DType;
+using ::neuronc::kNumTensorDTypes;
 
 // A dimension: `value` when symbol < 0, else coeff * (value of symbols[symbol]).
 struct Dim {

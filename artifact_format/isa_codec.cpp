@@ -5,6 +5,8 @@
 #include <string>
 #include <type_traits>
 
+#include "artifact_format/dtype_codec.h"
+
 namespace neuronc::artifact {
 namespace {
 
@@ -20,7 +22,7 @@ using std::to_string;
 fb::MemRef enc(const d::MemRef& m) {
   std::array<fb::AccessLevel, 4> levels;
   for (int i = 0; i < 4; ++i) levels[i] = fb::AccessLevel(m.levels[i].stride, m.levels[i].count);
-  return fb::MemRef(static_cast<fb::MemoryKind>(m.memory), static_cast<fb::DeviceDType>(m.dtype),
+  return fb::MemRef(static_cast<fb::MemoryKind>(m.memory), to_fb_device_dtype(m.dtype),
                     m.partition_start, m.partition_count, m.num_levels, m.offset,
                     m.partition_stride, flatbuffers::span<const fb::AccessLevel, 4>(levels));
 }
@@ -177,14 +179,16 @@ Status check_enum(E v, int count, const char* what) {
 Result<d::MemRef> dec(const fb::MemRef* m, const char* what) {
   if (!m) return bad(std::string("operand '") + what + "' is missing");
   NEURONC_ARTIFACT_RETURN_IF_ERROR(check_enum(m->memory(), 3, "memory kind").with_context(what));
-  NEURONC_ARTIFACT_RETURN_IF_ERROR(
-      check_enum(m->dtype(), d::kNumDTypes, "device dtype").with_context(what));
+  const std::optional<d::DType> dtype = from_fb_device_dtype(m->dtype());
+  if (!dtype)
+    return check_enum(m->dtype(), static_cast<int>(kDeviceDTypes.size()), "device dtype")
+        .with_context(what);
   if (m->num_levels() < 1 || m->num_levels() > 4)
     return bad(std::string(what) + ": " + to_string(m->num_levels()) +
                " access-pattern levels, expected 1 to 4");
   d::MemRef r;
   r.memory = static_cast<d::MemoryKind>(m->memory());
-  r.dtype = static_cast<d::DType>(m->dtype());
+  r.dtype = *dtype;
   r.partition_start = m->partition_start();
   r.partition_count = m->partition_count();
   r.num_levels = m->num_levels();

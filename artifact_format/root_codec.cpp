@@ -6,6 +6,7 @@
 #include <string>
 
 #include "artifact_format/artifact_generated.h"
+#include "artifact_format/dtype_codec.h"
 #include "artifact_format/isa_codec.h"
 
 namespace neuronc::artifact {
@@ -42,7 +43,7 @@ Offset<fb::Arg> encode_arg(FlatBufferBuilder& fbb, const Arg& a) {
   }
   if (!a.s.empty()) s = str(fbb, a.s);
   return fb::CreateArg(fbb, name, static_cast<fb::ArgKind>(a.kind), tensors, a.i, ints, a.f, floats,
-                       a.b, bools, s, static_cast<fb::TensorDType>(a.dtype));
+                       a.b, bools, s, to_fb_tensor_dtype(a.dtype));
 }
 
 Offset<fb::Step> encode_step(FlatBufferBuilder& fbb, const Step& step) {
@@ -178,7 +179,7 @@ std::vector<std::byte> encode_root(const ArtifactContents& c) {
 
   std::vector<Offset<fb::Value>> values;
   for (const Value& v : c.plan.values)
-    values.push_back(fb::CreateValue(fbb, str(fbb, v.name), static_cast<fb::TensorDType>(v.dtype),
+    values.push_back(fb::CreateValue(fbb, str(fbb, v.name), to_fb_tensor_dtype(v.dtype),
                                      dims(fbb, v.dims), static_cast<fb::ValueKind>(v.kind),
                                      v.index));
   auto values_vec = fbb.CreateVector(values);

@@ -43,7 +43,7 @@ Result<uint64_t> static_bytes(const ArtifactContents& c, uint32_t v, const std::
   for (const Dim& d : val.dims)
     if (!d.is_constant()) return invalid(what + ": " + vname(c, v) + " needs a static shape");
   const auto n = static_numel(val);
-  const uint64_t size = tensor_dtype_size(val.dtype);
+  const uint64_t size = dtype_size(val.dtype);
   if (!n) return range(what + ": " + vname(c, v) + " element count overflows");
   if (size != 0 && *n > std::numeric_limits<uint64_t>::max() / size)
     return range(what + ": " + vname(c, v) + " byte size overflows");
@@ -140,6 +140,10 @@ Status verify_contents(const ArtifactContents& c) {
                      "]: expected 0 <= min <= max");
   for (uint32_t v = 0; v < c.plan.values.size(); ++v) {
     const Value& val = c.plan.values[v];
+    if (!is_tensor_dtype(val.dtype))
+      return invalid(vname(c, v) + " has dtype " + std::string(dtype_name(val.dtype)) +
+                     ": expected a tensor dtype (f32 ... f8e5m2); " +
+                     std::string(dtype_name(val.dtype)) + " exists only on the device");
     for (size_t d = 0; d < val.dims.size(); ++d) {
       const Dim& dim = val.dims[d];
       const std::string what = vname(c, v) + " dim " + to_string(d);
@@ -181,7 +185,7 @@ Status verify_contents(const ArtifactContents& c) {
       if (dt != TensorDType::i64 && dt != TensorDType::i32 && dt != TensorDType::i16 &&
           dt != TensorDType::i8 && dt != TensorDType::u8)
         return invalid(what + " has an index bound but its dtype is " +
-                       std::string(tensor_dtype_name(dt)) + ", expected an integer dtype");
+                       std::string(dtype_name(dt)) + ", expected an integer dtype");
       if (s.index_bound->lo >= s.index_bound->hi)
         return invalid(what + " has an empty index bound [" + to_string(s.index_bound->lo) + ", " +
                        to_string(s.index_bound->hi) + ")");

@@ -40,6 +40,6 @@ function(neuronc_add_library name)
   add_library(neuronc::${name} ALIAS neuronc_${name})
   target_include_directories(neuronc_${name} PUBLIC
     $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}> $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}>)
-  target_link_libraries(neuronc_${name} PUBLIC ${ARG_PUBLIC_DEPS}
+  target_link_libraries(neuronc_${name} PUBLIC neuronc::kernels ${ARG_PUBLIC_DEPS}
     PRIVATE neuronc::build_flags ${ARG_PRIVATE_DEPS})
 endfunction()

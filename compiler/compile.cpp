@@ -36,61 +36,14 @@ double since(Clock::time_point t) {
 }
 
 art::TensorDType to_tensor_dtype(ir::DType t) {
-  switch (t) {
-    case ir::DType::f64:
-      return art::TensorDType::f64;
-    case ir::DType::f32:
-      return art::TensorDType::f32;
-    case ir::DType::f16:
-      return art::TensorDType::f16;
-    case ir::DType::bf16:
-      return art::TensorDType::bf16;
-    case ir::DType::f8e4m3fn:
-      return art::TensorDType::f8e4m3;
-    case ir::DType::f8e5m2:
-      return art::TensorDType::f8e5m2;
-    case ir::DType::i64:
-      return art::TensorDType::i64;
-    case ir::DType::i32:
-      return art::TensorDType::i32;
-    case ir::DType::i16:
-      return art::TensorDType::i16;
-    case ir::DType::i8:
-      return art::TensorDType::i8;
-    case ir::DType::u8:
-      return art::TensorDType::u8;
-    case ir::DType::boolean:
-      return art::TensorDType::boolean;
-    case ir::DType::c64:
-      return art::TensorDType::c64;
-  }
-  return art::TensorDType::f32;
+  return ir::element_type(t);
 }
 
 // The plan dtype whose bytes the device reads for a device dtype.
 art::TensorDType from_device_dtype(device::DType t) {
-  switch (t) {
-    case device::DType::f32:
-      return art::TensorDType::f32;
-    case device::DType::bf16:
-      return art::TensorDType::bf16;
-    case device::DType::f16:
-      return art::TensorDType::f16;
-    case device::DType::f8e4m3:
-      return art::TensorDType::f8e4m3;
-    case device::DType::f8e5m2:
-      return art::TensorDType::f8e5m2;
-    case device::DType::i32:
-      return art::TensorDType::i32;
-    case device::DType::i16:
-      return art::TensorDType::i16;
-    case device::DType::i8:
-      return art::TensorDType::i8;
-    case device::DType::u8:
-      return art::TensorDType::u8;
-    default:
-      throw ir::Error("device dtype " + std::string(device::dtype_name(t)) + " has no plan dtype");
-  }
+  if (!neuronc::is_tensor_dtype(t))
+    throw ir::Error("device dtype " + std::string(device::dtype_name(t)) + " has no plan dtype");
+  return t;
 }
 
 // bool and u8 share their bytes: binding one as the other needs no conversion.
@@ -175,8 +128,8 @@ class ArtifactBuilder {
     if (same_bytes(to_tensor_dtype(v->dtype()), want)) return src;
     auto key = std::make_pair(v, want);
     if (auto it = converted_.find(key); it != converted_.end()) return it->second;
-    const uint32_t dst = w_.add_value(v->name() + "@" + std::string(art::tensor_dtype_name(want)),
-                                      want, plan_dims(v->shape()));
+    const uint32_t dst =
+        w_.add_value(v->name() + "@" + std::string(dtype_name(want)), want, plan_dims(v->shape()));
     bound_narrowed_input(src, want);
     add_cast(src, dst, want);
     converted_[key] = dst;

@@ -14,29 +14,19 @@
 #include <variant>
 #include <vector>
 
+#include "neuronc/dtype.h"
+
 namespace neuronc::device {
 
 // ---------------------------------------------------------------------------------------------
-// Data types (DT). Stored little-endian. bool is stored as u8.
-enum class DType : uint8_t {
-  f32 = 0,
-  bf16 = 1,
-  f16 = 2,
-  f8e4m3 = 3,  // IEEE-like, bias 7, max 240, has inf/NaN (ml_dtypes float8_e4m3; assumption)
-  f8e5m2 = 4,  // IEEE-like, bias 15, max 57344
-  i32 = 5,
-  i16 = 6,
-  i8 = 7,
-  u32 = 8,
-  u16 = 9,
-  u8 = 10,
-  tf32 = 11,  // stored as 4 bytes; TensorE reads the top 19 bits
-};
-inline constexpr int kNumDTypes = 12;
-
-uint32_t dtype_size(DType t);
-bool dtype_is_float(DType t);
-std::string_view dtype_name(DType t);
+// Data types: the project's one vocabulary (neuronc/dtype.h). Engines read and write the types
+// is_engine_dtype accepts; the program verifier refuses an operand of any other. Stored
+// little-endian; the compiler stores bool as u8.
+using DType = ::neuronc::DType;
+using ::neuronc::dtype_is_float;
+using ::neuronc::dtype_name;
+using ::neuronc::dtype_size;
+using ::neuronc::is_engine_dtype;
 
 // ---------------------------------------------------------------------------------------------
 // Memory references.

@@ -220,6 +220,12 @@ int64_t f32_to_int(float x, DType t) {
       lo = 0.0;
       hi = 255.0;
       break;
+    case DType::i64:
+      lo = -9223372036854775808.0;
+      hi = 9223372036854774784.0;  // the largest double below 2^63
+      break;
+    case DType::boolean:
+      return x != 0.0f ? 1 : 0;
     default:
       return 0;
   }
@@ -253,7 +259,16 @@ float load_f32(const std::byte* p, DType t) {
     case DType::u16:
       return static_cast<float>(rd<uint16_t>(p));
     case DType::u8:
+    case DType::boolean:
       return static_cast<float>(rd<uint8_t>(p));
+    // Not engine types (the verifier refuses them as operands); widened as an fp32 datapath
+    // would, for host-side callers.
+    case DType::f64:
+      return static_cast<float>(rd<double>(p));
+    case DType::i64:
+      return static_cast<float>(rd<int64_t>(p));
+    case DType::c64:
+      return rd<float>(p);  // real part
   }
   return 0.0f;
 }
@@ -279,6 +294,13 @@ void store_f32(std::byte* p, DType t, float x, Rounding r, StochasticRounder* rn
       return;
     case DType::f8e5m2:
       wr<uint8_t>(p, f32_to_f8e5m2(x, rr, rnd));
+      return;
+    case DType::f64:
+      wr<double>(p, x);
+      return;
+    case DType::c64:
+      wr<float>(p, x);
+      wr<float>(p + 4, 0.0f);
       return;
     default:
       store_int(p, t, f32_to_int(x, t));
@@ -344,15 +366,23 @@ int64_t load_int(const std::byte* p, DType t) {
     case DType::f16:
       return rd<uint16_t>(p);
     case DType::u8:
+    case DType::boolean:
     case DType::f8e4m3:
     case DType::f8e5m2:
       return rd<uint8_t>(p);
+    case DType::i64:
+    case DType::f64:
+    case DType::c64:
+      return rd<int64_t>(p);
   }
   return 0;
 }
 
 void store_int(std::byte* p, DType t, int64_t v) {
   switch (dtype_size(t)) {
+    case 8:
+      wr<int64_t>(p, v);
+      return;
     case 4:
       wr<uint32_t>(p, static_cast<uint32_t>(v));
       return;

@@ -174,6 +174,9 @@ Status verify_memref(const Target& t, const MemRef& m, bool compute_operand, uin
   const std::string name = ref_name(m);
   if (static_cast<int>(m.dtype) >= kNumDTypes)
     return invalid_argument(name + ": unknown dtype " + to_string(static_cast<int>(m.dtype)));
+  if (!is_engine_dtype(m.dtype))
+    return invalid_argument(name + ": dtype " + std::string(dtype_name(m.dtype)) +
+                            " is not one the engines read or write");
   if (m.num_levels < 1 || m.num_levels > t.access_pattern_levels)
     return invalid_argument(name + ": " + to_string(m.num_levels) +
                             " access-pattern levels, expected 1 to " +

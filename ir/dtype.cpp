@@ -8,23 +8,24 @@ namespace {
 
 struct DTypeInfo {
   std::string_view name;
-  size_t size;
+  ::neuronc::DType element;
 };
 
+using E = ::neuronc::DType;
 constexpr std::array<DTypeInfo, kNumDTypes> kInfo = {{
-    {"f64", 8},
-    {"f32", 4},
-    {"f16", 2},
-    {"bf16", 2},
-    {"f8e4m3fn", 1},
-    {"f8e5m2", 1},
-    {"i64", 8},
-    {"i32", 4},
-    {"i16", 2},
-    {"i8", 1},
-    {"u8", 1},
-    {"bool", 1},
-    {"c64", 8},
+    {"f64", E::f64},
+    {"f32", E::f32},
+    {"f16", E::f16},
+    {"bf16", E::bf16},
+    {"f8e4m3fn", E::f8e4m3},
+    {"f8e5m2", E::f8e5m2},
+    {"i64", E::i64},
+    {"i32", E::i32},
+    {"i16", E::i16},
+    {"i8", E::i8},
+    {"u8", E::u8},
+    {"bool", E::boolean},
+    {"c64", E::c64},
 }};
 
 }  // namespace
@@ -40,8 +41,19 @@ std::optional<DType> parse_dtype(std::string_view name) {
   return std::nullopt;
 }
 
+::neuronc::DType element_type(DType t) {
+  return kInfo[static_cast<size_t>(t)].element;
+}
+
+std::optional<DType> from_element_type(::neuronc::DType t) {
+  for (size_t i = 0; i < kInfo.size(); ++i) {
+    if (kInfo[i].element == t) return static_cast<DType>(i);
+  }
+  return std::nullopt;
+}
+
 size_t dtype_size(DType t) {
-  return kInfo[static_cast<size_t>(t)].size;
+  return ::neuronc::dtype_size(element_type(t));
 }
 
 bool is_floating(DType t) {

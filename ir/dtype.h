@@ -7,6 +7,8 @@
 #include <optional>
 #include <string_view>
 
+#include "neuronc/dtype.h"
+
 namespace neuronc::ir {
 
 enum class DType : uint8_t {
@@ -26,6 +28,11 @@ enum class DType : uint8_t {
 };
 
 inline constexpr int kNumDTypes = 13;
+
+// The element type (the project's one vocabulary, neuronc/dtype.h) an IR dtype is stored as,
+// and back (nullopt for the device-only types u32, u16 and tf32). The one mapping between them.
+::neuronc::DType element_type(DType t);
+std::optional<DType> from_element_type(::neuronc::DType t);
 
 // Short name used by the text form and messages: "f32", "bf16", "i64", "bool", ...
 std::string_view dtype_name(DType t);

@@ -25,25 +25,7 @@ std::string shape_str(const std::vector<int64_t>& s) {
 }
 
 std::string dtype_str(TensorDType t) {
-  return std::string(artifact::tensor_dtype_name(t));
-}
-
-bool is_float(TensorDType t) {
-  switch (t) {
-    case TensorDType::f32:
-    case TensorDType::f16:
-    case TensorDType::bf16:
-    case TensorDType::f64:
-    case TensorDType::f8e4m3:
-    case TensorDType::f8e5m2:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool is_integral(TensorDType t) {
-  return !is_float(t) && t != TensorDType::c64;
+  return std::string(dtype_name(t));
 }
 
 const HostTensor* HostOpContext::tensor(std::string_view name) const {
@@ -207,6 +189,12 @@ double load_double(const std::byte* p, TensorDType t) {
       return rd<uint8_t>(p) != 0 ? 1.0 : 0.0;
     case TensorDType::c64:
       return rd<float>(p);  // real part
+    case TensorDType::u32:
+      return rd<uint32_t>(p);
+    case TensorDType::u16:
+      return rd<uint16_t>(p);
+    case TensorDType::tf32:
+      return rd<float>(p);
   }
   return 0;
 }
@@ -266,13 +254,22 @@ void store_double(std::byte* p, TensorDType t, double v) {
       wr<float>(p, static_cast<float>(v));
       wr<float>(p + 4, 0.0f);
       return;
+    case TensorDType::u32:
+      wr<uint32_t>(p, to_int<uint32_t>(v));
+      return;
+    case TensorDType::u16:
+      wr<uint16_t>(p, to_int<uint16_t>(v));
+      return;
+    case TensorDType::tf32:
+      wr<uint32_t>(p, device::f32_to_tf32_bits(static_cast<float>(v)));
+      return;
   }
 }
 
 std::vector<double> to_double(const HostTensor& t) {
   const int64_t n = t.numel();
   std::vector<double> v(static_cast<size_t>(n));
-  const size_t es = artifact::tensor_dtype_size(t.dtype);
+  const size_t es = dtype_size(t.dtype);
   if (t.dtype == TensorDType::f32) {
     const float* f = t.as<const float>();
     for (int64_t i = 0; i < n; ++i) v[i] = f[i];
@@ -283,7 +280,7 @@ std::vector<double> to_double(const HostTensor& t) {
 }
 
 void from_double(HostTensor& t, const std::vector<double>& v) {
-  const size_t es = artifact::tensor_dtype_size(t.dtype);
+  const size_t es = dtype_size(t.dtype);
   const int64_t n = std::min<int64_t>(t.numel(), static_cast<int64_t>(v.size()));
   if (t.dtype == TensorDType::f32) {
     float* f = t.as<float>();
@@ -296,7 +293,7 @@ void from_double(HostTensor& t, const std::vector<double>& v) {
 std::vector<int64_t> to_int64(const HostTensor& t) {
   const int64_t n = t.numel();
   std::vector<int64_t> v(static_cast<size_t>(n));
-  const size_t es = artifact::tensor_dtype_size(t.dtype);
+  const size_t es = dtype_size(t.dtype);
   for (int64_t i = 0; i < n; ++i) {
     const std::byte* p = t.data + i * es;
     switch (t.dtype) {
@@ -327,7 +324,7 @@ std::vector<int64_t> to_int64(const HostTensor& t) {
 }
 
 void from_int64(HostTensor& t, const std::vector<int64_t>& v) {
-  const size_t es = artifact::tensor_dtype_size(t.dtype);
+  const size_t es = dtype_size(t.dtype);
   const int64_t n = std::min<int64_t>(t.numel(), static_cast<int64_t>(v.size()));
   for (int64_t i = 0; i < n; ++i) {
     std::byte* p = t.data + i * es;

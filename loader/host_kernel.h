@@ -28,9 +28,7 @@ struct HostTensor {
 
   int64_t numel() const;
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
-  size_t nbytes() const {
-    return static_cast<size_t>(numel()) * artifact::tensor_dtype_size(dtype);
-  }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
   template <typename T>
   T* as() const {
     return reinterpret_cast<T*>(data);
@@ -39,8 +37,6 @@ struct HostTensor {
 
 std::string shape_str(const std::vector<int64_t>& s);
 std::string dtype_str(TensorDType t);
-bool is_float(TensorDType t);     // f16/bf16/f32/f64/f8
-bool is_integral(TensorDType t);  // signed/unsigned ints and bool
 
 class HostOpContext {
  public:

@@ -168,7 +168,7 @@ Status Session::Impl::prepare(const std::vector<int64_t>& sym) {
     host::HostTensor& slot = slots[v];
     slot.dtype = val.dtype;
     slot.shape.clear();
-    uint64_t bytes = art::tensor_dtype_size(val.dtype);
+    uint64_t bytes = dtype_size(val.dtype);
     for (const art::Dim& d : val.dims) {
       // coeff x max fits in int64 (verified), and sym <= max.
       const int64_t n = d.is_constant() ? d.value : d.coeff * sym[d.symbol];

@@ -44,37 +44,6 @@ std::string Status::to_string() const {
   return std::string(status_code_name(code_)) + ": " + message_;
 }
 
-size_t dtype_size(DType t) {
-  switch (t) {
-    case DType::f32:
-    case DType::i32:
-      return 4;
-    case DType::f16:
-    case DType::bf16:
-    case DType::i16:
-      return 2;
-    case DType::f64:
-    case DType::i64:
-    case DType::c64:
-      return 8;
-    case DType::i8:
-    case DType::u8:
-    case DType::boolean:
-    case DType::f8e4m3:
-    case DType::f8e5m2:
-      return 1;
-  }
-  return 0;
-}
-
-std::string_view dtype_name(DType t) {
-  static constexpr std::string_view kNames[] = {"f32", "f16",    "bf16",  "f64", "i64",
-                                                "i32", "i16",    "i8",    "u8",  "bool",
-                                                "c64", "f8e4m3", "f8e5m2"};
-  const auto i = static_cast<size_t>(t);
-  return i < std::size(kNames) ? kNames[i] : "unknown";
-}
-
 int64_t numel(std::span<const int64_t> shape) {
   for (int64_t d : shape) {
     if (d < 0) return -1;

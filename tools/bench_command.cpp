@@ -115,6 +115,15 @@ void fill_random(std::vector<std::byte>& bytes, neuronc::DType dtype, int64_t nu
       case DType::boolean:
         put(i, static_cast<uint8_t>(k & 1));
         break;
+      case DType::u32:
+        put(i, static_cast<uint32_t>(k));
+        break;
+      case DType::u16:
+        put(i, static_cast<uint16_t>(std::min<int64_t>(k, 65535)));
+        break;
+      case DType::tf32:
+        put(i, device::f32_to_tf32_bits(f));
+        break;
     }
   }
 }

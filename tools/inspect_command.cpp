@@ -29,7 +29,7 @@ std::string hex(const std::vector<uint8_t>& b) {
 }
 
 std::string dims_text(const art::ArtifactContents& c, const art::Value& v) {
-  std::string s = std::string(art::tensor_dtype_name(v.dtype)) + "[";
+  std::string s = std::string(dtype_name(v.dtype)) + "[";
   for (size_t i = 0; i < v.dims.size(); ++i) {
     const art::Dim& dm = v.dims[i];
     s += i ? ", " : "";

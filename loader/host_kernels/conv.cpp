@@ -43,7 +43,7 @@ Status convolution_impl(const HostOpContext& c, bool accept_string_padding) {
     return c.error("input of rank " + std::to_string(x->rank()) + " for a weight of rank " +
                    std::to_string(w->rank()) + ", expected " + std::to_string(sp + 2) +
                    " (batched)");
-  if (!is_float(x->dtype) || !is_float(w->dtype))
+  if (!dtype_is_float(x->dtype) || !dtype_is_float(w->dtype))
     return c.error("input and weight are " + dtype_str(x->dtype) + " and " + dtype_str(w->dtype) +
                    ", expected float types");
   Geometry g;

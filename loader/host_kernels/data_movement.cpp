@@ -12,7 +12,7 @@ namespace {
 // out[i...] = in[offset + sum(i_d * strides_d)] (element units); `shape` must equal out.shape.
 void gather_strided(const HostTensor& in, int64_t offset, const std::vector<int64_t>& shape,
                     const std::vector<int64_t>& strides, HostTensor& out) {
-  const size_t es = artifact::tensor_dtype_size(in.dtype);
+  const size_t es = dtype_size(in.dtype);
   const int64_t n = out.numel();
   if (n == 0) return;
   std::vector<int64_t> pos(shape.size(), 0);
@@ -224,7 +224,7 @@ Status cat(const HostOpContext& c) {
   }
   NEURONC_RETURN_IF_ERROR_(c.expect_output(0, xs[0]->dtype, shape));
   if (c.dry_run()) return Status::ok();
-  const size_t es = artifact::tensor_dtype_size(o.dtype);
+  const size_t es = dtype_size(o.dtype);
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < d; ++i) outer *= shape[i];
   for (int64_t i = d + 1; i < static_cast<int64_t>(shape.size()); ++i) inner *= shape[i];
@@ -241,7 +241,7 @@ Status cat(const HostOpContext& c) {
 // Reads index tensor entries (any integer dtype), wrapping negatives, checking bounds.
 Result<std::vector<int64_t>> read_indices(const HostOpContext& c, const HostTensor& idx,
                                           int64_t limit) {
-  if (!is_integral(idx.dtype) || idx.dtype == TensorDType::boolean)
+  if (!dtype_is_integral(idx.dtype) || idx.dtype == TensorDType::boolean)
     return c.error("index dtype is " + dtype_str(idx.dtype) + ", expected an integer type");
   std::vector<int64_t> v = c.dry_run() ? std::vector<int64_t>() : to_int64(idx);
   for (int64_t& i : v) {
@@ -266,7 +266,7 @@ Status index_select(const HostOpContext& c) {
   NEURONC_RETURN_IF_ERROR_(c.expect_output(0, x->dtype, shape));
   NEURONC_ASSIGN_OR_RETURN_(std::vector<int64_t> iv, read_indices(c, *idx, n));
   if (c.dry_run()) return Status::ok();
-  const size_t es = artifact::tensor_dtype_size(x->dtype);
+  const size_t es = dtype_size(x->dtype);
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < d; ++i) outer *= x->shape[i];
   for (int64_t i = d + 1; i < x->rank(); ++i) inner *= x->shape[i];
@@ -291,7 +291,7 @@ Status embedding(const HostOpContext& c) {
   NEURONC_RETURN_IF_ERROR_(c.expect_output(0, w->dtype, shape));
   NEURONC_ASSIGN_OR_RETURN_(std::vector<int64_t> iv, read_indices(c, *idx, w->shape[0]));
   if (c.dry_run()) return Status::ok();
-  const size_t row = static_cast<size_t>(w->shape[1]) * artifact::tensor_dtype_size(w->dtype);
+  const size_t row = static_cast<size_t>(w->shape[1]) * dtype_size(w->dtype);
   for (size_t k = 0; k < iv.size(); ++k)
     if (row) std::memcpy(c.output(0).data + k * row, w->data + iv[k] * row, row);
   return Status::ok();
@@ -339,7 +339,7 @@ Status im2col(const HostOpContext& c) {
   if (batched) shape.insert(shape.begin(), N);
   NEURONC_RETURN_IF_ERROR_(c.expect_output(0, x->dtype, shape));
   if (c.dry_run()) return Status::ok();
-  const size_t es = artifact::tensor_dtype_size(x->dtype);
+  const size_t es = dtype_size(x->dtype);
   std::byte* out = c.output(0).data;
   std::memset(out, 0, static_cast<size_t>(c.output(0).numel()) * es);
   for (int64_t n = 0; n < N; ++n)

@@ -173,8 +173,8 @@ Status binary(const HostOpContext& c) {
     bi = broadcast_index(b->shape, shape);
   }
   // Integer semantics when nothing is floating.
-  const bool integral =
-      is_integral(o.dtype) && is_integral(a->dtype) && (!b || is_integral(b->dtype));
+  const bool integral = dtype_is_integral(o.dtype) && dtype_is_integral(a->dtype) &&
+                        (!b || dtype_is_integral(b->dtype));
   std::vector<double> out(ai.size());
   for (size_t k = 0; k < ai.size(); ++k) {
     const double x = av[ai[k]];
@@ -323,7 +323,7 @@ Status cast(const HostOpContext& c) {
     from_double(o, v);
   } else if (x->dtype == o.dtype) {
     if (x->nbytes()) std::memcpy(o.data, x->data, x->nbytes());
-  } else if (is_integral(x->dtype) && is_integral(o.dtype)) {
+  } else if (dtype_is_integral(x->dtype) && dtype_is_integral(o.dtype)) {
     from_int64(o, to_int64(*x));
   } else {
     from_double(o, to_double(*x));
@@ -414,7 +414,7 @@ double trunc_(double x) {
 Status softplus(const HostOpContext& c) {
   NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("self"));
   NEURONC_RETURN_IF_ERROR_(c.expect_output(0, c.output(0).dtype, x->shape));
-  if (!is_float(x->dtype)) return c.error("softplus needs a floating input");
+  if (!dtype_is_float(x->dtype)) return c.error("softplus needs a floating input");
   const double beta = c.get_float("beta", 1.0), threshold = c.get_float("threshold", 20.0);
   if (c.dry_run()) return Status::ok();
   std::vector<double> v = to_double(*x);

@@ -65,7 +65,7 @@ void fft_along(std::vector<cd>& data, const std::vector<int64_t>& shape, int64_t
 // keeping n/2+1 bins along `last` when onesided; scaled by `scale`.
 Status r2c(const HostOpContext& c, const HostTensor& x, std::vector<int64_t> dims, int64_t last,
            int64_t n, bool onesided, int norm_mode /*0 none, 1 ortho, 2 forward*/) {
-  if (!is_float(x.dtype))
+  if (!dtype_is_float(x.dtype))
     return c.error("input is " + dtype_str(x.dtype) + ", expected a float type");
   if (n < 1) return c.error("fft length is " + std::to_string(n) + ", expected >= 1");
   std::vector<int64_t> shape = x.shape;
@@ -167,7 +167,7 @@ std::vector<cd> to_complex(const HostTensor& x) {
 // the conjugate), scaled per `norm_mode` (0 none, 1 1/sqrt(n), 2 1/n), into complex64 output 0.
 Status c2c(const HostOpContext& c, const HostTensor& x, const std::vector<int64_t>& dims,
            bool forward, int norm_mode) {
-  if (!is_float(x.dtype) && x.dtype != TensorDType::c64)
+  if (!dtype_is_float(x.dtype) && x.dtype != TensorDType::c64)
     return c.error("input is " + dtype_str(x.dtype) + ", expected a float or complex64 type");
   NEURONC_RETURN_IF_ERROR_(c.expect_output(0, TensorDType::c64, x.shape));
   if (c.dry_run()) return Status::ok();

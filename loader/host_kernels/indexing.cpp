@@ -60,7 +60,7 @@ Status plan_index(const HostOpContext& c, const HostTensor& x,
       }
       continue;
     }
-    if (!is_integral(t->dtype))
+    if (!dtype_is_integral(t->dtype))
       return c.error("index dtype is " + dtype_str(t->dtype) +
                      ", expected an integer or bool type");
     per_dim.push_back({false, t->shape, c.dry_run() ? std::vector<int64_t>() : to_int64(*t)});
@@ -161,7 +161,7 @@ Status index(const HostOpContext& c) {
   if (a.data_dependent) return Status::ok();
   NEURONC_RETURN_IF_ERROR_(c.expect_output(0, x->dtype, a.rshape));
   if (c.dry_run()) return Status::ok();
-  const size_t es = artifact::tensor_dtype_size(x->dtype);
+  const size_t es = dtype_size(x->dtype);
   HostTensor& o = c.output(0);
   return for_each_indexed(c, *x, a, [&](int64_t k, const std::vector<int64_t>&, int64_t off) {
     std::memcpy(o.data + k * es, x->data + off * es, es);
@@ -205,7 +205,7 @@ Status index_put(const HostOpContext& c) {
           if (values->shape[j] != 1) voff += pos[rshape.size() - values->shape.size() + j] * vst[j];
         ov[off] = accumulate ? ov[off] + vv[voff] : vv[voff];
       }));
-  if (is_integral(o.dtype)) {
+  if (dtype_is_integral(o.dtype)) {
     std::vector<int64_t> iv(ov.begin(), ov.end());
     from_int64(o, iv);
   } else {
@@ -220,7 +220,7 @@ Status gather(const HostOpContext& c) {
   NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("self"));
   NEURONC_ASSIGN_OR_RETURN_(const HostTensor* idx, c.required("index"));
   NEURONC_ASSIGN_OR_RETURN_(int64_t d, normalize_dim(c, c.get_int("dim", 0), x->rank()));
-  if (!is_integral(idx->dtype) || idx->dtype == TensorDType::boolean)
+  if (!dtype_is_integral(idx->dtype) || idx->dtype == TensorDType::boolean)
     return c.error("index dtype is " + dtype_str(idx->dtype) + ", expected an integer type");
   if (idx->rank() != x->rank())
     return c.error("index " + shape_str(idx->shape) + " and self " + shape_str(x->shape) +
@@ -231,7 +231,7 @@ Status gather(const HostOpContext& c) {
                      shape_str(x->shape) + " in dim " + std::to_string(i));
   NEURONC_RETURN_IF_ERROR_(c.expect_output(0, x->dtype, idx->shape));
   if (c.dry_run()) return Status::ok();
-  const size_t es = artifact::tensor_dtype_size(x->dtype);
+  const size_t es = dtype_size(x->dtype);
   const auto xst = contiguous_strides(x->shape);
   const auto ist = contiguous_strides(idx->shape);
   const auto iv = to_int64(*idx);
@@ -262,7 +262,7 @@ Status index_copy(const HostOpContext& c) {
   NEURONC_ASSIGN_OR_RETURN_(const HostTensor* src, c.required("source"));
   NEURONC_RETURN_IF_ERROR_(c.expect_output(0, x->dtype, x->shape));
   NEURONC_ASSIGN_OR_RETURN_(int64_t d, normalize_dim(c, c.get_int("dim", 0), x->rank()));
-  if (idx->rank() > 1 || !is_integral(idx->dtype) || idx->dtype == TensorDType::boolean)
+  if (idx->rank() > 1 || !dtype_is_integral(idx->dtype) || idx->dtype == TensorDType::boolean)
     return c.error("index must be a 0-D or 1-D integer tensor, found " + dtype_str(idx->dtype) +
                    shape_str(idx->shape));
   std::vector<int64_t> want = x->shape;
@@ -277,7 +277,7 @@ Status index_copy(const HostOpContext& c) {
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < d; ++i) outer *= x->shape[i];
   for (int64_t i = d + 1; i < x->rank(); ++i) inner *= x->shape[i];
-  const size_t row = static_cast<size_t>(inner) * artifact::tensor_dtype_size(x->dtype);
+  const size_t row = static_cast<size_t>(inner) * dtype_size(x->dtype);
   const auto iv = to_int64(*idx);
   const int64_t m = static_cast<int64_t>(iv.size());
   for (int64_t j = 0; j < m; ++j) {

@@ -28,7 +28,8 @@ Status gemm(const HostOpContext& c, const HostTensor& a, const HostTensor& w, bo
       return c.error("bias shape " + shape_str(s) + " does not broadcast to " + shape_str(shape));
   }
   NEURONC_RETURN_IF_ERROR_(c.expect_output(0, a.dtype, shape));
-  if (!is_float(a.dtype)) return c.error("matmul of " + dtype_str(a.dtype) + " is not supported");
+  if (!dtype_is_float(a.dtype))
+    return c.error("matmul of " + dtype_str(a.dtype) + " is not supported");
   if (c.dry_run()) return Status::ok();
   const auto av = to_double(a), wv = to_double(w);
   std::vector<double> bv;

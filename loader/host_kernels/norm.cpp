@@ -32,7 +32,7 @@ Status batch_norm(const HostOpContext& c) {
   NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("input"));
   NEURONC_RETURN_IF_ERROR_(c.expect_outputs(functional ? 5 : plain ? 1 : 3));
   if (x->rank() < 2) return c.error("input must have rank >= 2, found " + shape_str(x->shape));
-  if (!is_float(x->dtype))
+  if (!dtype_is_float(x->dtype))
     return c.error("input is " + dtype_str(x->dtype) + ", expected a float type");
   const int64_t ch = x->shape[1];
   const HostTensor* w = c.tensor("weight");

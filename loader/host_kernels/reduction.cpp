@@ -104,7 +104,7 @@ Status reduce(const HostOpContext& c) {
   if (R == Red::mean)
     for (int64_t i = 0; i < on; ++i)
       acc[i] = count[i] ? acc[i] / static_cast<double>(count[i]) : NAN;
-  if (R == Red::sum && is_integral(out.dtype) && is_integral(x->dtype)) {
+  if (R == Red::sum && dtype_is_integral(out.dtype) && dtype_is_integral(x->dtype)) {
     const auto iv = to_int64(*x);  // exact integer sums
     std::vector<int64_t> s(static_cast<size_t>(on), 0);
     std::fill(pos.begin(), pos.end(), 0);
@@ -130,7 +130,7 @@ Status softmax(const HostOpContext& c) {
   NEURONC_RETURN_IF_ERROR_(c.expect_outputs(1));
   NEURONC_ASSIGN_OR_RETURN_(int64_t d, normalize_dim(c, c.get_int("dim", -1), x->rank()));
   HostTensor& o = c.output(0);
-  if (o.shape != x->shape || !is_float(o.dtype) || !is_float(x->dtype))
+  if (o.shape != x->shape || !dtype_is_float(o.dtype) || !dtype_is_float(x->dtype))
     return c.error("output " + dtype_str(o.dtype) + shape_str(o.shape) + ", expected a float " +
                    shape_str(x->shape));
   if (c.dry_run()) return Status::ok();

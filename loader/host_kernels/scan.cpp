@@ -23,7 +23,7 @@ Status cumulative(const HostOpContext& c) {
   const int64_t n = x->rank() ? x->shape[d] : 1;
   for (int64_t i = 0; i < d; ++i) outer *= x->shape[i];
   for (int64_t i = d + 1; i < x->rank(); ++i) inner *= x->shape[i];
-  if (is_integral(o.dtype)) {
+  if (dtype_is_integral(o.dtype)) {
     auto v = to_int64(*x);
     for (int64_t a = 0; a < outer; ++a)
       for (int64_t b = 0; b < inner; ++b) {
@@ -81,7 +81,7 @@ Status diff(const HostOpContext& c) {
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < d; ++i) outer *= x->shape[i];
   for (int64_t i = d + 1; i < x->rank(); ++i) inner *= x->shape[i];
-  const bool integral = is_integral(x->dtype);
+  const bool integral = dtype_is_integral(x->dtype);
   const bool boolean = x->dtype == TensorDType::boolean;
   // Concatenate along d into [outer, len, inner].
   std::vector<double> fv;

@@ -40,7 +40,7 @@ Status sort_lines(const HostOpContext& c, const HostTensor& x, int64_t d, bool d
       }
     }
   if (values) {
-    if (is_integral(values->dtype)) {
+    if (dtype_is_integral(values->dtype)) {
       std::vector<int64_t> iv(ov.begin(), ov.end());
       from_int64(*values, iv);
     } else {

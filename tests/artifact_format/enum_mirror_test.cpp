@@ -6,6 +6,7 @@
 #include <string>
 
 #include "artifact_format/artifact_generated.h"
+#include "artifact_format/dtype_codec.h"
 #include "device/isa.h"
 
 namespace neuronc::artifact {
@@ -45,8 +46,19 @@ TEST(EnumMirror, DeviceEnumerationsMatchTheSchema) {
       d::activation_name);
   expect_mirror<fb::CollectiveKind, d::CollectiveKind>(
       "CollectiveKind", fb::CollectiveKind::MAX, fb::EnumNameCollectiveKind, d::collective_name);
-  expect_mirror<fb::DeviceDType, d::DType>("DeviceDType", fb::DeviceDType::MAX,
-                                           fb::EnumNameDeviceDType, d::dtype_name);
+  // DeviceDType keeps the ISA's own order; dtype_codec.h maps it to the one DType vocabulary.
+  int engine_types = 0;
+  for (int i = 0; i < kNumDTypes; ++i) engine_types += is_engine_dtype(static_cast<DType>(i));
+  EXPECT_EQ(static_cast<int>(fb::DeviceDType::MAX) + 1, engine_types);
+  for (int i = 0; i <= static_cast<int>(fb::DeviceDType::MAX); ++i) {
+    const auto t = from_fb_device_dtype(static_cast<fb::DeviceDType>(i));
+    ASSERT_TRUE(t.has_value()) << "DeviceDType value " << i;
+    EXPECT_TRUE(is_engine_dtype(*t)) << "DeviceDType value " << i;
+    EXPECT_EQ(canonical(fb::EnumNameDeviceDType(static_cast<fb::DeviceDType>(i))),
+              canonical(dtype_name(*t)))
+        << "DeviceDType value " << i;
+    EXPECT_EQ(to_fb_device_dtype(*t), static_cast<fb::DeviceDType>(i));
+  }
   // The Operation union's members are the opcodes in order, after NONE.
   expect_mirror<fb::Operation, d::Opcode>("Operation", fb::Operation::MAX, fb::EnumNameOperation,
                                           d::opcode_name, /*first=*/1, /*dev_offset=*/1);

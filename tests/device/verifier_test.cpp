@@ -40,6 +40,20 @@ TEST(Verifier, PartitionStartAlignment) {
             "ok");
 }
 
+// The engines read and write the engine types only: an i64, f64, bool or c64 operand (plan
+// types the compiler stores as i32, f32 and u8) is refused, naming the type.
+TEST(Verifier, OperandsHaveEngineTypes) {
+  for (DType t : {DType::i64, DType::f64, DType::boolean, DType::c64}) {
+    EXPECT_THAT(
+        error_of(single(Engine::vector,
+                        TensorCopy{sbuf(0, 16, 0, t, 8), sbuf(0, 16, 64, DType::f32, 8)})),
+        HasSubstr("dtype " + std::string(dtype_name(t)) + " is not one the engines read or write"));
+  }
+  EXPECT_EQ(error_of(single(Engine::vector, TensorCopy{sbuf(0, 16, 0, DType::u16, 8),
+                                                       sbuf(0, 16, 64, DType::f32, 8)})),
+            "ok");
+}
+
 // VectorE transposes 32 x 32 inside one group of 32 partitions (one reshape bank).
 TEST(Verifier, VectorTransposeStaysInItsPartitionGroup) {
   EXPECT_EQ(error_of(single(Engine::vector, Transpose{sbuf(32, 32, 0, DType::f32, 20),

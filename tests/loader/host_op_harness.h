@@ -165,7 +165,7 @@ inline Result<std::vector<std::vector<double>>> run_host_op(const std::string& o
   std::vector<NamedInput> inputs;
   for (size_t i = 0; i < ins.size(); ++i) {
     if (ins[i].none) continue;
-    const size_t es = art::tensor_dtype_size(ins[i].dtype);
+    const size_t es = dtype_size(ins[i].dtype);
     storage.emplace_back(ins[i].values.size() * es);
     for (size_t k = 0; k < ins[i].values.size(); ++k)
       store(storage.back().data() + k * es, ins[i].dtype, ins[i].values[k]);

@@ -1,4 +1,4 @@
-// Tensors at the neuronc API boundary: DType, a non-owning TensorView (inputs, read-only,
+// Tensors at the neuronc API boundary: a non-owning TensorView (inputs, read-only,
 // zero-copy), a MutableTensorView (caller-provided output buffers) and an owning Tensor
 // (outputs the session allocated). All tensors are dense, row-major and contiguous.
 //
@@ -14,28 +14,11 @@
 #include <string_view>
 #include <vector>
 
+#include "neuronc/dtype.h"
+
 namespace neuronc {
 
-// Element types. Numbering is stable (it is the artifact's TensorDType).
-enum class DType : uint8_t {
-  f32 = 0,
-  f16,
-  bf16,
-  f64,
-  i64,
-  i32,
-  i16,
-  i8,
-  u8,
-  boolean,  // one byte, 0 or 1
-  c64,      // complex64: (real, imag) f32 pairs
-  f8e4m3,
-  f8e5m2,
-};
-
-size_t dtype_size(DType t);            // bytes per element
-std::string_view dtype_name(DType t);  // "f32", "bool", "c64", ...
-
+// Element types (DType, dtype_size, dtype_name): neuronc/dtype.h.
 using Shape = std::vector<int64_t>;
 
 // Product of the dims (1 for a scalar); 0 if any dim is 0, -1 if any dim is negative (an
