@@ -1,6 +1,7 @@
-// Session (session.h): binds inputs, resolves symbolic shapes, walks the execution plan —
-// device calls copy bindings into the HBM arena, run the NeuronCore model and copy results
-// back; host ops run their kernel on CPU buffers — and hands back outputs.
+// Session (session.h): binds inputs, resolves symbolic shapes, walks the execution plan through
+// the loader's plan walker (plan_walker.h: device calls copy bindings into the HBM arena, run
+// the NeuronCore model and copy results back; host ops run their kernel on CPU buffers) and
+// hands back outputs.
 #include "neuronc/session.h"
 
 #include <chrono>
@@ -11,6 +12,7 @@
 
 #include "device/simulator.h"
 #include "loader/model_impl.h"
+#include "loader/plan_walker.h"
 
 namespace neuronc {
 namespace {
@@ -68,6 +70,28 @@ Status check_index_bound(const std::string& who, const TensorView& t, const art:
   }
   return Status::ok();
 }
+
+// A run's statistics, gathered from the plan walk.
+class StatsObserver final : public plan::PlanObserver {
+ public:
+  explicit StatsObserver(RunStats& st) : st_(st) {}
+  void device_call(uint32_t, const art::DeviceProgram&, const device::RunReport& report) override {
+    st_.device_ns += report.total_time_ns;
+    st_.instructions += report.instructions;
+    for (const auto& core : report.cores) {
+      for (int e = 0; e < 5; ++e) st_.engine_busy_ns[e] += core.engines[e].busy_ns;
+      st_.dma_bytes += core.dma_bytes;
+    }
+    ++st_.device_calls;
+  }
+  void host_step(uint32_t, const art::HostOp&, bool, double host_ns) override {
+    st_.host_ops_ns += host_ns;
+    ++st_.host_ops;
+  }
+
+ private:
+  RunStats& st_;
+};
 
 double ns_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
@@ -330,43 +354,9 @@ Result<Outputs> Session::Impl::run(const std::vector<NamedInput>& inputs,
   // 5. Execute the plan.
   RunStats st;
   st.shapes_prepared = prepare_now;
-  std::vector<const host::HostTensor*> ptrs(slots.size());
-  for (size_t v = 0; v < slots.size(); ++v) ptrs[v] = &slots[v];
-  for (size_t i = 0; i < c.plan.steps.size(); ++i) {
-    const std::string where = "plan step " + to_string(i);
-    if (const auto* call = std::get_if<art::DeviceCall>(&c.plan.steps[i])) {
-      for (const art::Binding& b : call->inputs) {
-        const host::HostTensor& s = slots[b.value];
-        if (s.nbytes()) std::memcpy(hbm.get() + b.hbm_offset, s.data, s.nbytes());
-      }
-      const art::DeviceProgram& p = c.programs[call->program];
-      auto report = sim->run(p.program, std::span<std::byte>(hbm.get(), hbm_size));
-      if (!report)
-        return Status(StatusCode::failed_precondition,
-                      where + " (device program '" + p.name + "'): " + report.status().message());
-      for (const art::Binding& b : call->outputs) {
-        host::HostTensor& s = slots[b.value];
-        if (s.nbytes()) std::memcpy(s.data, hbm.get() + b.hbm_offset, s.nbytes());
-      }
-      st.device_ns += report->total_time_ns;
-      st.instructions += report->instructions;
-      for (const auto& core : report->cores) {
-        for (int e = 0; e < 5; ++e) st.engine_busy_ns[e] += core.engines[e].busy_ns;
-        st.dma_bytes += core.dma_bytes;
-      }
-      ++st.device_calls;
-    } else {
-      const art::HostOp& op = std::get<art::HostOp>(c.plan.steps[i]);
-      std::vector<host::HostTensor*> outs;
-      for (uint32_t v : op.outputs) outs.push_back(&slots[v]);
-      const auto h0 = std::chrono::steady_clock::now();
-      host::HostOpContext ctx(op, ptrs, std::move(outs), /*dry_run=*/false);
-      Status s = m->kernels[i](ctx);
-      if (!s.is_ok()) return Status(s.code(), where + ": " + s.message());
-      st.host_ops_ns += ns_since(h0);
-      ++st.host_ops;
-    }
-  }
+  StatsObserver observer(st);
+  const plan::PlanBuffers buffers{slots, std::span<std::byte>(hbm.get(), hbm_size), m->kernels};
+  if (Status ws = plan::walk_plan(c, *sim, &buffers, observer); !ws.is_ok()) return ws;
 
   // 6. Outputs that are inputs, constants or repeated values are copied.
   for (size_t o = 0; o < c.signature.outputs.size(); ++o) {

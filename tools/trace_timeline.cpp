@@ -1,5 +1,6 @@
-// Simulated timeline of one inference (trace_timeline.h): runs each device call of the plan
-// through device::Simulator in timing-only mode and lays the calls end to end.
+// Simulated timeline of one inference (trace_timeline.h): walks the plan with the loader's plan
+// walker (loader/plan_walker.h) on a timing-only device::Simulator and lays the calls end to
+// end.
 #include "tools/trace_timeline.h"
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "artifact_format/reader.h"
 #include "device/simulator.h"
 #include "device/target.h"
+#include "loader/plan_walker.h"
 
 namespace neuronc::tools {
 namespace {
@@ -74,6 +76,107 @@ double Timeline::dma_utilization() const {
   return d > 0 ? dma_active_ns / d : 0;
 }
 
+namespace {
+
+// Lays the plan walk's steps end to end on the timeline.
+class TimelineObserver final : public plan::PlanObserver {
+ public:
+  TimelineObserver(Timeline& t, const device::CostModel& cost) : t_(t), cost_(cost) {}
+
+  void host_step(uint32_t step, const art::HostOp& op, bool, double) override {
+    TimelineStep s;
+    s.step = step;
+    s.device = false;
+    s.name = op.op;
+    s.node = node_of(op.debug_id);
+    s.start_ns = s.end_ns = now_;
+    t_.steps.push_back(std::move(s));
+  }
+
+  void device_call(uint32_t step, const art::DeviceProgram& p,
+                   const device::RunReport& report) override {
+    TimelineStep s;
+    s.step = step;
+    s.start_ns = now_;
+    s.name = p.name;
+    s.end_ns = now_ + report.total_time_ns;
+    s.instructions = report.instructions;
+    s.hbm_read_bytes = report.hbm_read_bytes;
+    s.hbm_write_bytes = report.hbm_write_bytes;
+    s.sbuf_peak_bytes = p.sbuf_peak_bytes;
+    s.psum_peak_bytes = p.psum_peak_bytes;
+    for (const device::CoreStats& cs : report.cores) {
+      for (int e = 0; e < device::kNumEngines; ++e) s.engine_busy_ns[e] += cs.engines[e].busy_ns;
+      s.dma_active_ns += cs.dma_active_ns;
+      s.tensor_flops += cs.tensor_flops;
+    }
+    add_events(step, p, report);
+    estimate_model_flops(p);
+    now_ = s.end_ns;
+    t_.device_ns += report.total_time_ns;
+    t_.instructions += s.instructions;
+    t_.hbm_read_bytes += s.hbm_read_bytes;
+    t_.hbm_write_bytes += s.hbm_write_bytes;
+    t_.tensor_flops += s.tensor_flops;
+    t_.dma_active_ns += s.dma_active_ns;
+    for (int e = 0; e < device::kNumEngines; ++e) t_.engine_busy_ns[e] += s.engine_busy_ns[e];
+    t_.steps.push_back(std::move(s));
+  }
+
+  double estimated_model_flops() const { return estimated_model_flops_; }
+
+ private:
+  int32_t node_of(uint32_t debug_id) const {
+    return debug_id < t_.nodes.size() ? static_cast<int32_t>(debug_id) : -1;
+  }
+
+  // Per-instruction FLOPs from the same cost model the simulator used.
+  void add_events(uint32_t step, const art::DeviceProgram& p, const device::RunReport& report) {
+    for (const device::TraceEvent& te : report.trace) {
+      TimelineEvent e;
+      e.step = step;
+      e.core = te.core;
+      e.unit = te.unit;
+      e.start_ns = now_ + te.start_ns;
+      e.end_ns = now_ + te.end_ns;
+      e.opcode = te.opcode;
+      e.engine = te.engine;
+      e.instruction_index = te.instruction_index;
+      e.bytes = te.bytes;
+      e.node = node_of(te.debug_id);
+      if (te.engine == device::Engine::tensor && te.unit == "tensor" &&
+          te.core < p.program.cores.size()) {
+        const auto& stream = p.program.cores[te.core].stream(device::Engine::tensor);
+        if (te.instruction_index < stream.size()) {
+          e.tensor_flops =
+              cost_.cost(device::Engine::tensor, stream[te.instruction_index].op).tensor_flops;
+        }
+      }
+      t_.events.push_back(std::move(e));
+    }
+  }
+
+  // Model-FLOP estimate for artifacts that do not record them: matmul instructions of
+  // matmul-family nodes (no transposes, no one-hot embeddings; padding included).
+  void estimate_model_flops(const art::DeviceProgram& p) {
+    for (const device::CoreProgram& core : p.program.cores) {
+      for (const device::Instruction& in : core.stream(device::Engine::tensor)) {
+        if (in.opcode() != device::Opcode::matmul) continue;
+        const int32_t n = node_of(in.debug_id);
+        if (n < 0 || !is_model_matmul_op(t_.nodes[n].op)) continue;
+        estimated_model_flops_ += cost_.cost(device::Engine::tensor, in.op).tensor_flops;
+      }
+    }
+  }
+
+  Timeline& t_;
+  const device::CostModel& cost_;
+  double now_ = 0;
+  double estimated_model_flops_ = 0;
+};
+
+}  // namespace
+
 Timeline simulate_timeline(const art::ArtifactContents& c, const TimelineOptions& options) {
   auto kind = device::parse_target(c.target);
   if (!kind.is_ok()) throw std::runtime_error("artifact target: " + kind.status().message());
@@ -95,88 +198,11 @@ Timeline simulate_timeline(const art::ArtifactContents& c, const TimelineOptions
   device::Simulator sim(target, so);
   t.assumptions = sim.cost_model().assumptions();
 
-  const auto node_of = [&](uint32_t debug_id) -> int32_t {
-    return debug_id < t.nodes.size() ? static_cast<int32_t>(debug_id) : -1;
-  };
-  double estimated_model_flops = 0;
-  double now = 0;
-  for (uint32_t i = 0; i < c.plan.steps.size(); ++i) {
-    TimelineStep s;
-    s.step = i;
-    s.start_ns = now;
-    if (const auto* op = std::get_if<art::HostOp>(&c.plan.steps[i])) {
-      s.device = false;
-      s.name = op->op;
-      s.node = node_of(op->debug_id);
-      s.end_ns = now;
-      t.steps.push_back(std::move(s));
-      continue;
-    }
-    const auto& call = std::get<art::DeviceCall>(c.plan.steps[i]);
-    const art::DeviceProgram& p = c.programs.at(call.program);
-    auto report = sim.run(p.program, {});
-    if (!report.is_ok()) {
-      throw std::runtime_error("plan step " + std::to_string(i) + " (device program '" + p.name +
-                               "'): " + report.status().message());
-    }
-    s.name = p.name;
-    s.end_ns = now + report->total_time_ns;
-    s.instructions = report->instructions;
-    s.hbm_read_bytes = report->hbm_read_bytes;
-    s.hbm_write_bytes = report->hbm_write_bytes;
-    s.sbuf_peak_bytes = p.sbuf_peak_bytes;
-    s.psum_peak_bytes = p.psum_peak_bytes;
-    for (const device::CoreStats& cs : report->cores) {
-      for (int e = 0; e < device::kNumEngines; ++e) s.engine_busy_ns[e] += cs.engines[e].busy_ns;
-      s.dma_active_ns += cs.dma_active_ns;
-      s.tensor_flops += cs.tensor_flops;
-    }
-    // Per-instruction FLOPs from the same cost model the simulator used.
-    for (const device::TraceEvent& te : report->trace) {
-      TimelineEvent e;
-      e.step = i;
-      e.core = te.core;
-      e.unit = te.unit;
-      e.start_ns = now + te.start_ns;
-      e.end_ns = now + te.end_ns;
-      e.opcode = te.opcode;
-      e.engine = te.engine;
-      e.instruction_index = te.instruction_index;
-      e.bytes = te.bytes;
-      e.node = node_of(te.debug_id);
-      if (te.engine == device::Engine::tensor && te.unit == "tensor" &&
-          te.core < p.program.cores.size()) {
-        const auto& stream = p.program.cores[te.core].stream(device::Engine::tensor);
-        if (te.instruction_index < stream.size()) {
-          e.tensor_flops = sim.cost_model()
-                               .cost(device::Engine::tensor, stream[te.instruction_index].op)
-                               .tensor_flops;
-        }
-      }
-      t.events.push_back(std::move(e));
-    }
-    // Model-FLOP estimate for artifacts that do not record them: matmul instructions of
-    // matmul-family nodes (no transposes, no one-hot embeddings; padding included).
-    for (const device::CoreProgram& core : p.program.cores) {
-      for (const device::Instruction& in : core.stream(device::Engine::tensor)) {
-        if (in.opcode() != device::Opcode::matmul) continue;
-        const int32_t n = node_of(in.debug_id);
-        if (n < 0 || !is_model_matmul_op(t.nodes[n].op)) continue;
-        estimated_model_flops += sim.cost_model().cost(device::Engine::tensor, in.op).tensor_flops;
-      }
-    }
-    now = s.end_ns;
-    t.device_ns += report->total_time_ns;
-    t.instructions += s.instructions;
-    t.hbm_read_bytes += s.hbm_read_bytes;
-    t.hbm_write_bytes += s.hbm_write_bytes;
-    t.tensor_flops += s.tensor_flops;
-    t.dma_active_ns += s.dma_active_ns;
-    for (int e = 0; e < device::kNumEngines; ++e) t.engine_busy_ns[e] += s.engine_busy_ns[e];
-    t.steps.push_back(std::move(s));
-  }
+  TimelineObserver observer(t, sim.cost_model());
+  if (Status s = plan::walk_plan(c, sim, /*buffers=*/nullptr, observer); !s.is_ok())
+    throw std::runtime_error(s.message());
 
-  t.model_flops = estimated_model_flops;
+  t.model_flops = observer.estimated_model_flops();
   t.model_flops_source =
       "estimated: TensorE matmul instructions of matmul/conv/attention nodes "
       "(padding included; the artifact does not record the source graph's FLOPs)";

@@ -1,9 +1,10 @@
 // The simulated timeline of one inference of an artifact, shared by `neuronc bench`,
-// `neuronc profile` and the compile report. Every device call of the execution plan runs
-// through the device model in timing-only mode (simulated time does not depend on the data),
-// calls laid end to end in plan order; host-fallback steps appear as zero-length markers
-// because their time is measured on this machine, not simulated. Each instruction keeps its
-// IR node (the artifact's debug info), so time can be attributed to layers.
+// `neuronc profile` and the compile report. The loader's plan walker (loader/plan_walker.h)
+// runs every device call of the execution plan through the device model in timing-only mode
+// (simulated time does not depend on the data), calls laid end to end in plan order;
+// host-fallback steps appear as zero-length markers because their time is measured on this
+// machine, not simulated. Each instruction keeps its IR node (the artifact's debug info), so
+// time can be attributed to layers.
 #pragma once
 
 #include <array>

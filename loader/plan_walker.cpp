@@ -1,0 +1,74 @@
+// The execution-plan walker (plan_walker.h).
+#include "loader/plan_walker.h"
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace neuronc::plan {
+namespace {
+
+namespace art = ::neuronc::artifact;
+
+// Copies a device call's input bindings into the arena, runs its program, copies its output
+// bindings back. Without buffers, runs the program alone (timing only).
+device::Result<device::RunReport> run_device_call(const art::ArtifactContents& c,
+                                                  const art::DeviceCall& call,
+                                                  device::Simulator& sim,
+                                                  const PlanBuffers* buffers) {
+  const art::DeviceProgram& p = c.programs[call.program];
+  if (!buffers) return sim.run(p.program, {});
+  for (const art::Binding& b : call.inputs) {
+    const host::HostTensor& s = buffers->slots[b.value];
+    if (s.nbytes()) std::memcpy(buffers->hbm.data() + b.hbm_offset, s.data, s.nbytes());
+  }
+  auto report = sim.run(p.program, buffers->hbm);
+  if (!report) return report;
+  for (const art::Binding& b : call.outputs) {
+    host::HostTensor& s = buffers->slots[b.value];
+    if (s.nbytes()) std::memcpy(s.data, buffers->hbm.data() + b.hbm_offset, s.nbytes());
+  }
+  return report;
+}
+
+}  // namespace
+
+Status walk_plan(const art::ArtifactContents& c, device::Simulator& sim, const PlanBuffers* buffers,
+                 PlanObserver& observer) {
+  std::vector<const host::HostTensor*> values;
+  if (buffers) {
+    values.reserve(buffers->slots.size());
+    for (const host::HostTensor& s : buffers->slots) values.push_back(&s);
+  }
+  for (uint32_t i = 0; i < c.plan.steps.size(); ++i) {
+    const std::string where = "plan step " + std::to_string(i);
+    if (const auto* call = std::get_if<art::DeviceCall>(&c.plan.steps[i])) {
+      const art::DeviceProgram& p = c.programs[call->program];
+      auto report = run_device_call(c, *call, sim, buffers);
+      if (!report)
+        return Status(StatusCode::failed_precondition,
+                      where + " (device program '" + p.name + "'): " + report.status().message());
+      observer.device_call(i, p, *report);
+      continue;
+    }
+    const art::HostOp& op = std::get<art::HostOp>(c.plan.steps[i]);
+    if (!buffers) {
+      observer.host_step(i, op, /*ran=*/false, 0);
+      continue;
+    }
+    std::vector<host::HostTensor*> outs;
+    for (uint32_t v : op.outputs) outs.push_back(&buffers->slots[v]);
+    const auto h0 = std::chrono::steady_clock::now();
+    host::HostOpContext ctx(op, values, std::move(outs), /*dry_run=*/false);
+    Status s = buffers->kernels[i](ctx);
+    if (!s.is_ok()) return Status(s.code(), where + ": " + s.message());
+    const double ns =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - h0).count();
+    observer.host_step(i, op, /*ran=*/true, ns);
+  }
+  return Status::ok();
+}
+
+}  // namespace neuronc::plan

@@ -1,0 +1,52 @@
+// The one interpreter of an artifact's execution plan (internal to the loader; tools may use
+// it). walk_plan steps through the plan in order: a device call runs its program on the device
+// model, a host step runs its kernel on CPU buffers, and a PlanObserver hears of every step
+// once it is done. Two walks use it:
+//  - Session::run, functional: with PlanBuffers, a device call copies its input bindings from
+//    their value slots into the HBM arena, runs, and copies its output bindings back; a host
+//    step runs its kernel on the slots and is timed on this machine;
+//  - the simulated timeline of `neuronc bench`, `neuronc profile` and the compile report
+//    (tools/trace_timeline.h), timing only: without buffers, device calls run on a timing-only
+//    Simulator with no HBM (simulated time does not depend on the data) and host steps are
+//    passed over (their time is measured, not simulated).
+// Not thread-safe (the Simulator is not); deterministic.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "artifact_format/artifact.h"
+#include "device/simulator.h"
+#include "loader/host_kernel.h"
+#include "neuronc/status.h"
+
+namespace neuronc::plan {
+
+// The data of a functional walk.
+struct PlanBuffers {
+  std::span<host::HostTensor> slots;            // per plan value, shapes resolved, data bound
+  std::span<std::byte> hbm;                     // the arena device calls run against
+  std::span<const host::HostKernelFn> kernels;  // per plan step; null for device calls
+};
+
+// Hears of each plan step once it has run, in plan order.
+class PlanObserver {
+ public:
+  virtual ~PlanObserver() = default;
+  // Device call `step` ran `program` (of the artifact); `report` is the device model's.
+  virtual void device_call(uint32_t step, const artifact::DeviceProgram& program,
+                           const device::RunReport& report) = 0;
+  // Host step `step` ran in `host_ns` of wall time (functional walks), or was passed over
+  // (timing-only walks: `ran` is false and `host_ns` 0).
+  virtual void host_step(uint32_t step, const artifact::HostOp& op, bool ran, double host_ns) = 0;
+};
+
+// Walks the plan of `contents` (verified by the reader) on `sim`. With `buffers`, a functional
+// walk; without, a timing-only walk (`sim` must then be timing only). Stops at the first step
+// that fails: Status(failed_precondition, "plan step <i> (device program '<name>'): <why>")
+// for a device call the model refuses, a host kernel's status prefixed "plan step <i>: ".
+Status walk_plan(const artifact::ArtifactContents& contents, device::Simulator& sim,
+                 const PlanBuffers* buffers, PlanObserver& observer);
+
+}  // namespace neuronc::plan

@@ -1,0 +1,93 @@
+// The loader's plan walker (loader/plan_walker.h): a timing-only walk visits every step of the
+// plan in order, runs each device call on the device model and passes host steps over; a
+// device call the model refuses stops the walk, naming the step and the program.
+#include "loader/plan_walker.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "artifact_format/reader.h"
+#include "device/target.h"
+#include "tests/artifact_format/test_artifacts.h"
+
+namespace neuronc::plan {
+namespace {
+
+namespace art = ::neuronc::artifact;
+using ::testing::HasSubstr;
+
+struct Recorder final : PlanObserver {
+  std::vector<std::string> steps;  // "device <i> <program>" or "host <i> <op> <ran>"
+  double device_ns = 0;
+  void device_call(uint32_t step, const art::DeviceProgram& p,
+                   const device::RunReport& report) override {
+    steps.push_back("device " + std::to_string(step) + " " + p.name);
+    device_ns += report.total_time_ns;
+  }
+  void host_step(uint32_t step, const art::HostOp& op, bool ran, double host_ns) override {
+    steps.push_back("host " + std::to_string(step) + " " + op.op + (ran ? " ran" : " passed"));
+    EXPECT_EQ(host_ns, 0);
+  }
+};
+
+TEST(PlanWalker, TimingOnlyWalkVisitsEveryStepInOrder) {
+  const auto bytes = testing::two_partition_artifact();
+  auto a = art::read_artifact(bytes);
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  const art::ArtifactContents& c = a->contents;
+  device::SimulatorOptions so;
+  so.functional = false;
+  device::Simulator sim(device::target(device::TargetKind::trn1), so);
+  Recorder r;
+  const Status s = walk_plan(c, sim, /*buffers=*/nullptr, r);
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  ASSERT_EQ(r.steps.size(), c.plan.steps.size());
+  int device_calls = 0;
+  for (size_t i = 0; i < c.plan.steps.size(); ++i) {
+    const std::string at = " " + std::to_string(i) + " ";
+    if (const auto* call = std::get_if<art::DeviceCall>(&c.plan.steps[i])) {
+      EXPECT_EQ(r.steps[i], "device" + at + c.programs[call->program].name);
+      ++device_calls;
+    } else {
+      EXPECT_EQ(r.steps[i], "host" + at + std::get<art::HostOp>(c.plan.steps[i]).op + " passed");
+    }
+  }
+  EXPECT_EQ(device_calls, 2);
+  EXPECT_GT(r.device_ns, 0);
+}
+
+TEST(PlanWalker, RefusedDeviceCallStopsTheWalkNamingStepAndProgram) {
+  const auto bytes = testing::two_partition_artifact();
+  auto a = art::read_artifact(bytes);
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  art::ArtifactContents c = a->contents;
+  size_t first_device = 0;
+  while (!std::holds_alternative<art::DeviceCall>(c.plan.steps[first_device])) ++first_device;
+  const auto& call = std::get<art::DeviceCall>(c.plan.steps[first_device]);
+  art::DeviceProgram& p = c.programs[call.program];
+  // A wait on a semaphore nothing signals: the model reports a deadlock.
+  auto* stream = &p.program.cores[0].streams[0];
+  for (auto& st : p.program.cores[0].streams)
+    if (stream->empty()) stream = &st;
+  ASSERT_FALSE(stream->empty());
+  p.program.num_semaphores = std::max<uint32_t>(p.program.num_semaphores, 1);
+  stream->front().waits.push_back({0, 1000});
+  device::SimulatorOptions so;
+  so.functional = false;
+  device::Simulator sim(device::target(device::TargetKind::trn1), so);
+  Recorder r;
+  const Status s = walk_plan(c, sim, /*buffers=*/nullptr, r);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.code(), StatusCode::failed_precondition);
+  EXPECT_THAT(s.message(), HasSubstr("plan step " + std::to_string(first_device) +
+                                     " (device program '" + p.name + "'): "));
+  EXPECT_EQ(r.steps.size(), first_device);
+}
+
+}  // namespace
+}  // namespace neuronc::plan
