@@ -25,7 +25,6 @@ ProgramEmitter::ProgramEmitter(const device::Target& t) : t_(t) {
   snapshots_.resize(kThreads);
   placed_.resize(kThreads);
   needed_.resize(kThreads);
-  accesses_.resize(3);
 }
 
 // A kernel's region goes where it overlaps only the oldest of the recent kernels, leaving room
@@ -132,10 +131,10 @@ void ProgramEmitter::place(PendingInstruction in) {
   for (const MemRef& m : ops.writes) writes.push_back(byte_rect(m));
   std::vector<int64_t> need(kThreads, -1);
   auto scan = [&](const ByteRect& r, bool write) {
-    for (const Access& a : accesses_[static_cast<int>(r.memory)]) {
-      if (a.thread == thread || !(write || a.write) || !overlaps(r, a.rect)) continue;
-      need[a.thread] = std::max<int64_t>(need[a.thread], a.seq);
-    }
+    accesses_.for_each_conflict(r, write, static_cast<uint32_t>(thread),
+                                [&](const device::MemoryAccess& a) {
+                                  need[a.thread] = std::max<int64_t>(need[a.thread], a.seq);
+                                });
   };
   for (const ByteRect& r : reads) scan(r, false);
   for (const ByteRect& r : writes) scan(r, true);
@@ -168,19 +167,10 @@ void ProgramEmitter::place(PendingInstruction in) {
   snapshots_[thread].push_back(self);
   needed_[thread].push_back(0);
 
-  // Record the accesses; a write supersedes the accesses it covers (they are ordered before
-  // it), a read supersedes this thread's earlier reads it covers.
-  for (const ByteRect& r : reads) {
-    auto& list = accesses_[static_cast<int>(r.memory)];
-    std::erase_if(
-        list, [&](const Access& a) { return !a.write && a.thread == thread && covers(r, a.rect); });
-    list.push_back({r, false, static_cast<uint8_t>(thread), seq});
-  }
-  for (const ByteRect& r : writes) {
-    auto& list = accesses_[static_cast<int>(r.memory)];
-    std::erase_if(list, [&](const Access& a) { return covers(r, a.rect); });
-    list.push_back({r, true, static_cast<uint8_t>(thread), seq});
-  }
+  // Record the accesses (a write retires the accesses it covers, a read this thread's reads it
+  // covers: they are ordered before it).
+  for (const ByteRect& r : reads) accesses_.add_retiring({r, false, uint32_t(thread), seq});
+  for (const ByteRect& r : writes) accesses_.add_retiring({r, true, uint32_t(thread), seq});
 
   device::Instruction inst;
   inst.op = std::move(in.op);
@@ -199,7 +189,7 @@ device::Program ProgramEmitter::build(std::vector<PendingInstruction> insts, uin
   placed_.assign(kThreads, {});
   needed_.assign(kThreads, {});
   wait_refs_.clear();
-  accesses_.assign(3, {});
+  accesses_.clear();
   waits_ = 0;
   for (PendingInstruction& in : insts) place(std::move(in));
   std::vector<std::vector<uint32_t>> rank(kThreads);

@@ -7,7 +7,8 @@
 //    runtime ties them, DMA doc); the DMA engines serve the queues round-robin (TRAINIUM.md
 //    §5.3), so a store never waits behind the loads queued before it;
 //  - synchronisation: every instruction's byte footprint is checked against earlier accesses
-//    (RAW, WAR, WAW) by other threads (engine streams and DMA queues); a wait is added only when
+//    (RAW, WAR, WAW) by other threads (engine streams and DMA queues; the conflicts come from
+//    device::DependencyTracker, the race checker's tracker); a wait is added only when
 //    the dependency is not already implied by the thread's order or by an earlier wait (vector
 //    clocks of known completions). One semaphore per thread counts completions; only waited-on
 //    instructions signal, so a wait value is the rank of its target among the signallers
@@ -23,6 +24,7 @@
 #include "codegen/codegen.h"
 #include "codegen/kernel.h"
 #include "codegen/store_forwarding.h"
+#include "device/dependency_tracker.h"
 #include "device/isa.h"
 #include "device/target.h"
 
@@ -59,12 +61,6 @@ class ProgramEmitter {
   static constexpr int kQueues = 2;
   static constexpr int kThreads = device::kNumEngines + kQueues;
 
-  struct Access {
-    ByteRect rect;
-    bool write;
-    uint8_t thread;
-    uint32_t seq;
-  };
   struct Placed {
     uint8_t stream;
     uint32_t index;
@@ -107,7 +103,7 @@ class ProgramEmitter {
   std::vector<std::vector<Placed>> placed_;    // per thread, per seq
   std::vector<std::vector<uint8_t>> needed_;   // per thread, per seq: someone waits on it
   std::vector<WaitRef> wait_refs_;
-  std::vector<std::vector<Access>> accesses_;  // per memory kind
+  device::DependencyTracker accesses_;  // thread: engine stream or DMA queue
   ForwardingStats forwarding_;
   uint64_t waits_ = 0;
   bool scheduled_ = false;

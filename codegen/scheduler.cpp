@@ -6,6 +6,8 @@
 #include <limits>
 #include <queue>
 
+#include "device/dependency_tracker.h"
+
 namespace neuronc::codegen {
 
 using device::Engine;
@@ -35,11 +37,6 @@ struct Node {
 // program short.
 std::vector<std::vector<uint32_t>> dependencies(const std::vector<PendingInstruction>& insts,
                                                 bool skip_constant_reads) {
-  struct Access {
-    ByteRect rect;
-    bool write;
-    uint32_t node;
-  };
   // Merged HBM byte ranges some instruction writes.
   std::vector<std::pair<int64_t, int64_t>> written;
   if (skip_constant_reads) {
@@ -65,7 +62,8 @@ std::vector<std::vector<uint32_t>> dependencies(const std::vector<PendingInstruc
     if (it != written.begin() && std::prev(it)->second > r.b0) return false;
     return it == written.end() || it->first >= r.b1;
   };
-  std::array<std::vector<Access>, 3> live;
+  // Every instruction is its own thread: only its dependencies order it.
+  device::DependencyTracker live;
   std::vector<std::vector<uint32_t>> preds(insts.size());
   std::vector<ByteRect> reads, writes;
   for (uint32_t i = 0; i < insts.size(); ++i) {
@@ -76,19 +74,13 @@ std::vector<std::vector<uint32_t>> dependencies(const std::vector<PendingInstruc
       if (const ByteRect r = byte_rect(m); !constant(r)) reads.push_back(r);
     for (const device::MemRef& m : ops.writes) writes.push_back(byte_rect(m));
     std::vector<uint32_t>& p = preds[i];
-    for (const ByteRect& r : reads)
-      for (const Access& a : live[static_cast<int>(r.memory)])
-        if (a.write && overlaps(r, a.rect)) p.push_back(a.node);
-    for (const ByteRect& w : writes)
-      for (const Access& a : live[static_cast<int>(w.memory)])
-        if (overlaps(w, a.rect)) p.push_back(a.node);
+    const auto depend = [&](const device::MemoryAccess& a) { p.push_back(a.seq); };
+    for (const ByteRect& r : reads) live.for_each_conflict(r, false, i, depend);
+    for (const ByteRect& w : writes) live.for_each_conflict(w, true, i, depend);
     std::sort(p.begin(), p.end());
     p.erase(std::unique(p.begin(), p.end()), p.end());
-    for (const ByteRect& w : writes)
-      std::erase_if(live[static_cast<int>(w.memory)],
-                    [&](const Access& a) { return covers(w, a.rect); });
-    for (const ByteRect& r : reads) live[static_cast<int>(r.memory)].push_back({r, false, i});
-    for (const ByteRect& w : writes) live[static_cast<int>(w.memory)].push_back({w, true, i});
+    for (const ByteRect& r : reads) live.add_retiring({r, false, i, i});
+    for (const ByteRect& w : writes) live.add_retiring({w, true, i, i});
   }
   return preds;
 }

@@ -9,8 +9,8 @@
 // share on every engine is done and every earlier transfer of its queue has completed.
 //
 // The race checker keeps a vector clock per thread (engine stream, DMA queue, collective unit)
-// and joins clocks through semaphores; two accesses to overlapping bytes, one a write, whose
-// clocks are unordered are a race.
+// and joins clocks through semaphores; two accesses that conflict (device::DependencyTracker:
+// overlapping bytes, one a write, different threads) whose clocks are unordered are a race.
 #include "device/simulator.h"
 
 #include <algorithm>
@@ -20,6 +20,7 @@
 #include <queue>
 #include <string>
 
+#include "device/dependency_tracker.h"
 #include "device/functional.h"
 #include "device/verifier.h"
 
@@ -66,13 +67,10 @@ struct Who {
   }
 };
 
-struct AccessRecord {
-  Rect rect;
-  bool write;
-  uint32_t thread;
-  uint32_t clock;
-  Who who;
-};
+// Which instruction an access record belongs to (DependencyTracker's tag).
+uint64_t tag_of(const Who& w) {
+  return uint64_t{w.core} << 40 | uint64_t(static_cast<uint8_t>(w.engine)) << 32 | w.index;
+}
 
 enum class EventKind : uint8_t { ready, complete, dma_done, dma_tick, collective_done };
 
@@ -212,6 +210,12 @@ class Run {
   void dma_part_done(int core, uint32_t transfer, double t);
   Status on_collective(double now, uint32_t group);
   Status check_races(const Pending& p, const Operands& ops, const Clock& snap, uint32_t clock);
+  Who who_of(uint64_t tag) const {
+    const auto core = static_cast<uint16_t>(tag >> 40);
+    const auto engine = static_cast<Engine>((tag >> 32) & 0xff);
+    const auto index = static_cast<uint32_t>(tag);
+    return {core, engine, index, inst(core, engine, index).opcode()};
+  }
   void signal(double now, int core, const std::vector<SemaphoreSignal>& sigs, const Clock& snap);
   void prune();
   ExecContext context(int core) {
@@ -242,7 +246,7 @@ class Run {
   std::vector<Pending> pending_;
   std::vector<uint32_t> free_pending_;
   std::vector<CollectiveGroup> groups_;
-  std::vector<AccessRecord> records_;
+  DependencyTracker records_;  // seq = the access's thread clock, tag = tag_of(who)
   size_t prune_at_ = 4096;
   double end_time_ = 0;
   RunReport report_;
@@ -543,15 +547,16 @@ Status Run::check_races(const Pending& p, const Operands& ops, const Clock& snap
   const Who who{p.core, p.engine, p.index, inst(p.core, p.engine, p.index).opcode()};
   auto one = [&](const MemRef& m, bool write) -> Status {
     const Rect r = rect_of(m, p.core);
-    for (const AccessRecord& a : records_) {
-      if (!(write || a.write) || a.thread == p.thread || !overlaps(r, a.rect)) continue;
-      if (snap[a.thread] >= a.clock) continue;  // ordered: a happens-before this access
+    // Unordered: the access did not happen before this one.
+    const MemoryAccess* a = records_.find_conflict(
+        r, write, p.thread, [&](const MemoryAccess& x) { return snap[x.thread] < x.seq; });
+    if (a) {
       return failed_precondition("race: " + who.str() + (write ? " writes " : " reads ") +
-                                 describe(r) + " while " + a.who.str() +
-                                 (a.write ? " writes " : " reads ") + describe(a.rect) +
+                                 describe(r) + " while " + who_of(a->tag).str() +
+                                 (a->write ? " writes " : " reads ") + describe(a->rect) +
                                  "; no semaphore orders them");
     }
-    records_.push_back({r, write, p.thread, clock, who});
+    records_.add({r, write, p.thread, clock, tag_of(who)});
     return Status::ok();
   };
   for (const MemRef& m : ops.reads) NEURONC_DEVICE_RETURN_IF_ERROR(one(m, false));
@@ -573,7 +578,7 @@ void Run::prune() {
   for (const Pending& p : pending_)
     if (p.live)
       for (size_t i = 0; i < n; ++i) low[i] = std::min(low[i], p.snapshot[i]);
-  std::erase_if(records_, [&](const AccessRecord& a) { return a.clock <= low[a.thread]; });
+  records_.erase_if([&](const MemoryAccess& a) { return a.seq <= low[a.thread]; });
   prune_at_ = std::max<size_t>(4096, 2 * records_.size());
 }
 
