@@ -1,8 +1,13 @@
-// Instruction text form (instruction_text.h).
+// Instruction text form (instruction_text.h), derived from the field schema of
+// device/isa_schema.h: `name=value` per field in schema order. A true bool prints as its bare
+// name, a false one not at all; an absent optional operand and a ScalarOperand the instruction
+// does not use (Access::unused) are left out.
 #include "artifact_format/instruction_text.h"
 
 #include <cstdio>
 #include <type_traits>
+
+#include "device/isa_schema.h"
 
 namespace neuronc::artifact {
 namespace {
@@ -25,8 +30,29 @@ std::string pattern(const std::array<int32_t, 4>& p) {
          "," + std::to_string(p[3]) + "]";
 }
 
-std::string alu(d::AluOp op) {
-  return std::string(d::alu_op_name(op));
+// Appends field `f` of `x` to `s`.
+template <class T, class M>
+void field_text(const d::Field<T, M>& f, const T& x, std::string& s) {
+  const M& v = x.*f.member;
+  const std::string key = " " + std::string(f.name);
+  if constexpr (std::is_same_v<M, d::MemRef>) {
+    s += key + "=" + memref_text(v);
+  } else if constexpr (std::is_same_v<M, std::optional<d::MemRef>>) {
+    if (v) s += key + "=" + memref_text(*v);
+  } else if constexpr (std::is_same_v<M, d::ScalarOperand>) {
+    if (f.access_in(x) != d::Access::unused) s += key + "=" + scalar(v);
+  } else if constexpr (std::is_enum_v<M>) {
+    s += key + "=" + std::string(d::EnumInfo<M>::name(v));
+  } else if constexpr (std::is_same_v<M, bool>) {
+    if (v) s += key;
+  } else if constexpr (std::is_same_v<M, std::array<int32_t, 4>>) {
+    s += key + "=" + pattern(v);
+  } else if constexpr (std::is_floating_point_v<M>) {
+    s += key + "=" + num(v);
+  } else {
+    static_assert(std::is_integral_v<M>, "a field kind the text form does not know");
+    s += key + "=" + std::to_string(v);
+  }
 }
 
 }  // namespace
@@ -48,97 +74,10 @@ std::string memref_text(const d::MemRef& m) {
 
 std::string instruction_text(const d::Instruction& inst) {
   std::string s(d::opcode_name(inst.opcode()));
-  auto f = [&](const char* k, const std::string& v) { s += std::string(" ") + k + "=" + v; };
   std::visit(
       [&](const auto& x) {
         using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, d::MatMul>) {
-          f("dst", memref_text(x.dst));
-          f("stationary", memref_text(x.stationary));
-          f("moving", memref_text(x.moving));
-          if (x.accumulate) s += " accumulate";
-        } else if constexpr (std::is_same_v<T, d::Transpose> || std::is_same_v<T, d::TensorCopy>) {
-          f("dst", memref_text(x.dst));
-          f("src", memref_text(x.src));
-        } else if constexpr (std::is_same_v<T, d::Activation>) {
-          f("dst", memref_text(x.dst));
-          f("src", memref_text(x.src));
-          f("function", std::string(d::activation_name(x.function)));
-          f("scale", scalar(x.scale));
-          f("bias", scalar(x.bias));
-          if (x.accumulate_dst) f("accumulate", memref_text(*x.accumulate_dst));
-        } else if constexpr (std::is_same_v<T, d::TensorTensor>) {
-          f("dst", memref_text(x.dst));
-          f("in0", memref_text(x.in0));
-          f("in1", memref_text(x.in1));
-          f("op", alu(x.op));
-        } else if constexpr (std::is_same_v<T, d::TensorScalar>) {
-          f("dst", memref_text(x.dst));
-          f("src", memref_text(x.src));
-          f("op0", alu(x.op0) + (x.reverse0 ? "(rev)" : ""));
-          f("operand0", scalar(x.operand0));
-          if (x.op1 != d::AluOp::bypass) {
-            f("op1", alu(x.op1) + (x.reverse1 ? "(rev)" : ""));
-            f("operand1", scalar(x.operand1));
-          }
-        } else if constexpr (std::is_same_v<T, d::TensorReduce>) {
-          f("dst", memref_text(x.dst));
-          f("src", memref_text(x.src));
-          f("op", x.op == d::ReduceOp::sum ? "sum" : x.op == d::ReduceOp::max ? "max" : "min");
-          f("axes", std::to_string(x.num_axes));
-          if (x.negate) s += " negate";
-        } else if constexpr (std::is_same_v<T, d::Memset>) {
-          f("dst", memref_text(x.dst));
-          f("value", num(x.value));
-        } else if constexpr (std::is_same_v<T, d::Iota>) {
-          f("dst", memref_text(x.dst));
-          f("offset", std::to_string(x.offset));
-          f("channel_multiplier", std::to_string(x.channel_multiplier));
-          f("pattern", pattern(x.pattern));
-        } else if constexpr (std::is_same_v<T, d::AffineSelect>) {
-          f("dst", memref_text(x.dst));
-          f("src", memref_text(x.src));
-          f("offset", std::to_string(x.offset));
-          f("channel_multiplier", std::to_string(x.channel_multiplier));
-          f("pattern", pattern(x.pattern));
-          f("compare", std::to_string(static_cast<int>(x.compare)));
-          f("on_false", num(x.on_false));
-        } else if constexpr (std::is_same_v<T, d::CopyPredicated>) {
-          f("dst", memref_text(x.dst));
-          f("src", memref_text(x.src));
-          f("predicate", memref_text(x.predicate));
-          if (x.reverse) s += " reverse";
-        } else if constexpr (std::is_same_v<T, d::Select>) {
-          f("dst", memref_text(x.dst));
-          f("predicate", memref_text(x.predicate));
-          f("on_true", memref_text(x.on_true));
-          f("on_false", scalar(x.on_false));
-        } else if constexpr (std::is_same_v<T, d::LocalGather>) {
-          f("dst", memref_text(x.dst));
-          f("src", memref_text(x.src));
-          f("index", memref_text(x.index));
-          f("elements_per_index", std::to_string(x.elements_per_index));
-          f("num_valid_indices", std::to_string(x.num_valid_indices));
-        } else if constexpr (std::is_same_v<T, d::DmaCopy>) {
-          f("dst", memref_text(x.dst));
-          f("src", memref_text(x.src));
-          f("queue", std::to_string(x.queue));
-          if (x.row_index) {
-            f("row_index", memref_text(*x.row_index));
-            f("table_rows", std::to_string(x.table_rows));
-          }
-        } else if constexpr (std::is_same_v<T, d::Collective>) {
-          f("kind", std::string(d::collective_name(x.kind)));
-          f("dst", memref_text(x.dst));
-          f("src", memref_text(x.src));
-        } else if constexpr (std::is_same_v<T, d::TensorTensorScan>) {
-          f("dst", memref_text(x.dst));
-          f("in0", memref_text(x.in0));
-          f("in1", memref_text(x.in1));
-          f("initial", num(x.initial));
-          f("op0", alu(x.op0));
-          f("op1", alu(x.op1));
-        }
+        d::for_each_field<T>([&](const auto& f) { field_text(f, x, s); });
       },
       inst.op);
   for (const auto& w : inst.waits)

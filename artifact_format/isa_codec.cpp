@@ -1,163 +1,223 @@
-// ISA <-> FlatBuffers (isa_codec.h). One encode and one decode case per opcode; the union
-// member order of artifact.fbs is device::Opcode + 1.
+// ISA <-> FlatBuffers (isa_codec.h), derived from the field schema of device/isa_schema.h. An
+// instruction encodes through the generated Create<Op> with one argument per schema field (a
+// ScalarOperand gives two: `<name>` and `<name>_ref`), so the builder sees the calls flatc
+// orders; it decodes field by field from the table's vtable slots (schema field N, counting a
+// ScalarOperand twice, is slot N at vtable offset 4 + 2N). The static_asserts below hold the
+// schema and the device enumerations to the generated code.
 #include "artifact_format/isa_codec.h"
 
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "artifact_format/dtype_codec.h"
+#include "device/isa_schema.h"
 
 namespace neuronc::artifact {
 namespace {
 
 namespace d = ::neuronc::device;
 using flatbuffers::FlatBufferBuilder;
-
-// device/isa.h grew an opcode: append it to artifact.fbs's Operation union and handle it here.
-static_assert(std::variant_size_v<d::Operation> == 17);
-static_assert(static_cast<int>(fb::Operation::MAX) == std::variant_size_v<d::Operation>);
 using flatbuffers::Offset;
 using std::to_string;
+
+// ---------------------------------------------------------------------------------------------
+// The device enumerations and their artifact.fbs mirrors: same values, both dense from 0 (the
+// names are compared by tests/artifact_format/enum_mirror_test.cpp).
+using EnumMirrors =
+    std::tuple<std::pair<d::MemoryKind, fb::MemoryKind>,
+               std::pair<d::Engine, fb::Engine>, std::pair<d::AluOp, fb::AluOp>,
+               std::pair<d::ActivationFunction, fb::ActivationFunction>,
+               std::pair<d::ReduceOp, fb::ReduceOp>, std::pair<d::CompareOp, fb::CompareOp>,
+               std::pair<d::CollectiveKind, fb::CollectiveKind>>;
+
+// The artifact.fbs mirror of device enumeration E.
+template <class E, class List = EnumMirrors>
+struct FbEnumOf;
+template <class E, class F, class... Rest>
+struct FbEnumOf<E, std::tuple<std::pair<E, F>, Rest...>> {
+  using type = F;
+};
+template <class E, class P, class... Rest>
+struct FbEnumOf<E, std::tuple<P, Rest...>> : FbEnumOf<E, std::tuple<Rest...>> {};
+template <class E>
+using FbEnum = typename FbEnumOf<E>::type;
+
+template <class... P>
+constexpr bool enums_mirror(std::tuple<P...>*) {
+  return (
+      (static_cast<int>(P::second_type::MIN) == 0 &&
+       static_cast<int>(P::second_type::MAX) + 1 == d::EnumInfo<typename P::first_type>::count &&
+       sizeof(typename P::second_type) == sizeof(typename P::first_type)) &&
+      ...);
+}
+static_assert(enums_mirror(static_cast<EnumMirrors*>(nullptr)),
+              "a device/isa.h enumeration and its artifact.fbs mirror have different counts");
+
+template <class E>
+FbEnum<E> to_fb(E v) {
+  return static_cast<FbEnum<E>>(v);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The opcodes: the Operation union lists the generated tables in device::Opcode order after
+// NONE, and kCreate lists their Create functions in the same order.
+constexpr auto kCreate =
+    std::tuple{&fb::CreateMatMul,       &fb::CreateTranspose,       &fb::CreateActivation,
+               &fb::CreateTensorTensor, &fb::CreateTensorScalar,    &fb::CreateTensorReduce,
+               &fb::CreateTensorCopy,   &fb::CreateMemset,          &fb::CreateIota,
+               &fb::CreateAffineSelect, &fb::CreateCopyPredicated,  &fb::CreateSelect,
+               &fb::CreateLocalGather,  &fb::CreateDmaCopy,         &fb::CreateCollective,
+               &fb::CreateNop,          &fb::CreateTensorTensorScan};
+constexpr size_t kNumOpcodes = std::variant_size_v<d::Operation>;
+static_assert(std::tuple_size_v<decltype(kCreate)> == kNumOpcodes,
+              "device/isa.h grew an opcode: append it to artifact.fbs's Operation union and to "
+              "kCreate");
+static_assert(static_cast<size_t>(fb::Operation::MAX) == kNumOpcodes);
+
+// A generated Create function: the table it builds and its parameters after the builder.
+template <class F>
+struct Creator;
+template <class T, class... A>
+struct Creator<Offset<T> (*)(FlatBufferBuilder&, A...)> {
+  using Table = T;
+  using Params = std::tuple<A...>;
+};
+
+// The parameters of Create<Op> that a schema field stands for.
+template <class M>
+struct WireOf {
+  using type = std::tuple<M>;
+};
+template <>
+struct WireOf<d::MemRef> {
+  using type = std::tuple<const fb::MemRef*>;
+};
+template <>
+struct WireOf<std::optional<d::MemRef>> {
+  using type = std::tuple<const fb::MemRef*>;
+};
+template <>
+struct WireOf<d::ScalarOperand> {
+  using type = std::tuple<float, const fb::MemRef*>;
+};
+template <>
+struct WireOf<std::array<int32_t, 4>> {
+  using type = std::tuple<const fb::Iota4*>;
+};
+template <class M>
+requires std::is_enum_v<M>
+struct WireOf<M> {
+  using type = std::tuple<FbEnum<M>>;
+};
+
+template <class Schema>
+struct WireOfSchema;
+template <class... Fs>
+struct WireOfSchema<std::tuple<Fs...>> {
+  using type =
+      decltype(std::tuple_cat(std::declval<typename WireOf<typename Fs::Member>::type>()...));
+};
+template <class T>
+using Wire = typename WireOfSchema<std::remove_const_t<decltype(d::kSchema<T>)>>::type;
+
+// Opcode I's schema against its generated table: the union member, and Create's parameters
+// (count, order and type: MemRef, float, each enum, integer width) are the schema's fields.
+template <size_t I>
+constexpr bool schema_matches_table() {
+  using T = std::variant_alternative_t<I, d::Operation>;
+  using C = Creator<std::remove_const_t<std::tuple_element_t<I, decltype(kCreate)>>>;
+  return fb::OperationTraits<typename C::Table>::enum_value == static_cast<fb::Operation>(I + 1) &&
+         std::is_same_v<Wire<T>, typename C::Params>;
+}
+template <size_t... I>
+constexpr bool every_schema_matches(std::index_sequence<I...>) {
+  return (schema_matches_table<I>() && ...);
+}
+static_assert(every_schema_matches(std::make_index_sequence<kNumOpcodes>{}),
+              "device/isa_schema.h and artifact.fbs list different fields for an instruction");
+
+// ---------------------------------------------------------------------------------------------
+// Encoding.
 
 fb::MemRef enc(const d::MemRef& m) {
   std::array<fb::AccessLevel, 4> levels;
   for (int i = 0; i < 4; ++i) levels[i] = fb::AccessLevel(m.levels[i].stride, m.levels[i].count);
-  return fb::MemRef(static_cast<fb::MemoryKind>(m.memory), to_fb_device_dtype(m.dtype),
-                    m.partition_start, m.partition_count, m.num_levels, m.offset,
-                    m.partition_stride, flatbuffers::span<const fb::AccessLevel, 4>(levels));
+  return fb::MemRef(to_fb(m.memory), to_fb_device_dtype(m.dtype), m.partition_start,
+                    m.partition_count, m.num_levels, m.offset, m.partition_stride,
+                    flatbuffers::span<const fb::AccessLevel, 4>(levels));
 }
 
-fb::Iota4 enc4(const std::array<int32_t, 4>& a) {
-  return fb::Iota4(flatbuffers::span<const int32_t, 4>(a));
-}
+// Holds the encoded structs of one instruction so Create<Op> can take their addresses.
+struct Structs {
+  std::array<fb::MemRef, 8> refs;
+  size_t num_refs = 0;
+  std::array<fb::Iota4, 2> iotas;
+  size_t num_iotas = 0;
 
-// Holds the encoded structs so the Create* calls can take their addresses.
-struct Refs {
-  fb::MemRef a, b, c, e, f;
+  const fb::MemRef* put(const d::MemRef& m) { return &(refs.at(num_refs++) = enc(m)); }
+  const fb::Iota4* put(const std::array<int32_t, 4>& a) {
+    return &(iotas.at(num_iotas++) = fb::Iota4(flatbuffers::span<const int32_t, 4>(a)));
+  }
 };
 
-template <typename T>
-const fb::MemRef* opt_ref(const std::optional<T>& o, fb::MemRef& slot) {
-  if (!o) return nullptr;
-  slot = enc(*o);
-  return &slot;
-}
-
-const fb::MemRef* scalar_ref(const d::ScalarOperand& s, fb::MemRef& slot) {
-  if (const auto* m = std::get_if<d::MemRef>(&s)) {
-    slot = enc(*m);
-    return &slot;
+// The Create<Op> arguments of one field (Wire<T>).
+template <class T, class M>
+auto wire(const d::Field<T, M>& f, const T& x, Structs& s) {
+  const M& v = x.*f.member;
+  if constexpr (std::is_same_v<M, d::MemRef> || std::is_same_v<M, std::array<int32_t, 4>>) {
+    return std::tuple{s.put(v)};
+  } else if constexpr (std::is_same_v<M, std::optional<d::MemRef>>) {
+    const fb::MemRef* p = nullptr;
+    if (v) p = s.put(*v);
+    return std::tuple{p};
+  } else if constexpr (std::is_same_v<M, d::ScalarOperand>) {
+    // A vector operand leaves the immediate at its default, so the writer omits it.
+    if (const auto* m = std::get_if<d::MemRef>(&v))
+      return std::tuple{std::get<float>(f.wire_default), s.put(*m)};
+    return std::tuple{std::get<float>(v), static_cast<const fb::MemRef*>(nullptr)};
+  } else if constexpr (std::is_enum_v<M>) {
+    return std::tuple{to_fb(v)};
+  } else {
+    return std::tuple{v};
   }
-  return nullptr;
 }
 
-float scalar_imm(const d::ScalarOperand& s) {
-  const float* f = std::get_if<float>(&s);
-  return f ? *f : 0.0f;
+// What the writer stores of an instruction: a direct DMA stores no table rows.
+template <class T>
+T canonical(const T& x) {
+  return x;
+}
+d::DmaCopy canonical(const d::DmaCopy& x) {
+  d::DmaCopy c = x;
+  if (!c.row_index) c.table_rows = 0;
+  return c;
+}
+
+// The position of instruction struct T in d::Operation (its opcode).
+template <class T, size_t I = 0>
+constexpr size_t opcode_index() {
+  if constexpr (std::is_same_v<T, std::variant_alternative_t<I, d::Operation>>)
+    return I;
+  else
+    return opcode_index<T, I + 1>();
+}
+
+template <class T>
+std::pair<fb::Operation, Offset<void>> encode_as(FlatBufferBuilder& fbb, const T& op) {
+  constexpr size_t kIndex = opcode_index<T>();
+  const T x = canonical(op);
+  Structs s;
+  const auto args =
+      std::apply([&](const auto&... f) { return std::tuple_cat(wire(f, x, s)...); }, d::kSchema<T>);
+  const auto create = std::get<kIndex>(kCreate);
+  const Offset<void> table =
+      std::apply([&](const auto&... a) { return create(fbb, a...).Union(); }, args);
+  return {static_cast<fb::Operation>(kIndex + 1), table};
 }
 
 std::pair<fb::Operation, Offset<void>> encode_op(FlatBufferBuilder& fbb, const d::Operation& op) {
-  Refs r;
-  return std::visit(
-      [&](const auto& x) -> std::pair<fb::Operation, Offset<void>> {
-        using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, d::MatMul>) {
-          r.a = enc(x.dst), r.b = enc(x.stationary), r.c = enc(x.moving);
-          return {fb::Operation::MatMul,
-                  fb::CreateMatMul(fbb, &r.a, &r.b, &r.c, x.accumulate).Union()};
-        } else if constexpr (std::is_same_v<T, d::Transpose>) {
-          r.a = enc(x.dst), r.b = enc(x.src);
-          return {fb::Operation::Transpose, fb::CreateTranspose(fbb, &r.a, &r.b).Union()};
-        } else if constexpr (std::is_same_v<T, d::Activation>) {
-          r.a = enc(x.dst), r.b = enc(x.src);
-          const fb::MemRef* sr = scalar_ref(x.scale, r.c);
-          const fb::MemRef* br = scalar_ref(x.bias, r.e);
-          const fb::MemRef* acc = opt_ref(x.accumulate_dst, r.f);
-          return {fb::Operation::Activation,
-                  fb::CreateActivation(
-                      fbb, &r.a, &r.b, static_cast<fb::ActivationFunction>(x.function),
-                      sr ? 1.0f : scalar_imm(x.scale), sr, br ? 0.0f : scalar_imm(x.bias), br, acc)
-                      .Union()};
-        } else if constexpr (std::is_same_v<T, d::TensorTensor>) {
-          r.a = enc(x.dst), r.b = enc(x.in0), r.c = enc(x.in1);
-          return {
-              fb::Operation::TensorTensor,
-              fb::CreateTensorTensor(fbb, &r.a, &r.b, &r.c, static_cast<fb::AluOp>(x.op)).Union()};
-        } else if constexpr (std::is_same_v<T, d::TensorScalar>) {
-          r.a = enc(x.dst), r.b = enc(x.src);
-          const fb::MemRef* o0 = scalar_ref(x.operand0, r.c);
-          const fb::MemRef* o1 = scalar_ref(x.operand1, r.e);
-          return {fb::Operation::TensorScalar,
-                  fb::CreateTensorScalar(fbb, &r.a, &r.b, static_cast<fb::AluOp>(x.op0),
-                                         o0 ? 1.0f : scalar_imm(x.operand0), o0, x.reverse0,
-                                         static_cast<fb::AluOp>(x.op1),
-                                         o1 ? 0.0f : scalar_imm(x.operand1), o1, x.reverse1)
-                      .Union()};
-        } else if constexpr (std::is_same_v<T, d::TensorReduce>) {
-          r.a = enc(x.dst), r.b = enc(x.src);
-          return {fb::Operation::TensorReduce,
-                  fb::CreateTensorReduce(fbb, &r.a, &r.b, static_cast<fb::ReduceOp>(x.op),
-                                         x.num_axes, x.negate)
-                      .Union()};
-        } else if constexpr (std::is_same_v<T, d::TensorCopy>) {
-          r.a = enc(x.dst), r.b = enc(x.src);
-          return {fb::Operation::TensorCopy, fb::CreateTensorCopy(fbb, &r.a, &r.b).Union()};
-        } else if constexpr (std::is_same_v<T, d::Memset>) {
-          r.a = enc(x.dst);
-          return {fb::Operation::Memset, fb::CreateMemset(fbb, &r.a, x.value).Union()};
-        } else if constexpr (std::is_same_v<T, d::Iota>) {
-          r.a = enc(x.dst);
-          const fb::Iota4 p = enc4(x.pattern);
-          return {fb::Operation::Iota,
-                  fb::CreateIota(fbb, &r.a, x.offset, x.channel_multiplier, &p).Union()};
-        } else if constexpr (std::is_same_v<T, d::AffineSelect>) {
-          r.a = enc(x.dst), r.b = enc(x.src);
-          const fb::Iota4 p = enc4(x.pattern);
-          return {fb::Operation::AffineSelect,
-                  fb::CreateAffineSelect(fbb, &r.a, &r.b, x.offset, x.channel_multiplier, &p,
-                                         static_cast<fb::CompareOp>(x.compare), x.on_false)
-                      .Union()};
-        } else if constexpr (std::is_same_v<T, d::CopyPredicated>) {
-          r.a = enc(x.dst), r.b = enc(x.src), r.c = enc(x.predicate);
-          return {fb::Operation::CopyPredicated,
-                  fb::CreateCopyPredicated(fbb, &r.a, &r.b, &r.c, x.reverse).Union()};
-        } else if constexpr (std::is_same_v<T, d::Select>) {
-          r.a = enc(x.dst), r.b = enc(x.predicate), r.c = enc(x.on_true);
-          const fb::MemRef* of = scalar_ref(x.on_false, r.e);
-          return {fb::Operation::Select,
-                  fb::CreateSelect(fbb, &r.a, &r.b, &r.c, of ? 0.0f : scalar_imm(x.on_false), of)
-                      .Union()};
-        } else if constexpr (std::is_same_v<T, d::LocalGather>) {
-          r.a = enc(x.dst), r.b = enc(x.src), r.c = enc(x.index);
-          return {fb::Operation::LocalGather,
-                  fb::CreateLocalGather(fbb, &r.a, &r.b, &r.c, x.elements_per_index,
-                                        x.num_valid_indices)
-                      .Union()};
-        } else if constexpr (std::is_same_v<T, d::DmaCopy>) {
-          r.a = enc(x.dst), r.b = enc(x.src);
-          return {fb::Operation::DmaCopy,
-                  fb::CreateDmaCopy(fbb, &r.a, &r.b, x.queue, opt_ref(x.row_index, r.c),
-                                    x.row_index ? x.table_rows : 0)
-                      .Union()};
-        } else if constexpr (std::is_same_v<T, d::Collective>) {
-          r.a = enc(x.dst), r.b = enc(x.src);
-          return {fb::Operation::Collective,
-                  fb::CreateCollective(fbb, static_cast<fb::CollectiveKind>(x.kind),
-                                       static_cast<fb::ReduceOp>(x.op), &r.a, &r.b)
-                      .Union()};
-        } else if constexpr (std::is_same_v<T, d::Nop>) {
-          return {fb::Operation::Nop, fb::CreateNop(fbb).Union()};
-        } else {
-          static_assert(std::is_same_v<T, d::TensorTensorScan>);
-          r.a = enc(x.dst), r.b = enc(x.in0), r.c = enc(x.in1);
-          return {fb::Operation::TensorTensorScan,
-                  fb::CreateTensorTensorScan(fbb, &r.a, &r.b, &r.c, x.initial,
-                                             static_cast<fb::AluOp>(x.op0),
-                                             static_cast<fb::AluOp>(x.op1))
-                      .Union()};
-        }
-      },
-      op);
+  return std::visit([&](const auto& x) { return encode_as(fbb, x); }, op);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -167,28 +227,30 @@ Status bad(const std::string& m) {
   return Status(StatusCode::out_of_range, m);
 }
 
-template <typename E>
-Status check_enum(E v, int count, const char* what) {
-  const int i = static_cast<int>(v);
-  if (i >= count)
-    return bad(std::string(what) + " " + to_string(i) + " is unknown: expected 0.." +
-               to_string(count - 1));
-  return Status::ok();
+// The device enum of wire value `raw`, or an error naming `what` and the valid range.
+template <class E>
+Result<E> dec_enum(int raw, const std::string& what) {
+  constexpr int kCount = d::EnumInfo<E>::count;
+  if (raw < 0 || raw >= kCount)
+    return bad(what + " " + to_string(raw) + " is unknown: expected 0.." + to_string(kCount - 1));
+  return static_cast<E>(raw);
 }
 
-Result<d::MemRef> dec(const fb::MemRef* m, const char* what) {
-  if (!m) return bad(std::string("operand '") + what + "' is missing");
-  NEURONC_ARTIFACT_RETURN_IF_ERROR(check_enum(m->memory(), 3, "memory kind").with_context(what));
+Result<d::MemRef> dec(const fb::MemRef* m, std::string_view what) {
+  const std::string w(what);
+  if (!m) return bad("operand '" + w + "' is missing");
+  d::MemRef r;
+  auto memory = dec_enum<d::MemoryKind>(static_cast<int>(m->memory()), "memory kind");
+  if (!memory) return memory.status().with_context(w);
+  r.memory = *memory;
   const std::optional<d::DType> dtype = from_fb_device_dtype(m->dtype());
   if (!dtype)
-    return check_enum(m->dtype(), static_cast<int>(kDeviceDTypes.size()), "device dtype")
-        .with_context(what);
-  if (m->num_levels() < 1 || m->num_levels() > 4)
-    return bad(std::string(what) + ": " + to_string(m->num_levels()) +
-               " access-pattern levels, expected 1 to 4");
-  d::MemRef r;
-  r.memory = static_cast<d::MemoryKind>(m->memory());
+    return bad("device dtype " + to_string(static_cast<int>(m->dtype())) +
+               " is unknown: expected 0.." + to_string(kDeviceDTypes.size() - 1))
+        .with_context(w);
   r.dtype = *dtype;
+  if (m->num_levels() < 1 || m->num_levels() > 4)
+    return bad(w + ": " + to_string(m->num_levels()) + " access-pattern levels, expected 1 to 4");
   r.partition_start = m->partition_start();
   r.partition_count = m->partition_count();
   r.num_levels = m->num_levels();
@@ -201,210 +263,101 @@ Result<d::MemRef> dec(const fb::MemRef* m, const char* what) {
   return r;
 }
 
-Result<d::ScalarOperand> dec_scalar(float imm, const fb::MemRef* ref, const char* what) {
-  if (!ref) return d::ScalarOperand(imm);
-  NEURONC_ARTIFACT_ASSIGN_OR_RETURN(d::MemRef m, dec(ref, what));
-  return d::ScalarOperand(m);
+// How decode errors name an enum field: "alu op0", "activation function", "compare".
+template <class E>
+std::string enum_label(std::string_view field) {
+  const std::string_view noun = d::EnumInfo<E>::noun;
+  if (field.substr(0, noun.size()) == noun) return std::string(field);
+  return std::string(noun) + " " + std::string(field);
 }
 
-std::array<int32_t, 4> dec4(const fb::Iota4* p) {
-  std::array<int32_t, 4> a{};
-  if (p)
-    for (int i = 0; i < 4; ++i) a[i] = p->v()->Get(i);
-  return a;
+constexpr flatbuffers::voffset_t vtable_offset(int slot) {
+  return static_cast<flatbuffers::voffset_t>(4 + 2 * slot);
 }
 
-#define DEC(lhs, expr, name) NEURONC_ARTIFACT_ASSIGN_OR_RETURN(lhs, dec(expr, name))
+// Reads field `f` of `x` from `slot` (and the next, for a ScalarOperand) of table `t`.
+template <class T, class M>
+Status dec_field(const flatbuffers::Table& t, int& slot, const d::Field<T, M>& f, T& x) {
+  M& out = x.*f.member;
+  const flatbuffers::voffset_t at = vtable_offset(slot++);
+  if constexpr (std::is_same_v<M, d::MemRef>) {
+    auto m = dec(t.GetStruct<const fb::MemRef*>(at), f.name);
+    if (!m) return m.status();
+    out = *m;
+  } else if constexpr (std::is_same_v<M, std::optional<d::MemRef>>) {
+    if (const auto* p = t.GetStruct<const fb::MemRef*>(at)) {
+      auto m = dec(p, f.name);
+      if (!m) return m.status();
+      out = *m;
+    }
+  } else if constexpr (std::is_same_v<M, d::ScalarOperand>) {
+    const float imm = t.GetField<float>(at, std::get<float>(f.wire_default));
+    const auto* ref = t.GetStruct<const fb::MemRef*>(vtable_offset(slot++));
+    if (ref) {
+      auto m = dec(ref, f.name);
+      if (!m) return m.status();
+      out = *m;
+    } else {
+      out = imm;
+    }
+  } else if constexpr (std::is_enum_v<M>) {
+    const int raw = t.GetField<uint8_t>(at, static_cast<uint8_t>(f.wire_default));
+    auto e = dec_enum<M>(raw, enum_label<M>(f.name));
+    if (!e) return e.status();
+    out = *e;
+  } else if constexpr (std::is_same_v<M, std::array<int32_t, 4>>) {
+    out = {};
+    if (const auto* p = t.GetStruct<const fb::Iota4*>(at))
+      for (int i = 0; i < 4; ++i) out[i] = p->v()->Get(i);
+  } else if constexpr (std::is_same_v<M, bool>) {
+    out = t.GetField<uint8_t>(at, f.wire_default ? 1 : 0) != 0;
+  } else {
+    out = t.GetField<M>(at, f.wire_default);
+  }
+  return Status::ok();
+}
+
+// Rules over several fields that the field list cannot state.
+template <class T>
+Status check(const T&) {
+  return Status::ok();
+}
+Status check(const d::DmaCopy& x) {
+  if (x.queue > 15)
+    return bad("dma queue " + to_string(x.queue) + " is out of range: expected 0..15");
+  if (!x.row_index && x.table_rows != 0)
+    return bad("dma_copy has " + to_string(x.table_rows) + " table rows but no row_index");
+  return Status::ok();
+}
+
+template <class T>
+Result<d::Operation> decode_as(const flatbuffers::Table& t) {
+  T x;
+  int slot = 0;
+  Status st = Status::ok();
+  std::apply([&](const auto&... f) { (void)((st = dec_field(t, slot, f, x)).is_ok() && ...); },
+             d::kSchema<T>);
+  if (st.is_ok()) st = check(x);
+  if (!st.is_ok()) return st;
+  return d::Operation(std::move(x));
+}
+
+using Decoder = Result<d::Operation> (*)(const flatbuffers::Table&);
+template <size_t... I>
+constexpr std::array<Decoder, sizeof...(I)> decoders(std::index_sequence<I...>) {
+  return {&decode_as<std::variant_alternative_t<I, d::Operation>>...};
+}
+constexpr auto kDecoders = decoders(std::make_index_sequence<kNumOpcodes>{});
 
 Result<d::Operation> decode_op(const fb::Instruction& in) {
-  const auto t = in.op_type();
-  if (t == fb::Operation::NONE || in.op() == nullptr) return bad("instruction has no operation");
-  switch (t) {
-    case fb::Operation::MatMul: {
-      const auto* x = in.op_as_MatMul();
-      d::MatMul o;
-      DEC(o.dst, x->dst(), "dst");
-      DEC(o.stationary, x->stationary(), "stationary");
-      DEC(o.moving, x->moving(), "moving");
-      o.accumulate = x->accumulate();
-      return d::Operation(o);
-    }
-    case fb::Operation::Transpose: {
-      const auto* x = in.op_as_Transpose();
-      d::Transpose o;
-      DEC(o.dst, x->dst(), "dst");
-      DEC(o.src, x->src(), "src");
-      return d::Operation(o);
-    }
-    case fb::Operation::Activation: {
-      const auto* x = in.op_as_Activation();
-      d::Activation o;
-      DEC(o.dst, x->dst(), "dst");
-      DEC(o.src, x->src(), "src");
-      NEURONC_ARTIFACT_RETURN_IF_ERROR(check_enum(x->function(), 18, "activation function"));
-      o.function = static_cast<d::ActivationFunction>(x->function());
-      NEURONC_ARTIFACT_ASSIGN_OR_RETURN(o.scale, dec_scalar(x->scale(), x->scale_ref(), "scale"));
-      NEURONC_ARTIFACT_ASSIGN_OR_RETURN(o.bias, dec_scalar(x->bias(), x->bias_ref(), "bias"));
-      if (x->accumulate_dst()) {
-        DEC(d::MemRef acc, x->accumulate_dst(), "accumulate_dst");
-        o.accumulate_dst = acc;
-      }
-      return d::Operation(o);
-    }
-    case fb::Operation::TensorTensor: {
-      const auto* x = in.op_as_TensorTensor();
-      d::TensorTensor o;
-      DEC(o.dst, x->dst(), "dst");
-      DEC(o.in0, x->in0(), "in0");
-      DEC(o.in1, x->in1(), "in1");
-      NEURONC_ARTIFACT_RETURN_IF_ERROR(check_enum(x->op(), 24, "alu op"));
-      o.op = static_cast<d::AluOp>(x->op());
-      return d::Operation(o);
-    }
-    case fb::Operation::TensorScalar: {
-      const auto* x = in.op_as_TensorScalar();
-      d::TensorScalar o;
-      DEC(o.dst, x->dst(), "dst");
-      DEC(o.src, x->src(), "src");
-      NEURONC_ARTIFACT_RETURN_IF_ERROR(check_enum(x->op0(), 24, "alu op0"));
-      NEURONC_ARTIFACT_RETURN_IF_ERROR(check_enum(x->op1(), 24, "alu op1"));
-      o.op0 = static_cast<d::AluOp>(x->op0());
-      o.op1 = static_cast<d::AluOp>(x->op1());
-      NEURONC_ARTIFACT_ASSIGN_OR_RETURN(o.operand0,
-                                        dec_scalar(x->operand0(), x->operand0_ref(), "operand0"));
-      NEURONC_ARTIFACT_ASSIGN_OR_RETURN(o.operand1,
-                                        dec_scalar(x->operand1(), x->operand1_ref(), "operand1"));
-      o.reverse0 = x->reverse0();
-      o.reverse1 = x->reverse1();
-      return d::Operation(o);
-    }
-    case fb::Operation::TensorReduce: {
-      const auto* x = in.op_as_TensorReduce();
-      d::TensorReduce o;
-      DEC(o.dst, x->dst(), "dst");
-      DEC(o.src, x->src(), "src");
-      NEURONC_ARTIFACT_RETURN_IF_ERROR(check_enum(x->op(), 3, "reduce op"));
-      o.op = static_cast<d::ReduceOp>(x->op());
-      o.num_axes = x->num_axes();
-      o.negate = x->negate();
-      return d::Operation(o);
-    }
-    case fb::Operation::TensorCopy: {
-      const auto* x = in.op_as_TensorCopy();
-      d::TensorCopy o;
-      DEC(o.dst, x->dst(), "dst");
-      DEC(o.src, x->src(), "src");
-      return d::Operation(o);
-    }
-    case fb::Operation::Memset: {
-      const auto* x = in.op_as_Memset();
-      d::Memset o;
-      DEC(o.dst, x->dst(), "dst");
-      o.value = x->value();
-      return d::Operation(o);
-    }
-    case fb::Operation::Iota: {
-      const auto* x = in.op_as_Iota();
-      d::Iota o;
-      DEC(o.dst, x->dst(), "dst");
-      o.offset = x->offset();
-      o.channel_multiplier = x->channel_multiplier();
-      o.pattern = dec4(x->pattern());
-      return d::Operation(o);
-    }
-    case fb::Operation::AffineSelect: {
-      const auto* x = in.op_as_AffineSelect();
-      d::AffineSelect o;
-      DEC(o.dst, x->dst(), "dst");
-      DEC(o.src, x->src(), "src");
-      o.offset = x->offset();
-      o.channel_multiplier = x->channel_multiplier();
-      o.pattern = dec4(x->pattern());
-      NEURONC_ARTIFACT_RETURN_IF_ERROR(check_enum(x->compare(), 6, "compare op"));
-      o.compare = static_cast<d::CompareOp>(x->compare());
-      o.on_false = x->on_false();
-      return d::Operation(o);
-    }
-    case fb::Operation::CopyPredicated: {
-      const auto* x = in.op_as_CopyPredicated();
-      d::CopyPredicated o;
-      DEC(o.dst, x->dst(), "dst");
-      DEC(o.src, x->src(), "src");
-      DEC(o.predicate, x->predicate(), "predicate");
-      o.reverse = x->reverse();
-      return d::Operation(o);
-    }
-    case fb::Operation::Select: {
-      const auto* x = in.op_as_Select();
-      d::Select o;
-      DEC(o.dst, x->dst(), "dst");
-      DEC(o.predicate, x->predicate(), "predicate");
-      DEC(o.on_true, x->on_true(), "on_true");
-      NEURONC_ARTIFACT_ASSIGN_OR_RETURN(o.on_false,
-                                        dec_scalar(x->on_false(), x->on_false_ref(), "on_false"));
-      return d::Operation(o);
-    }
-    case fb::Operation::LocalGather: {
-      const auto* x = in.op_as_LocalGather();
-      d::LocalGather o;
-      DEC(o.dst, x->dst(), "dst");
-      DEC(o.src, x->src(), "src");
-      DEC(o.index, x->index(), "index");
-      o.elements_per_index = x->elements_per_index();
-      o.num_valid_indices = x->num_valid_indices();
-      return d::Operation(o);
-    }
-    case fb::Operation::DmaCopy: {
-      const auto* x = in.op_as_DmaCopy();
-      d::DmaCopy o;
-      DEC(o.dst, x->dst(), "dst");
-      DEC(o.src, x->src(), "src");
-      if (x->queue() > 15)
-        return bad("dma queue " + to_string(x->queue()) + " is out of range: expected 0..15");
-      o.queue = x->queue();
-      if (x->row_index()) {
-        NEURONC_ARTIFACT_ASSIGN_OR_RETURN(o.row_index, dec(x->row_index(), "row_index"));
-        o.table_rows = x->table_rows();
-      } else if (x->table_rows() != 0) {
-        return bad("dma_copy has " + to_string(x->table_rows()) + " table rows but no row_index");
-      }
-      return d::Operation(o);
-    }
-    case fb::Operation::Collective: {
-      const auto* x = in.op_as_Collective();
-      d::Collective o;
-      NEURONC_ARTIFACT_RETURN_IF_ERROR(check_enum(x->kind(), 3, "collective kind"));
-      NEURONC_ARTIFACT_RETURN_IF_ERROR(check_enum(x->op(), 3, "reduce op"));
-      o.kind = static_cast<d::CollectiveKind>(x->kind());
-      o.op = static_cast<d::ReduceOp>(x->op());
-      DEC(o.dst, x->dst(), "dst");
-      DEC(o.src, x->src(), "src");
-      return d::Operation(o);
-    }
-    case fb::Operation::Nop:
-      return d::Operation(d::Nop{});
-    case fb::Operation::TensorTensorScan: {
-      const auto* x = in.op_as_TensorTensorScan();
-      d::TensorTensorScan o;
-      DEC(o.dst, x->dst(), "dst");
-      DEC(o.in0, x->in0(), "in0");
-      DEC(o.in1, x->in1(), "in1");
-      o.initial = x->initial();
-      NEURONC_ARTIFACT_RETURN_IF_ERROR(check_enum(x->op0(), 24, "alu op0"));
-      NEURONC_ARTIFACT_RETURN_IF_ERROR(check_enum(x->op1(), 24, "alu op1"));
-      o.op0 = static_cast<d::AluOp>(x->op0());
-      o.op1 = static_cast<d::AluOp>(x->op1());
-      return d::Operation(o);
-    }
-    default:
-      return Status(StatusCode::unimplemented,
-                    "opcode " + to_string(static_cast<int>(t) - 1) +
-                        " is unknown to this loader: expected 0.." +
-                        to_string(static_cast<int>(fb::Operation::MAX) - 1));
-  }
+  const auto t = static_cast<size_t>(in.op_type());
+  if (t == 0 || in.op() == nullptr) return bad("instruction has no operation");
+  if (t > kNumOpcodes)
+    return Status(StatusCode::unimplemented, "opcode " + to_string(t - 1) +
+                                                 " is unknown to this loader: expected 0.." +
+                                                 to_string(kNumOpcodes - 1));
+  return kDecoders[t - 1](*static_cast<const flatbuffers::Table*>(in.op()));
 }
-
-#undef DEC
 
 }  // namespace
 
@@ -427,7 +380,8 @@ Offset<fb::Program> encode_program(FlatBufferBuilder& fbb, const DeviceProgram& 
             fbb, type, op, waits.empty() ? 0 : fbb.CreateVectorOfStructs(waits),
             sigs.empty() ? 0 : fbb.CreateVectorOfStructs(sigs), in.debug_id));
       }
-      streams.push_back(fb::CreateStream(fbb, static_cast<fb::Engine>(e), fbb.CreateVector(insts)));
+      streams.push_back(
+          fb::CreateStream(fbb, to_fb(static_cast<d::Engine>(e)), fbb.CreateVector(insts)));
     }
     cores.push_back(fb::CreateCoreProgram(fbb, fbb.CreateVector(streams)));
   }
@@ -451,10 +405,9 @@ Result<DeviceProgram> decode_program(const fb::Program& p) {
     for (uint32_t s = 0; s < core->streams()->size(); ++s) {
       const fb::Stream* st = core->streams()->Get(s);
       const std::string where = "core " + to_string(c) + " stream " + to_string(s);
-      const int e = static_cast<int>(st->engine());
-      if (e >= d::kNumEngines)
-        return bad(where + ": engine " + to_string(e) + " is unknown: expected 0.." +
-                   to_string(d::kNumEngines - 1));
+      const auto engine = dec_enum<d::Engine>(static_cast<int>(st->engine()), "engine");
+      if (!engine) return engine.status().with_context(where);
+      const int e = static_cast<int>(*engine);
       auto& dst = out.program.cores[c].streams[e];
       if (!dst.empty()) return bad(where + ": a second stream for engine " + to_string(e));
       if (!st->instructions()) continue;
