@@ -43,6 +43,7 @@ std::map<std::string, std::vector<FbsField>> parse_tables() {
     const size_t open = text.find('{', at), close = text.find('}', at);
     const std::string name = trim(text.substr(at + 6, open - at - 6));
     std::stringstream body(text.substr(open + 1, close - open - 1));
+    std::vector<FbsField>& fields = tables[name];
     std::string decl;
     while (std::getline(body, decl, ';')) {
       decl = trim(decl);
@@ -51,7 +52,7 @@ std::map<std::string, std::vector<FbsField>> parse_tables() {
       FbsField f{trim(decl.substr(0, colon)),
                  trim(decl.substr(colon + 1, eq == std::string::npos ? eq : eq - colon - 1)), ""};
       if (eq != std::string::npos) f.default_value = trim(decl.substr(eq + 1));
-      tables[name].push_back(f);
+      fields.push_back(f);
     }
     at = close;
   }
