@@ -263,11 +263,11 @@ Result<d::MemRef> dec(const fb::MemRef* m, std::string_view what) {
   return r;
 }
 
-// How decode errors name an enum field: "alu op0", "activation function", "compare".
+// How decode errors name an enum field: "alu op0", "activation function", "compare op".
 template <class E>
 std::string enum_label(std::string_view field) {
   const std::string_view noun = d::EnumInfo<E>::noun;
-  if (field.substr(0, noun.size()) == noun) return std::string(field);
+  if (noun.starts_with(field)) return std::string(noun);
   return std::string(noun) + " " + std::string(field);
 }
 

@@ -38,8 +38,8 @@ inline std::string_view compare_op_name(CompareOp op) {
 }
 
 // The enumerations instructions and MemRefs hold: how many values each has (all are dense from
-// 0), the noun decode errors use ("alu op0 30 is unknown") and the value names. The codec
-// static_asserts every count against artifact.fbs.
+// 0), the noun decode errors put before a field's name ("alu op0 30 is unknown") and the value
+// names. The codec static_asserts every count against artifact.fbs.
 template <class E>
 struct EnumInfo;
 template <>
@@ -75,7 +75,7 @@ struct EnumInfo<ReduceOp> {
 template <>
 struct EnumInfo<CompareOp> {
   static constexpr int count = static_cast<int>(CompareOp::le) + 1;
-  static constexpr std::string_view noun = "compare";
+  static constexpr std::string_view noun = "compare op";
   static std::string_view name(CompareOp v) { return compare_op_name(v); }
 };
 template <>
