@@ -22,6 +22,7 @@
 #include "codegen/scheduler.h"
 #include "codegen/view_lowering.h"
 #include "device/numerics.h"
+#include "kernels/numerics.h"
 
 namespace neuronc::codegen {
 
@@ -190,39 +191,7 @@ double payload_element(const ir::Value* v, int64_t i) {
     throw Error("constant '" + v->name() + "' payload holds " + std::to_string(p.nbytes) +
                 " bytes but element offset " + std::to_string(off) + " needs more");
   const std::byte* q = p.data + off * es;
-  switch (v->dtype()) {
-    case ir::DType::f64: {
-      double x;
-      std::memcpy(&x, q, 8);
-      return x;
-    }
-    case ir::DType::f32:
-      return device::load_f32(q, DType::f32);
-    case ir::DType::f16:
-      return device::load_f32(q, DType::f16);
-    case ir::DType::bf16:
-      return device::load_f32(q, DType::bf16);
-    case ir::DType::f8e4m3fn:
-      return device::load_f32(q, DType::f8e4m3);
-    case ir::DType::f8e5m2:
-      return device::load_f32(q, DType::f8e5m2);
-    case ir::DType::i64: {
-      int64_t x;
-      std::memcpy(&x, q, 8);
-      return static_cast<double>(x);
-    }
-    case ir::DType::i32:
-      return static_cast<double>(device::load_int(q, DType::i32));
-    case ir::DType::i16:
-      return static_cast<double>(device::load_int(q, DType::i16));
-    case ir::DType::i8:
-      return static_cast<double>(device::load_int(q, DType::i8));
-    case ir::DType::u8:
-    case ir::DType::boolean:
-      return static_cast<double>(device::load_int(q, DType::u8));
-    case ir::DType::c64:
-      break;
-  }
+  if (!ir::is_complex(v->dtype())) return kernels::load_double(q, ir::element_type(v->dtype()));
   throw Error("constant '" + v->name() + "' is complex");
 }
 

@@ -1,69 +1,34 @@
-// Hardware numerics of the device model (TRAINIUM.md §7): conversions between fp32 and the
-// narrow storage types with round-to-nearest-even or stochastic rounding, NaN/Inf/subnormal
-// handling, and element loads/stores for every DType. All functions are pure and thread-safe;
-// a StochasticRounder is not (one per thread or per run).
+// Hardware numerics of the device model (TRAINIUM.md §7). Element conversions, loads and stores
+// are the project's one definition in kernels/numerics.h (named here for device code); this
+// header adds what the engines compute per element. All functions are pure and thread-safe.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "device/isa.h"
+#include "kernels/numerics.h"
 
 namespace neuronc::device {
 
-enum class Rounding : uint8_t { nearest_even = 0, stochastic = 1 };
-
-// Seeded generator for stochastic rounding (splitmix64): same seed, same bits.
-class StochasticRounder {
- public:
-  explicit StochasticRounder(uint64_t seed = 0) : state_(seed) {}
-  uint32_t next_u32() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return static_cast<uint32_t>((z ^ (z >> 31)) >> 32);
-  }
-
- private:
-  uint64_t state_;
-};
-
-// fp32 -> narrow float. `random` supplies the bits for stochastic rounding (ignored for RNE):
-// the value rounds away from zero when the discarded bits plus random bits carry.
-// NaN stays NaN (quiet, sign kept, top payload bits kept where they fit); overflow gives inf
-// under RNE (IEEE), and stochastic rounding never rounds past the largest finite value unless
-// the input already exceeds it.
-uint16_t f32_to_bf16(float x, Rounding r = Rounding::nearest_even, uint32_t random = 0);
-uint16_t f32_to_f16(float x, Rounding r = Rounding::nearest_even, uint32_t random = 0);
-uint8_t f32_to_f8e4m3(float x, Rounding r = Rounding::nearest_even, uint32_t random = 0);
-uint8_t f32_to_f8e5m2(float x, Rounding r = Rounding::nearest_even, uint32_t random = 0);
-// tf32 keeps the fp32 layout with the low 13 mantissa bits cleared (RNE).
-uint32_t f32_to_tf32_bits(float x, Rounding r = Rounding::nearest_even, uint32_t random = 0);
-
-float bf16_to_f32(uint16_t bits);
-float f16_to_f32(uint16_t bits);
-float f8e4m3_to_f32(uint8_t bits);
-float f8e5m2_to_f32(uint8_t bits);
-
-// fp32 -> integer: round to nearest even, saturate to the type's range, NaN -> 0
-// (assumption: NKI does not document float-to-int conversion).
-int64_t f32_to_int(float x, DType t);
-
-// Load one element stored as `t` at `p` and widen it to fp32 (integers convert, losing bits
-// above 2^24 as the hardware's fp32 datapath does, TRAINIUM.md §7).
-float load_f32(const std::byte* p, DType t);
-// Round `x` to `t` and store it at `p`. `rng` may be null when r == nearest_even.
-void store_f32(std::byte* p, DType t, float x, Rounding r = Rounding::nearest_even,
-               StochasticRounder* rng = nullptr);
-
-// Bulk conversions of `n` contiguous elements (vectorisable fast paths for the common types).
-void load_f32_n(const std::byte* src, DType t, float* dst, size_t n);
-void store_f32_n(std::byte* dst, DType t, const float* src, size_t n,
-                 Rounding r = Rounding::nearest_even, StochasticRounder* rng = nullptr);
-
-// Raw integer view of an element (bit-vector ops and bit-exact copies).
-int64_t load_int(const std::byte* p, DType t);
-void store_int(std::byte* p, DType t, int64_t v);
+using kernels::bf16_to_f32;
+using kernels::f16_to_f32;
+using kernels::f32_to_bf16;
+using kernels::f32_to_f16;
+using kernels::f32_to_f8e4m3;
+using kernels::f32_to_f8e5m2;
+using kernels::f32_to_int;
+using kernels::f32_to_tf32_bits;
+using kernels::f8e4m3_to_f32;
+using kernels::f8e5m2_to_f32;
+using kernels::load_f32;
+using kernels::load_f32_n;
+using kernels::load_int;
+using kernels::Rounding;
+using kernels::StochasticRounder;
+using kernels::store_f32;
+using kernels::store_f32_n;
+using kernels::store_int;
 
 // --- Engine arithmetic: what VectorE / GpSimdE / ScalarE compute per element --------------------
 // (the one definition: the functional simulator runs it, and codegen folds compile-time

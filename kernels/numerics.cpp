@@ -503,6 +503,10 @@ void store_double(std::byte* p, DType t, double v) {
   }
 }
 
+int64_t double_to_int64(double v) {
+  return to_int<int64_t>(v);
+}
+
 double round_to(DType t, double v) {
   std::byte b[8];
   store_double(b, t, v);

@@ -80,6 +80,8 @@ double load_double(const std::byte* p, DType t);
 // integers truncate as PyTorch's cast does, saturated to the type's range (NaN -> 0); bool is
 // v != 0; c64 gets (v, 0).
 void store_double(std::byte* p, DType t, double v);
+// A double as int64 as store_double converts it: truncated, saturated, NaN -> 0.
+int64_t double_to_int64(double v);
 // What `t` makes of `v`: store_double then load_double.
 double round_to(DType t, double v);
 

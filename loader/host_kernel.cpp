@@ -161,111 +161,6 @@ void wr(std::byte* p, T v) {
 }
 }  // namespace
 
-double load_double(const std::byte* p, TensorDType t) {
-  switch (t) {
-    case TensorDType::f32:
-      return rd<float>(p);
-    case TensorDType::f64:
-      return rd<double>(p);
-    case TensorDType::f16:
-      return device::f16_to_f32(rd<uint16_t>(p));
-    case TensorDType::bf16:
-      return device::bf16_to_f32(rd<uint16_t>(p));
-    case TensorDType::f8e4m3:
-      return device::f8e4m3_to_f32(rd<uint8_t>(p));
-    case TensorDType::f8e5m2:
-      return device::f8e5m2_to_f32(rd<uint8_t>(p));
-    case TensorDType::i64:
-      return static_cast<double>(rd<int64_t>(p));
-    case TensorDType::i32:
-      return rd<int32_t>(p);
-    case TensorDType::i16:
-      return rd<int16_t>(p);
-    case TensorDType::i8:
-      return rd<int8_t>(p);
-    case TensorDType::u8:
-      return rd<uint8_t>(p);
-    case TensorDType::boolean:
-      return rd<uint8_t>(p) != 0 ? 1.0 : 0.0;
-    case TensorDType::c64:
-      return rd<float>(p);  // real part
-    case TensorDType::u32:
-      return rd<uint32_t>(p);
-    case TensorDType::u16:
-      return rd<uint16_t>(p);
-    case TensorDType::tf32:
-      return rd<float>(p);
-  }
-  return 0;
-}
-
-namespace {
-// Float -> integer as PyTorch's static_cast (truncation), saturated instead of UB.
-template <typename I>
-I to_int(double v) {
-  if (std::isnan(v)) return 0;
-  const double lo = static_cast<double>(std::numeric_limits<I>::min());
-  const double hi = static_cast<double>(std::numeric_limits<I>::max());
-  if (v <= lo) return std::numeric_limits<I>::min();
-  if (v >= hi) return std::numeric_limits<I>::max();
-  return static_cast<I>(v);
-}
-}  // namespace
-
-void store_double(std::byte* p, TensorDType t, double v) {
-  switch (t) {
-    case TensorDType::f32:
-      wr<float>(p, static_cast<float>(v));
-      return;
-    case TensorDType::f64:
-      wr<double>(p, v);
-      return;
-    case TensorDType::f16:
-      wr<uint16_t>(p, device::f32_to_f16(static_cast<float>(v)));
-      return;
-    case TensorDType::bf16:
-      wr<uint16_t>(p, device::f32_to_bf16(static_cast<float>(v)));
-      return;
-    case TensorDType::f8e4m3:
-      wr<uint8_t>(p, device::f32_to_f8e4m3(static_cast<float>(v)));
-      return;
-    case TensorDType::f8e5m2:
-      wr<uint8_t>(p, device::f32_to_f8e5m2(static_cast<float>(v)));
-      return;
-    case TensorDType::i64:
-      wr<int64_t>(p, to_int<int64_t>(v));
-      return;
-    case TensorDType::i32:
-      wr<int32_t>(p, to_int<int32_t>(v));
-      return;
-    case TensorDType::i16:
-      wr<int16_t>(p, to_int<int16_t>(v));
-      return;
-    case TensorDType::i8:
-      wr<int8_t>(p, to_int<int8_t>(v));
-      return;
-    case TensorDType::u8:
-      wr<uint8_t>(p, to_int<uint8_t>(v));
-      return;
-    case TensorDType::boolean:
-      wr<uint8_t>(p, v != 0 ? 1 : 0);
-      return;
-    case TensorDType::c64:
-      wr<float>(p, static_cast<float>(v));
-      wr<float>(p + 4, 0.0f);
-      return;
-    case TensorDType::u32:
-      wr<uint32_t>(p, to_int<uint32_t>(v));
-      return;
-    case TensorDType::u16:
-      wr<uint16_t>(p, to_int<uint16_t>(v));
-      return;
-    case TensorDType::tf32:
-      wr<uint32_t>(p, device::f32_to_tf32_bits(static_cast<float>(v)));
-      return;
-  }
-}
-
 std::vector<double> to_double(const HostTensor& t) {
   const int64_t n = t.numel();
   std::vector<double> v(static_cast<size_t>(n));
@@ -316,7 +211,7 @@ std::vector<int64_t> to_int64(const HostTensor& t) {
         v[i] = rd<uint8_t>(p) != 0;
         break;
       default:
-        v[i] = to_int<int64_t>(load_double(p, t.dtype));
+        v[i] = kernels::double_to_int64(load_double(p, t.dtype));
         break;
     }
   }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "artifact_format/artifact.h"
+#include "kernels/numerics.h"
 #include "neuronc/status.h"
 
 namespace neuronc::host {
@@ -112,8 +113,8 @@ std::vector<double> to_double(const HostTensor& t);
 void from_double(HostTensor& t, const std::vector<double>& v);
 std::vector<int64_t> to_int64(const HostTensor& t);
 void from_int64(HostTensor& t, const std::vector<int64_t>& v);
-double load_double(const std::byte* p, TensorDType t);
-void store_double(std::byte* p, TensorDType t, double v);
+using kernels::load_double;
+using kernels::store_double;
 
 // Normalises a possibly negative dim against `rank` (rank 0 accepts -1 and 0).
 Result<int64_t> normalize_dim(const HostOpContext& c, int64_t dim, int64_t rank);

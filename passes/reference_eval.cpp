@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "ir/op_registry.h"
+#include "kernels/numerics.h"
 
 namespace neuronc::passes {
 namespace {
@@ -26,13 +27,6 @@ Shape strides_of(const Shape& s) {
   Shape st(s.size(), 1);
   for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
   return st;
-}
-
-float bf16_round(float f) {
-  uint32_t u = std::bit_cast<uint32_t>(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return std::bit_cast<float>((u | 0x00400000u) & 0xffff0000u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return std::bit_cast<float>(u & 0xffff0000u);
 }
 
 std::optional<Shape> static_shape(const ir::Shape& s) {
@@ -126,30 +120,7 @@ int64_t norm_dim(int64_t d, size_t rank) {
 }  // namespace
 
 double round_to(ir::DType t, double v) {
-  switch (t) {
-    case ir::DType::f64:
-      return v;
-    case ir::DType::f32:
-      return static_cast<double>(static_cast<float>(v));
-    case ir::DType::bf16:
-      return static_cast<double>(bf16_round(static_cast<float>(v)));
-    case ir::DType::f16:
-      return static_cast<double>(static_cast<float>(static_cast<_Float16>(static_cast<float>(v))));
-    case ir::DType::boolean:
-      return v != 0 ? 1.0 : 0.0;
-    case ir::DType::i64:
-      return std::isfinite(v) ? std::trunc(v) : 0;
-    case ir::DType::i32:
-      return static_cast<double>(static_cast<int32_t>(static_cast<int64_t>(std::trunc(v))));
-    case ir::DType::i16:
-      return static_cast<double>(static_cast<int16_t>(static_cast<int64_t>(std::trunc(v))));
-    case ir::DType::i8:
-      return static_cast<double>(static_cast<int8_t>(static_cast<int64_t>(std::trunc(v))));
-    case ir::DType::u8:
-      return static_cast<double>(static_cast<uint8_t>(static_cast<int64_t>(std::trunc(v))));
-    default:
-      return v;
-  }
+  return kernels::round_to(ir::element_type(t), v);
 }
 
 std::optional<HostTensor> read_constant(const ir::Value& v) {
@@ -157,6 +128,7 @@ std::optional<HostTensor> read_constant(const ir::Value& v) {
   if (!p) return std::nullopt;
   auto shape = static_shape(v.shape());
   if (!shape) return std::nullopt;
+  if (ir::is_complex(v.dtype())) return std::nullopt;
   HostTensor h = make(v.dtype(), *shape);
   const Shape st =
       p->strides.empty() ? strides_of(*shape) : Shape(p->strides.begin(), p->strides.end());
@@ -170,127 +142,18 @@ std::optional<HostTensor> read_constant(const ir::Value& v) {
     const size_t byte = static_cast<size_t>(off) * es;
     if (byte + es > p->nbytes) return std::nullopt;
     const std::byte* src = p->data + byte;
-    double val = 0;
-    switch (v.dtype()) {
-      case ir::DType::f64: {
-        double x;
-        std::memcpy(&x, src, 8);
-        val = x;
-        break;
-      }
-      case ir::DType::f32: {
-        float x;
-        std::memcpy(&x, src, 4);
-        val = x;
-        break;
-      }
-      case ir::DType::bf16: {
-        uint16_t x;
-        std::memcpy(&x, src, 2);
-        val = std::bit_cast<float>(static_cast<uint32_t>(x) << 16);
-        break;
-      }
-      case ir::DType::f16: {
-        _Float16 x;
-        std::memcpy(&x, src, 2);
-        val = static_cast<float>(x);
-        break;
-      }
-      case ir::DType::i64: {
-        int64_t x;
-        std::memcpy(&x, src, 8);
-        val = static_cast<double>(x);
-        break;
-      }
-      case ir::DType::i32: {
-        int32_t x;
-        std::memcpy(&x, src, 4);
-        val = x;
-        break;
-      }
-      case ir::DType::i16: {
-        int16_t x;
-        std::memcpy(&x, src, 2);
-        val = x;
-        break;
-      }
-      case ir::DType::i8: {
-        int8_t x;
-        std::memcpy(&x, src, 1);
-        val = x;
-        break;
-      }
-      case ir::DType::u8:
-      case ir::DType::boolean: {
-        uint8_t x;
-        std::memcpy(&x, src, 1);
-        val = x;
-        break;
-      }
-      default:
-        return std::nullopt;
-    }
+    const double val = kernels::load_double(src, ir::element_type(v.dtype()));
     h.data[static_cast<size_t>(i)] = val;
   }
   return h;
 }
 
 std::vector<std::byte> encode(const HostTensor& t) {
-  const size_t es = ir::dtype_size(t.dtype);
+  const ::neuronc::DType et = ir::element_type(t.dtype);
+  const size_t es = ::neuronc::dtype_size(et);
   std::vector<std::byte> out(t.data.size() * es);
-  for (size_t i = 0; i < t.data.size(); ++i) {
-    std::byte* dst = out.data() + i * es;
-    const double v = t.data[i];
-    switch (t.dtype) {
-      case ir::DType::f64:
-        std::memcpy(dst, &v, 8);
-        break;
-      case ir::DType::f32: {
-        float x = static_cast<float>(v);
-        std::memcpy(dst, &x, 4);
-        break;
-      }
-      case ir::DType::bf16: {
-        uint16_t x =
-            static_cast<uint16_t>(std::bit_cast<uint32_t>(bf16_round(static_cast<float>(v))) >> 16);
-        std::memcpy(dst, &x, 2);
-        break;
-      }
-      case ir::DType::f16: {
-        _Float16 x = static_cast<_Float16>(static_cast<float>(v));
-        std::memcpy(dst, &x, 2);
-        break;
-      }
-      case ir::DType::i64: {
-        int64_t x = static_cast<int64_t>(v);
-        std::memcpy(dst, &x, 8);
-        break;
-      }
-      case ir::DType::i32: {
-        int32_t x = static_cast<int32_t>(v);
-        std::memcpy(dst, &x, 4);
-        break;
-      }
-      case ir::DType::i16: {
-        int16_t x = static_cast<int16_t>(v);
-        std::memcpy(dst, &x, 2);
-        break;
-      }
-      case ir::DType::i8: {
-        int8_t x = static_cast<int8_t>(v);
-        std::memcpy(dst, &x, 1);
-        break;
-      }
-      case ir::DType::u8:
-      case ir::DType::boolean: {
-        uint8_t x = static_cast<uint8_t>(v);
-        std::memcpy(dst, &x, 1);
-        break;
-      }
-      default:
-        break;
-    }
-  }
+  for (size_t i = 0; i < t.data.size(); ++i)
+    kernels::store_double(out.data() + i * es, et, t.data[i]);
   return out;
 }
 
