@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "device/isa.h"
+#include "kernels/arg.h"
 
 namespace neuronc::artifact {
 
@@ -91,50 +92,11 @@ struct DeviceCall {
   bool operator==(const DeviceCall&) const = default;
 };
 
-enum class ArgKind : uint8_t {
-  none = 0,
-  tensor,
-  tensors,
-  int_,
-  ints,
-  float_,
-  floats,
-  bool_,
-  bools,
-  string,
-  dtype,
-};
-inline constexpr int kNumArgKinds = 11;
-std::string_view arg_kind_name(ArgKind k);
-
-// One ATen schema argument; only the member matching `kind` is meaningful. Tensor arguments
-// hold plan value indices, -1 for None.
-struct Arg {
-  std::string name;
-  ArgKind kind = ArgKind::none;
-  std::vector<int32_t> tensors;
-  int64_t i = 0;
-  std::vector<int64_t> ints;
-  double f = 0;
-  std::vector<double> floats;
-  bool b = false;
-  std::vector<bool> bools;
-  std::string s;
-  TensorDType dtype = TensorDType::f32;
-  bool operator==(const Arg&) const = default;
-
-  static Arg tensor(std::string name, int32_t value);
-  static Arg tensor_list(std::string name, std::vector<int32_t> values);
-  static Arg none(std::string name);
-  static Arg integer(std::string name, int64_t v);
-  static Arg integers(std::string name, std::vector<int64_t> v);
-  static Arg real(std::string name, double v);
-  static Arg reals(std::string name, std::vector<double> v);
-  static Arg boolean(std::string name, bool v);
-  static Arg booleans(std::string name, std::vector<bool> v);
-  static Arg str(std::string name, std::string v);
-  static Arg scalar_type(std::string name, TensorDType v);
-};
+// Host-op arguments: the host kernels' own vocabulary (kernels/arg.h).
+using kernels::Arg;
+using kernels::arg_kind_name;
+using kernels::ArgKind;
+using kernels::kNumArgKinds;
 
 // A host-fallback operation: ATen name and overload ("aten.cumsum.default"), its arguments in
 // schema order, the plan values it defines.

@@ -1,7 +1,7 @@
 # Who may include whom: the one list docs/DESIGN.md quotes and tests/architecture enforces on
 # every source file (tests/architecture/check_includes.cmake). A module may always include its
 # own headers; `neuronc/X` (the public API) counts as the module whose include/neuronc holds X:
-# `kernels` for neuronc/dtype.h, `loader` for the rest. `kernels` is the leaf every module may
+# `kernels` for neuronc/dtype.h and neuronc/status.h, `loader` for the rest. `kernels` is the leaf every module may
 # include. Arrows point one way: a module never includes one listed after it unless allowed
 # here, and the loader never includes a compiler-side module.
 set(NEURONC_MODULES kernels ir frontend passes device codegen artifact_format loader compiler tools)
@@ -14,7 +14,5 @@ set(NEURONC_MAY_INCLUDE_device kernels)
 set(NEURONC_MAY_INCLUDE_codegen kernels ir device)
 set(NEURONC_MAY_INCLUDE_artifact_format kernels device)
 set(NEURONC_MAY_INCLUDE_loader kernels artifact_format device)
-# The compiler reads the loader's host-kernel registry to place nodes on the host (until the
-# planned leaf kernels/ library holds it).
-set(NEURONC_MAY_INCLUDE_compiler kernels ir frontend passes device codegen artifact_format loader)
+set(NEURONC_MAY_INCLUDE_compiler kernels ir frontend passes device codegen artifact_format)
 set(NEURONC_MAY_INCLUDE_tools kernels ir frontend passes device codegen artifact_format loader compiler)

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "codegen/support.h"
-#include "loader/host_kernel.h"
+#include "kernels/host_kernel.h"
 
 namespace neuronc::compiler {
 

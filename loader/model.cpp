@@ -117,7 +117,7 @@ Result<Model> finish_load(std::shared_ptr<Model::Impl> impl, std::span<const std
     for (uint32_t v : op->outputs) outs.push_back(make(v));
     Status s = Status::ok();
     if (is_static) {
-      host::HostOpContext ctx(*op, values, outs, /*dry_run=*/true);
+      host::HostOpContext ctx(op->op, op->args, values, outs, /*dry_run=*/true);
       s = fn(ctx);
     }
     for (uint32_t v : touched) values[v] = nullptr;

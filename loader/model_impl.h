@@ -10,7 +10,7 @@
 #include "artifact_format/mapped_file.h"
 #include "artifact_format/reader.h"
 #include "device/target.h"
-#include "loader/host_kernel.h"
+#include "kernels/host_kernel.h"
 #include "neuronc/model.h"
 
 namespace neuronc {

@@ -61,7 +61,7 @@ Status walk_plan(const art::ArtifactContents& c, device::Simulator& sim, const P
     std::vector<host::HostTensor*> outs;
     for (uint32_t v : op.outputs) outs.push_back(&buffers->slots[v]);
     const auto h0 = std::chrono::steady_clock::now();
-    host::HostOpContext ctx(op, values, std::move(outs), /*dry_run=*/false);
+    host::HostOpContext ctx(op.op, op.args, values, std::move(outs), /*dry_run=*/false);
     Status s = buffers->kernels[i](ctx);
     if (!s.is_ok()) return Status(s.code(), where + ": " + s.message());
     const double ns =

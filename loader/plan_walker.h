@@ -18,7 +18,7 @@
 
 #include "artifact_format/artifact.h"
 #include "device/simulator.h"
-#include "loader/host_kernel.h"
+#include "kernels/host_kernel.h"
 #include "neuronc/status.h"
 
 namespace neuronc::plan {

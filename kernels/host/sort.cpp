@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "loader/host_kernel.h"
+#include "kernels/host_kernel.h"
 
 namespace neuronc::host {
 namespace {

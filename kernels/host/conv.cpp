@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <array>
 
-#include "loader/host_kernel.h"
+#include "kernels/host_kernel.h"
 
 namespace neuronc::host {
 namespace {

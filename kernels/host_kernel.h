@@ -1,4 +1,5 @@
-// The host-fallback kernel interface (internal to the loader). A kernel implements one ATen op
+// The host-fallback kernel interface (the loader runs it; the compiler asks which ops it has). A
+// kernel implements one ATen op
 // ("aten.cumsum.default") on dense row-major CPU tensors. The plan gives every output's dtype
 // and shape; a kernel first checks that its inputs, attributes and outputs agree (returning an
 // error naming expected vs found), then computes. With dry_run() it stops after the checks: the
@@ -10,17 +11,20 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "artifact_format/artifact.h"
+#include "kernels/arg.h"
 #include "kernels/numerics.h"
 #include "neuronc/status.h"
 
 namespace neuronc::host {
 
-using artifact::TensorDType;
+using TensorDType = ::neuronc::DType;
+using kernels::Arg;
+using kernels::ArgKind;
 
 struct HostTensor {
   std::byte* data = nullptr;  // inputs are read-only by contract
@@ -41,12 +45,14 @@ std::string dtype_str(TensorDType t);
 
 class HostOpContext {
  public:
-  // `values` maps plan value index -> tensor (null = not available).
-  HostOpContext(const artifact::HostOp& op, const std::vector<const HostTensor*>& values,
-                std::vector<HostTensor*> outputs, bool dry_run)
-      : op_(op), values_(values), outputs_(std::move(outputs)), dry_run_(dry_run) {}
+  // A call of `op` ("aten.cumsum.default") with `args`, whose tensor arguments index `values`
+  // (null = not available). `op` and `args` outlive the context.
+  HostOpContext(std::string_view op, std::span<const Arg> args,
+                const std::vector<const HostTensor*>& values, std::vector<HostTensor*> outputs,
+                bool dry_run)
+      : op_(op), args_(args), values_(values), outputs_(std::move(outputs)), dry_run_(dry_run) {}
 
-  const std::string& op_name() const { return op_.op; }
+  std::string_view op_name() const { return op_; }
   bool dry_run() const { return dry_run_; }
 
   // Tensor argument `name`: null when the argument is None or absent.
@@ -76,8 +82,9 @@ class HostOpContext {
   Status expect_outputs(size_t n) const;
 
  private:
-  const artifact::Arg* arg(std::string_view name) const { return op_.arg(name); }
-  const artifact::HostOp& op_;
+  const Arg* arg(std::string_view name) const { return kernels::find_arg(args_, name); }
+  std::string_view op_;
+  std::span<const Arg> args_;
   const std::vector<const HostTensor*>& values_;
   std::vector<HostTensor*> outputs_;
   bool dry_run_;

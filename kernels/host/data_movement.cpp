@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "loader/host_kernel.h"
+#include "kernels/host_kernel.h"
 
 namespace neuronc::host {
 namespace {

@@ -1,16 +1,14 @@
 // Host kernel context, registry and element conversions (host_kernel.h).
-#include "loader/host_kernel.h"
+#include "kernels/host_kernel.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-#include "device/numerics.h"
+#include "kernels/numerics.h"
 
 namespace neuronc::host {
-
-using artifact::ArgKind;
 
 int64_t HostTensor::numel() const {
   int64_t n = 1;
@@ -29,7 +27,7 @@ std::string dtype_str(TensorDType t) {
 }
 
 const HostTensor* HostOpContext::tensor(std::string_view name) const {
-  const artifact::Arg* a = arg(name);
+  const Arg* a = arg(name);
   if (!a || a->kind != ArgKind::tensor || a->tensors.size() != 1 || a->tensors[0] < 0)
     return nullptr;
   const auto v = static_cast<size_t>(a->tensors[0]);
@@ -44,7 +42,7 @@ Result<const HostTensor*> HostOpContext::required(std::string_view name) const {
 
 std::vector<const HostTensor*> HostOpContext::tensor_list(std::string_view name) const {
   std::vector<const HostTensor*> out;
-  const artifact::Arg* a = arg(name);
+  const Arg* a = arg(name);
   if (!a || a->kind != ArgKind::tensors) return out;
   for (int32_t v : a->tensors)
     out.push_back(v >= 0 && static_cast<size_t>(v) < values_.size() ? values_[v] : nullptr);
@@ -56,7 +54,7 @@ int64_t HostOpContext::get_int(std::string_view name, int64_t def) const {
 }
 
 std::optional<int64_t> HostOpContext::opt_int(std::string_view name) const {
-  const artifact::Arg* a = arg(name);
+  const Arg* a = arg(name);
   if (!a) return std::nullopt;
   if (a->kind == ArgKind::int_) return a->i;
   if (a->kind == ArgKind::bool_) return a->b ? 1 : 0;
@@ -65,7 +63,7 @@ std::optional<int64_t> HostOpContext::opt_int(std::string_view name) const {
 }
 
 double HostOpContext::get_float(std::string_view name, double def) const {
-  const artifact::Arg* a = arg(name);
+  const Arg* a = arg(name);
   if (!a) return def;
   if (a->kind == ArgKind::float_) return a->f;
   if (a->kind == ArgKind::int_) return static_cast<double>(a->i);
@@ -74,7 +72,7 @@ double HostOpContext::get_float(std::string_view name, double def) const {
 }
 
 bool HostOpContext::get_bool(std::string_view name, bool def) const {
-  const artifact::Arg* a = arg(name);
+  const Arg* a = arg(name);
   if (!a) return def;
   if (a->kind == ArgKind::bool_) return a->b;
   if (a->kind == ArgKind::int_) return a->i != 0;
@@ -82,7 +80,7 @@ bool HostOpContext::get_bool(std::string_view name, bool def) const {
 }
 
 std::vector<int64_t> HostOpContext::get_ints(std::string_view name) const {
-  const artifact::Arg* a = arg(name);
+  const Arg* a = arg(name);
   if (!a) return {};
   if (a->kind == ArgKind::ints) return a->ints;
   if (a->kind == ArgKind::int_) return {a->i};
@@ -90,24 +88,24 @@ std::vector<int64_t> HostOpContext::get_ints(std::string_view name) const {
 }
 
 std::optional<std::string> HostOpContext::get_string(std::string_view name) const {
-  const artifact::Arg* a = arg(name);
+  const Arg* a = arg(name);
   if (!a || a->kind != ArgKind::string) return std::nullopt;
   return a->s;
 }
 
 std::optional<TensorDType> HostOpContext::get_dtype(std::string_view name) const {
-  const artifact::Arg* a = arg(name);
+  const Arg* a = arg(name);
   if (!a || a->kind != ArgKind::dtype) return std::nullopt;
   return a->dtype;
 }
 
 bool HostOpContext::has(std::string_view name) const {
-  const artifact::Arg* a = arg(name);
+  const Arg* a = arg(name);
   return a && a->kind != ArgKind::none;
 }
 
 Status HostOpContext::error(const std::string& message) const {
-  return Status(StatusCode::invalid_argument, op_.op + ": " + message);
+  return Status(StatusCode::invalid_argument, std::string(op_) + ": " + message);
 }
 
 Status HostOpContext::expect_outputs(size_t n) const {

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <complex>
 
-#include "loader/host_kernel.h"
+#include "kernels/host_kernel.h"
 
 namespace neuronc::host {
 namespace {

@@ -1,6 +1,6 @@
 // Host matmul kernels (fallback only; the device runs these normally): mm, bmm, addmm, linear.
 // Double accumulation, one rounding to the output dtype.
-#include "loader/host_kernel.h"
+#include "kernels/host_kernel.h"
 
 namespace neuronc::host {
 namespace {

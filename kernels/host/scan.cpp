@@ -1,6 +1,6 @@
 // Host scan kernels: cumsum, cumprod (int64 math for integer outputs, double otherwise) and
 // diff (n-th forward difference with optional prepend/append; logical xor for bool).
-#include "loader/host_kernel.h"
+#include "kernels/host_kernel.h"
 
 namespace neuronc::host {
 namespace {

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "loader/host_kernel.h"
+#include "kernels/host_kernel.h"
 
 namespace neuronc::host {
 namespace {
