@@ -57,30 +57,11 @@ size_t dtype_size(DType t) {
 }
 
 bool is_floating(DType t) {
-  switch (t) {
-    case DType::f64:
-    case DType::f32:
-    case DType::f16:
-    case DType::bf16:
-    case DType::f8e4m3fn:
-    case DType::f8e5m2:
-      return true;
-    default:
-      return false;
-  }
+  return ::neuronc::dtype_is_float(element_type(t));
 }
 
 bool is_integral(DType t) {
-  switch (t) {
-    case DType::i64:
-    case DType::i32:
-    case DType::i16:
-    case DType::i8:
-    case DType::u8:
-      return true;
-    default:
-      return false;
-  }
+  return t != DType::boolean && ::neuronc::dtype_is_integral(element_type(t));
 }
 
 bool is_complex(DType t) {

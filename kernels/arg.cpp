@@ -14,79 +14,37 @@ std::string_view arg_kind_name(ArgKind k) {
 }
 
 Arg Arg::tensor(std::string name, int32_t value) {
-  Arg a;
-  a.name = std::move(name);
-  a.kind = ArgKind::tensor;
-  a.tensors = {value};
-  return a;
+  return {.name = std::move(name), .kind = ArgKind::tensor, .tensors = {value}};
 }
 Arg Arg::tensor_list(std::string name, std::vector<int32_t> values) {
-  Arg a;
-  a.name = std::move(name);
-  a.kind = ArgKind::tensors;
-  a.tensors = std::move(values);
-  return a;
+  return {.name = std::move(name), .kind = ArgKind::tensors, .tensors = std::move(values)};
 }
 Arg Arg::none(std::string name) {
-  Arg a;
-  a.name = std::move(name);
-  return a;
+  return {.name = std::move(name)};
 }
 Arg Arg::integer(std::string name, int64_t v) {
-  Arg a;
-  a.name = std::move(name);
-  a.kind = ArgKind::int_;
-  a.i = v;
-  return a;
+  return {.name = std::move(name), .kind = ArgKind::int_, .i = v};
 }
 Arg Arg::integers(std::string name, std::vector<int64_t> v) {
-  Arg a;
-  a.name = std::move(name);
-  a.kind = ArgKind::ints;
-  a.ints = std::move(v);
-  return a;
+  return {.name = std::move(name), .kind = ArgKind::ints, .ints = std::move(v)};
 }
 Arg Arg::real(std::string name, double v) {
-  Arg a;
-  a.name = std::move(name);
-  a.kind = ArgKind::float_;
-  a.f = v;
-  return a;
+  return {.name = std::move(name), .kind = ArgKind::float_, .f = v};
 }
 Arg Arg::reals(std::string name, std::vector<double> v) {
-  Arg a;
-  a.name = std::move(name);
-  a.kind = ArgKind::floats;
-  a.floats = std::move(v);
-  return a;
+  return {.name = std::move(name), .kind = ArgKind::floats, .floats = std::move(v)};
 }
 Arg Arg::boolean(std::string name, bool v) {
-  Arg a;
-  a.name = std::move(name);
-  a.kind = ArgKind::bool_;
-  a.b = v;
-  return a;
+  return {.name = std::move(name), .kind = ArgKind::bool_, .b = v};
 }
 Arg Arg::booleans(std::string name, std::vector<bool> v) {
-  Arg a;
-  a.name = std::move(name);
-  a.kind = ArgKind::bools;
-  a.bools = std::move(v);
-  return a;
+  return {.name = std::move(name), .kind = ArgKind::bools, .bools = std::move(v)};
 }
 Arg Arg::str(std::string name, std::string v) {
-  Arg a;
-  a.name = std::move(name);
-  a.kind = ArgKind::string;
-  a.s = std::move(v);
-  return a;
+  return {.name = std::move(name), .kind = ArgKind::string, .s = std::move(v)};
 }
 Arg Arg::scalar_type(std::string name, DType v) {
-  Arg a;
-  a.name = std::move(name);
-  a.kind = ArgKind::dtype;
-  a.dtype = v;
-  return a;
+  return {.name = std::move(name), .kind = ArgKind::dtype, .dtype = v};
 }
 
 const Arg* find_arg(std::span<const Arg> args, std::string_view name) {

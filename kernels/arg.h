@@ -32,16 +32,16 @@ std::string_view arg_kind_name(ArgKind k);
 // One ATen schema argument; only the member matching `kind` is meaningful. Tensor arguments
 // hold value indices (the artifact's plan values, or a caller's own numbering), -1 for None.
 struct Arg {
-  std::string name;
+  std::string name{};
   ArgKind kind = ArgKind::none;
-  std::vector<int32_t> tensors;
+  std::vector<int32_t> tensors{};
   int64_t i = 0;
-  std::vector<int64_t> ints;
+  std::vector<int64_t> ints{};
   double f = 0;
-  std::vector<double> floats;
+  std::vector<double> floats{};
   bool b = false;
-  std::vector<bool> bools;
-  std::string s;
+  std::vector<bool> bools{};
+  std::string s{};
   DType dtype = DType::f32;
   bool operator==(const Arg&) const = default;
 

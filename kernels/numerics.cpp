@@ -236,42 +236,11 @@ int64_t f32_to_int(float x, DType t) {
   return static_cast<int64_t>(v);
 }
 
+// Every engine type is exact in double, so one rounding to fp32 is the datapath's widening
+// (integers above 2^24 lose their low bits, as on the hardware).
 float load_f32(const std::byte* p, DType t) {
-  switch (t) {
-    case DType::f32:
-    case DType::tf32:
-      return rd<float>(p);
-    case DType::bf16:
-      return bf16_to_f32(rd<uint16_t>(p));
-    case DType::f16:
-      return f16_to_f32(rd<uint16_t>(p));
-    case DType::f8e4m3:
-      return f8e4m3_to_f32(rd<uint8_t>(p));
-    case DType::f8e5m2:
-      return f8e5m2_to_f32(rd<uint8_t>(p));
-    case DType::i32:
-      return static_cast<float>(rd<int32_t>(p));
-    case DType::i16:
-      return static_cast<float>(rd<int16_t>(p));
-    case DType::i8:
-      return static_cast<float>(rd<int8_t>(p));
-    case DType::u32:
-      return static_cast<float>(rd<uint32_t>(p));
-    case DType::u16:
-      return static_cast<float>(rd<uint16_t>(p));
-    case DType::u8:
-    case DType::boolean:
-      return static_cast<float>(rd<uint8_t>(p));
-    // Not engine types (the verifier refuses them as operands); widened as an fp32 datapath
-    // would, for host-side callers.
-    case DType::f64:
-      return static_cast<float>(rd<double>(p));
-    case DType::i64:
-      return static_cast<float>(rd<int64_t>(p));
-    case DType::c64:
-      return rd<float>(p);  // real part
-  }
-  return 0.0f;
+  if (t == DType::f32 || t == DType::tf32) return rd<float>(p);
+  return static_cast<float>(load_double(p, t));
 }
 
 void store_f32(std::byte* p, DType t, float x, Rounding r, StochasticRounder* rng) {
