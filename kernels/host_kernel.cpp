@@ -264,6 +264,7 @@ const std::vector<std::pair<std::string, HostKernelFn>>& table() {
     register_sort_kernels(k);
     register_norm_kernels(k);
     register_matmul_kernels(k);
+    register_creation_kernels(k);
     std::sort(k.entries.begin(), k.entries.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
     return new std::vector<std::pair<std::string, HostKernelFn>>(std::move(k.entries));

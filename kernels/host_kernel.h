@@ -109,6 +109,7 @@ void register_sort_kernels(KernelTable& t);
 void register_norm_kernels(KernelTable& t);
 void register_matmul_kernels(KernelTable& t);
 void register_conv_kernels(KernelTable& t);
+void register_creation_kernels(KernelTable& t);
 
 struct KernelTable {
   std::vector<std::pair<std::string, HostKernelFn>> entries;

@@ -621,5 +621,61 @@ TEST(HostKernels, UnknownOpIsUnimplementedAtLoad) {
   EXPECT_THAT(r.status().message(), HasSubstr("host op 'aten.frobnicate.default' has no kernel"));
 }
 
+// Creation ops, for the programs where they are not folded away (a size from a symbolic dim):
+// the size, the bounds and the output must agree.
+TEST(HostKernels, CreationOps) {
+  EXPECT_THAT(run1("aten.full.default", {},
+                   {A::integers("size", {2, 2}), A::integer("fill_value", -3)}, {T::i64, {2, 2}}),
+              ElementsAre(-3, -3, -3, -3));
+  EXPECT_THAT(run1("aten.full.default", {}, {A::integers("size", {3}), A::real("fill_value", 0.1)},
+                   {T::f32, {3}}),
+              ElementsAre(0.10000000149011612, 0.10000000149011612, 0.10000000149011612));
+  EXPECT_THAT(run1("aten.ones_like.default", {{"self", T::f32, {2}, {7, 8}}}, {}, {T::i32, {2}}),
+              ElementsAre(1, 1));
+  EXPECT_THAT(run1("aten.new_zeros.default", {{"self", T::f32, {1}, {7}}},
+                   {A::integers("size", {3})}, {T::f32, {3}}),
+              ElementsAre(0, 0, 0));
+  EXPECT_THAT(run1("aten.scalar_tensor.default", {}, {A::real("s", -2.5)}, {T::f32, {}}),
+              ElementsAre(-2.5));
+  EXPECT_THAT(run1("aten.fill.Scalar", {{"self", T::boolean, {2}, {0, 0}}},
+                   {A::integer("value", 3)}, {T::boolean, {2}}),
+              ElementsAre(1, 1));
+  EXPECT_THAT(
+      run1("aten.arange.start_step", {},
+           {A::integer("start", 5), A::integer("end", -1), A::integer("step", -2)}, {T::i64, {3}}),
+      ElementsAre(5, 3, 1));
+  EXPECT_THAT(run1("aten.arange.default", {}, {A::real("end", 1.0)}, {T::f32, {1}}),
+              ElementsAre(0));
+  EXPECT_THAT(
+      run1("aten.arange.start", {}, {A::real("start", 0.5), A::real("end", 2.0)}, {T::f32, {2}}),
+      ElementsAre(0.5, 1.5));
+
+  auto bad = run_host_op("aten.arange.default", {}, {A::integer("end", 4)}, {{T::i64, {3}}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("output shape [3], expected [4]"));
+  bad = run_host_op("aten.zeros.default", {}, {A::integers("size", {2, 3})}, {{T::f32, {3, 2}}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("output shape [3, 2], expected [2, 3]"));
+  bad = run_host_op("aten.arange.start_step", {},
+                    {A::integer("start", 0), A::integer("end", 4), A::integer("step", 0)},
+                    {{T::i64, {4}}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("step non-zero"));
+}
+
+// tril keeps j - i <= diagonal, triu j - i >= diagonal, over the last two dims of a batch.
+TEST(HostKernels, TrilTriu) {
+  const std::vector<double> x = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  EXPECT_THAT(run1("aten.tril.default", {{"self", T::f32, {2, 2, 3}, x}}, {}, {T::f32, {2, 2, 3}}),
+              ElementsAre(1, 0, 0, 4, 5, 0, 7, 0, 0, 10, 11, 0));
+  EXPECT_THAT(run1("aten.triu.default", {{"self", T::i64, {2, 2, 3}, x}},
+                   {A::integer("diagonal", 1)}, {T::i64, {2, 2, 3}}),
+              ElementsAre(0, 2, 3, 0, 0, 6, 0, 8, 9, 0, 0, 12));
+  auto bad =
+      run_host_op("aten.tril.default", {{"self", T::f32, {3}, {1, 2, 3}}}, {}, {{T::f32, {3}}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("self has rank 1, expected >= 2"));
+}
+
 }  // namespace
 }  // namespace neuronc::testing
