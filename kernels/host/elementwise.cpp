@@ -248,6 +248,38 @@ Status binary(const HostOpContext& c) {
   return Status::ok();
 }
 
+// masked_fill.Scalar(self, mask, value): value where the mask (broadcast to self) is set.
+Status masked_fill(const HostOpContext& c) {
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("self"));
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* mask, c.required("mask"));
+  NEURONC_RETURN_IF_ERROR_(c.expect_outputs(1));
+  NEURONC_ASSIGN_OR_RETURN_(std::vector<int64_t> shape, broadcast(c, x->shape, mask->shape));
+  if (shape != x->shape)
+    return c.error("mask " + shape_str(mask->shape) + " does not broadcast to self " +
+                   shape_str(x->shape));
+  NEURONC_RETURN_IF_ERROR_(c.expect_output(0, x->dtype, x->shape));
+  if (x->dtype == TensorDType::c64) return c.error("complex tensors are not supported here");
+  if (c.dry_run()) return Status::ok();
+  HostTensor& o = c.output(0);
+  const auto mv = to_double(*mask);
+  const auto mi = broadcast_index(mask->shape, shape);
+  if (dtype_is_integral(o.dtype)) {
+    auto v = to_int64(*x);
+    const std::optional<int64_t> iv = c.opt_int("value");
+    const int64_t fill = iv ? *iv : kernels::double_to_int64(c.get_float("value", 0));
+    for (size_t k = 0; k < v.size(); ++k)
+      if (mv[mi[k]] != 0) v[k] = fill;
+    from_int64(o, v);
+  } else {
+    auto v = to_double(*x);
+    const double fill = c.get_float("value", 0);
+    for (size_t k = 0; k < v.size(); ++k)
+      if (mv[mi[k]] != 0) v[k] = fill;
+    from_double(o, v);
+  }
+  return Status::ok();
+}
+
 Status where(const HostOpContext& c) {
   NEURONC_ASSIGN_OR_RETURN_(const HostTensor* cond, c.required("condition"));
   NEURONC_RETURN_IF_ERROR_(c.expect_outputs(1));
@@ -511,6 +543,7 @@ void register_elementwise_kernels(KernelTable& t) {
   t.add("aten.logical_and.default", binary<BinOp::land>);
   t.add("aten.logical_or.default", binary<BinOp::lor>);
   t.add("aten.logical_xor.default", binary<BinOp::lxor>);
+  t.add("aten.masked_fill.Scalar", masked_fill);
   t.add("aten.where.self", where);
   t.add("aten.where.ScalarSelf", where);
   t.add("aten.where.ScalarOther", where);

@@ -23,6 +23,40 @@ Result<std::vector<bool>> reduce_mask(const HostOpContext& c, const HostTensor& 
   return mask;
 }
 
+// any.dim / all.dim(self, dim, keepdim=False): whether any / every element along dim is set.
+template <bool kAll>
+Status any_all(const HostOpContext& c) {
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("self"));
+  NEURONC_RETURN_IF_ERROR_(c.expect_outputs(1));
+  NEURONC_ASSIGN_OR_RETURN_(int64_t d, normalize_dim(c, c.get_int("dim", 0), x->rank()));
+  std::vector<int64_t> oshape;
+  for (int64_t i = 0; i < x->rank(); ++i) {
+    if (i != d)
+      oshape.push_back(x->shape[i]);
+    else if (c.get_bool("keepdim", false))
+      oshape.push_back(1);
+  }
+  NEURONC_RETURN_IF_ERROR_(c.expect_output(0, TensorDType::boolean, oshape));
+  if (c.dry_run()) return Status::ok();
+  int64_t outer = 1, inner = 1;
+  const int64_t n = x->rank() ? x->shape[d] : 1;
+  for (int64_t i = 0; i < d; ++i) outer *= x->shape[i];
+  for (int64_t i = d + 1; i < x->rank(); ++i) inner *= x->shape[i];
+  const auto v = to_double(*x);
+  std::vector<int64_t> out(static_cast<size_t>(outer * inner));
+  for (int64_t a = 0; a < outer; ++a)
+    for (int64_t b = 0; b < inner; ++b) {
+      bool acc = kAll;
+      for (int64_t k = 0; k < n; ++k) {
+        const bool set = v[static_cast<size_t>((a * n + k) * inner + b)] != 0;
+        acc = kAll ? acc && set : acc || set;
+      }
+      out[static_cast<size_t>(a * inner + b)] = acc;
+    }
+  from_int64(c.output(0), out);
+  return Status::ok();
+}
+
 template <Red R>
 Status reduce(const HostOpContext& c) {
   NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("self"));
@@ -163,6 +197,8 @@ void register_reduction_kernels(KernelTable& t) {
   t.add("aten.amax.default", reduce<Red::max>);
   t.add("aten.amin.default", reduce<Red::min>);
   t.add("aten.argmax.default", reduce<Red::argmax>);
+  t.add("aten.any.dim", any_all<false>);
+  t.add("aten.all.dim", any_all<true>);
   t.add("aten.argmin.default", reduce<Red::argmin>);
   t.add("aten._softmax.default", softmax<false>);
   t.add("aten.softmax.int", softmax<false>);

@@ -677,5 +677,33 @@ TEST(HostKernels, TrilTriu) {
   EXPECT_THAT(bad.status().message(), HasSubstr("self has rank 1, expected >= 2"));
 }
 
+// masked_fill with a broadcast mask; any / all along a dim, with keepdim.
+TEST(HostKernels, MaskedFillAnyAll) {
+  EXPECT_THAT(
+      run1("aten.masked_fill.Scalar",
+           {{"self", T::f32, {2, 3}, {1, 2, 3, 4, 5, 6}}, {"mask", T::boolean, {3}, {1, 0, 1}}},
+           {A::real("value", -1.5)}, {T::f32, {2, 3}}),
+      ElementsAre(-1.5, 2, -1.5, -1.5, 5, -1.5));
+  EXPECT_THAT(run1("aten.masked_fill.Scalar",
+                   {{"self", T::i64, {2}, {7, 8}}, {"mask", T::boolean, {2}, {0, 1}}},
+                   {A::integer("value", -3)}, {T::i64, {2}}),
+              ElementsAre(7, -3));
+  const In x{"self", T::f32, {2, 3}, {0, 0, 1, 2, 3, 4}};
+  EXPECT_THAT(run1("aten.any.dim", {x}, {A::integer("dim", 1)}, {T::boolean, {2}}),
+              ElementsAre(1, 1));
+  EXPECT_THAT(run1("aten.all.dim", {x}, {A::integer("dim", 1)}, {T::boolean, {2}}),
+              ElementsAre(0, 1));
+  EXPECT_THAT(run1("aten.any.dim", {x}, {A::integer("dim", 0), A::boolean("keepdim", true)},
+                   {T::boolean, {1, 3}}),
+              ElementsAre(1, 1, 1));
+  EXPECT_THAT(run1("aten.all.dim", {x}, {A::integer("dim", -2)}, {T::boolean, {3}}),
+              ElementsAre(0, 0, 1));
+  auto bad = run_host_op("aten.masked_fill.Scalar",
+                         {{"self", T::f32, {3}, {1, 2, 3}}, {"mask", T::boolean, {2, 3}, {}}},
+                         {A::real("value", 0)}, {{T::f32, {3}}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("does not broadcast to self [3]"));
+}
+
 }  // namespace
 }  // namespace neuronc::testing
