@@ -115,6 +115,13 @@ Status HostOpContext::expect_outputs(size_t n) const {
   return Status::ok();
 }
 
+Status HostOpContext::expect_dtype_arg(const HostTensor& o) const {
+  if (auto dt = get_dtype("dtype"); dt && *dt != o.dtype)
+    return error("dtype argument is " + dtype_str(*dt) + " but the output is " +
+                 dtype_str(o.dtype));
+  return Status::ok();
+}
+
 Status HostOpContext::expect_output(size_t i, TensorDType dtype,
                                     const std::vector<int64_t>& shape) const {
   if (i >= outputs_.size())

@@ -80,6 +80,8 @@ class HostOpContext {
   // Checks output `i` exists and has `dtype` and `shape`.
   Status expect_output(size_t i, TensorDType dtype, const std::vector<int64_t>& shape) const;
   Status expect_outputs(size_t n) const;
+  // Checks that a "dtype" argument, when given, is `o`'s dtype.
+  Status expect_dtype_arg(const HostTensor& o) const;
 
  private:
   const Arg* arg(std::string_view name) const { return kernels::find_arg(args_, name); }

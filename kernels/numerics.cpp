@@ -419,25 +419,10 @@ I to_int(double v) {
 }  // namespace
 
 void store_double(std::byte* p, DType t, double v) {
+  if (t == DType::f64) return wr<double>(p, v);
+  // The other floats round once through f32, as the engines' stores do (nearest even).
+  if (dtype_is_float(t) || t == DType::c64) return store_f32(p, t, static_cast<float>(v));
   switch (t) {
-    case DType::f32:
-      wr<float>(p, static_cast<float>(v));
-      return;
-    case DType::f64:
-      wr<double>(p, v);
-      return;
-    case DType::f16:
-      wr<uint16_t>(p, f32_to_f16(static_cast<float>(v)));
-      return;
-    case DType::bf16:
-      wr<uint16_t>(p, f32_to_bf16(static_cast<float>(v)));
-      return;
-    case DType::f8e4m3:
-      wr<uint8_t>(p, f32_to_f8e4m3(static_cast<float>(v)));
-      return;
-    case DType::f8e5m2:
-      wr<uint8_t>(p, f32_to_f8e5m2(static_cast<float>(v)));
-      return;
     case DType::i64:
       wr<int64_t>(p, to_int<int64_t>(v));
       return;
@@ -456,18 +441,13 @@ void store_double(std::byte* p, DType t, double v) {
     case DType::boolean:
       wr<uint8_t>(p, v != 0 ? 1 : 0);
       return;
-    case DType::c64:
-      wr<float>(p, static_cast<float>(v));
-      wr<float>(p + 4, 0.0f);
-      return;
     case DType::u32:
       wr<uint32_t>(p, to_int<uint32_t>(v));
       return;
     case DType::u16:
       wr<uint16_t>(p, to_int<uint16_t>(v));
       return;
-    case DType::tf32:
-      wr<uint32_t>(p, f32_to_tf32_bits(static_cast<float>(v)));
+    default:  // the floats, above
       return;
   }
 }

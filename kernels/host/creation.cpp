@@ -10,11 +10,9 @@
 namespace neuronc::host {
 namespace {
 
-// The output must have the "dtype" argument's type when one is given.
+// The output must have the "dtype" argument's type when one is given, and be real.
 Status check_dtype_arg(const HostOpContext& c, const HostTensor& o) {
-  if (auto dt = c.get_dtype("dtype"); dt && *dt != o.dtype)
-    return c.error("dtype argument is " + dtype_str(*dt) + " but the output is " +
-                   dtype_str(o.dtype));
+  NEURONC_RETURN_IF_ERROR_(c.expect_dtype_arg(o));
   if (o.dtype == TensorDType::c64) return c.error("complex tensors are not supported here");
   return Status::ok();
 }

@@ -334,9 +334,7 @@ Status cast(const HostOpContext& c) {
   HostTensor& o = c.output(0);
   if (o.shape != x->shape)
     return c.error("output shape " + shape_str(o.shape) + ", expected " + shape_str(x->shape));
-  if (auto dt = c.get_dtype("dtype"); dt && *dt != o.dtype)
-    return c.error("dtype argument is " + dtype_str(*dt) + " but the output is " +
-                   dtype_str(o.dtype));
+  NEURONC_RETURN_IF_ERROR_(c.expect_dtype_arg(o));
   if (c.dry_run()) return Status::ok();
   if (o.dtype == TensorDType::c64 && x->dtype != TensorDType::c64) {
     // Real to complex, as PyTorch: the value is the real part, the imaginary part 0 (FNet's core

@@ -13,9 +13,7 @@ Status cumulative(const HostOpContext& c) {
   HostTensor& o = c.output(0);
   if (o.shape != x->shape)
     return c.error("output shape " + shape_str(o.shape) + ", expected " + shape_str(x->shape));
-  if (auto dt = c.get_dtype("dtype"); dt && *dt != o.dtype)
-    return c.error("dtype argument is " + dtype_str(*dt) + " but the output is " +
-                   dtype_str(o.dtype));
+  NEURONC_RETURN_IF_ERROR_(c.expect_dtype_arg(o));
   if (o.dtype == TensorDType::c64 || x->dtype == TensorDType::c64)
     return c.error("complex tensors are not supported here");
   if (c.dry_run()) return Status::ok();
