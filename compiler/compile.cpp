@@ -17,9 +17,9 @@
 #include "device/target.h"
 #include "frontend/load.h"
 #include "ir/op_registry.h"
+#include "passes/host_eval.h"
 #include "passes/partition.h"
 #include "passes/pass_manager.h"
-#include "passes/reference_eval.h"
 
 #ifndef NEURONC_VERSION
 #define NEURONC_VERSION "0.0.0"
@@ -167,34 +167,10 @@ class ArtifactBuilder {
   }
 
   void host_node(const ir::Node& n) {
-    const ir::OpInfo* info = n.info();
-    if (!info) throw ir::Error(n.describe() + ": operator is not supported by neuronc");
     art::HostOp op;
     op.op = n.op();
-    size_t slot = 0;
-    const size_t fixed = [&] {
-      size_t f = 0;
-      for (const ir::ArgSpec& a : info->args)
-        f += a.type == ir::ArgType::tensor || a.type == ir::ArgType::opt_tensor;
-      return f;
-    }();
-    for (const ir::ArgSpec& a : info->args) {
-      if (a.type == ir::ArgType::tensor || a.type == ir::ArgType::opt_tensor) {
-        const ir::Value* v = n.inputs()[slot++];
-        op.args.push_back(v ? art::Arg::tensor(a.name, static_cast<int32_t>(plan_value(v)))
-                            : art::Arg::none(a.name));
-      } else if (a.type == ir::ArgType::tensor_list || a.type == ir::ArgType::opt_tensor_list) {
-        std::vector<int32_t> vals;
-        const size_t count = n.inputs().size() - fixed;
-        for (size_t i = 0; i < count; ++i) {
-          const ir::Value* v = n.inputs()[slot++];
-          vals.push_back(v ? static_cast<int32_t>(plan_value(v)) : -1);
-        }
-        op.args.push_back(art::Arg::tensor_list(a.name, vals));
-      } else {
-        op.args.push_back(convert_attr(a.name, n.attr(a.name)));
-      }
-    }
+    op.args = passes::kernel_args(
+        n, [&](size_t, const ir::Value& v) { return static_cast<int32_t>(plan_value(&v)); });
     for (const ir::Value* out : n.outputs()) {
       const uint32_t idx =
           w_.add_value(out->name(), to_tensor_dtype(out->dtype()), plan_dims(out->shape()));
@@ -216,37 +192,6 @@ class ArtifactBuilder {
   }
 
  private:
-  static art::Arg convert_attr(const std::string& name, const ir::Attribute* a) {
-    if (!a) return art::Arg::none(name);
-    struct V {
-      const std::string& name;
-      art::Arg operator()(const ir::NoneAttr&) const { return art::Arg::none(name); }
-      art::Arg operator()(int64_t v) const { return art::Arg::integer(name, v); }
-      art::Arg operator()(double v) const { return art::Arg::real(name, v); }
-      art::Arg operator()(bool v) const { return art::Arg::boolean(name, v); }
-      art::Arg operator()(const std::string& v) const { return art::Arg::str(name, v); }
-      art::Arg operator()(const std::vector<int64_t>& v) const {
-        return art::Arg::integers(name, v);
-      }
-      art::Arg operator()(const std::vector<double>& v) const { return art::Arg::reals(name, v); }
-      art::Arg operator()(const std::vector<bool>& v) const { return art::Arg::booleans(name, v); }
-      art::Arg operator()(const std::vector<std::string>&) const { return art::Arg::none(name); }
-      art::Arg operator()(ir::DType d) const {
-        return art::Arg::scalar_type(name, to_tensor_dtype(d));
-      }
-      art::Arg operator()(const ir::DeviceAttr&) const { return art::Arg::none(name); }
-      art::Arg operator()(ir::MemoryFormat) const { return art::Arg::none(name); }
-      art::Arg operator()(ir::Layout) const { return art::Arg::none(name); }
-      art::Arg operator()(const ir::SymIntList& l) const {
-        std::vector<int64_t> v;
-        for (const ir::Dim& d : l.dims) v.push_back(d.value());
-        return art::Arg::integers(name, v);
-      }
-      art::Arg operator()(const ir::Dim& d) const { return art::Arg::integer(name, d.value()); }
-    };
-    return std::visit(V{name}, *a);
-  }
-
   ir::Graph& g_;
   art::ArtifactWriter& w_;
   std::unordered_map<const ir::Value*, uint32_t> index_;

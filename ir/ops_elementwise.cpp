@@ -222,6 +222,10 @@ void register_elementwise_ops(OpRegistry& r) {
                         "__or__.Tensor(Tensor self, Tensor other) -> Tensor"}) {
     r.add(s, Cmp, D, binary_tensor);
   }
+  for (const char* s : {"bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor",
+                        "__xor__.Tensor(Tensor self, Tensor other) -> Tensor"}) {
+    r.add(s, Cmp, H, binary_tensor);
+  }
   // abs of a complex tensor is its real magnitude.
   r.add("abs(Tensor self) -> Tensor", E, D, [](const ShapeContext& c) -> std::vector<TensorType> {
     TensorType t = c.input(0);

@@ -6,9 +6,17 @@
 #include <unordered_map>
 
 #include "ir/op_registry.h"
-#include "passes/reference_eval.h"
+#include "passes/host_eval.h"
 
 namespace neuronc::passes {
+
+bool ConstantFolding::fits(const ir::Node& n) const {
+  for (const ir::Value* out : n.outputs()) {
+    auto numel = ir::numel(out->shape());
+    if (!numel || !numel->is_constant() || numel->coeff > max_elements_) return false;
+  }
+  return true;
+}
 
 bool ConstantFolding::run(ir::Graph& g) {
   // Buffers the graph writes back keep their runtime value: not constants.
@@ -16,15 +24,15 @@ bool ConstantFolding::run(ir::Graph& g) {
   for (const ir::GraphOutput& o : g.outputs()) {
     if (o.role == ir::OutputRole::buffer_mutation) mutated.insert(o.target);
   }
-  std::unordered_map<const ir::Value*, HostTensor> known;
-  auto constant_of = [&](const ir::Value* v) -> const HostTensor* {
+  std::unordered_map<const ir::Value*, DenseTensor> known;
+  auto constant_of = [&](const ir::Value* v) -> const DenseTensor* {
     if (auto it = known.find(v); it != known.end()) return &it->second;
     if (v->producer() || !v->payload()) return nullptr;
     for (const ir::GraphInput& in : g.inputs()) {
       if (in.value != v) continue;
       if (in.role == ir::InputRole::user_input || mutated.count(in.target)) return nullptr;
     }
-    auto t = read_constant(*v);
+    auto t = dense_constant(*v);
     if (!t) return nullptr;
     return &known.emplace(v, std::move(*t)).first->second;
   };
@@ -34,36 +42,35 @@ bool ConstantFolding::run(ir::Graph& g) {
   for (const auto& n : g.nodes()) order.push_back(n.get());
   for (ir::Node* n : order) {
     const ir::OpInfo* info = n->info();
-    if (!info || info->inplace || n->outputs().size() != 1) continue;
+    if (!info || info->inplace || n->outputs().empty()) continue;
     if (info->category == ir::OpCategory::matmul || info->category == ir::OpCategory::conv ||
         info->category == ir::OpCategory::attention)
       continue;
-    auto numel = ir::numel(n->output()->shape());
-    if (!numel || !numel->is_constant() || numel->coeff > max_elements_) continue;
-    std::vector<const HostTensor*> args;
+    if (!fits(*n)) continue;
+    std::vector<const DenseTensor*> args;
     bool all_const = true;
     for (const ir::Value* v : n->inputs()) {
-      if (!v) {
-        args.push_back(nullptr);
-        continue;
-      }
-      const HostTensor* t = constant_of(v);
-      if (!t) {
+      const DenseTensor* t = v ? constant_of(v) : nullptr;
+      if (v && !t) {
         all_const = false;
         break;
       }
       args.push_back(t);
     }
     if (!all_const) continue;
-    std::optional<std::vector<HostTensor>> result = evaluate(*n, args);
-    if (!result) continue;
-    HostTensor& t = (*result)[0];
-    auto bytes = std::make_shared<std::vector<std::byte>>(encode(t));
-    ir::Value* c = g.add_input(g.unique_name(n->output()->name() + "_folded"), n->output()->type(),
-                               ir::InputRole::constant, "folded." + n->name());
-    c->set_payload(ir::ConstantPayload{bytes->data(), bytes->size(), 0, {}, bytes});
-    known.emplace(c, std::move(t));
-    n->output()->replace_all_uses_with(c);
+    // A node the host kernel refuses (an index out of range, say) is left to run time, where
+    // the same kernel reports it.
+    Result<std::vector<DenseTensor>> result = evaluate_on_host(*n, args);
+    if (!result.is_ok()) continue;
+    for (size_t i = 0; i < n->outputs().size(); ++i) {
+      ir::Value* out = n->outputs()[i];
+      DenseTensor& t = result.value()[i];
+      ir::Value* c = g.add_input(g.unique_name(out->name() + "_folded"), out->type(),
+                                 ir::InputRole::constant, "folded." + n->name());
+      c->set_payload(ir::ConstantPayload{t.data, t.nbytes(), 0, {}, t.owner});
+      known.emplace(c, std::move(t));
+      out->replace_all_uses_with(c);
+    }
     g.erase(n);
     changed = true;
   }

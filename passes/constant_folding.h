@@ -1,6 +1,7 @@
 // Constant folding: a node whose tensor operands are all constants (weights, buffers, lifted
 // constants, earlier folded results) — or that has none, like arange/full/ones — is computed at
-// compile time by the reference evaluator and becomes a constant graph input. This removes the
+// compile time by the host kernel the loader would run for it (passes/host_eval.h) and becomes a
+// constant graph input. This removes the
 // mask, position and rotary-table arithmetic that exported transformers carry, and turns casts
 // of weights (auto-cast) into weights stored in the narrow type.
 //
@@ -22,6 +23,8 @@ class ConstantFolding : public Pass {
   bool run(ir::Graph& g) override;
 
  private:
+  // Every output is static and at most max_elements_ long.
+  bool fits(const ir::Node& n) const;
   int64_t max_elements_;
 };
 

@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "passes/reference_eval.h"
+#include "passes/host_eval.h"
 #include "passes/rewrite.h"
 
 namespace neuronc::passes {

@@ -6,7 +6,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "passes/reference_eval.h"
+#include "passes/host_eval.h"
 #include "passes/rewrite.h"
 
 namespace neuronc::passes {

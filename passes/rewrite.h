@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "passes/reference_eval.h"
+#include "passes/host_eval.h"
 
 namespace neuronc::passes {
 

@@ -116,6 +116,7 @@ Status gelu(const HostOpContext& c) {
 enum class BinOp {
   add,
   sub,
+  rsub,
   mul,
   div,
   max,
@@ -187,6 +188,9 @@ Status binary(const HostOpContext& c) {
       case BinOp::sub:
         r = x - alpha * y;
         break;
+      case BinOp::rsub:  // other - alpha * self
+        r = y - alpha * x;
+        break;
       case BinOp::mul:
         r = x * y;
         break;
@@ -245,6 +249,48 @@ Status binary(const HostOpContext& c) {
     out[k] = r;
   }
   from_double(o, out);
+  return Status::ok();
+}
+
+enum class BitOp { and_, or_, xor_ };
+
+// bitwise_and / bitwise_or / bitwise_xor (and Python's & | ^) on bool or integer tensors, with
+// broadcasting; PyTorch refuses floating operands, and so does this.
+template <BitOp Op>
+Status bitwise(const HostOpContext& c) {
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* a, c.required("self"));
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* b, c.required("other"));
+  NEURONC_RETURN_IF_ERROR_(c.expect_outputs(1));
+  NEURONC_ASSIGN_OR_RETURN_(std::vector<int64_t> shape, broadcast(c, a->shape, b->shape));
+  HostTensor& o = c.output(0);
+  if (o.shape != shape)
+    return c.error("output shape " + shape_str(o.shape) + ", expected " + shape_str(shape));
+  for (const HostTensor* t : {a, b, static_cast<const HostTensor*>(&o)})
+    if (!dtype_is_integral(t->dtype))
+      return c.error("bitwise operands are bool or integer tensors, found " + dtype_str(t->dtype));
+  if (c.dry_run()) return Status::ok();
+  const std::vector<int64_t> av = to_int64(*a), bv = to_int64(*b);
+  const std::vector<int64_t> ai = broadcast_index(a->shape, shape),
+                             bi = broadcast_index(b->shape, shape);
+  std::vector<int64_t> out(ai.size());
+  for (size_t k = 0; k < ai.size(); ++k) {
+    const int64_t x = av[ai[k]], y = bv[bi[k]];
+    out[k] = Op == BitOp::and_ ? (x & y) : Op == BitOp::or_ ? (x | y) : (x ^ y);
+  }
+  from_int64(o, out);
+  return Status::ok();
+}
+
+// bitwise_not: logical not of a bool tensor, two's-complement not of an integer one.
+Status bitwise_not(const HostOpContext& c) {
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("self"));
+  NEURONC_RETURN_IF_ERROR_(c.expect_output(0, x->dtype, x->shape));
+  if (!dtype_is_integral(x->dtype))
+    return c.error("bitwise_not takes a bool or integer tensor, found " + dtype_str(x->dtype));
+  if (c.dry_run()) return Status::ok();
+  std::vector<int64_t> v = to_int64(*x);
+  for (int64_t& e : v) e = x->dtype == TensorDType::boolean ? int64_t{e == 0} : ~e;
+  from_int64(c.output(0), v);
   return Status::ok();
 }
 
@@ -523,6 +569,7 @@ void register_elementwise_kernels(KernelTable& t) {
     const std::string suf = std::string(".") + s;
     t.add("aten.add" + suf, binary<BinOp::add>);
     t.add("aten.sub" + suf, binary<BinOp::sub>);
+    t.add("aten.rsub" + suf, binary<BinOp::rsub>);
     t.add("aten.mul" + suf, binary<BinOp::mul>);
     t.add("aten.div" + suf, binary<BinOp::div>);
     t.add("aten.div" + suf + "_mode", binary<BinOp::div>);
@@ -541,6 +588,13 @@ void register_elementwise_kernels(KernelTable& t) {
   t.add("aten.logical_and.default", binary<BinOp::land>);
   t.add("aten.logical_or.default", binary<BinOp::lor>);
   t.add("aten.logical_xor.default", binary<BinOp::lxor>);
+  for (const char* op : {"aten.bitwise_and.Tensor", "aten.__and__.Tensor"})
+    t.add(op, bitwise<BitOp::and_>);
+  for (const char* op : {"aten.bitwise_or.Tensor", "aten.__or__.Tensor"})
+    t.add(op, bitwise<BitOp::or_>);
+  for (const char* op : {"aten.bitwise_xor.Tensor", "aten.__xor__.Tensor"})
+    t.add(op, bitwise<BitOp::xor_>);
+  t.add("aten.bitwise_not.default", bitwise_not);
   t.add("aten.masked_fill.Scalar", masked_fill);
   t.add("aten.where.self", where);
   t.add("aten.where.ScalarSelf", where);

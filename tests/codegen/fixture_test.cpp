@@ -17,7 +17,7 @@
 #include "passes/auto_cast.h"
 #include "passes/partition.h"
 #include "passes/pass_manager.h"
-#include "passes/reference_eval.h"
+#include "passes/host_eval.h"
 
 namespace neuronc::codegen::testing {
 namespace {

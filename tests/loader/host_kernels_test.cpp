@@ -705,5 +705,33 @@ TEST(HostKernels, MaskedFillAnyAll) {
   EXPECT_THAT(bad.status().message(), HasSubstr("does not broadcast to self [3]"));
 }
 
+TEST(HostKernels, RsubAndBitwise) {
+  // rsub(self, other, alpha) = other - alpha * self.
+  EXPECT_THAT(run1("aten.rsub.Scalar", {{"self", T::f32, {3}, {1, 2, 3}}},
+                   {A::real("other", 10), A::real("alpha", 2)}, {T::f32, {3}}),
+              ElementsAre(8, 6, 4));
+  EXPECT_THAT(
+      run1("aten.rsub.Tensor", {{"self", T::i64, {2}, {1, 5}}, {"other", T::i64, {2, 1}, {10, 20}}},
+           {}, {T::i64, {2, 2}}),
+      ElementsAre(9, 5, 19, 15));
+  const In a{"self", T::i64, {3}, {12, -1, 5}}, b{"other", T::i64, {3}, {10, 6, 3}};
+  EXPECT_THAT(run1("aten.bitwise_and.Tensor", {a, b}, {}, {T::i64, {3}}), ElementsAre(8, 6, 1));
+  EXPECT_THAT(run1("aten.__or__.Tensor", {a, b}, {}, {T::i64, {3}}), ElementsAre(14, -1, 7));
+  EXPECT_THAT(run1("aten.bitwise_xor.Tensor", {a, b}, {}, {T::i64, {3}}), ElementsAre(6, -7, 6));
+  EXPECT_THAT(run1("aten.__and__.Tensor",
+                   {{"self", T::boolean, {}, {1}}, {"other", T::boolean, {3}, {1, 0, 1}}}, {},
+                   {T::boolean, {3}}),
+              ElementsAre(1, 0, 1));
+  EXPECT_THAT(
+      run1("aten.bitwise_not.default", {{"self", T::boolean, {2}, {1, 0}}}, {}, {T::boolean, {2}}),
+      ElementsAre(0, 1));
+  EXPECT_THAT(run1("aten.bitwise_not.default", {a}, {}, {T::i64, {3}}), ElementsAre(-13, 0, -6));
+  auto bad = run_host_op("aten.bitwise_and.Tensor",
+                         {{"self", T::f32, {2}, {1, 2}}, {"other", T::f32, {2}, {1, 2}}}, {},
+                         {{T::f32, {2}}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("bool or integer tensors, found f32"));
+}
+
 }  // namespace
 }  // namespace neuronc::testing

@@ -8,7 +8,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/dead_code_elimination.h"
-#include "passes/reference_eval.h"
+#include "passes/host_eval.h"
 
 namespace neuronc::passes {
 namespace {
@@ -149,6 +149,41 @@ TEST(ConstantFolding, PositionIdsChainDiffCumsumIndex) {
   ASSERT_TRUE(ix.has_value());
   // diff([-1, 0, 1, 2, 3]) = [1, 1, 1, 1]; cumsum = [1, 2, 3, 4]; columns 1 and 2 = [2, 3].
   EXPECT_EQ(ix->data, (std::vector<double>{2, 3}));
+}
+
+}  // namespace
+}  // namespace neuronc::passes
+
+namespace neuronc::passes {
+namespace {
+
+// Folding runs the host kernel the loader would run: any operator with one folds, including
+// lookups of constant positions and nodes with several results; a node the kernel refuses is
+// left to run time, where the same kernel reports it.
+TEST(ConstantFolding, RunsTheHostKernels) {
+  auto g = ir::parse(R"(graph {
+  input %x : f32[2, 2]
+  param %table : f32[4, 2] "table"
+  %pos : i64[2] = aten.arange.start() {start = 1, end = 3}
+  %e : f32[2, 2] = aten.embedding.default(%table, %pos)
+  %bad_ix : i64[1] = aten.full.default() {size = [1], fill_value = 7, dtype = #i64}
+  %bad : f32[1, 2] = aten.index_select.default(%table, %bad_ix) {dim = 0}
+  %s : f32[2, 2] = aten.add.Tensor(%x, %e)
+  output %s
+  output %bad
+})");
+  static const float table[8] = {0, 1, 10, 11, 20, 21, 30, 31};
+  g->find_value("table")->set_payload(
+      {reinterpret_cast<const std::byte*>(table), sizeof table, 0, {}, nullptr});
+  ConstantFolding fold;
+  ASSERT_TRUE(fold.run(*g));
+  ir::verify_or_throw(*g);
+  auto e = read_constant(*g->find_value("e_folded"));
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->data, (std::vector<double>{10, 11, 20, 21}));
+  // Row 7 of a 4-row table: not folded, so the loader's kernel refuses it when it runs.
+  ASSERT_NE(g->find_node("bad"), nullptr) << ir::print(*g);
+  EXPECT_EQ(g->find_node("bad_ix"), nullptr);
 }
 
 }  // namespace

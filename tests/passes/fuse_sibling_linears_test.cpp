@@ -8,7 +8,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "pass_test_util.h"
-#include "passes/reference_eval.h"
+#include "passes/host_eval.h"
 
 namespace neuronc::passes {
 namespace {
