@@ -255,6 +255,25 @@ void register_data_movement_ops(OpRegistry& r) {
                       c.get_opt_dim("end"), c.get_int("step"));
         return {t};
       });
+  // narrow(dim, start, length) is slice(dim, start, start + length); canonicalize rewrites it,
+  // and functionalization writes through it as through that slice.
+  r.add("narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)", M, D,
+        [](const ShapeContext& c) -> std::vector<TensorType> {
+          TensorType t = c.input(0);
+          if (t.rank() == 0) c.fail("cannot narrow a rank-0 tensor");
+          const int64_t d = normalize_dim(c, c.get_int("dim"), t.rank());
+          const std::optional<Dim> length = c.get_opt_dim("length");
+          if (!length) c.fail("expected a length, found none");
+          if (auto n = t.shape[static_cast<size_t>(d)].as_constant()) {
+            const int64_t start = c.get_int("start"), len = length->value();
+            const int64_t s0 = start < 0 ? start + *n : start;
+            if (length->is_constant() && (s0 < 0 || len < 0 || s0 + len > *n))
+              c.fail("start " + std::to_string(start) + " and length " + std::to_string(len) +
+                     " do not fit a dim of size " + std::to_string(*n));
+          }
+          t.shape[static_cast<size_t>(d)] = *length;
+          return {t};
+        });
   r.add("select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)", M, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {
           TensorType t = c.input(0);

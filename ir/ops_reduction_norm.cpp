@@ -187,6 +187,13 @@ void register_reduction_and_norm_ops(OpRegistry& r) {
         const TensorType& x = c.input(0);
         return {{x.dtype, reduce_shape(c, x.shape, c.get_opt_ints("dim"), c.get_bool("keepdim"))}};
       });
+  // torch.var(x, dim, unbiased) in the training IR: var.correction with correction 1 or 0.
+  r.add(
+      "var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor", R, D,
+      [](const ShapeContext& c) -> std::vector<TensorType> {
+        const TensorType& x = c.input(0);
+        return {{x.dtype, reduce_shape(c, x.shape, c.get_opt_ints("dim"), c.get_bool("keepdim"))}};
+      });
   r.add("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", R, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {
           const TensorType& x = c.input(0);

@@ -108,6 +108,10 @@ class Canonicalizer {
       forward_to(g_, n, n->input(0));
       return true;
     }
+    if (op == "aten.narrow.default") {
+      replace_node(g_, n, "aten.slice.Tensor", {n->input(0)}, narrow_as_slice(*n));
+      return true;
+    }
     if (op == "aten.t.default" || op == "aten.transpose.int") return to_permute(n);
     if (op == "aten.permute.default") return permute(n);
     if (op == "aten.softmax.int" || op == "aten.log_softmax.int") return softmax(n);

@@ -56,7 +56,7 @@ class Expander : NodeExpander {
       return tensor_split(n);
     if (op == "aten.max_pool3d.default" || op == "aten.max_pool3d_with_indices.default")
       return max_pool3d(n);
-    if (op == "aten.var.correction") return var(n);
+    if (op == "aten.var.correction" || op == "aten.var.dim") return var(n);
     return false;
   }
 
@@ -184,6 +184,7 @@ class Expander : NodeExpander {
 
   // var.correction: sum((x - mean)^2) / (N - correction) over the dims (all when none), as
   // PyTorch's two-pass CPU kernel computes it; N - correction <= 0 gives inf or nan as there.
+  // var.dim's `unbiased` is correction 1 (true) or 0.
   bool var(Node* n) {
     Value* x = n->input(0);
     if (!ir::is_floating(x->dtype())) return false;
@@ -196,8 +197,11 @@ class Expander : NodeExpander {
     }
     int64_t count = 1;
     for (int64_t d : dims) count *= static_dim(n, x, d < 0 ? d + rank : d, "reduced dim");
-    const double correction =
-        n->attr("correction") && !n->attr_is_none("correction") ? n->attr_float("correction") : 1.0;
+    double correction = 1.0;
+    if (n->op() == "aten.var.dim")
+      correction = n->attr("unbiased") && !n->attr_bool("unbiased") ? 0.0 : 1.0;
+    else if (n->attr("correction") && !n->attr_is_none("correction"))
+      correction = n->attr_float("correction");
     const bool keep = n->attr("keepdim") && n->attr_bool("keepdim");
     Value* mean = add(n, "aten.mean.dim", {x}, {{"dim", dims}, {"keepdim", true}});
     Value* centred = add(n, "aten.sub.Tensor", {x, mean}, {});

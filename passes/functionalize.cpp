@@ -26,7 +26,7 @@ bool is_reshape(const std::string& op) {
 
 ViewKind view_kind(const Node& n) {
   const std::string& op = n.op();
-  if (op == "aten.slice.Tensor") return ViewKind::slice;
+  if (op == "aten.slice.Tensor" || op == "aten.narrow.default") return ViewKind::slice;
   if (op == "aten.select.int") return ViewKind::select;
   if (is_reshape(op)) return ViewKind::reshape;
   if (op == "aten.permute.default" || op == "aten.transpose.int" || op == "aten.t.default")
@@ -188,6 +188,18 @@ class Functionalizer {
   }
 
   void write(Node* n, Value* self) {
+    // An operator outside the registry may return a view of its input: a write through its
+    // result might have to reach that input, and nothing here knows how.
+    for (Value* v = self;;) {
+      const Node* p = v->producer();
+      if (p && !p->info())
+        throw ir::Error(n->describe() + " writes in place into the result of " + p->describe() +
+                        ", an operator neuronc does not know: expected a known operator, whose "
+                        "aliasing (view or copy) is known");
+      auto it = views_.find(v);
+      if (it == views_.end()) break;
+      v = it->second.parent;
+    }
     const std::string name = n->output()->name();
     const std::string node_name = n->name();
     Value* r = functional(n);
@@ -242,7 +254,9 @@ class Functionalizer {
       case ViewKind::identity:
         return value;
       case ViewKind::slice:
-        return emit(pos, "aten.slice_scatter.default", {base, value}, v.attrs())->output();
+        return emit(pos, "aten.slice_scatter.default", {base, value},
+                    v.op() == "aten.narrow.default" ? narrow_as_slice(v) : v.attrs())
+            ->output();
       case ViewKind::select: {
         const int64_t d = normalized_dim(v, "dim", rank);
         int64_t i = v.attr_int("index");

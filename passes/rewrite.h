@@ -50,6 +50,11 @@ void forward_to(ir::Graph& g, ir::Node* n, ir::Value* v);
 ir::Value* add_constant_input(ir::Graph& g, const std::string& base, const std::string& target,
                               const HostTensor& t);
 
+// The attributes of the aten.slice.Tensor that narrow node `n` (dim, start, length) is: a
+// negative start counted from the end, end = start + length. Throws ir::Error when a symbolic
+// start or length leaves the end unknown.
+std::vector<ir::NamedAttr> narrow_as_slice(const ir::Node& n);
+
 // Views of a shape as the `size` attribute of aten.view: an int list when static, else a
 // symbolic list.
 ir::Attribute shape_attr(const ir::Shape& s);

@@ -6,14 +6,18 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <random>
 #include <sstream>
 
 #include "compiler/compiler.h"
+#include "frontend/load.h"
 #include "ir/printer.h"
 #include "neuronc/neuronc.h"
+#include "tools/npy.h"
+#include "tools/runner.h"
 
 namespace neuronc::difftest {
 namespace {
@@ -243,6 +247,99 @@ CaseResult run_graph(uint64_t seed, const std::function<std::unique_ptr<ir::Grap
       ++res.outputs_compared;
       res.worst_error_ratio = std::max(res.worst_error_ratio, ratio);
       if (!why.empty()) fail(where, "output '" + name + "': " + why);
+    }
+  }
+  return res;
+}
+
+namespace {
+
+Tensor tensor_of(const tools::NpyArray& a) {
+  Tensor t(tools::dtype_of(a.type), a.shape);
+  if (!a.data.empty()) std::memcpy(t.mutable_data(), a.data.data(), a.data.size());
+  return t;
+}
+
+// <dir>/<stem>_<i>.npy for i = 0, 1, ... while they exist.
+std::vector<tools::NpyArray> read_numbered(const std::filesystem::path& dir,
+                                           const std::string& stem) {
+  std::vector<tools::NpyArray> out;
+  for (int i = 0;; ++i) {
+    const std::filesystem::path p = dir / (stem + "_" + std::to_string(i) + ".npy");
+    if (!std::filesystem::exists(p)) return out;
+    out.push_back(tools::read_npy(p.string()));
+  }
+}
+
+}  // namespace
+
+CaseResult run_corpus_case(const std::string& pt2_path, const std::vector<Config>& configs) {
+  CaseResult res;
+  auto fail = [&](const std::string& where, const std::string& what) {
+    res.failures.push_back(where + ": " + what);
+  };
+  const std::filesystem::path dir = std::filesystem::path(pt2_path).parent_path();
+  std::vector<tools::NpyArray> in_arrays, want;
+  try {
+    in_arrays = read_numbered(dir, "input");
+    want = read_numbered(dir, "output");
+    res.graph = ir::print(*frontend::load_program(pt2_path).graph, {.locations = false});
+  } catch (const std::exception& e) {
+    fail("corpus", e.what());
+    return res;
+  }
+  const bool bf16_graph = res.graph.find("bf16") != std::string::npos;
+  for (const Config& c : configs) {
+    const std::string where = c.target + " -O" + std::to_string(c.opt_level);
+    ++res.configs_run;
+    std::vector<std::byte> bytes;
+    try {
+      compiler::CompileRequest req;
+      req.model = pt2_path;
+      req.target = c.target;
+      req.opt_level = c.opt_level;
+      compiler::CompileResult r = compiler::compile_program(frontend::load_program(pt2_path), req);
+      for (const compiler::PartitionReport& p : r.partitions)
+        if (p.device) res.device_nodes += static_cast<int>(p.nodes);
+      bytes = std::move(r.artifact);
+    } catch (const std::exception& e) {
+      fail(where, std::string("compile failed: ") + e.what());
+      continue;
+    }
+    auto model = Model::load_from_memory(bytes);
+    if (!model.is_ok()) {
+      fail(where, "load failed: " + model.status().message());
+      continue;
+    }
+    if (model->inputs().size() != in_arrays.size()) {
+      fail(where, std::to_string(model->inputs().size()) + " inputs, the corpus has " +
+                      std::to_string(in_arrays.size()));
+      continue;
+    }
+    std::vector<Tensor> in_tensors;
+    std::vector<NamedInput> inputs;
+    for (size_t i = 0; i < in_arrays.size(); ++i) in_tensors.push_back(tensor_of(in_arrays[i]));
+    for (size_t i = 0; i < in_tensors.size(); ++i)
+      inputs.push_back({model->inputs()[i].name, in_tensors[i].view()});
+    Session session(*model, {.check_races = true});
+    auto got = session.run(inputs);
+    if (!got.is_ok()) {
+      fail(where, "run failed: " + got.status().message());
+      continue;
+    }
+    const std::vector<std::string> names = got->names();
+    if (names.size() != want.size()) {
+      fail(where,
+           std::to_string(names.size()) + " outputs, PyTorch wrote " + std::to_string(want.size()));
+      continue;
+    }
+    for (size_t i = 0; i < names.size(); ++i) {
+      double ratio = 0;
+      const std::string why =
+          compare_outputs(got->at(names[i]), tensor_of(want[i]), bf16_graph, &ratio);
+      ++res.outputs_compared;
+      res.worst_error_ratio = std::max(res.worst_error_ratio, ratio);
+      if (!why.empty()) fail(where, "output " + std::to_string(i) + " '" + names[i] + "': " + why);
     }
   }
   return res;

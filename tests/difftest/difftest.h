@@ -60,4 +60,9 @@ CaseResult run_graph_text(const std::string& text, const std::vector<Config>& co
 CaseResult run_graph(uint64_t seed, const std::function<std::unique_ptr<ir::Graph>()>& make,
                      const std::vector<Config>& configs);
 
+// A case of the corpus PyTorch wrote (tests/corpus/difftest, made by make_corpus.py): the
+// exported program `pt2_path`, compiled and run under each config on the input_<i>.npy beside
+// it, each output compared with PyTorch's output_<i>.npy (the same criteria as above).
+CaseResult run_corpus_case(const std::string& pt2_path, const std::vector<Config>& configs);
+
 }  // namespace neuronc::difftest

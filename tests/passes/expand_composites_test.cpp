@@ -227,5 +227,17 @@ TEST(ExpandComposites, VarIsTheMeanSquaredDeviationOverNMinusCorrection) {
 )");
 }
 
+// torch.var(x, dim, unbiased=False) in the training IR (found by the difftest corpus, case 12):
+// the population variance, N in the denominator.
+TEST(ExpandComposites, VarDimUnbiasedFalseDividesByN) {
+  const std::string out = testing::run_pass<ExpandComposites>(R"(graph {
+  input %x : f32[3, 4]
+  %v : f32[3, 1] = aten.var.dim(%x) {dim = [-1], unbiased = false, keepdim = true}
+  output %v
+}
+)");
+  EXPECT_NE(out.find("aten.div.Scalar(%sum) {other = 4.0}"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace neuronc::passes
