@@ -398,6 +398,10 @@ void register_creation_and_indexing_ops(OpRegistry& r) {
       I, H, [](const ShapeContext& c) -> std::vector<TensorType> { return {c.input(0)}; });
   r.add("index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor", I, H,
         [](const ShapeContext& c) -> std::vector<TensorType> { return {c.input(0)}; });
+  // A static KV cache's update (transformers' StaticCache): functionalization makes it
+  // index_copy on the cache buffer, written back as a buffer mutation.
+  r.add("index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)", I, H,
+        [](const ShapeContext& c) -> std::vector<TensorType> { return {c.input(0)}; });
 }
 
 }  // namespace neuronc::ir
