@@ -150,6 +150,47 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
   return s;
 }
 
+Result<std::vector<int64_t>> broadcast_shapes(const HostOpContext& c, const std::vector<int64_t>& a,
+                                              const std::vector<int64_t>& b) {
+  const size_t r = std::max(a.size(), b.size());
+  std::vector<int64_t> out(r);
+  for (size_t i = 0; i < r; ++i) {
+    const int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    const int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da != db && da != 1 && db != 1)
+      return c.error("shapes " + shape_str(a) + " and " + shape_str(b) + " do not broadcast (dim " +
+                     std::to_string(i) + ": " + std::to_string(da) + " vs " + std::to_string(db) +
+                     ")");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+std::vector<int64_t> broadcast_index(const std::vector<int64_t>& in,
+                                     const std::vector<int64_t>& out) {
+  int64_t n = 1;
+  for (int64_t d : out) n *= d;
+  std::vector<int64_t> idx(static_cast<size_t>(n));
+  const size_t r = out.size();
+  std::vector<int64_t> in_strides(r, 0);
+  const auto cs = contiguous_strides(in);
+  for (size_t i = 0; i < in.size(); ++i) in_strides[r - in.size() + i] = in[i] == 1 ? 0 : cs[i];
+  std::vector<int64_t> pos(r, 0);
+  int64_t off = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    idx[static_cast<size_t>(k)] = off;
+    for (int64_t d = static_cast<int64_t>(r) - 1; d >= 0; --d) {
+      if (++pos[d] < out[d]) {
+        off += in_strides[d];
+        break;
+      }
+      off -= in_strides[d] * (out[d] - 1);
+      pos[d] = 0;
+    }
+  }
+  return idx;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Element conversions.
 
@@ -266,6 +307,8 @@ const std::vector<std::pair<std::string, HostKernelFn>>& table() {
     register_reduction_kernels(k);
     register_fft_kernels(k);
     register_conv_kernels(k);
+    register_pool_kernels(k);
+    register_attention_kernels(k);
     register_scan_kernels(k);
     register_indexing_kernels(k);
     register_sort_kernels(k);

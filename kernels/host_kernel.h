@@ -111,6 +111,8 @@ void register_sort_kernels(KernelTable& t);
 void register_norm_kernels(KernelTable& t);
 void register_matmul_kernels(KernelTable& t);
 void register_conv_kernels(KernelTable& t);
+void register_pool_kernels(KernelTable& t);
+void register_attention_kernels(KernelTable& t);
 void register_creation_kernels(KernelTable& t);
 
 struct KernelTable {
@@ -131,6 +133,14 @@ Result<int64_t> normalize_dim(const HostOpContext& c, int64_t dim, int64_t rank)
 
 // Row-major strides in elements.
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape);
+
+// PyTorch's broadcast shape of `a` and `b`, or an error naming the dim that does not broadcast.
+Result<std::vector<int64_t>> broadcast_shapes(const HostOpContext& c, const std::vector<int64_t>& a,
+                                              const std::vector<int64_t>& b);
+// For each flat index of a tensor of shape `out`, the flat index of the element of a tensor of
+// shape `in` (broadcast to `out`) that it reads.
+std::vector<int64_t> broadcast_index(const std::vector<int64_t>& in,
+                                     const std::vector<int64_t>& out);
 
 }  // namespace neuronc::host
 

@@ -1,6 +1,6 @@
 // Host data-movement kernels. Every view-like op (permute, transpose, expand, slice, select,
-// flip) is a strided gather from its input; reshape-like ops are byte copies; cat, index_select
-// and embedding copy rows.
+// flip, split) is a strided gather from its input; reshape-like ops and inference dropout are
+// byte copies; cat, index_select and embedding copy rows.
 #include <algorithm>
 #include <cstring>
 
@@ -238,6 +238,62 @@ Status cat(const HostOpContext& c) {
   return Status::ok();
 }
 
+// split.Tensor(self, split_size, dim=0) and split_with_sizes(self, split_sizes, dim=0): one
+// output per part along dim (split.Tensor's last part may be shorter), each a slice.
+Status split(const HostOpContext& c) {
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("self"));
+  if (x->rank() == 0) return c.error("cannot split a scalar");
+  NEURONC_ASSIGN_OR_RETURN_(int64_t d, normalize_dim(c, c.get_int("dim", 0), x->rank()));
+  const int64_t n = x->shape[d];
+  std::vector<int64_t> sizes;
+  if (c.op_name() == "aten.split.Tensor") {
+    const int64_t s = c.get_int("split_size", 0);
+    if (s < 1 && n > 0) return c.error("split_size is " + std::to_string(s) + ", expected > 0");
+    for (int64_t off = 0; off < n; off += s) sizes.push_back(std::min(s, n - off));
+    if (sizes.empty()) sizes.push_back(0);
+  } else {
+    sizes = c.get_ints("split_sizes");
+    int64_t sum = 0;
+    for (int64_t s : sizes) {
+      if (s < 0) return c.error("split_sizes " + shape_str(sizes) + " holds a negative size");
+      sum += s;
+    }
+    if (sum != n)
+      return c.error("split_sizes " + shape_str(sizes) + " add up to " + std::to_string(sum) +
+                     ", expected the size " + std::to_string(n) + " of dim " + std::to_string(d));
+  }
+  NEURONC_RETURN_IF_ERROR_(c.expect_outputs(sizes.size()));
+  const auto st = contiguous_strides(x->shape);
+  std::vector<int64_t> shape = x->shape;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    shape[d] = sizes[k];
+    NEURONC_RETURN_IF_ERROR_(c.expect_output(k, x->dtype, shape));
+  }
+  if (c.dry_run()) return Status::ok();
+  int64_t start = 0;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    shape[d] = sizes[k];
+    gather_strided(*x, start * st[d], shape, st, c.output(k));
+    start += sizes[k];
+  }
+  return Status::ok();
+}
+
+// dropout(input, p, train): the identity in inference (train false, or p 0); training-mode
+// dropout draws random numbers, which a compiled program does not.
+Status dropout(const HostOpContext& c) {
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("input"));
+  NEURONC_RETURN_IF_ERROR_(c.expect_outputs(1));
+  NEURONC_RETURN_IF_ERROR_(c.expect_output(0, x->dtype, x->shape));
+  const double p = c.get_float("p", 0.5);
+  if (c.get_bool("train", false) && p != 0)
+    return c.error("dropout in training mode (p " + std::to_string(p) +
+                   ") is not supported, expected train false");
+  if (c.dry_run()) return Status::ok();
+  if (x->nbytes()) std::memcpy(c.output(0).data, x->data, x->nbytes());
+  return Status::ok();
+}
+
 // Reads index tensor entries (any integer dtype), wrapping negatives, checking bounds.
 Result<std::vector<int64_t>> read_indices(const HostOpContext& c, const HostTensor& idx,
                                           int64_t limit) {
@@ -379,6 +435,9 @@ void register_data_movement_kernels(KernelTable& t) {
   t.add("aten.select.int", select);
   t.add("aten.flip.default", flip);
   t.add("aten.cat.default", cat);
+  t.add("aten.split.Tensor", split);
+  t.add("aten.split_with_sizes.default", split);
+  t.add("aten.dropout.default", dropout);
   t.add("aten.index_select.default", index_select);
   t.add("aten.embedding.default", embedding);
   t.add("aten.view_as_real.default", view_as_real);

@@ -1,6 +1,6 @@
-// Host element-wise kernels: unary math, binary arithmetic and comparison with PyTorch
-// broadcasting, where, clamp, casts. Float math runs in double and rounds once to the output
-// dtype; integer/bool outputs of integer inputs run in int64.
+// Host element-wise kernels: unary math and activations, binary arithmetic and comparison with
+// PyTorch broadcasting, where, masked_fill, clamp, casts. Float math runs in double and rounds once
+// to the output dtype; integer/bool outputs of integer inputs run in int64.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -15,52 +15,6 @@ using Unary = double (*)(double);
 
 double fabs_(double x) {
   return std::fabs(x);
-}
-
-// Broadcast shape of a and b, or an error.
-Result<std::vector<int64_t>> broadcast(const HostOpContext& c, const std::vector<int64_t>& a,
-                                       const std::vector<int64_t>& b) {
-  const size_t r = std::max(a.size(), b.size());
-  std::vector<int64_t> out(r);
-  for (size_t i = 0; i < r; ++i) {
-    const int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
-    const int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
-    if (da != db && da != 1 && db != 1)
-      return c.error("shapes " + shape_str(a) + " and " + shape_str(b) + " do not broadcast (dim " +
-                     std::to_string(i) + ": " + std::to_string(da) + " vs " + std::to_string(db) +
-                     ")");
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
-}
-
-// Element index into `in` for each flat index of `out` under broadcasting.
-std::vector<int64_t> broadcast_index(const std::vector<int64_t>& in,
-                                     const std::vector<int64_t>& out) {
-  const int64_t n = [&] {
-    int64_t k = 1;
-    for (int64_t d : out) k *= d;
-    return k;
-  }();
-  std::vector<int64_t> idx(static_cast<size_t>(n));
-  const size_t r = out.size();
-  std::vector<int64_t> in_strides(r, 0);
-  const auto cs = contiguous_strides(in);
-  for (size_t i = 0; i < in.size(); ++i) in_strides[r - in.size() + i] = in[i] == 1 ? 0 : cs[i];
-  std::vector<int64_t> pos(r, 0);
-  int64_t off = 0;
-  for (int64_t k = 0; k < n; ++k) {
-    idx[static_cast<size_t>(k)] = off;
-    for (int64_t d = static_cast<int64_t>(r) - 1; d >= 0; --d) {
-      if (++pos[d] < out[d]) {
-        off += in_strides[d];
-        break;
-      }
-      off -= in_strides[d] * (out[d] - 1);
-      pos[d] = 0;
-    }
-  }
-  return idx;
 }
 
 double gelu_erf(double x) {
@@ -150,7 +104,7 @@ Status binary(const HostOpContext& c) {
   const double alpha = c.get_float("alpha", 1.0);
   std::vector<int64_t> shape = a->shape;
   if (b) {
-    NEURONC_ASSIGN_OR_RETURN_(shape, broadcast(c, a->shape, b->shape));
+    NEURONC_ASSIGN_OR_RETURN_(shape, broadcast_shapes(c, a->shape, b->shape));
   } else if (!c.has(kOther)) {
     return c.error("argument '" + std::string(kOther) + "' is missing");
   }
@@ -261,7 +215,7 @@ Status bitwise(const HostOpContext& c) {
   NEURONC_ASSIGN_OR_RETURN_(const HostTensor* a, c.required("self"));
   NEURONC_ASSIGN_OR_RETURN_(const HostTensor* b, c.required("other"));
   NEURONC_RETURN_IF_ERROR_(c.expect_outputs(1));
-  NEURONC_ASSIGN_OR_RETURN_(std::vector<int64_t> shape, broadcast(c, a->shape, b->shape));
+  NEURONC_ASSIGN_OR_RETURN_(std::vector<int64_t> shape, broadcast_shapes(c, a->shape, b->shape));
   HostTensor& o = c.output(0);
   if (o.shape != shape)
     return c.error("output shape " + shape_str(o.shape) + ", expected " + shape_str(shape));
@@ -294,12 +248,17 @@ Status bitwise_not(const HostOpContext& c) {
   return Status::ok();
 }
 
-// masked_fill.Scalar(self, mask, value): value where the mask (broadcast to self) is set.
+// masked_fill.Scalar(self, mask, value) and masked_fill.Tensor (value a 0-dim tensor): value
+// where the mask (broadcast to self) is set.
 Status masked_fill(const HostOpContext& c) {
   NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("self"));
   NEURONC_ASSIGN_OR_RETURN_(const HostTensor* mask, c.required("mask"));
   NEURONC_RETURN_IF_ERROR_(c.expect_outputs(1));
-  NEURONC_ASSIGN_OR_RETURN_(std::vector<int64_t> shape, broadcast(c, x->shape, mask->shape));
+  const HostTensor* value = c.tensor("value");
+  if (c.op_name() == "aten.masked_fill.Tensor" && (!value || value->rank() != 0))
+    return c.error("value must be a 0-dim tensor, found " +
+                   (value ? shape_str(value->shape) : std::string("none")));
+  NEURONC_ASSIGN_OR_RETURN_(std::vector<int64_t> shape, broadcast_shapes(c, x->shape, mask->shape));
   if (shape != x->shape)
     return c.error("mask " + shape_str(mask->shape) + " does not broadcast to self " +
                    shape_str(x->shape));
@@ -311,14 +270,15 @@ Status masked_fill(const HostOpContext& c) {
   const auto mi = broadcast_index(mask->shape, shape);
   if (dtype_is_integral(o.dtype)) {
     auto v = to_int64(*x);
-    const std::optional<int64_t> iv = c.opt_int("value");
+    const std::optional<int64_t> iv =
+        value ? std::optional(to_int64(*value)[0]) : c.opt_int("value");
     const int64_t fill = iv ? *iv : kernels::double_to_int64(c.get_float("value", 0));
     for (size_t k = 0; k < v.size(); ++k)
       if (mv[mi[k]] != 0) v[k] = fill;
     from_int64(o, v);
   } else {
     auto v = to_double(*x);
-    const double fill = c.get_float("value", 0);
+    const double fill = value ? to_double(*value)[0] : c.get_float("value", 0);
     for (size_t k = 0; k < v.size(); ++k)
       if (mv[mi[k]] != 0) v[k] = fill;
     from_double(o, v);
@@ -333,10 +293,10 @@ Status where(const HostOpContext& c) {
   const HostTensor* b = c.tensor("other");
   std::vector<int64_t> shape = cond->shape;
   if (a) {
-    NEURONC_ASSIGN_OR_RETURN_(shape, broadcast(c, shape, a->shape));
+    NEURONC_ASSIGN_OR_RETURN_(shape, broadcast_shapes(c, shape, a->shape));
   }
   if (b) {
-    NEURONC_ASSIGN_OR_RETURN_(shape, broadcast(c, shape, b->shape));
+    NEURONC_ASSIGN_OR_RETURN_(shape, broadcast_shapes(c, shape, b->shape));
   }
   HostTensor& o = c.output(0);
   if (o.shape != shape)
@@ -485,6 +445,33 @@ double sqrt_(double x) {
 double trunc_(double x) {
   return std::trunc(x);
 }
+// PyTorch's hard activations; NaN propagates through the clamps as in PyTorch.
+double clamp_nan(double x, double lo, double hi) {
+  return std::isnan(x) ? x : std::min(std::max(x, lo), hi);
+}
+double relu6(double x) {
+  return clamp_nan(x, 0, 6);
+}
+double hardsigmoid(double x) {
+  return clamp_nan(x + 3, 0, 6) / 6;
+}
+double hardswish(double x) {
+  return x * clamp_nan(x + 3, 0, 6) / 6;
+}
+
+// hardtanh(self, min_val=-1, max_val=1): clamp to [min_val, max_val].
+Status hardtanh(const HostOpContext& c) {
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* x, c.required("self"));
+  NEURONC_RETURN_IF_ERROR_(c.expect_output(0, x->dtype, x->shape));
+  const double lo = c.get_float("min_val", -1), hi = c.get_float("max_val", 1);
+  if (lo > hi)
+    return c.error("min_val " + std::to_string(lo) + " is above max_val " + std::to_string(hi));
+  if (c.dry_run()) return Status::ok();
+  std::vector<double> v = to_double(*x);
+  for (double& e : v) e = clamp_nan(e, lo, hi);
+  from_double(c.output(0), v);
+  return Status::ok();
+}
 
 // softplus(x, beta, threshold) = log1p(exp(beta x)) / beta, or x where beta x > threshold.
 Status softplus(const HostOpContext& c) {
@@ -565,6 +552,10 @@ void register_elementwise_kernels(KernelTable& t) {
   t.add("aten.silu.default", unary<silu>);
   t.add("aten.gelu.default", gelu);
   t.add("aten.logical_not.default", unary<logical_not>);
+  t.add("aten.relu6.default", unary<relu6>);
+  t.add("aten.hardsigmoid.default", unary<hardsigmoid>);
+  t.add("aten.hardswish.default", unary<hardswish>);
+  t.add("aten.hardtanh.default", hardtanh);
   for (const char* s : {"Tensor", "Scalar"}) {
     const std::string suf = std::string(".") + s;
     t.add("aten.add" + suf, binary<BinOp::add>);
@@ -596,6 +587,7 @@ void register_elementwise_kernels(KernelTable& t) {
     t.add(op, bitwise<BitOp::xor_>);
   t.add("aten.bitwise_not.default", bitwise_not);
   t.add("aten.masked_fill.Scalar", masked_fill);
+  t.add("aten.masked_fill.Tensor", masked_fill);
   t.add("aten.where.self", where);
   t.add("aten.where.ScalarSelf", where);
   t.add("aten.where.ScalarOther", where);

@@ -1,4 +1,5 @@
-// Host matmul kernels (fallback only; the device runs these normally): mm, bmm, addmm, linear.
+// Host matmul kernels (fallback only; the device runs these normally): mm, bmm, addmm, linear,
+// matmul (torch.matmul's vectors and broadcast batch dims), baddbmm.
 // Double accumulation, one rounding to the output dtype.
 #include "kernels/host_kernel.h"
 
@@ -94,6 +95,89 @@ Status linear(const HostOpContext& c) {
   return s;
 }
 
+// Batched a [batch_a.., M, K] @ b [batch_b.., K, N] with the batch dims broadcast to `batch`.
+std::vector<double> batched_product(const std::vector<double>& av, const std::vector<int64_t>& sa,
+                                    const std::vector<double>& bv, const std::vector<int64_t>& sb,
+                                    const std::vector<int64_t>& batch) {
+  const int64_t M = sa[sa.size() - 2], K = sa.back(), N = sb.back();
+  const std::vector<int64_t> ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
+  const std::vector<int64_t> ia = broadcast_index(ba, batch), ib = broadcast_index(bb, batch);
+  std::vector<double> out(ia.size() * static_cast<size_t>(M * N), 0.0);
+  for (size_t t = 0; t < ia.size(); ++t) {
+    const double* pa = av.data() + ia[t] * M * K;
+    const double* pb = bv.data() + ib[t] * K * N;
+    double* po = out.data() + static_cast<int64_t>(t) * M * N;
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t k = 0; k < K; ++k) {
+        const double x = pa[m * K + k];
+        for (int64_t n = 0; n < N; ++n) po[m * N + n] += x * pb[k * N + n];
+      }
+  }
+  return out;
+}
+
+// matmul(self, other), torch.matmul: vectors get a unit dim (removed from the result), batch
+// dims broadcast.
+Status matmul(const HostOpContext& c) {
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* a, c.required("self"));
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* b, c.required("other"));
+  NEURONC_RETURN_IF_ERROR_(c.expect_outputs(1));
+  if (a->rank() == 0 || b->rank() == 0)
+    return c.error("operands " + shape_str(a->shape) + " and " + shape_str(b->shape) +
+                   " must have rank >= 1");
+  if (!dtype_is_float(a->dtype) || b->dtype != a->dtype)
+    return c.error("operands are " + dtype_str(a->dtype) + " and " + dtype_str(b->dtype) +
+                   ", expected one float type");
+  std::vector<int64_t> sa = a->shape, sb = b->shape;
+  const bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
+  if (a_vec) sa.insert(sa.begin(), 1);
+  if (b_vec) sb.push_back(1);
+  if (sa.back() != sb[sb.size() - 2])
+    return c.error("cannot multiply " + shape_str(a->shape) + " by " + shape_str(b->shape) +
+                   ": contraction dims " + std::to_string(sa.back()) + " and " +
+                   std::to_string(sb[sb.size() - 2]));
+  NEURONC_ASSIGN_OR_RETURN_(
+      std::vector<int64_t> batch,
+      broadcast_shapes(c, {sa.begin(), sa.end() - 2}, {sb.begin(), sb.end() - 2}));
+  std::vector<int64_t> shape = batch;
+  if (!a_vec) shape.push_back(sa[sa.size() - 2]);
+  if (!b_vec) shape.push_back(sb.back());
+  NEURONC_RETURN_IF_ERROR_(c.expect_output(0, a->dtype, shape));
+  if (c.dry_run()) return Status::ok();
+  from_double(c.output(0), batched_product(to_double(*a), sa, to_double(*b), sb, batch));
+  return Status::ok();
+}
+
+// baddbmm(self, batch1 [B, M, K], batch2 [B, K, N], beta=1, alpha=1): beta * self (broadcast to
+// [B, M, N]; ignored when beta is 0, as in PyTorch) + alpha * batch1 @ batch2.
+Status baddbmm(const HostOpContext& c) {
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* self, c.required("self"));
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* a, c.required("batch1"));
+  NEURONC_ASSIGN_OR_RETURN_(const HostTensor* b, c.required("batch2"));
+  NEURONC_RETURN_IF_ERROR_(c.expect_outputs(1));
+  if (a->rank() != 3 || b->rank() != 3 || a->shape[0] != b->shape[0] || a->shape[2] != b->shape[1])
+    return c.error("expected batch1 [B, M, K] and batch2 [B, K, N], found " + shape_str(a->shape) +
+                   " and " + shape_str(b->shape));
+  if (!dtype_is_float(a->dtype) || b->dtype != a->dtype)
+    return c.error("batch1 and batch2 are " + dtype_str(a->dtype) + " and " + dtype_str(b->dtype) +
+                   ", expected one float type");
+  const std::vector<int64_t> shape = {a->shape[0], a->shape[1], b->shape[2]};
+  NEURONC_ASSIGN_OR_RETURN_(std::vector<int64_t> full, broadcast_shapes(c, self->shape, shape));
+  if (full != shape)
+    return c.error("self " + shape_str(self->shape) + " does not broadcast to " + shape_str(shape));
+  NEURONC_RETURN_IF_ERROR_(c.expect_output(0, a->dtype, shape));
+  if (c.dry_run()) return Status::ok();
+  const double alpha = c.get_float("alpha", 1), beta = c.get_float("beta", 1);
+  std::vector<double> out =
+      batched_product(to_double(*a), a->shape, to_double(*b), b->shape, {shape[0]});
+  const std::vector<double> sv = to_double(*self);
+  const std::vector<int64_t> si = broadcast_index(self->shape, shape);
+  for (size_t k = 0; k < out.size(); ++k)
+    out[k] = alpha * out[k] + (beta == 0 ? 0.0 : beta * sv[si[k]]);
+  from_double(c.output(0), out);
+  return Status::ok();
+}
+
 // transformers::grouped_mm_fallback(input [S, K] sorted by expert, weight [E, K, N], offs [E]
 // cumulative row counts): rows [offs[e-1], offs[e]) times weight[e]; rows past the last
 // offset stay zero, as in transformers' own loop.
@@ -140,6 +224,8 @@ void register_matmul_kernels(KernelTable& t) {
   t.add("aten.bmm.default", mm);
   t.add("aten.addmm.default", addmm);
   t.add("aten.linear.default", linear);
+  t.add("aten.matmul.default", matmul);
+  t.add("aten.baddbmm.default", baddbmm);
 }
 
 }  // namespace neuronc::host

@@ -733,5 +733,245 @@ TEST(HostKernels, RsubAndBitwise) {
   EXPECT_THAT(bad.status().message(), HasSubstr("bool or integer tensors, found f32"));
 }
 
+// ---- Pooling ----------------------------------------------------------------------------------
+
+const In kPlane{"self", T::f32, {1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}};
+
+TEST(HostKernels, MaxPool) {
+  EXPECT_THAT(
+      run1("aten.max_pool2d.default", {kPlane},
+           {A::integers("kernel_size", {2}), A::integers("stride", {1})}, {T::f32, {1, 1, 2, 2}}),
+      ElementsAre(5, 6, 8, 9));
+  // Padding 1, stride 2 (the kernel size): the index is the flat position in the plane.
+  auto r = run_host_op("aten.max_pool2d_with_indices.default", {kPlane},
+                       {A::integers("kernel_size", {2, 2}), A::integers("padding", {1, 1})},
+                       {{T::f32, {1, 1, 2, 2}}, {T::i64, {1, 1, 2, 2}}});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_THAT((*r)[0], ElementsAre(1, 3, 7, 9));
+  EXPECT_THAT((*r)[1], ElementsAre(0, 2, 6, 8));
+  // ceil_mode keeps a last window that starts inside the input.
+  EXPECT_THAT(run1("aten.max_pool2d.default", {{"self", T::f32, {1, 1, 5}, {1, 2, 3, 4, 5}}},
+                   {A::integers("kernel_size", {1, 2}), A::integers("stride", {1, 2}),
+                    A::boolean("ceil_mode", true)},
+                   {T::f32, {1, 1, 3}}),
+              ElementsAre(2, 4, 5));
+  // Unbatched 1-D with dilation 2: windows {0, 2}, {1, 3}, {2, 4}; NaN wins.
+  EXPECT_THAT(run1("aten.max_pool1d.default", {{"self", T::f32, {1, 5}, {1, 5, 2, 4, 3}}},
+                   {A::integers("kernel_size", {2}), A::integers("stride", {1}),
+                    A::integers("dilation", {2})},
+                   {T::f32, {1, 3}}),
+              ElementsAre(2, 5, 3));
+  const std::vector<double> nan =
+      run1("aten.max_pool1d.default", {{"self", T::f32, {1, 3}, {1, NAN, 0}}},
+           {A::integers("kernel_size", {3})}, {T::f32, {1, 1}});
+  ASSERT_EQ(nan.size(), 1u);
+  EXPECT_TRUE(std::isnan(nan[0]));
+  auto bad = run_host_op("aten.max_pool2d.default", {kPlane},
+                         {A::integers("kernel_size", {2}), A::integers("padding", {2})},
+                         {{T::f32, {1, 1, 3, 3}}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("padding 2 exceeds half the kernel (1)"));
+  bad = run_host_op("aten.max_pool2d.default", {kPlane}, {A::integers("kernel_size", {2})},
+                    {{T::f32, {1, 1, 2, 2}}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("expected f32[1, 1, 1, 1]"));
+}
+
+TEST(HostKernels, AvgPool) {
+  const std::vector<A> pad1 = {A::integers("kernel_size", {2, 2}), A::integers("stride", {2, 2}),
+                               A::integers("padding", {1, 1})};
+  EXPECT_THAT(run1("aten.avg_pool2d.default", {kPlane}, pad1, {T::f32, {1, 1, 2, 2}}),
+              ElementsAre(0.25, 1.25, 2.75, 7));
+  std::vector<A> no_pad = pad1;
+  no_pad.push_back(A::boolean("count_include_pad", false));
+  EXPECT_THAT(run1("aten.avg_pool2d.default", {kPlane}, no_pad, {T::f32, {1, 1, 2, 2}}),
+              ElementsAre(1, 2.5, 5.5, 7));
+  std::vector<A> divisor = pad1;
+  divisor.push_back(A::integer("divisor_override", 2));
+  EXPECT_THAT(run1("aten.avg_pool2d.default", {kPlane}, divisor, {T::f32, {1, 1, 2, 2}}),
+              ElementsAre(0.5, 2.5, 5.5, 14));
+  // ceil_mode: the last window holds one element and divides by one.
+  EXPECT_THAT(run1("aten.avg_pool2d.default", {{"self", T::f32, {1, 1, 5}, {1, 2, 3, 4, 5}}},
+                   {A::integers("kernel_size", {1, 2}), A::integers("stride", {1, 2}),
+                    A::boolean("ceil_mode", true)},
+                   {T::f32, {1, 1, 3}}),
+              ElementsAre(1.5, 3.5, 5));
+  EXPECT_THAT(run1("aten.avg_pool1d.default", {{"self", T::f32, {1, 4}, {1, 2, 3, 4}}},
+                   {A::integers("kernel_size", {2})}, {T::f32, {1, 2}}),
+              ElementsAre(1.5, 3.5));
+  auto bad = run_host_op("aten.avg_pool2d.default", {{"self", T::i64, {1, 1, 2, 2}, {1, 2, 3, 4}}},
+                         {A::integers("kernel_size", {2})}, {{T::i64, {1, 1, 1, 1}}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("input is i64, expected a float type"));
+}
+
+TEST(HostKernels, AdaptiveAvgPool) {
+  // Windows [floor(i L / O), ceil((i + 1) L / O)): rows {0, 1} and {1, 2}, the same for columns.
+  for (const char* op : {"aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default"})
+    EXPECT_THAT(run1(op, {kPlane}, {A::integers("output_size", {2, 2})}, {T::f32, {1, 1, 2, 2}}),
+                ElementsAre(3, 4, 6, 7));
+  EXPECT_THAT(run1("aten.adaptive_avg_pool1d.default", {{"self", T::f32, {1, 5}, {1, 2, 3, 4, 5}}},
+                   {A::integers("output_size", {2})}, {T::f32, {1, 2}}),
+              ElementsAre(2, 4));
+  auto bad = run_host_op("aten.adaptive_avg_pool2d.default", {kPlane},
+                         {A::integers("output_size", {2, 2, 2})}, {{T::f32, {1, 1, 2, 2}}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("output_size has 3 entries, expected 2"));
+}
+
+// ---- Normalisation, activations, data movement, matmul, attention -----------------------------
+
+TEST(HostKernels, LayerRmsAndGroupNorm) {
+  // Rows [1, 3] and [2, 4]: mean 2 and 3, variance 1.
+  EXPECT_THAT(run1("aten.layer_norm.default",
+                   {{"input", T::f32, {2, 2}, {1, 3, 2, 4}},
+                    {"weight", T::f32, {2}, {2, 1}},
+                    {"bias", T::f32, {2}, {0, 1}}},
+                   {A::integers("normalized_shape", {2}), A::real("eps", 0)}, {T::f32, {2, 2}}),
+              ElementsAre(-2, 2, -2, 2));
+  // [3, 4]: mean square 12.5; the default eps is f32's epsilon.
+  const double rms = std::sqrt(12.5);
+  EXPECT_THAT(run1("aten.rms_norm.default",
+                   {{"input", T::f32, {1, 2}, {3, 4}}, {"weight", T::f32, {2}, {1, 2}}},
+                   {A::integers("normalized_shape", {2})}, {T::f32, {1, 2}}),
+              Near(std::vector<double>{3 / rms, 8 / rms}));
+  // Groups {1, 3} (mean 2, variance 1) and {10, 20} (mean 15, variance 25).
+  const std::vector<In> gn = {{"input", T::f32, {1, 4, 1}, {1, 3, 10, 20}},
+                              {"weight", T::f32, {4}, {1, 2, 3, 4}},
+                              {"bias", T::f32, {4}, {0, 0, 0, 1}}};
+  EXPECT_THAT(run1("aten.group_norm.default", gn, {A::integer("num_groups", 2), A::real("eps", 0)},
+                   {T::f32, {1, 4, 1}}),
+              ElementsAre(-1, 2, -3, 5));
+  auto r = run_host_op("aten.native_group_norm.default", gn,
+                       {A::integer("N", 1), A::integer("C", 4), A::integer("HxW", 1),
+                        A::integer("group", 2), A::real("eps", 0)},
+                       {{T::f32, {1, 4, 1}}, {T::f32, {1, 2}}, {T::f32, {1, 2}}});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_THAT((*r)[0], ElementsAre(-1, 2, -3, 5));
+  EXPECT_THAT((*r)[1], ElementsAre(2, 15));
+  EXPECT_THAT((*r)[2], Near(std::vector<double>{1, 0.2}));
+  auto bad = run_host_op("aten.group_norm.default", gn, {A::integer("num_groups", 3)},
+                         {{T::f32, {1, 4, 1}}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("4 channels are not divisible into 3 groups"));
+}
+
+TEST(HostKernels, HardActivationsAndMaskedFillTensor) {
+  EXPECT_THAT(
+      run1("aten.hardsigmoid.default", {{"self", T::f32, {4}, {-4, 0, 1.5, 4}}}, {}, {T::f32, {4}}),
+      ElementsAre(0, 0.5, 0.75, 1));
+  EXPECT_THAT(
+      run1("aten.hardswish.default", {{"self", T::f32, {4}, {-4, -1, 1, 4}}}, {}, {T::f32, {4}}),
+      Near(std::vector<double>{0, -1.0 / 3, 2.0 / 3, 4}));
+  EXPECT_THAT(run1("aten.relu6.default", {{"self", T::f32, {3}, {-1, 3, 7}}}, {}, {T::f32, {3}}),
+              ElementsAre(0, 3, 6));
+  EXPECT_THAT(run1("aten.hardtanh.default", {{"self", T::f32, {3}, {-1, 0.25, 3}}},
+                   {A::real("min_val", -0.5), A::real("max_val", 2)}, {T::f32, {3}}),
+              ElementsAre(-0.5, 0.25, 2));
+  EXPECT_THAT(run1("aten.masked_fill.Tensor",
+                   {{"self", T::f32, {3}, {1, 2, 3}},
+                    {"mask", T::boolean, {3}, {1, 0, 1}},
+                    {"value", T::f32, {}, {9}}},
+                   {}, {T::f32, {3}}),
+              ElementsAre(9, 2, 9));
+  auto bad = run_host_op("aten.hardtanh.default", {{"self", T::f32, {1}, {0}}},
+                         {A::real("min_val", 1), A::real("max_val", 0)}, {{T::f32, {1}}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("is above max_val"));
+  bad = run_host_op("aten.masked_fill.Tensor",
+                    {{"self", T::f32, {3}, {1, 2, 3}},
+                     {"mask", T::boolean, {3}, {1, 0, 1}},
+                     {"value", T::f32, {1}, {9}}},
+                    {}, {{T::f32, {3}}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("value must be a 0-dim tensor, found [1]"));
+}
+
+TEST(HostKernels, SplitAndDropout) {
+  auto r =
+      run_host_op("aten.split.Tensor", {{"self", T::f32, {5}, {0, 1, 2, 3, 4}}},
+                  {A::integer("split_size", 2)}, {{T::f32, {2}}, {T::f32, {2}}, {T::f32, {1}}});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_THAT(*r, ElementsAre(ElementsAre(0, 1), ElementsAre(2, 3), ElementsAre(4)));
+  r = run_host_op("aten.split_with_sizes.default", {{"self", T::i64, {2, 3}, {0, 1, 2, 3, 4, 5}}},
+                  {A::integers("split_sizes", {1, 2}), A::integer("dim", -1)},
+                  {{T::i64, {2, 1}}, {T::i64, {2, 2}}});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_THAT(*r, ElementsAre(ElementsAre(0, 3), ElementsAre(1, 2, 4, 5)));
+  auto bad = run_host_op("aten.split_with_sizes.default", {{"self", T::f32, {3}, {0, 1, 2}}},
+                         {A::integers("split_sizes", {1, 1})}, {{T::f32, {1}}, {T::f32, {1}}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("add up to 2, expected the size 3 of dim 0"));
+  EXPECT_THAT(run1("aten.dropout.default", {{"input", T::f32, {2}, {1, -2}}},
+                   {A::real("p", 0.5), A::boolean("train", false)}, {T::f32, {2}}),
+              ElementsAre(1, -2));
+  bad = run_host_op("aten.dropout.default", {{"input", T::f32, {2}, {1, -2}}},
+                    {A::real("p", 0.5), A::boolean("train", true)}, {{T::f32, {2}}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("dropout in training mode"));
+}
+
+TEST(HostKernels, MatmulBroadcastAndBaddbmm) {
+  EXPECT_THAT(
+      run1("aten.matmul.default",
+           {{"self", T::f32, {3}, {1, 2, 3}}, {"other", T::f32, {3}, {4, 5, 6}}}, {}, {T::f32, {}}),
+      ElementsAre(32));
+  EXPECT_THAT(run1("aten.matmul.default",
+                   {{"self", T::f32, {2}, {1, 1}}, {"other", T::f32, {2, 3}, {1, 2, 3, 4, 5, 6}}},
+                   {}, {T::f32, {3}}),
+              ElementsAre(5, 7, 9));
+  // Batch dims broadcast: [2, 1, 2] @ [2, 1] -> [2, 1, 1].
+  EXPECT_THAT(run1("aten.matmul.default",
+                   {{"self", T::f32, {2, 1, 2}, {1, 2, 3, 4}}, {"other", T::f32, {2, 1}, {1, 1}}},
+                   {}, {T::f32, {2, 1, 1}}),
+              ElementsAre(3, 7));
+  EXPECT_THAT(run1("aten.baddbmm.default",
+                   {{"self", T::f32, {1}, {10}},
+                    {"batch1", T::f32, {1, 1, 2}, {1, 2}},
+                    {"batch2", T::f32, {1, 2, 1}, {3, 4}}},
+                   {A::real("beta", 0.5), A::real("alpha", 2)}, {T::f32, {1, 1, 1}}),
+              ElementsAre(27));
+  auto bad = run_host_op("aten.matmul.default",
+                         {{"self", T::f32, {2, 3}, {}}, {"other", T::f32, {2, 3}, {}}}, {},
+                         {{T::f32, {2, 3}}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("contraction dims 3 and 2"));
+}
+
+TEST(HostKernels, ScaledDotProductAttention) {
+  const char* op = "aten.scaled_dot_product_attention.default";
+  // Scale 1, scores [0, ln 3]: weights [1/4, 3/4] of values [0, 4].
+  EXPECT_THAT(run1(op,
+                   {{"query", T::f32, {1, 1, 1}, {1}},
+                    {"key", T::f32, {1, 2, 1}, {0, std::log(3.0)}},
+                    {"value", T::f32, {1, 2, 1}, {0, 4}}},
+                   {A::real("scale", 1)}, {T::f32, {1, 1, 1}}),
+              Near(std::vector<double>{3}));
+  // Equal scores: causal row 0 sees value 1, row 1 the mean of [1, 3]; a bool mask keeps where
+  // true; a row with nothing kept is zeros.
+  const In q{"query", T::f32, {2, 1}, {1, 1}}, k{"key", T::f32, {2, 1}, {0, 0}},
+      v{"value", T::f32, {2, 1}, {1, 3}};
+  EXPECT_THAT(run1(op, {q, k, v}, {A::boolean("is_causal", true)}, {T::f32, {2, 1}}),
+              ElementsAre(1, 2));
+  EXPECT_THAT(
+      run1(op, {q, k, v, {"attn_mask", T::boolean, {2, 2}, {0, 1, 0, 0}}}, {}, {T::f32, {2, 1}}),
+      ElementsAre(3, 0));
+  EXPECT_THAT(run1(op, {q, k, v, {"attn_mask", T::f32, {2}, {0, -INFINITY}}}, {}, {T::f32, {2, 1}}),
+              ElementsAre(1, 1));
+  // Grouped-query attention: query heads {0, 1} read key/value head 0, {2, 3} head 1.
+  const std::vector<In> gqa = {{"query", T::f32, {1, 4, 1, 1}, {1, 2, 3, 4}},
+                               {"key", T::f32, {1, 2, 1, 1}, {1, 1}},
+                               {"value", T::f32, {1, 2, 1, 1}, {5, 7}}};
+  EXPECT_THAT(run1(op, gqa, {A::boolean("enable_gqa", true)}, {T::f32, {1, 4, 1, 1}}),
+              ElementsAre(5, 5, 7, 7));
+  auto bad = run_host_op(op, gqa, {}, {{T::f32, {1, 4, 1, 1}}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("differing heads need enable_gqa"));
+  bad = run_host_op(op, {q, k, v, {"attn_mask", T::boolean, {2, 2}, {1, 1, 1, 1}}},
+                    {A::boolean("is_causal", true)}, {{T::f32, {2, 1}}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("attn_mask and is_causal are both set"));
+}
+
 }  // namespace
 }  // namespace neuronc::testing
