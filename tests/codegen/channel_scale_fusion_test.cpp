@@ -158,13 +158,15 @@ TEST(CodegenChannelScaleFusion, UnsafeCasesKeepTheMulKernel) {
   %y : f32[1, 8, 8, 8] = aten.conv2d.default(%m, %w)
   output %y
 })",
-      // bf16 product into an f32 convolution: the SBUF operand is f32, the product bf16
+      // bf16 product into a convolution whose weight (an input, not a constant) is read through
+      // its cast from f32: the SBUF operand is f32, the product bf16
       R"(graph {
   input %x : bf16[1, 8, 6, 6]
   input %s : bf16[1, 8, 1, 1]
-  param %w : f32[8, 8, 1, 1] "w"
+  input %w : f32[8, 8, 1, 1]
+  %wb : bf16[8, 8, 1, 1] = aten._to_copy.default(%w) {dtype = #bf16}
   %m : bf16[1, 8, 6, 6] = aten.mul.Tensor(%x, %s)
-  %y : f32[1, 8, 6, 6] = aten.conv2d.default(%m, %w)
+  %y : bf16[1, 8, 6, 6] = aten.conv2d.default(%m, %wb)
   output %y
 })",
   };

@@ -66,7 +66,7 @@ TEST(CodegenSupport, LargePoolingPlanesMatchOnTrn1) {
 })",
                           R"(graph {
   input %x : f32[2, 80, 131, 140]
-  %y : f32[2, 80, 65, 70] = aten.max_pool2d.default(%x) {kernel_size = [3, 3], stride = [2, 2], padding = [1, 1], dilation = [1, 1]}
+  %y : f32[2, 80, 66, 70] = aten.max_pool2d.default(%x) {kernel_size = [3, 3], stride = [2, 2], padding = [1, 1], dilation = [1, 1]}
   %z : f32[2, 80, 43, 46] = aten.avg_pool2d.default(%x) {kernel_size = [4, 5], stride = [3, 3]}
   output %y
   output %z
