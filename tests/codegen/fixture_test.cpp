@@ -1,8 +1,8 @@
 // The committed model fixtures through the real pipeline: load, passes, partition, then every
 // device partition compiled for the target and run on the device model (functional, race
 // checker on) with inputs chained from earlier partitions; host partitions run on the reference
-// interpreter. Checks each device partition against the reference interpreter and the model
-// outputs against PyTorch's (output_<i>.npy), and prints the simulated latency.
+// (the host kernels). Checks each device partition against the reference and the model outputs
+// against PyTorch's (output_<i>.npy), and prints the simulated latency.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -15,9 +15,9 @@
 #include "frontend/load.h"
 #include "harness.h"
 #include "passes/auto_cast.h"
+#include "passes/host_eval.h"
 #include "passes/partition.h"
 #include "passes/pass_manager.h"
-#include "passes/host_eval.h"
 
 namespace neuronc::codegen::testing {
 namespace {
@@ -65,26 +65,6 @@ RefTensor read_npy(const std::string& path) {
   return t;
 }
 
-bool fallback(const ir::Node& n, Env& env) {
-  std::vector<passes::HostTensor> hs;
-  std::vector<const passes::HostTensor*> ptrs;
-  hs.reserve(n.inputs().size());
-  for (const ir::Value* v : n.inputs()) {
-    if (!v) {
-      ptrs.push_back(nullptr);
-      continue;
-    }
-    const RefTensor& r = env.at(v->name());
-    hs.push_back({v->dtype(), r.shape, r.data});
-    ptrs.push_back(&hs.back());
-  }
-  auto out = passes::evaluate(n, ptrs);
-  if (!out) return false;
-  for (size_t k = 0; k < out->size(); ++k)
-    env[n.output(k)->name()] = RefTensor{(*out)[k].shape, (*out)[k].data};
-  return true;
-}
-
 struct Case {
   std::string model;
   std::string file;
@@ -127,15 +107,15 @@ TEST_P(Fixture, DevicePartitionsMatch) {
   double tensor_busy = 0;
   for (const passes::Partition& p : plan.partitions) {
     if (p.kind == passes::PartitionKind::host) {
-      evaluate_nodes(p.nodes, ref, fallback);
-      evaluate_nodes(p.nodes, dev, fallback);
+      evaluate_nodes(p.nodes, ref);
+      evaluate_nodes(p.nodes, dev);
       continue;
     }
     ++device_parts;
     CompiledPartition part;
     ASSERT_NO_THROW(part = compile_partition(g, p.nodes, p.inputs, p.outputs, t, {}))
         << c.model << " partition " << device_parts;
-    evaluate_nodes(p.nodes, ref, fallback);
+    evaluate_nodes(p.nodes, ref);
     std::vector<std::byte> hbm(part.program.hbm_size);
     for (const TensorBinding& b : part.inputs) {
       const RefTensor& v = dev.at(b.name);

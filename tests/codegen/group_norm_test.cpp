@@ -1,6 +1,6 @@
 // codegen: group norm (group_norm, native_group_norm) and layer norms over channels / large
 // extents, compiled, run on the device model of every target (functional, race checker on) and
-// compared with the reference interpreter (double precision).
+// compared with the reference (the host kernels).
 #include <gtest/gtest.h>
 
 #include <cstdio>
