@@ -6,6 +6,7 @@
 
 #include "ir/graph.h"
 #include "ir/op_registry.h"
+#include "kernels/window.h"
 
 namespace neuronc::ir {
 
@@ -28,9 +29,8 @@ int64_t require_constant(const ShapeContext& c, const Dim& d, const std::string&
 // Result dtype of an op mixing a tensor with a Python scalar (int, float or bool).
 DType promote_with_scalar(DType tensor, const Attribute* scalar);
 std::string shape_str(const ShapeContext& c, const Shape& s);
-// Output spatial size of conv/pool windows.
-int64_t window_out(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
-                   bool ceil_mode);
+// Output spatial size of conv/pool windows (kernels/window.h, shared with the host kernels).
+using kernels::window_out;
 
 }  // namespace shape_rules
 }  // namespace neuronc::ir

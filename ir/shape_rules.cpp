@@ -72,15 +72,4 @@ DType promote_with_scalar(DType tensor, const Attribute* scalar) {
   return tensor;
 }
 
-int64_t window_out(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
-                   bool ceil_mode) {
-  const int64_t span = dilation * (kernel - 1) + 1;
-  const int64_t num = in + 2 * pad - span;
-  if (num < 0) return 0;
-  int64_t out = (ceil_mode ? (num + stride - 1) / stride : num / stride) + 1;
-  // PyTorch: the last window must start inside the input or left padding.
-  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
-  return out;
-}
-
 }  // namespace neuronc::ir::shape_rules

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "kernels/host_kernel.h"
+#include "kernels/window.h"
 
 namespace neuronc::host {
 namespace {
@@ -19,14 +20,9 @@ struct Axis {
   int64_t in = 1, out = 1, kernel = 1, stride = 1, pad = 0, dilation = 1;
 };
 
-// Output length of a window over `in` (as the IR's shape rule and PyTorch's pooling_output_shape).
+// Output length of a window over `in` (kernels/window.h, the IR's shape rule's formula too).
 int64_t window_out(const Axis& a, bool ceil_mode) {
-  const int64_t span = a.dilation * (a.kernel - 1) + 1;
-  const int64_t num = a.in + 2 * a.pad - span;
-  if (num < 0) return 0;
-  int64_t out = (ceil_mode ? (num + a.stride - 1) / a.stride : num / a.stride) + 1;
-  if (ceil_mode && (out - 1) * a.stride >= a.in + a.pad) --out;
-  return out;
+  return kernels::window_out(a.in, a.kernel, a.stride, a.pad, a.dilation, ceil_mode);
 }
 
 struct Pool {
