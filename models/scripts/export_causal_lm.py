@@ -86,12 +86,26 @@ def load(a):
 def wrapper(m, batch, max_seq):
     from transformers import GenerationConfig
     from transformers.integrations.executorch import TorchExportableModuleWithStaticCache
+
+    class WithCacheBuffers(TorchExportableModuleWithStaticCache):
+        """transformers' wrapper registers the cache tensors as buffers, but its cache layers keep
+        their own references to them; non-strict torch.export swaps the module's buffers for
+        traced ones, so the layers' writes land in lifted constants and the exported program
+        loses the cache update. Re-binding the layers to the module's buffers on every call makes
+        the update a buffer mutation, which a runtime keeps as state across calls."""
+
+        def forward(self, input_ids=None, cache_position=None):
+            for i, layer in enumerate(self.static_cache.layers):
+                layer.keys = getattr(self, f"key_cache_{i}")
+                layer.values = getattr(self, f"value_cache_{i}")
+                layer.cumulative_length = getattr(self, f"cumulative_length_{i}")
+            return super().forward(input_ids=input_ids, cache_position=cache_position)
+
     device = next(m.parameters()).device  # "meta" for a weights-free export
     m.generation_config = GenerationConfig(
         use_cache=True, cache_implementation="static", max_length=max_seq,
         cache_config={"batch_size": batch, "max_cache_len": max_seq, "device": device})
-    return TorchExportableModuleWithStaticCache(m, batch_size=batch, max_cache_len=max_seq,
-                                                device=device)
+    return WithCacheBuffers(m, batch_size=batch, max_cache_len=max_seq, device=device)
 
 
 def program_inputs(batch, length, start, vocab, gen):

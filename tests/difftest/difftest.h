@@ -62,7 +62,8 @@ CaseResult run_graph(uint64_t seed, const std::function<std::unique_ptr<ir::Grap
 
 // A case of the corpus PyTorch wrote (tests/corpus/difftest, made by make_corpus.py): the
 // exported program `pt2_path`, compiled and run under each config on the input_<i>.npy beside
-// it, each output compared with PyTorch's output_<i>.npy (the same criteria as above).
+// it, each user output compared with PyTorch's output_<i>.npy (the same criteria as above);
+// buffer mutations, which follow the user outputs, have no file.
 CaseResult run_corpus_case(const std::string& pt2_path, const std::vector<Config>& configs);
 
 }  // namespace neuronc::difftest
