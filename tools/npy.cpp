@@ -118,9 +118,8 @@ NpyArray parse_npy(std::span<const std::byte> bytes, const std::string& what) {
                    "' is not supported (expected little-endian float64/32/16, bfloat16 (<V2), "
                    "int64/32/16/8, uint8, bool or complex64)");
   }
-  if (fortran != "False") {
-    throw NpyError(what +
-                   ": Fortran-order arrays are not supported; save with np.ascontiguousarray");
+  if (fortran != "False" && fortran != "True") {
+    throw NpyError(what + ": fortran_order is '" + fortran + "', expected True or False");
   }
   // "(2, 3)", "(5,)", "()".
   size_t p = 1;
@@ -147,6 +146,26 @@ NpyArray parse_npy(std::span<const std::byte> bytes, const std::string& what) {
                    std::to_string(need) + " data bytes, file has " + std::to_string(have));
   }
   const std::byte* d = bytes.data() + header_start + header_len;
+  if (fortran == "True" && a.shape.size() > 1 && numel > 0) {
+    // Column-major (np.save of a transposed view): element (i0, ..., in-1) is at
+    // sum(i_k * prod(shape[0..k))). Reordered to C order, which everything downstream reads.
+    const size_t es = npy_type_size(a.type), rank = a.shape.size();
+    std::vector<size_t> fstride(rank, 1);
+    for (size_t k = 1; k < rank; ++k)
+      fstride[k] = fstride[k - 1] * static_cast<size_t>(a.shape[k - 1]);
+    a.data.resize(need);
+    std::vector<int64_t> idx(rank, 0);
+    for (size_t c = 0; c < numel; ++c) {
+      size_t f = 0;
+      for (size_t k = 0; k < rank; ++k) f += static_cast<size_t>(idx[k]) * fstride[k];
+      std::memcpy(a.data.data() + c * es, d + f * es, es);
+      for (size_t k = rank; k-- > 0;) {  // next C-order index
+        if (++idx[k] < a.shape[k]) break;
+        idx[k] = 0;
+      }
+    }
+    return a;
+  }
   a.data.assign(d, d + need);
   return a;
 }

@@ -51,6 +51,20 @@ std::string header(const std::string& dict) {
   return out + h;
 }
 
+// np.save of a transposed array writes fortran_order True: the column-major data is read back
+// in C order.
+TEST(Npy, FortranOrderArraysAreReadInCOrder) {
+  // C order [[0, 1, 2], [3, 4, 5]] stored column-major: 0 3 1 4 2 5.
+  std::string data;
+  for (int32_t v : {0, 3, 1, 4, 2, 5}) data.append(reinterpret_cast<const char*>(&v), 4);
+  const NpyArray a = parse_npy(
+      as_bytes(header("{'descr': '<i4', 'fortran_order': True, 'shape': (2, 3), }") + data), "x");
+  ASSERT_EQ(a.shape, (std::vector<int64_t>{2, 3}));
+  std::vector<int32_t> got(6);
+  std::memcpy(got.data(), a.data.data(), 24);
+  EXPECT_EQ(got, (std::vector<int32_t>{0, 1, 2, 3, 4, 5}));
+}
+
 TEST(Npy, MalformedFilesSayWhatIsWrong) {
   struct Case {
     std::string bytes;
@@ -62,8 +76,8 @@ TEST(Npy, MalformedFilesSayWhatIsWrong) {
        "x: shape (2,) of float32 needs 8 data bytes, file has 4"},
       {header("{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }") + std::string(4, '\0'),
        "x: dtype '>f4' is not supported"},
-      {header("{'descr': '<f4', 'fortran_order': True, 'shape': (1,), }") + std::string(4, '\0'),
-       "x: Fortran-order arrays are not supported"},
+      {header("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (1,), }") + std::string(4, '\0'),
+       "x: fortran_order is 'Maybe', expected True or False"},
       {header("{'descr': '<f4', 'shape': (1,), }"), "x: header has no 'fortran_order' entry"},
       {header("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999,), }"),
        "x: dimension in (99999999999999999,) is too large"},
