@@ -143,6 +143,29 @@ Status max_pool(const HostOpContext& c) {
   return Status::ok();
 }
 
+// The sum of plane[y * width + x] over the window [y0, y1) x [x0, x1).
+double window_sum(const double* plane, int64_t width, int64_t y0, int64_t y1, int64_t x0,
+                  int64_t x1) {
+  double sum = 0;
+  for (int64_t y = y0; y < y1; ++y)
+    for (int64_t x = x0; x < x1; ++x) sum += plane[y * width + x];
+  return sum;
+}
+
+// cell(plane, i, j) for every output position of every plane, in output order.
+template <class Cell>
+std::vector<double> per_output(const Pool& p, const std::vector<double>& xv, Cell cell) {
+  const Axis &h = p.ax[0], &w = p.ax[1];
+  std::vector<double> out(static_cast<size_t>(p.planes * h.out * w.out));
+  size_t o = 0;
+  for (int64_t q = 0; q < p.planes; ++q) {
+    const double* plane = xv.data() + q * h.in * w.in;
+    for (int64_t i = 0; i < h.out; ++i)
+      for (int64_t j = 0; j < w.out; ++j) out[o++] = cell(plane, i, j);
+  }
+  return out;
+}
+
 // avg_pool1d / avg_pool2d: a window clipped to the padded input counts (count_include_pad) its
 // padding; divisor_override replaces the count.
 Status avg_pool(const HostOpContext& c) {
@@ -158,30 +181,20 @@ Status avg_pool(const HostOpContext& c) {
   NEURONC_RETURN_IF_ERROR_(c.expect_output(0, p.x->dtype, p.out_shape));
   if (c.dry_run()) return Status::ok();
   const Axis &h = p.ax[0], &w = p.ax[1];
-  const std::vector<double> xv = to_double(*p.x);
-  std::vector<double> out(static_cast<size_t>(p.planes * h.out * w.out));
-  size_t o = 0;
-  for (int64_t q = 0; q < p.planes; ++q) {
-    const double* plane = xv.data() + q * h.in * w.in;
-    for (int64_t i = 0; i < h.out; ++i)
-      for (int64_t j = 0; j < w.out; ++j, ++o) {
-        int64_t y0 = i * h.stride - h.pad, x0 = j * w.stride - w.pad;
-        int64_t y1 = std::min(y0 + h.kernel, h.in + h.pad);
-        int64_t x1 = std::min(x0 + w.kernel, w.in + w.pad);
-        const int64_t padded_count = (y1 - y0) * (x1 - x0);
-        y0 = std::max<int64_t>(y0, 0), x0 = std::max<int64_t>(x0, 0);
-        y1 = std::min(y1, h.in), x1 = std::min(x1, w.in);
-        if (y0 >= y1 || x0 >= x1) continue;  // a window wholly in the padding is 0
-        double sum = 0;
-        for (int64_t y = y0; y < y1; ++y)
-          for (int64_t x = x0; x < x1; ++x) sum += plane[y * w.in + x];
-        const int64_t count = divisor       ? *divisor
-                              : include_pad ? padded_count
-                                            : (y1 - y0) * (x1 - x0);
-        out[o] = sum / static_cast<double>(count);
-      }
-  }
-  from_double(c.output(0), out);
+  from_double(c.output(0),
+              per_output(p, to_double(*p.x), [&](const double* plane, int64_t i, int64_t j) {
+                int64_t y0 = i * h.stride - h.pad, x0 = j * w.stride - w.pad;
+                int64_t y1 = std::min(y0 + h.kernel, h.in + h.pad);
+                int64_t x1 = std::min(x0 + w.kernel, w.in + w.pad);
+                const int64_t padded_count = (y1 - y0) * (x1 - x0);
+                y0 = std::max<int64_t>(y0, 0), x0 = std::max<int64_t>(x0, 0);
+                y1 = std::min(y1, h.in), x1 = std::min(x1, w.in);
+                if (y0 >= y1 || x0 >= x1) return 0.0;  // a window wholly in the padding is 0
+                const int64_t count = divisor       ? *divisor
+                                      : include_pad ? padded_count
+                                                    : (y1 - y0) * (x1 - x0);
+                return window_sum(plane, w.in, y0, y1, x0, x1) / static_cast<double>(count);
+              }));
   return Status::ok();
 }
 
@@ -201,24 +214,13 @@ Status adaptive_avg_pool(const HostOpContext& c) {
   NEURONC_RETURN_IF_ERROR_(c.expect_output(0, p.x->dtype, p.out_shape));
   if (c.dry_run()) return Status::ok();
   const Axis &h = p.ax[0], &w = p.ax[1];
-  const std::vector<double> xv = to_double(*p.x);
-  std::vector<double> out(static_cast<size_t>(p.planes * h.out * w.out));
-  size_t o = 0;
-  for (int64_t q = 0; q < p.planes; ++q) {
-    const double* plane = xv.data() + q * h.in * w.in;
-    for (int64_t i = 0; i < h.out; ++i) {
-      const int64_t y0 = i * h.in / h.out, y1 = ((i + 1) * h.in + h.out - 1) / h.out;
-      for (int64_t j = 0; j < w.out; ++j, ++o) {
+  from_double(
+      c.output(0), per_output(p, to_double(*p.x), [&](const double* plane, int64_t i, int64_t j) {
+        const int64_t y0 = i * h.in / h.out, y1 = ((i + 1) * h.in + h.out - 1) / h.out;
         const int64_t x0 = j * w.in / w.out, x1 = ((j + 1) * w.in + w.out - 1) / w.out;
-        double sum = 0;
-        for (int64_t y = y0; y < y1; ++y)
-          for (int64_t x = x0; x < x1; ++x) sum += plane[y * w.in + x];
         const int64_t count = (y1 - y0) * (x1 - x0);
-        out[o] = count ? sum / static_cast<double>(count) : 0.0;
-      }
-    }
-  }
-  from_double(c.output(0), out);
+        return count ? window_sum(plane, w.in, y0, y1, x0, x1) / static_cast<double>(count) : 0.0;
+      }));
   return Status::ok();
 }
 
