@@ -55,6 +55,30 @@ int64_t streamed_weight_chunk_bytes(const ConvGeometry& g, int64_t es, const dev
   return ceil_div(std::min(Cg, g.C), P) * std::min(P, g.O) * KK * es;
 }
 
+// The input bands of a convolution in channel mode (one input channel per partition, in
+// chunks): output rows per band and input rows each band holds, so that a band's tiles (every
+// channel chunk) fit the band budget, and at least one output row. plan_bands() sizes its bands
+// with it, and conv_geometry() refuses a convolution whose bands and weights overflow.
+struct ChannelBands {
+  int64_t chunks = 1, out_rows = 1, in_rows = 1;
+};
+ChannelBands channel_bands(const ConvGeometry& g, int64_t chunks, int64_t Wp, int64_t es,
+                           const device::Target& t) {
+  ChannelBands b;
+  b.chunks = chunks;
+  const int64_t row_extra = (g.KH - 1) * g.dh;
+  const int64_t per_row = chunks * g.sh * Wp * es;
+  b.out_rows = std::max<int64_t>(
+      1, (band_budget(t) - chunks * row_extra * Wp * es) / std::max<int64_t>(per_row, 1));
+  b.out_rows = std::min(b.out_rows, g.Ho);
+  b.in_rows = (b.out_rows - 1) * g.sh + row_extra + 1;
+  return b;
+}
+
+int64_t sbuf_aligned(int64_t bytes) {
+  return (bytes + 63) / 64 * 64;  // KernelBuilder::alloc's granule
+}
+
 std::vector<int64_t> spatial_attr(const ir::Node& n, const char* name, int64_t dflt, size_t k) {
   std::vector<int64_t> v;
   if (n.attr(name) && !n.attr_is_none(name)) {
@@ -114,10 +138,24 @@ std::optional<std::string> conv_geometry(const ir::Node& n, const device::Target
   // failing the compile.
   const bool depthwise = g.groups > 1 && g.C == g.groups && g.O == g.groups;
   if (!depthwise && !conv_packs_rows(g, t.partitions)) {
-    const int64_t per_oc = streamed_weight_chunk_bytes(g, device::dtype_size(operand_dtype(n)), t);
+    const int64_t es = device::dtype_size(operand_dtype(n));
+    const int64_t per_oc = streamed_weight_chunk_bytes(g, es, t);
     if (per_oc > weight_budget(t))
       return "convolution weights need " + std::to_string(per_oc) +
              " SBUF bytes per partition per output chunk";
+    // The bands (double-buffered unless there is one band of one image and one group) and the
+    // weights are the kernel's first allocations: when they alone overflow a partition, the
+    // kernel cannot be built (DeepLab's dilated ASPP: 73 input rows for one output row).
+    const int64_t P = t.partitions, Cg = g.C / g.groups, KK = g.KH * g.KW;
+    const ChannelBands b = channel_bands(g, ceil_div(Cg, P), wp, es, t);
+    const bool one_band = ceil_div(g.Ho, b.out_rows) == 1 && g.B == 1 && g.groups == 1;
+    const int64_t bands = (one_band ? 1 : 2) * b.chunks * sbuf_aligned(b.in_rows * wp * es);
+    const int64_t weights = per_oc == 0 ? sbuf_aligned(ceil_div(Cg, P) * (g.O / g.groups) * KK * es)
+                                        : 2 * sbuf_aligned(per_oc);
+    if (bands + weights > static_cast<int64_t>(t.sbuf_partition_bytes))
+      return "convolution input bands (" + std::to_string(bands) + " bytes) and weights (" +
+             std::to_string(weights) + " bytes) need more SBUF per partition than the " +
+             std::to_string(t.sbuf_partition_bytes) + " a " + std::string(t.name) + " has";
   }
   return std::nullopt;
 }
@@ -314,10 +352,12 @@ class ConvLowering {
     row_extra_ = packed_ ? 0 : (g_.KH - 1) * g_.dh;
     nC_max_ = packed_ ? 1 : ceil_div(depthwise_ ? std::min(g_.C, P_) : Cg_, P_);
     // Output rows per band: the band's input tiles (all channel chunks) fit the budget.
-    const int64_t per_row = nC_max_ * in_rows_per_out_ * Wp_ * es_;
-    RB_ = std::max<int64_t>(
-        1, (band_budget(t_) - nC_max_ * row_extra_ * Wp_ * es_) / std::max<int64_t>(per_row, 1));
-    RB_ = std::min(RB_, g_.Ho);
+    if (packed_) {
+      const int64_t per_row = in_rows_per_out_ * Wp_ * es_;
+      RB_ = std::min(std::max<int64_t>(1, band_budget(t_) / std::max<int64_t>(per_row, 1)), g_.Ho);
+    } else {
+      RB_ = channel_bands(g_, nC_max_, Wp_, es_, t_).out_rows;
+    }
     // A row-packed stem uses few partitions (3 channels x 7 kernel rows = 21), so its band loads
     // would run on 3 of the 16 DMA engines (each serves 8 partitions). Its bands rotate over the
     // partition quadrants (0, 32, 64, 96), each with its own copy of the weights, and are cut

@@ -159,6 +159,37 @@ TEST(CodegenSupport, ConvolutionWeightChunkOverItsBudgetIsRefused) {
   EXPECT_FALSE(unsupported_reason(*b->nodes()[0], trn(device::TargetKind::trn1)).has_value());
 }
 
+// DeepLab's ASPP (found by the sweep: a compile error, and `analyze` said it was supported): a
+// 3 x 3 convolution dilated by 36 needs 73 input rows of every channel chunk for one output
+// row, so its double-buffered bands and its weights overflow a partition. It is refused (host)
+// with the sizes, and the lowering says the same; undilated, it stays on the device.
+TEST(CodegenSupport, ConvolutionBandsAndWeightsOverAPartitionAreRefused) {
+  auto g = ir::parse(R"(graph {
+  input %x : f32[1, 960, 12, 12]
+  param %w : f32[256, 960, 3, 3] "aspp.weight"
+  %y : f32[1, 256, 12, 12] = aten.conv2d.default(%x, %w, _) {padding = [36, 36], dilation = [36, 36]}
+  output %y
+})");
+  auto why = unsupported_reason(*g->nodes()[0], trn(device::TargetKind::trn1));
+  ASSERT_TRUE(why.has_value());
+  // 8 channel chunks x 73 rows x 84 columns x 4 bytes, two slots; two streamed weight chunks.
+  EXPECT_THAT(*why, HasSubstr("convolution input bands (393216 bytes) and weights (73728 bytes) "
+                              "need more SBUF per partition than the 196608 a trn1 has"));
+  try {
+    compile_and_run(*g, device::TargetKind::trn1);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr(*why));
+  }
+  auto d = ir::parse(R"(graph {
+  input %x : f32[1, 960, 12, 12]
+  param %w : f32[256, 960, 3, 3] "aspp.weight"
+  %y : f32[1, 256, 12, 12] = aten.conv2d.default(%x, %w, _) {padding = [1, 1]}
+  output %y
+})");
+  EXPECT_FALSE(unsupported_reason(*d->nodes()[0], trn(device::TargetKind::trn1)).has_value());
+}
+
 TEST(CodegenSupport, AttentionValueHeadWiderThanAPsumBankIsRefused) {
   auto g = ir::parse(R"(graph {
   input %q : f32[1, 2, 16, 64]
