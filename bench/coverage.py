@@ -21,6 +21,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 NODE = re.compile(r"node '([^']*)' \(([^)]*)\)")
 
@@ -39,6 +40,26 @@ def verify(neuronc, model, cast):
     err = (p.stderr.strip().splitlines() or ["?"])[-1]
     m = NODE.search(err)
     return {"result": "error", "op": m.group(2) if m else "", "error": err[:300]}
+
+
+def analyze_agrees(neuronc, model, cast, v):
+    """Whether `neuronc analyze` (exit 0: every operator supported) predicted the compile's
+    outcome; the compile is run on its own only when verify failed, to tell a compile error
+    from a run error."""
+    try:
+        a = subprocess.run([neuronc, "analyze", model, "--auto-cast", cast, "--json"],
+                           capture_output=True, text=True, timeout=900)
+        if v["result"] in ("match", "MISMATCH"):
+            compiled = True
+        else:
+            with tempfile.TemporaryDirectory() as tmp:
+                c = subprocess.run([neuronc, "compile", model, "--auto-cast", cast, "-o",
+                                    os.path.join(tmp, "a.nca")],
+                                   capture_output=True, text=True, timeout=900)
+            compiled = c.returncode == 0
+    except subprocess.TimeoutExpired:
+        return None
+    return (a.returncode == 0) == compiled
 
 
 def main():
@@ -75,6 +96,8 @@ def main():
             continue
         for ir in ("model.pt2", "model_core.pt2"):
             r[ir] = {cast: verify(a.neuronc, os.path.join(d, ir), cast) for cast in ("none", "matmul")}
+            for cast, v in r[ir].items():
+                v["analyze_agrees"] = analyze_agrees(a.neuronc, os.path.join(d, ir), cast, v)
         r["commit"] = commit
         rows.append(r)
         print(name, {ir: {c: v["result"] for c, v in r[ir].items()} for ir in ("model.pt2", "model_core.pt2")},
@@ -93,6 +116,10 @@ def main():
                                           b["cosine"] >= r["torch_bf16"])
 
     n = len(rows)
+    checked = [(r["name"], ir, c) for r in rows for ir in ("model.pt2", "model_core.pt2")
+               for c, v in r[ir].items() if v.get("analyze_agrees") is not None]
+    disagree = [(r["name"], ir, c) for r in rows for ir in ("model.pt2", "model_core.pt2")
+                for c, v in r[ir].items() if v.get("analyze_agrees") is False]
     by_commit = {}
     for r in rows:
         by_commit[r.get("commit", commit)] = by_commit.get(r.get("commit", commit), 0) + 1
@@ -113,6 +140,9 @@ def main():
         f"(`torch.autocast('cpu', bfloat16)` on the same weights and input) as a pass: training IR "
         f"**{sum(as_close_as_torch(r, 'model.pt2') for r in rows)} / {n}**, core ATen "
         f"**{sum(as_close_as_torch(r, 'model_core.pt2') for r in rows)} / {n}**",
+        f"- `neuronc analyze` agrees with `neuronc compile` (supported exactly when it compiles) on "
+        f"**{len(checked) - len(disagree)} / {len(checked)}** (model, IR, auto-cast) runs"
+        + (": " + ", ".join(f"{m} {ir} {c}" for m, ir, c in disagree) + " disagree" if disagree else ""),
         f"- not counted: {len(apart)} families the sweep could not export or whose reference is degenerate (listed below)",
         "",
         "| model | kind | params | training IR fp32 | training IR bf16 | core fp32 | core bf16 | "
