@@ -251,6 +251,12 @@ void register_conv_and_pool_ops(OpRegistry& r) {
         TensorType t = pool_type(c, 3, true);
         return {t, {DType::i64, t.shape}};
       });
+  // 3-D average pooling (S3D's head): ExpandComposites rewrites it into two 2-D pools.
+  r.add(
+      "avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool "
+      "ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor",
+      P, D,
+      [](const ShapeContext& c) -> std::vector<TensorType> { return {pool_type(c, 3, false)}; });
   r.add(
       "max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] "
       "dilation=1, bool ceil_mode=False) -> Tensor",

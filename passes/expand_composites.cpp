@@ -55,7 +55,8 @@ class Expander : NodeExpander {
     if (op == "aten.tensor_split.indices" || op == "aten.tensor_split.sections")
       return tensor_split(n);
     if (op == "aten.max_pool3d.default" || op == "aten.max_pool3d_with_indices.default")
-      return max_pool3d(n);
+      return pool3d(n, /*average=*/false);
+    if (op == "aten.avg_pool3d.default") return pool3d(n, /*average=*/true);
     if (op == "aten.var.correction" || op == "aten.var.dim") return var(n);
     return false;
   }
@@ -124,13 +125,18 @@ class Expander : NodeExpander {
     return true;
   }
 
-  // max_pool3d: max is separable, so the 3-D window is a 2-D pool over (H, W) of every depth
-  // slice, then a (kd x 1) pool over (D, H*W): [.., C, D, H, W] -> [.., C*D, H, W] -> pool ->
-  // [.., C, D, Ho*Wo] -> pool -> [.., C, Do, Ho, Wo]. Padding (-inf), dilation, strides and
-  // ceil_mode act per dim, so the result is the same values. The indices of
-  // max_pool3d_with_indices are not computed; a model that reads them is refused.
-  bool max_pool3d(Node* n) {
+  // max_pool3d / avg_pool3d: both are separable, so the 3-D window is a 2-D pool over (H, W)
+  // of every depth slice, then a (kd x 1) pool over (D, H*W): [.., C, D, H, W] ->
+  // [.., C*D, H, W] -> pool -> [.., C, D, Ho*Wo] -> pool -> [.., C, Do, Ho, Wo]. Padding,
+  // dilation, strides and ceil_mode act per dim, so the result is the same values: for the
+  // average, PyTorch's divisor is the product of the window's per-dim lengths (clipped to the
+  // padded input, or to the input without count_include_pad), so it factors too. A
+  // divisor_override does not factor and is refused. The indices of max_pool3d_with_indices
+  // are not computed; a model that reads them is refused.
+  bool pool3d(Node* n, bool average) {
     if (n->outputs().size() > 1 && read(g_, n->outputs()[1])) return false;
+    if (average && n->attr("divisor_override") && !n->attr_is_none("divisor_override"))
+      return false;
     Value* x = n->input(0);
     const ir::Shape& xs = x->shape();
     const size_t r = xs.size();
@@ -153,13 +159,20 @@ class Expander : NodeExpander {
     const int64_t d = static_dim(n, x, static_cast<int64_t>(r) - 3, "depth");
     const int64_t h = static_dim(n, x, static_cast<int64_t>(r) - 2, "height");
     const int64_t w = static_dim(n, x, static_cast<int64_t>(r) - 1, "width");
+    const bool include_pad = !n->attr("count_include_pad") || n->attr_bool("count_include_pad");
     auto pool2 = [&](Value* in, int64_t i, int64_t j) {
-      return add(n, "aten.max_pool2d.default", {in},
-                 {{"kernel_size", std::vector<int64_t>{k[i], j < 0 ? 1 : k[j]}},
-                  {"stride", std::vector<int64_t>{st[i], j < 0 ? 1 : st[j]}},
-                  {"padding", std::vector<int64_t>{pad[i], j < 0 ? 0 : pad[j]}},
-                  {"dilation", std::vector<int64_t>{dil[i], j < 0 ? 1 : dil[j]}},
-                  {"ceil_mode", ceil}});
+      std::vector<ir::NamedAttr> a = {
+          {"kernel_size", std::vector<int64_t>{k[i], j < 0 ? 1 : k[j]}},
+          {"stride", std::vector<int64_t>{st[i], j < 0 ? 1 : st[j]}},
+          {"padding", std::vector<int64_t>{pad[i], j < 0 ? 0 : pad[j]}}};
+      if (average) {
+        a.push_back({"ceil_mode", ceil});
+        a.push_back({"count_include_pad", include_pad});
+        return add(n, "aten.avg_pool2d.default", {in}, a);
+      }
+      a.push_back({"dilation", std::vector<int64_t>{dil[i], j < 0 ? 1 : dil[j]}});
+      a.push_back({"ceil_mode", ceil});
+      return add(n, "aten.max_pool2d.default", {in}, a);
     };
     auto dims = [&](std::initializer_list<int64_t> tail) {
       std::vector<int64_t> s = lead;

@@ -176,6 +176,47 @@ TEST(DiffTestRegressions, MaxPool3dIsTheMaxOverEachBox) {
   EXPECT_EQ(i, got.size());
 }
 
+// avg_pool3d (S3D's head, found by the sweep) factors the same way: PyTorch's divisor is the
+// product of the window's per-dim lengths, clipped to the padded input (count_include_pad) or to
+// the input.
+TEST(DiffTestRegressions, AvgPool3dIsTheMeanOverEachBox) {
+  for (const bool include_pad : {true, false}) {
+    // D: 5 -> 3 (k 3, s 2, p 1, ceil), H: 7 -> 8 (k 2, s 1, p 1), W: 6 -> 3 (k 3, s 2, ceil).
+    const TextRun r = run_text(std::string(R"(graph {
+  input %x : f32[2, 3, 5, 7, 6]
+  %p : f32[2, 3, 3, 8, 3] = aten.avg_pool3d.default(%x) {kernel_size = [3, 2, 3], stride = [2, 1, 2], padding = [1, 1, 0], ceil_mode = true, count_include_pad = )") +
+                                   (include_pad ? "true" : "false") + R"(}
+  output %p
+})",
+                               {2, 3, 5, 7, 6});
+    const auto got = r.out.at("p").as<float>();
+    const int64_t k[3] = {3, 2, 3}, st[3] = {2, 1, 2}, pad[3] = {1, 1, 0}, in[3] = {5, 7, 6},
+                  out[3] = {3, 8, 3};
+    size_t i = 0;
+    for (int64_t plane = 0; plane < 6; ++plane)
+      for (int64_t od = 0; od < out[0]; ++od)
+        for (int64_t oh = 0; oh < out[1]; ++oh)
+          for (int64_t ow = 0; ow < out[2]; ++ow, ++i) {
+            const int64_t o[3] = {od, oh, ow};
+            int64_t lo[3], hi[3], padded = 1, inside = 1;
+            for (int d = 0; d < 3; ++d) {
+              lo[d] = o[d] * st[d] - pad[d];
+              hi[d] = std::min(lo[d] + k[d], in[d] + pad[d]);
+              padded *= hi[d] - lo[d];
+              lo[d] = std::max<int64_t>(lo[d], 0), hi[d] = std::min(hi[d], in[d]);
+              inside *= hi[d] - lo[d];
+            }
+            double sum = 0;
+            for (int64_t z = lo[0]; z < hi[0]; ++z)
+              for (int64_t y = lo[1]; y < hi[1]; ++y)
+                for (int64_t x = lo[2]; x < hi[2]; ++x)
+                  sum += r.x[static_cast<size_t>(((plane * in[0] + z) * in[1] + y) * in[2] + x)];
+            const double want = sum / static_cast<double>(include_pad ? padded : inside);
+            ASSERT_NEAR(got[i], want, 1e-5) << "element " << i << " include_pad " << include_pad;
+          }
+  }
+}
+
 TEST(DiffTestRegressions, TensorSplitPartsAreSlices) {
   const TextRun r = run_text(R"(graph {
   input %x : f32[2, 10]
