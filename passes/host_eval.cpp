@@ -1,12 +1,7 @@
 // Node evaluation through the host kernels, and constants as host tensors (see the header).
 #include "passes/host_eval.h"
 
-#include <algorithm>
-#include <bit>
-#include <cmath>
 #include <cstring>
-#include <functional>
-#include <numeric>
 #include <optional>
 
 #include "ir/op_registry.h"
@@ -52,29 +47,24 @@ double round_to(ir::DType t, double v) {
   return kernels::round_to(ir::element_type(t), v);
 }
 
-std::optional<HostTensor> read_constant(const ir::Value& v) {
-  const ir::ConstantPayload* p = v.payload();
-  if (!p) return std::nullopt;
-  auto shape = static_shape(v.shape());
-  if (!shape) return std::nullopt;
-  if (ir::is_complex(v.dtype())) return std::nullopt;
-  HostTensor h = make(v.dtype(), *shape);
-  const Shape st =
-      p->strides.empty() ? strides_of(*shape) : Shape(p->strides.begin(), p->strides.end());
-  const size_t es = ir::dtype_size(v.dtype());
-  for (int64_t i = 0; i < static_cast<int64_t>(h.data.size()); ++i) {
-    int64_t rem = i, off = p->storage_offset;
-    for (size_t k = shape->size(); k-- > 0;) {
-      off += (rem % (*shape)[k]) * st[k];
-      rem /= (*shape)[k];
-    }
-    const size_t byte = static_cast<size_t>(off) * es;
-    if (byte + es > p->nbytes) return std::nullopt;
-    const std::byte* src = p->data + byte;
-    const double val = kernels::load_double(src, ir::element_type(v.dtype()));
-    h.data[static_cast<size_t>(i)] = val;
-  }
+namespace {
+
+// The values of dense `d` as doubles, typed `t` (the IR dtype d.dtype maps from).
+HostTensor to_host(const DenseTensor& d, ir::DType t) {
+  HostTensor h = make(t, d.shape);
+  const size_t es = ::neuronc::dtype_size(d.dtype);
+  for (size_t k = 0; k < h.data.size(); ++k)
+    h.data[k] = kernels::load_double(d.data + k * es, d.dtype);
   return h;
+}
+
+}  // namespace
+
+std::optional<HostTensor> read_constant(const ir::Value& v) {
+  if (ir::is_complex(v.dtype())) return std::nullopt;
+  std::optional<DenseTensor> d = dense_constant(v);
+  if (!d) return std::nullopt;
+  return to_host(*d, v.dtype());
 }
 
 std::vector<std::byte> encode(const HostTensor& t) {
@@ -88,7 +78,7 @@ std::vector<std::byte> encode(const HostTensor& t) {
 
 namespace {
 
-// The value `index` gives each operand, or the attribute as an argument of the schema's name.
+// Attribute `name` of `n` as the kernel argument of that name (None when absent).
 kernels::Arg attribute_arg(const ir::Node& n, const std::string& name) {
   const ir::Attribute* a = n.attr(name);
   if (!a) return kernels::Arg::none(name);
@@ -269,14 +259,8 @@ std::optional<std::vector<HostTensor>> evaluate(const ir::Node& n,
   Result<std::vector<DenseTensor>> r = evaluate_on_host(n, ptrs);
   if (!r.is_ok()) return std::nullopt;
   std::vector<HostTensor> out;
-  for (size_t i = 0; i < r.value().size(); ++i) {
-    const DenseTensor& d = r.value()[i];
-    HostTensor h = make(n.outputs()[i]->dtype(), d.shape);
-    const size_t es = ::neuronc::dtype_size(d.dtype);
-    for (size_t k = 0; k < h.data.size(); ++k)
-      h.data[k] = kernels::load_double(d.data + k * es, d.dtype);
-    out.push_back(std::move(h));
-  }
+  for (size_t i = 0; i < r.value().size(); ++i)
+    out.push_back(to_host(r.value()[i], n.outputs()[i]->dtype()));
   return out;
 }
 

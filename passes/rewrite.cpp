@@ -70,35 +70,18 @@ std::vector<ir::NamedAttr> narrow_as_slice(const ir::Node& n) {
   const ir::TensorType& in = n.input(0)->type();
   int64_t dim = n.attr_int("dim");
   if (dim < 0) dim += in.rank();
-  const ir::Attribute* start_a = n.attr("start");
-  const ir::Attribute* length_a = n.attr("length");
-  auto as_dim = [&](const ir::Attribute* a, const char* what) -> ir::Dim {
-    if (a) {
-      if (auto* v = std::get_if<int64_t>(a)) return ir::Dim::constant(*v);
-      if (auto* d = std::get_if<ir::Dim>(a)) return *d;
-    }
-    throw ir::Error(n.describe() + ": expected an int " + what + ", found " +
-                    (a ? ir::attr_kind_name(ir::attr_kind(*a)) : "nothing"));
-  };
-  ir::Dim start = as_dim(start_a, "start"), length = as_dim(length_a, "length");
-  if (start.is_constant() && start.value() < 0) {
+  int64_t start = n.attr_int("start");  // a symbolic start is refused here, naming it
+  if (start < 0) {
     const ir::Dim size = in.shape.at(static_cast<size_t>(dim));
     if (!size.is_constant())
       throw ir::Error(n.describe() + ": a negative start needs a static dim, found a symbolic one");
-    start = ir::Dim::constant(start.value() + size.value());
+    start += size.value();
   }
-  ir::Dim end = length;
-  if (!(start.is_constant() && start.value() == 0)) {
-    if (!start.is_constant() || !length.is_constant())
-      throw ir::Error(n.describe() +
-                      ": narrow with a symbolic start or length past a nonzero "
-                      "start is not supported; its end is not a single symbol");
-    end = ir::Dim::constant(start.value() + length.value());
-  }
-  auto attr = [](const ir::Dim& d) -> ir::Attribute {
-    return d.is_constant() ? ir::Attribute(d.value()) : ir::Attribute(d);
-  };
-  return {{"dim", dim}, {"start", attr(start)}, {"end", attr(end)}, {"step", int64_t{1}}};
+  // From 0, the end is the length, symbolic or not; past it, a constant.
+  const ir::Attribute end = start == 0 && n.attr("length")
+                                ? *n.attr("length")
+                                : ir::Attribute(start + n.attr_int("length"));
+  return {{"dim", dim}, {"start", start}, {"end", end}, {"step", int64_t{1}}};
 }
 
 ir::Attribute shape_attr(const ir::Shape& s) {

@@ -76,18 +76,7 @@ Status plan_index(const HostOpContext& c, const HostTensor& x,
     if (per_dim[d].sliced) continue;
     if (first < 0) first = static_cast<int>(d);
     last = static_cast<int>(d);
-    const auto& s = per_dim[d].shape;
-    const size_t r = std::max(bshape.size(), s.size());
-    std::vector<int64_t> nb(r);
-    for (size_t i = 0; i < r; ++i) {
-      const int64_t u = i < r - bshape.size() ? 1 : bshape[i - (r - bshape.size())];
-      const int64_t v = i < r - s.size() ? 1 : s[i - (r - s.size())];
-      if (u != v && u != 1 && v != 1)
-        return c.error("index shapes " + shape_str(bshape) + " and " + shape_str(s) +
-                       " do not broadcast");
-      nb[i] = u == 1 ? v : u;
-    }
-    bshape = nb;
+    NEURONC_ASSIGN_OR_RETURN_(bshape, broadcast_shapes(c, bshape, per_dim[d].shape));
   }
   bool adjacent = true;
   for (int d = first; d >= 0 && d <= last; ++d)
