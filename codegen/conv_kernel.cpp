@@ -76,7 +76,7 @@ ChannelBands channel_bands(const ConvGeometry& g, int64_t chunks, int64_t Wp, in
 }
 
 int64_t sbuf_aligned(int64_t bytes) {
-  return (bytes + 63) / 64 * 64;  // KernelBuilder::alloc's granule
+  return static_cast<int64_t>(KernelBuilder::aligned(static_cast<uint64_t>(bytes)));
 }
 
 std::vector<int64_t> spatial_attr(const ir::Node& n, const char* name, int64_t dflt, size_t k) {

@@ -57,7 +57,7 @@ std::vector<RowTile> row_tiles(const std::vector<int64_t>& sizes_in,
 }
 
 uint32_t KernelBuilder::alloc(uint64_t bytes, const char* what) {
-  const uint64_t aligned = (bytes + 63) / 64 * 64;
+  const uint64_t aligned = KernelBuilder::aligned(bytes);
   if (sbuf_ + aligned > t_.sbuf_partition_bytes)
     throw Error(std::string(what) + ": kernel needs " + std::to_string(sbuf_ + aligned) +
                 " SBUF bytes per partition but " + std::string(t_.name) + " has " +

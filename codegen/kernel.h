@@ -89,6 +89,8 @@ class KernelBuilder {
   // Per-partition SBUF bytes, 64-byte aligned; throws codegen::Error when the kernel outgrows
   // SBUF (`what` names the caller).
   uint32_t alloc(uint64_t bytes, const char* what);
+  // The SBUF bytes per partition alloc() takes for `bytes` (its 64-byte granule).
+  static constexpr uint64_t aligned(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
   uint32_t sbuf_used() const { return sbuf_; }
   uint32_t sbuf_capacity() const { return t_.sbuf_partition_bytes; }
   // Next PSUM bank of the kernel (rotates over the target's banks); returns its byte offset.
