@@ -138,13 +138,17 @@ std::vector<kernels::Arg> kernel_args(const ir::Node& n, const OperandIndex& ind
   size_t slot = 0;
   for (const ir::ArgSpec& a : info->args) {
     if (a.type == ir::ArgType::tensor || a.type == ir::ArgType::opt_tensor) {
-      const ir::Value* v = n.inputs()[slot];
+      // Trailing optional tensors (linear's bias) may be left out of the node's inputs.
+      const ir::Value* v = slot < n.inputs().size() ? n.inputs()[slot] : nullptr;
+      if (!v && a.type == ir::ArgType::tensor)
+        throw ir::Error(n.describe() + ": expected tensor argument '" + a.name + "', found none");
       args.push_back(v ? kernels::Arg::tensor(a.name, index(slot, *v))
                        : kernels::Arg::none(a.name));
       ++slot;
     } else if (a.type == ir::ArgType::tensor_list || a.type == ir::ArgType::opt_tensor_list) {
       std::vector<int32_t> vals;
-      for (const size_t end = slot + (n.inputs().size() - fixed); slot < end; ++slot) {
+      const size_t listed = n.inputs().size() > fixed ? n.inputs().size() - fixed : 0;
+      for (const size_t end = slot + listed; slot < end; ++slot) {
         const ir::Value* v = n.inputs()[slot];
         vals.push_back(v ? index(slot, *v) : -1);
       }

@@ -188,3 +188,31 @@ TEST(ConstantFolding, RunsTheHostKernels) {
 
 }  // namespace
 }  // namespace neuronc::passes
+
+namespace neuronc::passes {
+namespace {
+
+// A trailing optional tensor left out of the node's inputs (linear without a bias) is None: the
+// builder must not read past the inputs (it did, and CI's heap made the garbage a tensor).
+TEST(HostEval, OmittedTrailingOptionalTensorIsNone) {
+  auto g = ir::parse(R"(graph {
+  input %x : f32[2, 3]
+  input %w : f32[4, 3]
+  %y : f32[2, 4] = aten.linear.default(%x, %w)
+  output %y
+})");
+  const ir::Node& n = *g->find_node("y");
+  ASSERT_EQ(n.inputs().size(), 2u);
+  std::vector<size_t> asked;
+  auto args = kernel_args(n, [&](size_t slot, const ir::Value&) {
+    asked.push_back(slot);
+    return static_cast<int32_t>(slot);
+  });
+  ASSERT_EQ(args.size(), 3u);
+  EXPECT_EQ(args[2].name, "bias");
+  EXPECT_EQ(args[2].kind, kernels::ArgKind::none);
+  EXPECT_EQ(asked, (std::vector<size_t>{0, 1}));
+}
+
+}  // namespace
+}  // namespace neuronc::passes
