@@ -31,6 +31,10 @@ const Arg* HostOp::arg(std::string_view name) const {
   return kernels::find_arg(args, name);
 }
 
+uint16_t format_minor_needed(const ArtifactContents& c) {
+  return c.signature.states.empty() ? 1 : 2;
+}
+
 std::optional<uint64_t> static_numel(const Value& v) {
   uint64_t n = 1;
   for (const Dim& d : v.dims) {

@@ -19,7 +19,10 @@ namespace neuronc::artifact {
 
 // Format version this build writes and the newest it reads (docs/ARTIFACT_FORMAT.md).
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 1;  // 1.1: indirect dma_copy (row_index)
+// 1.1: indirect dma_copy (row_index). 1.2: state (Signature::states, ValueKind::state). A
+// writer stamps the lowest minor whose readers understand the file (format_minor_needed), so
+// an artifact without state stays readable by 1.1 loaders.
+inline constexpr uint16_t kFormatMinor = 2;
 
 // Element types of plan values: the project's one vocabulary (neuronc/dtype.h), whose first
 // kNumTensorDTypes numbers are artifact.fbs TensorDType (isa_codec.cpp checks they agree).
@@ -44,7 +47,8 @@ struct Symbol {
   bool operator==(const Symbol&) const = default;
 };
 
-enum class ValueKind : uint8_t { intermediate = 0, input, constant };
+// state: a value the loader's Session keeps from one run to the next (Signature::states).
+enum class ValueKind : uint8_t { intermediate = 0, input, constant, state };
 
 // A tensor of the execution plan: always contiguous row-major.
 struct Value {
@@ -52,7 +56,7 @@ struct Value {
   TensorDType dtype = TensorDType::f32;
   std::vector<Dim> dims;
   ValueKind kind = ValueKind::intermediate;
-  uint32_t index = 0;  // signature input index or constant index
+  uint32_t index = 0;  // signature input, constant or state index
   bool operator==(const Value&) const = default;
 };
 
@@ -71,10 +75,23 @@ struct TensorSpec {
   bool operator==(const TensorSpec&) const = default;
 };
 
+// A tensor the program reads and rewrites, kept by the Session across runs (a KV cache,
+// BatchNorm's running statistics): plan value `value` holds it when a run starts, `update` its
+// new content when the run ends (== value when a run leaves it as it is), and constant
+// `initial` what a new Session starts from. Static shape; `update` has value's dtype and dims.
+struct StateSpec {
+  std::string name;  // the buffer's FQN ("model.layers.0.self_attn.k_cache")
+  uint32_t value = 0;
+  uint32_t update = 0;
+  uint32_t initial = 0;  // index into ArtifactContents::constants
+  bool operator==(const StateSpec&) const = default;
+};
+
 struct Signature {
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
   std::vector<Symbol> symbols;
+  std::vector<StateSpec> states;  // format 1.2
   bool operator==(const Signature&) const = default;
 };
 
@@ -205,6 +222,9 @@ struct ArtifactContents {
   std::vector<SegmentInfo> segments;
   bool operator==(const ArtifactContents&) const = default;
 };
+
+// The lowest format minor (of kFormatMajor) whose readers understand `c`.
+uint16_t format_minor_needed(const ArtifactContents& c);
 
 // Static element count of a value; nullopt when a dim is symbolic.
 std::optional<uint64_t> static_numel(const Value& v);

@@ -175,7 +175,15 @@ std::vector<std::byte> encode_root(const ArtifactContents& c) {
   std::vector<Offset<fb::Symbol>> syms;
   for (const Symbol& s : c.signature.symbols)
     syms.push_back(fb::CreateSymbol(fbb, str(fbb, s.name), s.min, s.max));
-  auto signature = fb::CreateSignature(fbb, sig_in, sig_out, fbb.CreateVector(syms));
+  // No states field at all without state, so such files are 1.1 files byte for byte.
+  Offset<flatbuffers::Vector<Offset<fb::StateSpec>>> states_vec;
+  if (!c.signature.states.empty()) {
+    std::vector<Offset<fb::StateSpec>> states;
+    for (const StateSpec& s : c.signature.states)
+      states.push_back(fb::CreateStateSpec(fbb, str(fbb, s.name), s.value, s.update, s.initial));
+    states_vec = fbb.CreateVector(states);
+  }
+  auto signature = fb::CreateSignature(fbb, sig_in, sig_out, fbb.CreateVector(syms), states_vec);
 
   std::vector<Offset<fb::Value>> values;
   for (const Value& v : c.plan.values)
@@ -270,6 +278,10 @@ Result<ArtifactContents> decode_root(std::span<const std::byte> root) {
       const fb::Symbol* y = s->symbols()->Get(i);
       c.signature.symbols.push_back({s_of(y->name()), y->min(), y->max()});
     }
+    for (uint32_t i = 0; i < size_of(s->states()); ++i) {
+      const fb::StateSpec* y = s->states()->Get(i);
+      c.signature.states.push_back({s_of(y->name()), y->value(), y->update(), y->initial()});
+    }
   }
   if (const auto* p = a->plan()) {
     for (uint32_t i = 0; i < size_of(p->values()); ++i) {
@@ -277,7 +289,7 @@ Result<ArtifactContents> decode_root(std::span<const std::byte> root) {
       const std::string where = "plan value " + to_string(i);
       NEURONC_ARTIFACT_RETURN_IF_ERROR(
           check_enum(v->dtype(), kNumTensorDTypes, "dtype").with_context(where));
-      NEURONC_ARTIFACT_RETURN_IF_ERROR(check_enum(v->kind(), 3, "kind").with_context(where));
+      NEURONC_ARTIFACT_RETURN_IF_ERROR(check_enum(v->kind(), 4, "kind").with_context(where));
       Value out;
       out.name = s_of(v->name());
       out.dtype = static_cast<TensorDType>(v->dtype());

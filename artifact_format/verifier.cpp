@@ -168,6 +168,10 @@ Status verify_contents(const ArtifactContents& c) {
         (val.index >= c.constants.size() || c.constants[val.index].value != v))
       return invalid(vname(c, v) + " claims to be constant " + to_string(val.index) +
                      " but that constant does not refer back to it");
+    if (val.kind == ValueKind::state &&
+        (val.index >= c.signature.states.size() || c.signature.states[val.index].value != v))
+      return invalid(vname(c, v) + " claims to be state " + to_string(val.index) +
+                     " but that state does not refer back to it");
   }
 
   // Signature.
@@ -199,6 +203,38 @@ Status verify_contents(const ArtifactContents& c) {
     if (s.index_bound) return invalid(what + " has an index bound, which only inputs may have");
     if (s.name.empty() || !names.insert(s.name).second)
       return invalid(what + ": names must be non-empty and unique");
+  }
+
+  // States (format 1.2): a static tensor, its update of the same type, its initial constant.
+  if (!c.signature.states.empty() && c.format_minor < 2)
+    return invalid("the artifact has " + to_string(c.signature.states.size()) +
+                   " states but says format 1." + to_string(c.format_minor) +
+                   ": expected 1.2 or newer");
+  names.clear();
+  for (size_t i = 0; i < c.signature.states.size(); ++i) {
+    const StateSpec& s = c.signature.states[i];
+    const std::string what = "state " + to_string(i) + " ('" + s.name + "')";
+    NEURONC_ARTIFACT_RETURN_IF_ERROR(check_value_index(c, s.value, what));
+    NEURONC_ARTIFACT_RETURN_IF_ERROR(check_value_index(c, s.update, what + " update"));
+    const Value& v = c.plan.values[s.value];
+    if (v.kind != ValueKind::state || v.index != i)
+      return invalid(what + " refers to " + vname(c, s.value) + ", which is not that state");
+    if (s.name.empty() || !names.insert(s.name).second)
+      return invalid(what + ": names must be non-empty and unique");
+    if (!static_numel(v))
+      return invalid(what + " has a symbolic or negative dim: expected a static shape");
+    const Value& u = c.plan.values[s.update];
+    if (u.dtype != v.dtype || u.dims != v.dims)
+      return invalid(what + ": its update " + vname(c, s.update) + " has another dtype or shape");
+    if (u.kind == ValueKind::state && s.update != s.value)
+      return invalid(what + ": its update is another state's value");
+    if (s.initial >= c.constants.size())
+      return range(what + " starts from constant " + to_string(s.initial) + " but there are " +
+                   to_string(c.constants.size()) + " constants");
+    const Value& k = c.plan.values[c.constants[s.initial].value];
+    if (k.dtype != v.dtype || k.dims != v.dims)
+      return invalid(what + ": its initial constant '" + c.constants[s.initial].name +
+                     "' has another dtype or shape");
   }
 
   // Memory plan and programs.
@@ -278,6 +314,10 @@ Status verify_contents(const ArtifactContents& c) {
       if (!s.is_ok()) return s.with_context(where + " (" + op.op + ")");
     }
   }
+  for (size_t i = 0; i < c.signature.states.size(); ++i)
+    if (!defined[c.signature.states[i].update])
+      return invalid("state " + to_string(i) + " ('" + c.signature.states[i].name +
+                     "'): its update is never computed by the plan");
   for (size_t i = 0; i < c.signature.outputs.size(); ++i)
     if (!defined[c.signature.outputs[i].value])
       return invalid("signature output " + to_string(i) + " ('" + c.signature.outputs[i].name +

@@ -151,7 +151,7 @@ Status ArtifactWriter::Impl::layout(const WriteOptions& o) {
         std::max(contents.memory_plan.psum_peak_bytes, p.psum_peak_bytes);
   }
   contents.format_major = kFormatMajor;
-  contents.format_minor = kFormatMinor;
+  contents.format_minor = format_minor_needed(contents);
   // The writer holds the same bar as the loader: never write what the verifier would refuse.
   return verify_contents(contents).with_context("artifact writer");
 }
@@ -213,6 +213,22 @@ uint32_t ArtifactWriter::add_constant(std::string name, TensorDType dtype, std::
   impl_->owned.push_back(std::make_unique<std::vector<std::byte>>(std::move(owned_bytes)));
   return add_constant(std::move(name), dtype, std::move(dims),
                       std::span<const std::byte>(*impl_->owned.back()), hbm_offset);
+}
+
+uint32_t ArtifactWriter::add_state(std::string name, TensorDType dtype, std::vector<Dim> dims,
+                                   std::string initial_name, std::vector<std::byte> initial) {
+  const uint32_t k = add_constant(std::move(initial_name), dtype, dims, std::move(initial));
+  auto& c = impl_->contents;
+  const uint32_t v = add_value(name, dtype, std::move(dims));
+  c.plan.values[v].kind = ValueKind::state;
+  c.plan.values[v].index = static_cast<uint32_t>(c.signature.states.size());
+  c.signature.states.push_back({std::move(name), v, v, c.plan.values[k].index});
+  return v;
+}
+
+void ArtifactWriter::set_state_update(uint32_t state_value, uint32_t update) {
+  auto& c = impl_->contents;
+  c.signature.states.at(c.plan.values.at(state_value).index).update = update;
 }
 
 uint32_t ArtifactWriter::add_program(DeviceProgram program) {

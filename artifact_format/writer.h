@@ -51,6 +51,12 @@ class ArtifactWriter {
                         std::span<const std::byte> bytes, uint64_t hbm_offset = kHostOnly);
   uint32_t add_constant(std::string name, TensorDType dtype, std::vector<Dim> dims,
                         std::vector<std::byte> owned_bytes, uint64_t hbm_offset = kHostOnly);
+  // A state (StateSpec): its plan value, returned, and a host-only constant `initial_name`
+  // holding `initial` (numel * dtype size bytes). Its update is the value itself until
+  // set_state_update() names the value holding its new content.
+  uint32_t add_state(std::string name, TensorDType dtype, std::vector<Dim> dims,
+                     std::string initial_name, std::vector<std::byte> initial);
+  void set_state_update(uint32_t state_value, uint32_t update);
   uint32_t add_program(DeviceProgram program);
   void add_device_call(DeviceCall call);
   void add_host_op(HostOp op);

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -84,20 +85,15 @@ void relocate(device::Program& p, uint64_t base, uint32_t debug_base) {
   p.hbm_size += base;
 }
 
-// Contiguous bytes of a constant graph input, in its IR dtype.
-std::vector<std::byte> constant_bytes(const ir::Value& v) {
-  const ir::ConstantPayload* p = v.payload();
-  if (!p) throw ir::Error("constant '" + v.name() + "' has no data");
-  auto n = ir::numel(v.shape());
-  const size_t es = ir::dtype_size(v.dtype());
-  if (p->strides.empty()) {
-    const size_t off = static_cast<size_t>(p->storage_offset) * es;
-    const size_t bytes = static_cast<size_t>(n->coeff) * es;
-    return std::vector<std::byte>(p->data + off, p->data + off + bytes);
-  }
-  auto t = passes::read_constant(v);
-  if (!t) throw ir::Error("constant '" + v.name() + "': cannot read its strided payload");
-  return passes::encode(*t);
+// Contiguous row-major bytes of `payload` as a value of `type` (a constant graph input's, or a
+// state's initial bytes), in its IR dtype.
+std::vector<std::byte> payload_bytes(const std::string& name, const ir::ConstantPayload& payload,
+                                     const ir::TensorType& type) {
+  auto d = passes::dense_payload(payload, type);
+  if (!d)
+    throw ir::Error("constant '" + name +
+                    "': its payload is shorter than its shape and strides need");
+  return std::vector<std::byte>(d->data, d->data + d->nbytes());
 }
 
 class ArtifactBuilder {
@@ -111,9 +107,9 @@ class ArtifactBuilder {
       for (const ir::GraphInput& in : g_.inputs()) {
         if (in.value == v) target = in.target;
       }
-      const uint32_t idx =
-          w_.add_constant(unique_constant_name(target.empty() ? v->name() : target),
-                          to_tensor_dtype(v->dtype()), plan_dims(v->shape()), constant_bytes(*v));
+      const uint32_t idx = w_.add_constant(
+          unique_constant_name(target.empty() ? v->name() : target), to_tensor_dtype(v->dtype()),
+          plan_dims(v->shape()), payload_bytes(v->name(), *v->payload(), v->type()));
       index_[v] = idx;
       return idx;
     }
@@ -436,6 +432,26 @@ CompileResult compile_program(frontend::LoadedProgram prog, const CompileRequest
   write_metadata(c, prog, req, popts.dims);
   ArtifactBuilder b(g, w);
   const auto bounds = index_bounds(g);
+  // A state (a buffer the program mutates) starts from its exported bytes; one exported with no
+  // bytes (a meta export) starts from zeros, as PyTorch's loader fills an empty buffer.
+  std::map<std::string, uint32_t> state_values;
+  for (const ir::GraphInput& in : g.inputs()) {
+    if (in.role != ir::InputRole::state) continue;
+    const ir::TensorType& t = in.value->type();
+    auto n = ir::numel(t.shape);
+    if (!n || !n->is_constant())
+      throw ir::Error("state '" + in.target + "' has the symbolic shape " +
+                      g.shape_to_string(t.shape) + ": expected a static shape");
+    std::vector<std::byte> initial =
+        in.initial
+            ? payload_bytes(in.target, *in.initial, t)
+            : std::vector<std::byte>(static_cast<size_t>(n->coeff) * ir::dtype_size(t.dtype));
+    const uint32_t v =
+        w.add_state(in.target, to_tensor_dtype(t.dtype), plan_dims(t.shape),
+                    b.unique_constant_name(in.target + ".initial"), std::move(initial));
+    b.define(in.value, v);
+    state_values[in.target] = v;
+  }
   for (const ir::GraphInput& in : g.inputs()) {
     if (in.role != ir::InputRole::user_input) continue;
     b.define(in.value, w.add_input(in.value->name(), to_tensor_dtype(in.value->dtype()),
@@ -487,8 +503,15 @@ CompileResult compile_program(frontend::LoadedProgram prog, const CompileRequest
       w.add_output(name, b.plan_value(o.value));
     }
   }
+  // A state's mutation output is its new content, kept by the Session; other mutation outputs
+  // (a user input written in place) are outputs named after what they wrote.
   for (const ir::GraphOutput& o : g.outputs()) {
-    if (o.role != ir::OutputRole::user_output) w.add_output(o.target, b.plan_value(o.value));
+    if (o.role == ir::OutputRole::user_output) continue;
+    auto st = state_values.find(o.target);
+    if (o.role == ir::OutputRole::buffer_mutation && st != state_values.end())
+      w.set_state_update(st->second, b.plan_value(o.value));
+    else
+      w.add_output(o.target, b.plan_value(o.value));
   }
   for (const ir::Value* v : debug_outputs) w.add_output("debug:" + v->name(), b.plan_value(v));
   // The model's matmul FLOPs, for MFU in `neuronc bench` (extra options stay sorted by key).

@@ -141,6 +141,8 @@ const char* input_role_name(InputRole r) {
       return "buffer";
     case InputRole::constant:
       return "const";
+    case InputRole::state:
+      return "state";
   }
   return "?";
 }
@@ -266,7 +268,7 @@ Value* Graph::new_value(std::string name, TensorType type) {
 Value* Graph::add_input(std::string name, TensorType type, InputRole role, std::string target,
                         bool persistent) {
   Value* v = new_value(std::move(name), std::move(type));
-  inputs_.push_back(GraphInput{v, role, std::move(target), persistent});
+  inputs_.push_back(GraphInput{v, role, std::move(target), persistent, std::nullopt});
   return v;
 }
 
@@ -370,7 +372,8 @@ size_t Graph::erase_unused_constant_inputs() {
   size_t removed = 0;
   for (size_t i = inputs_.size(); i-- > 0;) {
     const GraphInput& in = inputs_[i];
-    if (in.role == InputRole::user_input || in.value->has_uses() || is_graph_output(in.value))
+    if (in.role == InputRole::user_input || in.role == InputRole::state || in.value->has_uses() ||
+        is_graph_output(in.value))
       continue;
     Value* v = in.value;
     values_by_name_.erase(v->name_);

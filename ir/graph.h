@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ir/attribute.h"
@@ -62,6 +63,8 @@ class Value {
 
   const ConstantPayload* payload() const { return payload_ ? &*payload_ : nullptr; }
   void set_payload(ConstantPayload p) { payload_ = std::move(p); }
+  // Removes the payload and hands it back (a buffer lifted to state keeps its bytes elsewhere).
+  std::optional<ConstantPayload> take_payload() { return std::exchange(payload_, std::nullopt); }
 
   // Redirects every use of this value (and graph outputs naming it) to `other`.
   void replace_all_uses_with(Value* other);
@@ -125,8 +128,10 @@ class Node {
   Graph* graph_ = nullptr;
 };
 
-// What a graph input is, from torch.export's graph signature.
-enum class InputRole : uint8_t { user_input, parameter, buffer, constant };
+// What a graph input is, from torch.export's graph signature. `state` is a buffer the program
+// mutates (a KV cache, BatchNorm's running statistics): it is not a constant, its value persists
+// from one run to the next (the loader's Session keeps it), and it starts as `initial`.
+enum class InputRole : uint8_t { user_input, parameter, buffer, constant, state };
 // What a graph output is.
 enum class OutputRole : uint8_t { user_output, buffer_mutation, user_input_mutation };
 const char* input_role_name(InputRole r);
@@ -137,6 +142,9 @@ struct GraphInput {
   InputRole role = InputRole::user_input;
   std::string target;      // parameter/buffer/constant FQN ("encoder.fc1.weight"); "" for users
   bool persistent = true;  // buffers only
+  // state only: the bytes the buffer held when exported (its value before the first run); no
+  // payload on `value`, so no pass can fold, fuse or bake what a later run will have changed.
+  std::optional<ConstantPayload> initial;
 };
 
 struct GraphOutput {

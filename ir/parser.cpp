@@ -266,8 +266,8 @@ class Parser {
       }
       return;
     }
-    for (InputRole role :
-         {InputRole::user_input, InputRole::parameter, InputRole::buffer, InputRole::constant}) {
+    for (InputRole role : {InputRole::user_input, InputRole::parameter, InputRole::buffer,
+                           InputRole::constant, InputRole::state}) {
       if (is_ident(input_role_name(role))) {
         bump();
         input(role);

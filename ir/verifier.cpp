@@ -42,6 +42,10 @@ std::vector<std::string> verify(const Graph& g, const VerifyOptions& opts) {
       problems.push_back("input '" + in.value->name() + "' (" + input_role_name(in.role) +
                          ") has no target name");
     }
+    if (in.role == InputRole::state && in.value->payload()) {
+      problems.push_back("state input '" + in.value->name() +
+                         "' has a payload: its value changes from run to run");
+    }
     if (const ConstantPayload* p = in.value->payload()) {
       if (auto n = numel(in.value->shape()); n && n->is_constant() && p->strides.empty()) {
         const size_t need =

@@ -81,6 +81,7 @@ Result<Model> finish_load(std::shared_ptr<Model::Impl> impl, std::span<const std
   if (Status s = check_symbols_bound(c); !s.is_ok()) return s;
   for (const auto& s : c.signature.inputs) impl->inputs.push_back(spec_of(c, s));
   for (const auto& s : c.signature.outputs) impl->outputs.push_back(spec_of(c, s));
+  for (const auto& s : c.signature.states) impl->states.push_back(spec_of(c, {s.name, s.value}));
 
   // Host kernels: every host op must have one, and static shapes are checked now.
   impl->kernels.assign(c.plan.steps.size(), nullptr);
@@ -221,6 +222,9 @@ const std::vector<TensorSpec>& Model::inputs() const {
 }
 const std::vector<TensorSpec>& Model::outputs() const {
   return impl_->outputs;
+}
+const std::vector<TensorSpec>& Model::states() const {
+  return impl_->states;
 }
 const ModelInfo& Model::info() const {
   return impl_->info;

@@ -22,6 +22,7 @@ struct Model::Impl {
   const device::Target* target = nullptr;
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
+  std::vector<TensorSpec> states;
   ModelInfo info;
   std::vector<host::HostKernelFn> kernels;  // per plan step; null for device calls
 };

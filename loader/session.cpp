@@ -137,6 +137,7 @@ struct Session::Impl {
   uint64_t hbm_size = 0;
   std::vector<std::vector<std::byte>> scratch;  // per plan value (intermediates)
   std::vector<host::HostTensor> slots;          // per plan value, valid during a run
+  std::vector<Tensor> state;                    // per Signature::states entry
   RunStats stats;
   // The symbol values the slots' shapes and scratch buffers were last prepared for (XNNPACK's
   // reshape / setup split: shape resolution and allocation run once per input shape, and a run
@@ -146,6 +147,7 @@ struct Session::Impl {
 
   explicit Impl(const Model& model) : model(model) {}
   Status init();
+  void reset_state();
   Status prepare(const std::vector<int64_t>& sym);
   Result<Outputs> run(const std::vector<NamedInput>& inputs,
                       const std::vector<NamedOutput>& outputs);
@@ -177,7 +179,21 @@ Status Session::Impl::init() {
   }
   scratch.resize(c.plan.values.size());
   slots.resize(c.plan.values.size());
+  for (const TensorSpec& s : m->states) {
+    Shape shape;
+    for (const DimSpec& d : s.dims) shape.push_back(d.value);  // static (verified)
+    state.emplace_back(s.dtype, shape);
+  }
+  reset_state();
   return Status::ok();
+}
+
+void Session::Impl::reset_state() {
+  const art::ArtifactContents& c = m->art.contents;
+  for (size_t i = 0; i < state.size(); ++i) {
+    const auto bytes = m->art.constant_bytes(c.signature.states[i].initial);
+    if (!bytes.empty()) std::memcpy(state[i].mutable_data(), bytes.data(), bytes.size());
+  }
 }
 
 // Resolves every value's shape for the symbol values `sym` and sizes the scratch buffers. No
@@ -310,6 +326,9 @@ Result<Outputs> Session::Impl::run(const std::vector<NamedInput>& inputs,
       case art::ValueKind::intermediate:
         slot.data = scratch[v].data();
         break;
+      case art::ValueKind::state:
+        slot.data = static_cast<std::byte*>(state[val.index].mutable_data());
+        break;
     }
   }
 
@@ -358,11 +377,19 @@ Result<Outputs> Session::Impl::run(const std::vector<NamedInput>& inputs,
   const plan::PlanBuffers buffers{slots, std::span<std::byte>(hbm.get(), hbm_size), m->kernels};
   if (Status ws = plan::walk_plan(c, *sim, &buffers, observer); !ws.is_ok()) return ws;
 
-  // 6. Outputs that are inputs, constants or repeated values are copied.
+  // 6. Outputs that are inputs, constants, states or repeated values are copied; then each
+  // state takes its new content (no update reads a state's storage: the verifier allows an
+  // update to be a state's value only when it is that state's own).
   for (size_t o = 0; o < c.signature.outputs.size(); ++o) {
     if (!copy_at_end[o]) continue;
     const host::HostTensor& s = slots[c.signature.outputs[o].value];
     if (s.nbytes()) std::memcpy(result.tensors_[o].mutable_data(), s.data, s.nbytes());
+  }
+  for (size_t i = 0; i < c.signature.states.size(); ++i) {
+    const art::StateSpec& s = c.signature.states[i];
+    if (s.update == s.value) continue;
+    const host::HostTensor& u = slots[s.update];
+    if (u.nbytes()) std::memcpy(state[i].mutable_data(), u.data, u.nbytes());
   }
   st.latency_ns = st.device_ns + st.host_ops_ns;
   st.host_wall_ns = ns_since(t0);
@@ -404,6 +431,43 @@ Result<Outputs> Session::run(const std::vector<NamedInput>& inputs,
 
 const RunStats& Session::stats() const {
   return impl_->stats;
+}
+
+const Tensor* Session::state(std::string_view name) const {
+  const auto& specs = impl_->m->states;
+  for (size_t i = 0; i < specs.size() && i < impl_->state.size(); ++i)
+    if (specs[i].name == name) return &impl_->state[i];
+  return nullptr;
+}
+
+Status Session::set_state(std::string_view name, const TensorView& value) {
+  if (!impl_->status.is_ok())
+    return Status(StatusCode::failed_precondition,
+                  "session creation failed: " + impl_->status.message());
+  const auto& specs = impl_->m->states;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].name != name) continue;
+    Tensor& t = impl_->state[i];
+    if (value.dtype() != t.dtype() || value.shape() != t.shape())
+      return Status(StatusCode::invalid_argument,
+                    "state '" + specs[i].name + "' is " + std::string(dtype_name(t.dtype())) +
+                        shape_text(t.shape()) + ", given " +
+                        std::string(dtype_name(value.dtype())) + shape_text(value.shape()));
+    if (t.nbytes() > 0 && value.data() == nullptr)
+      return Status(StatusCode::invalid_argument,
+                    "state '" + specs[i].name + "': data pointer is null");
+    if (t.nbytes()) std::memcpy(t.mutable_data(), value.data(), t.nbytes());
+    return Status::ok();
+  }
+  std::string names;
+  for (const TensorSpec& s : specs) names += (names.empty() ? "" : ", ") + s.name;
+  return Status(StatusCode::not_found, "unknown state '" + std::string(name) +
+                                           "': expected one of " +
+                                           (names.empty() ? "(the model has none)" : names));
+}
+
+void Session::reset_state() {
+  if (impl_->status.is_ok()) impl_->reset_state();
 }
 
 }  // namespace neuronc

@@ -177,10 +177,15 @@ DenseTensor DenseTensor::owning(::neuronc::DType dtype, std::vector<int64_t> sha
 
 std::optional<DenseTensor> dense_constant(const ir::Value& v) {
   const ir::ConstantPayload* p = v.payload();
-  if (!p) return std::nullopt;
-  auto shape = static_shape(v.shape());
+  return p ? dense_payload(*p, v.type()) : std::nullopt;
+}
+
+std::optional<DenseTensor> dense_payload(const ir::ConstantPayload& payload,
+                                         const ir::TensorType& type) {
+  const ir::ConstantPayload* p = &payload;
+  auto shape = static_shape(type.shape);
   if (!shape) return std::nullopt;
-  const size_t es = ir::dtype_size(v.dtype());
+  const size_t es = ir::dtype_size(type.dtype);
   const size_t n = static_cast<size_t>(count(*shape));
   const Shape dense = strides_of(*shape);
   const Shape st = p->strides.empty() ? dense : Shape(p->strides.begin(), p->strides.end());
@@ -190,7 +195,7 @@ std::optional<DenseTensor> dense_constant(const ir::Value& v) {
     is_dense = (*shape)[k] == 1 || st[k] == dense[k];
   if (is_dense) {
     if (n * es > p->nbytes) return std::nullopt;
-    return DenseTensor{ir::element_type(v.dtype()), *shape, p->data, p->owner};
+    return DenseTensor{ir::element_type(type.dtype), *shape, p->data, p->owner};
   }
   std::vector<std::byte> bytes(n * es);
   for (size_t i = 0; i < n; ++i) {
@@ -203,7 +208,7 @@ std::optional<DenseTensor> dense_constant(const ir::Value& v) {
     if (off < 0 || byte + es > p->nbytes) return std::nullopt;
     std::memcpy(bytes.data() + i * es, p->data + byte, es);
   }
-  return DenseTensor::owning(ir::element_type(v.dtype()), *shape, std::move(bytes));
+  return DenseTensor::owning(ir::element_type(type.dtype), *shape, std::move(bytes));
 }
 
 Result<std::vector<DenseTensor>> evaluate_on_host(const ir::Node& n,

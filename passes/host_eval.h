@@ -63,6 +63,8 @@ struct DenseTensor {
 // copied, when they are already dense; gathered into new bytes otherwise. nullopt when `v` has no
 // payload, a symbolic shape, or a payload shorter than its shape and strides need.
 std::optional<DenseTensor> dense_constant(const ir::Value& v);
+// The same for a payload held apart from its value (a state's initial bytes, GraphInput::initial).
+std::optional<DenseTensor> dense_payload(const ir::ConstantPayload& p, const ir::TensorType& type);
 
 // Runs `n` on `inputs` (one entry per n.inputs(), null for an absent optional operand) with the
 // host kernel for n.op(), producing one dense tensor per output in the node's static output

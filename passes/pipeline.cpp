@@ -10,11 +10,13 @@
 #include "passes/fold_batch_norm.h"
 #include "passes/functionalize.h"
 #include "passes/fuse_sibling_linears.h"
+#include "passes/lift_state.h"
 
 namespace neuronc::passes {
 
 void build_pipeline(PassManager& pm, const PipelineOptions& opts) {
   pm.add(std::make_unique<Functionalize>());
+  pm.add(std::make_unique<LiftState>());
   pm.add(std::make_unique<Canonicalize>());
   pm.add(std::make_unique<Decompose>());
   pm.add(std::make_unique<ExpandComposites>());

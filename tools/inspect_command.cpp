@@ -120,6 +120,15 @@ ordered_json build_json(const std::string& path, uint64_t file_bytes, const art:
   j["signature"] = {{"inputs", specs(c.signature.inputs)},
                     {"outputs", specs(c.signature.outputs)},
                     {"symbols", syms}};
+  // State (a KV cache, running statistics): kept by the Session between runs.
+  ordered_json states = ordered_json::array();
+  for (const art::StateSpec& s : c.signature.states) {
+    const bool ok = s.value < c.plan.values.size() && s.update < c.plan.values.size();
+    states.push_back({{"name", s.name},
+                      {"type", ok ? dims_text(c, c.plan.values[s.value]) : "?"},
+                      {"update", ok ? c.plan.values[s.update].name : "?"}});
+  }
+  j["signature"]["states"] = states;
   ordered_json steps = ordered_json::array();
   uint32_t n_device = 0, n_host = 0;
   for (size_t i = 0; i < c.plan.steps.size(); ++i) {
@@ -247,6 +256,9 @@ std::string text_report(const ordered_json& j) {
   for (const auto& t : j["signature"]["outputs"])
     o << "  output " << t["name"].get<std::string>() << ": " << t["type"].get<std::string>()
       << "\n";
+  for (const auto& t : j["signature"]["states"])
+    o << "  state  " << t["name"].get<std::string>() << ": " << t["type"].get<std::string>()
+      << " (kept by the session; each run leaves " << t["update"].get<std::string>() << ")\n";
   for (const auto& y : j["signature"]["symbols"])
     o << "  symbol " << y["name"].get<std::string>() << " in [" << y["min"] << ", " << y["max"]
       << "]\n";

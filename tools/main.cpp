@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   register_inspect_command(app);
   register_bench_command(app);
   register_profile_command(app);
+  register_generate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -47,6 +47,16 @@ void run_run(const RunCli& o) {
     write_npy(path, r.outputs[i]);
     files.push_back(path);
   }
+  // The state the run left (a KV cache, running statistics), so no result is lost.
+  std::vector<NpyArray> states;
+  std::vector<std::string> state_files;
+  for (size_t i = 0; i < model.states().size(); ++i) {
+    states.push_back(npy_of(*session.state(model.states()[i].name)));
+    if (o.output_dtype == "f32") states.back() = widen_to_f32(states.back());
+    state_files.push_back(
+        (std::filesystem::path(o.output_dir) / ("state_" + std::to_string(i) + ".npy")).string());
+    write_npy(state_files.back(), states.back());
+  }
   const RunStats& s = r.stats;
   if (o.json) {
     nlohmann::ordered_json j;
@@ -62,6 +72,12 @@ void run_run(const RunCli& o) {
                               {"dtype", npy_type_name(r.outputs[i].type)},
                               {"shape", r.outputs[i].shape}});
     }
+    j["states"] = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < states.size(); ++i)
+      j["states"].push_back({{"name", model.states()[i].name},
+                             {"file", state_files[i]},
+                             {"dtype", npy_type_name(states[i].type)},
+                             {"shape", states[i].shape}});
     j["simulated_latency_us"] = s.latency_ns / 1e3;
     j["device_us"] = s.device_ns / 1e3;
     j["host_ops_us"] = s.host_ops_ns / 1e3;
@@ -86,6 +102,8 @@ void run_run(const RunCli& o) {
     std::printf("%s: %s %s -> %s\n", r.names[i].c_str(), npy_type_name(r.outputs[i].type),
                 shape.c_str(), files[i].c_str());
   }
+  for (size_t i = 0; i < states.size(); ++i)
+    std::printf("state %s -> %s\n", model.states()[i].name.c_str(), state_files[i].c_str());
   std::printf(
       "simulated latency %.2f us on %s (device %.2f us, host ops %.2f us); %llu instructions; "
       "host wall time %.2f ms\n",
@@ -112,7 +130,8 @@ void register_run_command(CLI::App& app) {
   cmd->add_option("-i,--input", o->inputs, "Input .npy, by position or NAME=FILE.npy (repeatable)");
   cmd->add_option("--model", o->model, "Use the sample inputs saved in this .pt2");
   cmd->add_option("--output-dir", o->output_dir,
-                  "Where output_0.npy, output_1.npy, ... go (default: .)");
+                  "Where output_0.npy, output_1.npy, ... (and state_0.npy, ... for a model with "
+                  "state) go (default: .)");
   cmd->add_option("--output-dtype", o->output_dtype,
                   "native (default: each output's own dtype; bf16 as ml_dtypes' <V2) or f32 "
                   "(bf16 and f16 outputs widened exactly, for numpy without ml_dtypes)")

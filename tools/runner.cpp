@@ -205,16 +205,19 @@ RunResult run_once(neuronc::Session& session,
   RunResult r;
   r.stats = session.stats();
   for (const std::string& name : out->names()) {
-    const neuronc::Tensor& t = out->at(name);
-    NpyArray a;
-    a.type = npy_type_of(t.dtype());
-    a.shape = t.shape();
-    const auto* p = static_cast<const std::byte*>(t.data());
-    a.data.assign(p, p + t.nbytes());
     r.names.push_back(name);
-    r.outputs.push_back(std::move(a));
+    r.outputs.push_back(npy_of(out->at(name)));
   }
   return r;
+}
+
+NpyArray npy_of(const neuronc::Tensor& t) {
+  NpyArray a;
+  a.type = npy_type_of(t.dtype());
+  a.shape = t.shape();
+  const auto* p = static_cast<const std::byte*>(t.data());
+  a.data.assign(p, p + t.nbytes());
+  return a;
 }
 
 }  // namespace neuronc::tools

@@ -36,6 +36,9 @@ struct RunResult {
   neuronc::RunStats stats;
 };
 
+// A copy of `t` as an .npy array.
+NpyArray npy_of(const neuronc::Tensor& t);
+
 // Runs one inference. Throws CommandExit with the loader's message on failure.
 RunResult run_once(neuronc::Session& session,
                    const std::vector<std::pair<std::string, NpyArray>>& inputs);

@@ -122,8 +122,8 @@ TEST(ArtifactMalformed, OtherMajorIsRefusedNamingBothVersions) {
     const auto b = patch_header([&](FileHeader& h) { h.format_major = major; });
     const Status s = load(b);
     EXPECT_EQ(s.code(), StatusCode::incompatible_version);
-    EXPECT_THAT(s.message(), HasSubstr("artifact format " + std::to_string(major) + "." +
-                                       std::to_string(kFormatMinor)));
+    // The file has no state, so it says 1.1 (writers stamp the lowest minor a file needs).
+    EXPECT_THAT(s.message(), HasSubstr("artifact format " + std::to_string(major) + ".1"));
     EXPECT_THAT(s.message(), HasSubstr("(1." + std::to_string(kFormatMinor) + ")"));
     if (major == 2) write_corpus("major_2", b);
   }
@@ -197,6 +197,31 @@ TEST_P(VerifierRule, IsAClearError) {
   ASSERT_FALSE(s.is_ok()) << r.name;
   EXPECT_THAT(s.message(), HasSubstr(r.expect)) << r.name;
   write_corpus(std::string("rule_") + r.name, b);
+}
+
+// Gives the good artifact a state (format 1.2) shaped like constant 0, starting from it and
+// left unchanged by a run; returns its plan value.
+uint32_t add_state(ArtifactContents& c) {
+  c.format_minor = 2;
+  const Value k = c.plan.values[c.constants[0].value];
+  const auto v = static_cast<uint32_t>(c.plan.values.size());
+  c.plan.values.push_back(
+      {"st", k.dtype, k.dims, ValueKind::state, static_cast<uint32_t>(c.signature.states.size())});
+  c.signature.states.push_back({"model.cache", v, v, 0});
+  return v;
+}
+
+// A value shaped like constant 0 that no step defines.
+uint32_t add_loose_value(ArtifactContents& c, std::vector<Dim> dims = {}) {
+  const Value k = c.plan.values[c.constants[0].value];
+  c.plan.values.push_back({"loose", k.dtype, dims.empty() ? k.dims : dims});
+  return static_cast<uint32_t>(c.plan.values.size() - 1);
+}
+
+TEST(ArtifactMalformed, AStateLoadsAndItsSessionStartsFromTheInitialConstant) {
+  const auto b = reencode([](auto& c) { add_state(c); });
+  EXPECT_TRUE(load(b).is_ok()) << load(b).message();
+  EXPECT_EQ(load(b, 1).code(), StatusCode::incompatible_version);  // a 1.1 reader refuses it
 }
 
 d::Instruction& first(ArtifactContents& c, d::Engine e, int program = 0) {
@@ -316,6 +341,44 @@ const Rule kRules[] = {
      "claims to be signature input 3"},
     {"duplicate_output", [](auto& c) { c.signature.outputs.push_back(c.signature.outputs[0]); },
      "must be non-empty and unique"},
+    {"state_in_a_1_1_file",
+     [](auto& c) {
+       add_state(c);
+       c.format_minor = 1;
+     },
+     "has 1 states but says format 1.1: expected 1.2 or newer"},
+    {"state_backref", [](auto& c) { c.plan.values[add_state(c)].index = 5; },
+     "claims to be state 5"},
+    {"state_update_shape",
+     [](auto& c) {
+       add_state(c);
+       c.signature.states[0].update = add_loose_value(c, {Dim::constant(3)});
+     },
+     "its update value"},
+    {"state_update_never_computed",
+     [](auto& c) {
+       add_state(c);
+       c.signature.states[0].update = add_loose_value(c);
+     },
+     "its update is never computed by the plan"},
+    {"state_initial_index",
+     [](auto& c) {
+       add_state(c);
+       c.signature.states[0].initial = 99;
+     },
+     "starts from constant 99 but there are"},
+    {"state_symbolic",
+     [](auto& c) {
+       c.signature.symbols.push_back({"s0", 1, 4});
+       c.plan.values[add_state(c)].dims[0] = Dim::sym(0);
+     },
+     "has a symbolic or negative dim"},
+    {"state_name_empty",
+     [](auto& c) {
+       add_state(c);
+       c.signature.states[0].name.clear();
+     },
+     "names must be non-empty and unique"},
 };
 
 INSTANTIATE_TEST_SUITE_P(All, VerifierRule, ::testing::ValuesIn(kRules),

@@ -2,16 +2,23 @@
 // programs of small random Llama and GPT-NeoX models, written with torch 2.14 and transformers
 // over a static KV cache held as mutable buffers. Each program is compiled, run on the device
 // model from the empty cache its file holds, and compared with the logits PyTorch computed.
-// Generation across calls (the cache kept by the Session) is not here yet.
+// The decode program then generates from the reference prompt, its KV cache kept by the
+// Session from one call to the next, and must give transformers' greedy tokens.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "compiler/compiler.h"
+#include "frontend/load.h"
+#include "neuronc/neuronc.h"
 #include "tests/difftest/difftest.h"
+#include "tools/npy.h"
 
 namespace neuronc {
 namespace {
@@ -52,6 +59,99 @@ TEST_P(LlmPrograms, EachProgramMatchesPyTorch) {
     for (const std::string& f : r.failures) failures += "  " + f + "\n";
     EXPECT_TRUE(r.ok()) << path << ":\n" << failures;
   }
+}
+
+std::vector<int64_t> int64s(const tools::NpyArray& a) {
+  EXPECT_EQ(a.type, tools::NpyType::i64);
+  std::vector<int64_t> v(a.numel());
+  std::memcpy(v.data(), a.data.data(), v.size() * sizeof(int64_t));
+  return v;
+}
+
+// The decode program, fed the prompt one token at a time and then its own greedy choice, with
+// the KV cache as Session state: the tokens transformers' generate() chose (fp32, trn1).
+TEST_P(LlmPrograms, DecodeGeneratesTheReferenceTokensWithTheCacheAsSessionState) {
+  const nlohmann::json m = manifest(GetParam());
+  const std::string path = (kLlm / GetParam() / "decode" / "model.pt2").string();
+  compiler::CompileRequest req;
+  req.model = path;
+  req.target = "trn1";
+  compiler::CompileResult r = compiler::compile_program(frontend::load_program(path), req);
+  auto model = Model::load_from_memory(r.artifact);
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  // Every cache buffer is state, not an output (and so is the StaticCache's position count);
+  // the cache's dtype and shape as exported.
+  std::vector<std::string> states;
+  for (const TensorSpec& s : model->states()) states.push_back(s.name);
+  for (const auto& b : m["kv_cache"])
+    EXPECT_NE(std::find(states.begin(), states.end(), b["name"].get<std::string>()), states.end())
+        << b["name"];
+  ASSERT_EQ(model->outputs().size(), 1u) << "logits only";
+  EXPECT_GE(model->info().format_minor, 2);
+  const TensorSpec& k0 = model->states()[static_cast<size_t>(
+      std::find(states.begin(), states.end(), m["kv_cache"][0]["name"].get<std::string>()) -
+      states.begin())];
+  EXPECT_EQ(k0.dtype, DType::f32);
+  ASSERT_EQ(k0.dims.size(), 4u);
+  EXPECT_EQ(k0.dims[2].value, m["max_seq"].get<int64_t>());
+
+  const std::vector<int64_t> prompt =
+      int64s(tools::read_npy((kLlm / GetParam() / "reference" / "prompt.npy").string()));
+  const std::vector<int64_t> want =
+      int64s(tools::read_npy((kLlm / GetParam() / "reference" / "tokens.npy").string()));
+  const int64_t max_seq = m["max_seq"];
+  const size_t steps = std::min<size_t>(want.size(), static_cast<size_t>(max_seq) - prompt.size());
+  ASSERT_GE(steps, 8u);
+
+  Session session(*model);
+  ASSERT_TRUE(session.status().is_ok());
+  const std::string ids_name = model->inputs()[0].name, pos_name = model->inputs()[1].name;
+  int64_t pos = 0;
+  // Runs one token at `pos` and returns the argmax of its logits.
+  auto step = [&](int64_t token) -> int64_t {
+    Tensor ids(DType::i64, {1, 1}), where(DType::i64, {1});
+    std::memcpy(ids.mutable_data(), &token, 8);
+    std::memcpy(where.mutable_data(), &pos, 8);
+    auto out = session.run({{ids_name, ids.view()}, {pos_name, where.view()}});
+    EXPECT_TRUE(out.is_ok()) << out.status().message();
+    if (!out.is_ok()) return -1;
+    ++pos;
+    const Tensor& logits = out->at(model->outputs()[0].name);
+    const float* l = static_cast<const float*>(logits.data());
+    const int64_t vocab = logits.shape().back();
+    int64_t best = 0;
+    for (int64_t i = 1; i < vocab; ++i)
+      if (l[i] > l[best]) best = i;
+    return best;
+  };
+  int64_t next = -1;
+  for (int64_t t : prompt) next = step(t);
+  std::vector<int64_t> got;
+  for (size_t i = 0; i < steps; ++i) {
+    got.push_back(next);
+    if (i + 1 < steps) next = step(next);
+  }
+  EXPECT_EQ(got, std::vector<int64_t>(want.begin(), want.begin() + static_cast<int64_t>(steps)));
+
+  // The cache holds what the runs wrote: the filled positions are no longer the zeros it
+  // started from, and reset_state() brings the zeros back.
+  const Tensor* cache = session.state(k0.name);
+  ASSERT_NE(cache, nullptr);
+  auto nonzero = [](const Tensor& t) {
+    const float* f = static_cast<const float*>(t.data());
+    size_t n = 0;
+    for (int64_t i = 0; i < t.numel(); ++i) n += f[i] != 0.0f;
+    return n;
+  };
+  EXPECT_GT(nonzero(*cache), 0u);
+  session.reset_state();
+  EXPECT_EQ(nonzero(*session.state(k0.name)), 0u);
+  // A wrong shape is refused, naming the state; an unknown name lists the states.
+  Tensor wrong(DType::f32, {1});
+  const Status bad = session.set_state(k0.name, wrong.view());
+  EXPECT_EQ(bad.code(), StatusCode::invalid_argument);
+  EXPECT_NE(bad.message().find(k0.name), std::string::npos) << bad.message();
+  EXPECT_EQ(session.set_state("no.such.buffer", wrong.view()).code(), StatusCode::not_found);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, LlmPrograms, ::testing::Values("llama_tiny", "gpt_neox_tiny"));

@@ -102,7 +102,7 @@ TEST(Verifier, ConstantPayloadTooSmall) {
 TEST(Verifier, OutputsAndTargets) {
   Graph g;
   Value* x = g.add_input("x", {DType::f32, {Dim::constant(2)}});
-  g.mutable_inputs().push_back(GraphInput{x, InputRole::buffer, "", true});
+  g.mutable_inputs().push_back(GraphInput{x, InputRole::buffer, "", true, std::nullopt});
   g.add_output(x, OutputRole::buffer_mutation, "");
   std::vector<std::string> p = verify(g);
   EXPECT_THAT(p, ::testing::Contains(HasSubstr("(buffer) has no target name")));

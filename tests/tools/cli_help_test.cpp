@@ -4,11 +4,13 @@
 
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "tests/tools/fixture_artifacts.h"
+#include "tools/npy.h"
 
 namespace neuronc::tools {
 namespace {
@@ -21,8 +23,8 @@ using testing::neuronc;
 using testing::Ran;
 
 TEST(CliHelp, EverySubcommandHasAnExample) {
-  // `inspect` is missing from this list until its --help gains an example (its owner's file).
-  for (const char* sub : {"analyze", "compile", "run", "verify", "bench", "profile", "inspect"}) {
+  for (const char* sub :
+       {"analyze", "compile", "run", "verify", "bench", "profile", "inspect", "generate"}) {
     const Ran r = neuronc(std::string(sub) + " --help");
     EXPECT_EQ(r.code, 0) << sub;
     EXPECT_NE(r.out.find("Example"), std::string::npos) << sub << " --help:\n" << r.out;
@@ -90,6 +92,56 @@ TEST(Cli, VerifyToleranceFollowsAutoCast) {
   j = nlohmann::json::parse(r.out);
   EXPECT_FALSE(j["atol_relative_to_max_ref"].get<bool>());
   EXPECT_FALSE(j.contains("min_cosine"));
+}
+
+}  // namespace
+}  // namespace neuronc::tools
+
+namespace neuronc::tools {
+namespace {
+
+using testing::neuronc;
+using testing::Ran;
+using testing::scratch_dir;
+
+// `generate` on the tiny Llama's decode program: transformers' greedy tokens, with TTFT, TPOT
+// and the steps in the JSON report; the tokens file; the errors a user can make.
+TEST(Cli, GenerateGivesTheReferenceTokens) {
+  const std::filesystem::path llm =
+      std::filesystem::path(NEURONC_SOURCE_DIR) / "models" / "llm" / "llama_tiny";
+  const std::string art = (scratch_dir() / "llama_tiny_decode.nca").string();
+  ASSERT_EQ(neuronc("compile " + (llm / "decode" / "model.pt2").string() + " -o " + art).code, 0);
+  const std::string prompt = (llm / "reference" / "prompt.npy").string();
+  const std::string tokens = (scratch_dir() / "generated.npy").string();
+  const Ran r = neuronc("generate " + art + " --input-ids " + prompt +
+                        " --max-new-tokens 20 --json -o " + tokens);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  const NpyArray want = read_npy((llm / "reference" / "tokens.npy").string());
+  std::vector<int64_t> ref(20);
+  std::memcpy(ref.data(), want.data.data(), 20 * sizeof(int64_t));
+  EXPECT_EQ(j["tokens"][0].get<std::vector<int64_t>>(), ref);
+  EXPECT_EQ(j["prompt_tokens"], 12);
+  EXPECT_EQ(j["steps"].size(), 12u + 19u);  // the last new token is not fed back
+  EXPECT_GT(j["ttft_ms"].get<double>(), j["tpot_ms"].get<double>());
+  EXPECT_GT(j["tokens_per_s"].get<double>(), 0);
+  const NpyArray written = read_npy(tokens);
+  EXPECT_EQ(written.shape, (std::vector<int64_t>{1, 20}));
+
+  // More positions than the cache holds (64), a token outside the vocab, a program that is
+  // not a decode program: usage errors that say what was expected.
+  EXPECT_EQ(neuronc("generate " + art + " --input-ids " + prompt + " --max-new-tokens 60").code, 2);
+  EXPECT_EQ(neuronc("generate " + testing::fixture_artifact("mlp") + " --input-ids " + prompt).code,
+            2);
+  // `run` writes the state the run left beside the outputs.
+  const std::filesystem::path out = scratch_dir() / "decode_run";
+  const Ran ran = neuronc("run " + art + " --input " + (llm / "decode" / "input_0.npy").string() +
+                          " --input " + (llm / "decode" / "input_1.npy").string() +
+                          " --output-dir " + out.string() + " --json");
+  ASSERT_EQ(ran.code, 0);
+  const auto rj = nlohmann::json::parse(ran.out);
+  EXPECT_EQ(rj["states"].size(), 6u);  // 2 layers x (key, value, position count)
+  EXPECT_TRUE(std::filesystem::exists(out / "state_0.npy"));
 }
 
 }  // namespace

@@ -88,6 +88,9 @@ class Model {
 
   const std::vector<TensorSpec>& inputs() const;
   const std::vector<TensorSpec>& outputs() const;
+  // Tensors the model reads and rewrites on every run (a KV cache, BatchNorm's running
+  // statistics), kept by each Session from one run to the next; static shapes.
+  const std::vector<TensorSpec>& states() const;
   const ModelInfo& info() const;
 
   struct Impl;                                                                  // internal

@@ -101,6 +101,18 @@ class Session {
   // Statistics of the last successful run.
   const RunStats& stats() const;
 
+  // State (Model::states()): this session's copy, which a new session starts with the values
+  // the model was exported with and every successful run replaces with what the run wrote (a
+  // failed run leaves it as it was). In a device's HBM between runs, so moving it costs no
+  // simulated time. Null when the model has no state of that name; valid until the next run,
+  // set_state() or reset_state().
+  const Tensor* state(std::string_view name) const;
+  // Replaces a state's value (exact dtype and shape): to start generation from another
+  // session's KV cache, say.
+  Status set_state(std::string_view name, const TensorView& value);
+  // Every state back to the model's initial values.
+  void reset_state();
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

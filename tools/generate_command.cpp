@@ -1,0 +1,322 @@
+// `neuronc generate ARTIFACT --input-ids FILE.npy --max-new-tokens N`: greedy generation with a
+// decode program (models/scripts/export_causal_lm.py), its KV cache kept by the Session.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "tools/cli_output.h"
+#include "tools/commands.h"
+#include "tools/runner.h"
+
+namespace neuronc::tools {
+namespace {
+
+struct GenerateCli {
+  std::string artifact, input_ids, output;
+  int max_new_tokens = 16;
+  int64_t eos = -1;
+  bool json = false;
+};
+
+// One simulated decode step.
+struct Step {
+  int64_t position = 0;
+  bool prompt = false;  // fed a prompt token (its logits choose the next only at the last one)
+  RunStats stats;
+};
+
+std::string spec_text(const TensorSpec& s) {
+  std::string r = std::string(dtype_name(s.dtype)) + "[";
+  for (size_t i = 0; i < s.dims.size(); ++i)
+    r += (i ? ", " : "") +
+         (s.dims[i].is_symbolic() ? s.dims[i].symbol : std::to_string(s.dims[i].value));
+  return r + "]";
+}
+
+const TensorSpec* find_spec(const std::vector<TensorSpec>& specs, const std::string& name) {
+  for (const TensorSpec& s : specs)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+bool is_static(const TensorSpec& s, std::initializer_list<int64_t> want_rank_dims, size_t rank) {
+  if (s.dims.size() != rank) return false;
+  for (const DimSpec& d : s.dims)
+    if (d.is_symbolic()) return false;
+  size_t i = 0;
+  for (int64_t w : want_rank_dims) {
+    if (w >= 0 && s.dims[i].value != w) return false;
+    ++i;
+  }
+  return true;
+}
+
+// The decode program's interface, or a usage error naming what it has instead.
+struct DecodeInterface {
+  const TensorSpec* ids = nullptr;
+  const TensorSpec* position = nullptr;
+  const TensorSpec* logits = nullptr;
+  int64_t batch = 0, vocab = 0;
+  std::optional<int64_t> cache_capacity;
+};
+
+DecodeInterface decode_interface(const Model& model, const std::string& path) {
+  DecodeInterface d;
+  d.ids = find_spec(model.inputs(), "input_ids");
+  d.position = find_spec(model.inputs(), "cache_position");
+  d.logits = model.outputs().empty() ? nullptr : &model.outputs()[0];
+  const bool ok = d.ids && d.position && d.logits && model.inputs().size() == 2 &&
+                  !model.states().empty() && d.ids->dtype == DType::i64 &&
+                  is_static(*d.ids, {-1, 1}, 2) && d.position->dtype == DType::i64 &&
+                  is_static(*d.position, {1}, 1) && is_static(*d.logits, {-1, 1, -1}, 3) &&
+                  (d.logits->dtype == DType::f32 || d.logits->dtype == DType::bf16 ||
+                   d.logits->dtype == DType::f16) &&
+                  d.logits->dims[0].value == d.ids->dims[0].value;
+  if (!ok) {
+    std::string has;
+    for (const TensorSpec& s : model.inputs()) has += " input " + s.name + " " + spec_text(s) + ";";
+    for (const TensorSpec& s : model.outputs())
+      has += " output " + s.name + " " + spec_text(s) + ";";
+    has += " " + std::to_string(model.states().size()) + " states";
+    throw CommandExit{kExitUsage,
+                      "generate needs a decode program: inputs input_ids i64[batch, 1] and "
+                      "cache_position i64[1], logits [batch, 1, vocab] as the first output and the "
+                      "KV cache as state, as models/scripts/export_causal_lm.py writes; " +
+                          path + " has" + has,
+                      ""};
+  }
+  d.batch = d.ids->dims[0].value;
+  d.vocab = d.logits->dims[2].value;
+  // transformers' StaticCache layout [batch, kv heads, max_seq, head dim]: the positions the
+  // cache holds. Other states (none in a causal LM export) do not bound generation.
+  for (const TensorSpec& s : model.states())
+    if (s.dims.size() == 4 && s.dims[0].value == d.batch)
+      d.cache_capacity = std::min(d.cache_capacity.value_or(s.dims[2].value), s.dims[2].value);
+  return d;
+}
+
+// The prompt as int64 rows [batch, length].
+std::vector<std::vector<int64_t>> read_prompt(const std::string& path, int64_t batch) {
+  NpyArray a = read_npy(path);
+  if (a.shape.size() == 1) a.shape.insert(a.shape.begin(), 1);
+  if (a.shape.size() != 2 || (a.type != NpyType::i64 && a.type != NpyType::i32))
+    throw CommandExit{kExitUsage,
+                      "--input-ids " + path + ": expected int64 or int32 token ids [batch, length]",
+                      ""};
+  if (a.shape[0] != batch)
+    throw CommandExit{kExitUsage,
+                      "--input-ids " + path + " has " + std::to_string(a.shape[0]) +
+                          " rows, but the decode program was exported for batch " +
+                          std::to_string(batch),
+                      ""};
+  if (a.shape[1] < 1) throw CommandExit{kExitUsage, "--input-ids " + path + " holds no token", ""};
+  std::vector<std::vector<int64_t>> rows(static_cast<size_t>(a.shape[0]));
+  for (size_t b = 0; b < rows.size(); ++b)
+    for (int64_t t = 0; t < a.shape[1]; ++t) {
+      const size_t k = b * static_cast<size_t>(a.shape[1]) + static_cast<size_t>(t);
+      int64_t v = 0;
+      if (a.type == NpyType::i64) {
+        std::memcpy(&v, a.data.data() + 8 * k, 8);
+      } else {
+        int32_t w = 0;
+        std::memcpy(&w, a.data.data() + 4 * k, 4);
+        v = w;
+      }
+      rows[b].push_back(v);
+    }
+  return rows;
+}
+
+// The greedy choice per row: the first index of the largest logit, as torch.argmax.
+std::vector<int64_t> argmax_rows(const Tensor& logits) {
+  const NpyArray f = widen_to_f32(npy_of(logits));
+  const int64_t vocab = logits.shape().back();
+  const int64_t rows = logits.shape().front();
+  std::vector<int64_t> best(static_cast<size_t>(rows), 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto* l = reinterpret_cast<const float*>(f.data.data()) + r * vocab;
+    for (int64_t i = 0; i < vocab; ++i) {
+      if (std::isnan(l[i]))
+        throw CommandExit{kExitError,
+                          "logits row " + std::to_string(r) + " holds NaN at " + std::to_string(i),
+                          ""};
+      if (l[i] > l[best[r]]) best[r] = i;
+    }
+  }
+  return best;
+}
+
+void run_generate(const GenerateCli& o) {
+  Model model = load_model_or_exit(o.artifact);
+  const DecodeInterface d = decode_interface(model, o.artifact);
+  const std::vector<std::vector<int64_t>> prompt = read_prompt(o.input_ids, d.batch);
+  const int64_t p = static_cast<int64_t>(prompt[0].size());
+  // Positions 0 .. p + n - 2 are written (the last new token is not fed back).
+  if (d.cache_capacity && p + o.max_new_tokens - 1 > *d.cache_capacity)
+    throw CommandExit{kExitUsage,
+                      "a prompt of " + std::to_string(p) + " tokens and " +
+                          std::to_string(o.max_new_tokens) + " new ones need " +
+                          std::to_string(p + o.max_new_tokens - 1) +
+                          " cache positions, but the KV cache holds " +
+                          std::to_string(*d.cache_capacity) + " (export with a larger --max-seq)",
+                      ""};
+  for (const auto& row : prompt)
+    for (int64_t t : row)
+      if (t < 0 || t >= d.vocab)
+        throw CommandExit{kExitUsage,
+                          "--input-ids holds token " + std::to_string(t) +
+                              ", outside the vocab [0, " + std::to_string(d.vocab) + ")",
+                          ""};
+
+  Session session(model);
+  if (!session.status().is_ok()) throw CommandExit{kExitError, session.status().message(), ""};
+  std::vector<Step> steps;
+  Tensor ids(DType::i64, {d.batch, 1}), where(DType::i64, {1});
+  // Feeds one token per row at `pos`; returns the greedy choice per row.
+  auto step = [&](const std::vector<int64_t>& tokens, int64_t pos, bool is_prompt) {
+    std::memcpy(ids.mutable_data(), tokens.data(), tokens.size() * 8);
+    std::memcpy(where.mutable_data(), &pos, 8);
+    auto out = session.run({{d.ids->name, ids.view()}, {d.position->name, where.view()}});
+    if (!out.is_ok())
+      throw CommandExit{
+          kExitError,
+          "decode step at position " + std::to_string(pos) + ": " + out.status().message(), ""};
+    steps.push_back({pos, is_prompt, session.stats()});
+    return argmax_rows(out->at(d.logits->name));
+  };
+
+  progress("generating with " + o.artifact);
+  std::vector<int64_t> next;
+  for (int64_t t = 0; t < p; ++t) {
+    std::vector<int64_t> column;
+    for (const auto& row : prompt) column.push_back(row[static_cast<size_t>(t)]);
+    next = step(column, t, true);
+  }
+  std::vector<std::vector<int64_t>> generated(static_cast<size_t>(d.batch));
+  std::vector<bool> ended(static_cast<size_t>(d.batch), false);
+  for (int i = 0; i < o.max_new_tokens; ++i) {
+    for (size_t b = 0; b < generated.size(); ++b) {
+      generated[b].push_back(next[b]);
+      ended[b] = ended[b] || next[b] == o.eos;
+    }
+    const bool all_ended = std::all_of(ended.begin(), ended.end(), [](bool e) { return e; });
+    if (i + 1 == o.max_new_tokens || all_ended) break;
+    next = step(next, p + i, false);
+  }
+  progress_done();
+
+  // TTFT: every prompt step (this artifact has no prefill program, so the prompt goes through
+  // the decode program one token per step). TPOT: the mean decode step after the first token.
+  double ttft_ns = 0, decode_ns = 0;
+  size_t decode_steps = 0;
+  std::array<double, 5> busy{};
+  for (const Step& s : steps) {
+    if (s.prompt) {
+      ttft_ns += s.stats.latency_ns;
+      continue;
+    }
+    decode_ns += s.stats.latency_ns;
+    ++decode_steps;
+    for (size_t e = 0; e < busy.size(); ++e) busy[e] += s.stats.engine_busy_ns[e];
+  }
+  double decode_device_ns = 0;
+  for (const Step& s : steps)
+    if (!s.prompt) decode_device_ns += s.stats.device_ns;
+  const double tpot_ns = decode_steps ? decode_ns / static_cast<double>(decode_steps) : 0;
+  const double tokens_per_s = tpot_ns > 0 ? 1e9 * static_cast<double>(d.batch) / tpot_ns : 0;
+  const size_t n_new = generated[0].size();
+
+  if (!o.output.empty()) {
+    NpyArray a;
+    a.type = NpyType::i64;
+    a.shape = {d.batch, static_cast<int64_t>(n_new)};
+    for (const auto& row : generated)
+      for (int64_t t : row) {
+        const auto* b = reinterpret_cast<const std::byte*>(&t);
+        a.data.insert(a.data.end(), b, b + 8);
+      }
+    write_npy(o.output, a);
+  }
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["artifact"] = o.artifact;
+    j["target"] = model.info().target;
+    j["batch"] = d.batch;
+    j["prompt_tokens"] = p;
+    j["new_tokens"] = n_new;
+    j["decoding"] = "greedy";
+    j["tokens"] = generated;
+    j["ttft_ms"] = ttft_ns / 1e6;
+    j["ttft_note"] = "the prompt runs through the decode program, one token per step";
+    j["tpot_ms"] = tpot_ns / 1e6;
+    j["tokens_per_s"] = tokens_per_s;
+    nlohmann::ordered_json util;
+    for (size_t e = 0; e < kEngineNames.size(); ++e)
+      util[std::string(kEngineNames[e])] = decode_device_ns > 0 ? busy[e] / decode_device_ns : 0.0;
+    j["decode_engine_utilization"] = util;
+    j["steps"] = nlohmann::ordered_json::array();
+    for (const Step& s : steps) {
+      nlohmann::ordered_json u;
+      for (size_t e = 0; e < kEngineNames.size(); ++e)
+        u[std::string(kEngineNames[e])] =
+            s.stats.device_ns > 0 ? s.stats.engine_busy_ns[e] / s.stats.device_ns : 0.0;
+      j["steps"].push_back({{"position", s.position},
+                            {"kind", s.prompt ? "prompt" : "decode"},
+                            {"latency_us", s.stats.latency_ns / 1e3},
+                            {"device_us", s.stats.device_ns / 1e3},
+                            {"host_ops_us", s.stats.host_ops_ns / 1e3},
+                            {"engine_utilization", u}});
+    }
+    if (!o.output.empty()) j["output"] = o.output;
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  for (size_t b = 0; b < generated.size(); ++b) {
+    std::printf("tokens%s:", d.batch > 1 ? (" (row " + std::to_string(b) + ")").c_str() : "");
+    for (int64_t t : generated[b]) std::printf(" %lld", static_cast<long long>(t));
+    std::printf("\n");
+  }
+  std::printf(
+      "%zu new tokens after a %lld-token prompt, greedy, on %s\n"
+      "TTFT %.3f ms (the prompt through the decode program, one token per step)\n"
+      "TPOT %.3f ms, %.1f tokens/s (batch %lld)\n",
+      n_new, static_cast<long long>(p), model.info().target.c_str(), ttft_ns / 1e6, tpot_ns / 1e6,
+      tokens_per_s, static_cast<long long>(d.batch));
+  std::printf("decode engine utilisation:");
+  for (size_t e = 0; e < kEngineNames.size(); ++e)
+    std::printf(" %s %.1f%%", std::string(kEngineNames[e]).c_str(),
+                decode_device_ns > 0 ? 100.0 * busy[e] / decode_device_ns : 0.0);
+  std::printf("\n");
+  if (!o.output.empty()) std::printf("tokens -> %s\n", o.output.c_str());
+}
+
+}  // namespace
+
+void register_generate_command(CLI::App& app) {
+  auto o = std::make_shared<GenerateCli>();
+  CLI::App* cmd = app.add_subcommand(
+      "generate", "Generate tokens with a decode program, its KV cache kept across steps");
+  cmd->footer(
+      "Example:\n"
+      "  neuronc compile models/llm/llama_tiny/decode/model.pt2 -o decode.nca\n"
+      "  neuronc generate decode.nca --input-ids models/llm/llama_tiny/reference/prompt.npy "
+      "--max-new-tokens 32");
+  cmd->add_option("artifact", o->artifact,
+                  "Compiled decode program (.nca) from models/scripts/export_causal_lm.py")
+      ->required();
+  cmd->add_option("--input-ids", o->input_ids, "Prompt token ids, int64 [batch, length] .npy")
+      ->required();
+  cmd->add_option("--max-new-tokens", o->max_new_tokens, "Tokens to generate (default 16)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--eos-token-id", o->eos, "Stop once every row has produced this token");
+  cmd->add_option("-o,--output", o->output, "Write the new tokens [batch, n] as int64 .npy");
+  cmd->add_flag("--json", o->json, "Print the report as JSON (fields in docs/CLI.md)");
+  cmd->callback([o] { run_generate(*o); });
+}
+
+}  // namespace neuronc::tools
