@@ -251,9 +251,9 @@ void run_generate(const GenerateCli& o) {
     j["new_tokens"] = n_new;
     j["decoding"] = "greedy";
     j["tokens"] = generated;
-    j["ttft_ms"] = ttft_ns / 1e6;
+    j["ttft_us"] = ttft_ns / 1e3;
     j["ttft_note"] = "the prompt runs through the decode program, one token per step";
-    j["tpot_ms"] = tpot_ns / 1e6;
+    j["tpot_us"] = tpot_ns / 1e3;
     j["tokens_per_s"] = tokens_per_s;
     nlohmann::ordered_json util;
     for (size_t e = 0; e < kEngineNames.size(); ++e)

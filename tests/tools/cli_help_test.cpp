@@ -123,14 +123,20 @@ TEST(Cli, GenerateGivesTheReferenceTokens) {
   EXPECT_EQ(j["tokens"][0].get<std::vector<int64_t>>(), ref);
   EXPECT_EQ(j["prompt_tokens"], 12);
   EXPECT_EQ(j["steps"].size(), 12u + 19u);  // the last new token is not fed back
-  EXPECT_GT(j["ttft_ms"].get<double>(), j["tpot_ms"].get<double>());
+  EXPECT_GT(j["ttft_us"].get<double>(), j["tpot_us"].get<double>());
   EXPECT_GT(j["tokens_per_s"].get<double>(), 0);
   const NpyArray written = read_npy(tokens);
   EXPECT_EQ(written.shape, (std::vector<int64_t>{1, 20}));
 
-  // More positions than the cache holds (64), a token outside the vocab, a program that is
+  // More positions than the cache holds (80), a token outside the vocab, a program that is
   // not a decode program: usage errors that say what was expected.
-  EXPECT_EQ(neuronc("generate " + art + " --input-ids " + prompt + " --max-new-tokens 60").code, 2);
+  EXPECT_EQ(neuronc("generate " + art + " --input-ids " + prompt + " --max-new-tokens 70").code, 2);
+  NpyArray bad = read_npy(prompt);
+  const int64_t outside = 999;
+  std::memcpy(bad.data.data(), &outside, sizeof outside);
+  const std::string bad_prompt = (scratch_dir() / "bad_prompt.npy").string();
+  write_npy(bad_prompt, bad);
+  EXPECT_EQ(neuronc("generate " + art + " --input-ids " + bad_prompt).code, 2);
   EXPECT_EQ(neuronc("generate " + testing::fixture_artifact("mlp") + " --input-ids " + prompt).code,
             2);
   // `run` writes the state the run left beside the outputs.
