@@ -8,6 +8,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string_view>
+#include <vector>
 
 #include "tools/cli_output.h"
 #include "tools/commands.h"
@@ -18,16 +20,19 @@ namespace {
 
 struct GenerateCli {
   std::string artifact, input_ids, output;
+  std::vector<std::string> prefill;
   int max_new_tokens = 16;
   int64_t eos = -1;
   bool json = false;
 };
 
-// One simulated decode step.
+// One simulated call: the prefill program over the padded prompt, or a decode step that feeds
+// a prompt token (its logits choose the next token only at the last one) or a new token.
 struct Step {
   int64_t position = 0;
-  bool prompt = false;  // fed a prompt token (its logits choose the next only at the last one)
+  const char* kind = "decode";  // "prefill", "prompt" or "decode"
   RunStats stats;
+  bool before_first_token() const { return std::string_view(kind) != "decode"; }
 };
 
 std::string spec_text(const TensorSpec& s) {
@@ -56,41 +61,50 @@ bool is_static(const TensorSpec& s, std::initializer_list<int64_t> want_rank_dim
   return true;
 }
 
-// The decode program's interface, or a usage error naming what it has instead.
-struct DecodeInterface {
+// A decode or prefill program's interface (models/scripts/export_causal_lm.py): input_ids
+// i64[batch, tokens], cache_position i64[tokens], logits [batch, tokens, vocab] first among the
+// outputs, the KV cache as state. `tokens` is 1 for decode, the bucket for prefill.
+struct ProgramInterface {
   const TensorSpec* ids = nullptr;
   const TensorSpec* position = nullptr;
   const TensorSpec* logits = nullptr;
-  int64_t batch = 0, vocab = 0;
+  int64_t batch = 0, tokens = 0, vocab = 0;
   std::optional<int64_t> cache_capacity;
 };
 
-DecodeInterface decode_interface(const Model& model, const std::string& path) {
-  DecodeInterface d;
+// The interface of `model`, or a usage error naming what it has instead; `decode` asks for one
+// token per call.
+ProgramInterface program_interface(const Model& model, const std::string& path, bool decode) {
+  ProgramInterface d;
   d.ids = find_spec(model.inputs(), "input_ids");
   d.position = find_spec(model.inputs(), "cache_position");
   d.logits = model.outputs().empty() ? nullptr : &model.outputs()[0];
+  const int64_t one = decode ? 1 : -1;
   const bool ok = d.ids && d.position && d.logits && model.inputs().size() == 2 &&
                   !model.states().empty() && d.ids->dtype == DType::i64 &&
-                  is_static(*d.ids, {-1, 1}, 2) && d.position->dtype == DType::i64 &&
-                  is_static(*d.position, {1}, 1) && is_static(*d.logits, {-1, 1, -1}, 3) &&
+                  is_static(*d.ids, {-1, one}, 2) && d.position->dtype == DType::i64 &&
+                  is_static(*d.position, {d.ids->dims[1].value}, 1) &&
+                  is_static(*d.logits, {d.ids->dims[0].value, d.ids->dims[1].value, -1}, 3) &&
                   (d.logits->dtype == DType::f32 || d.logits->dtype == DType::bf16 ||
-                   d.logits->dtype == DType::f16) &&
-                  d.logits->dims[0].value == d.ids->dims[0].value;
+                   d.logits->dtype == DType::f16);
   if (!ok) {
     std::string has;
     for (const TensorSpec& s : model.inputs()) has += " input " + s.name + " " + spec_text(s) + ";";
     for (const TensorSpec& s : model.outputs())
       has += " output " + s.name + " " + spec_text(s) + ";";
     has += " " + std::to_string(model.states().size()) + " states";
+    const std::string t = decode ? "1" : "tokens";
     throw CommandExit{kExitUsage,
-                      "generate needs a decode program: inputs input_ids i64[batch, 1] and "
-                      "cache_position i64[1], logits [batch, 1, vocab] as the first output and the "
-                      "KV cache as state, as models/scripts/export_causal_lm.py writes; " +
+                      std::string("generate needs a ") + (decode ? "decode" : "prefill") +
+                          " program: inputs input_ids i64[batch, " + t +
+                          "] and cache_position i64[" + t + "], logits [batch, " + t +
+                          ", vocab] as the first output and the KV cache as state, as "
+                          "models/scripts/export_causal_lm.py writes; " +
                           path + " has" + has,
                       ""};
   }
   d.batch = d.ids->dims[0].value;
+  d.tokens = d.ids->dims[1].value;
   d.vocab = d.logits->dims[2].value;
   // transformers' StaticCache layout [batch, kv heads, max_seq, head dim]: the positions the
   // cache holds. Other states (none in a causal LM export) do not bound generation.
@@ -98,6 +112,44 @@ DecodeInterface decode_interface(const Model& model, const std::string& path) {
     if (s.dims.size() == 4 && s.dims[0].value == d.batch)
       d.cache_capacity = std::min(d.cache_capacity.value_or(s.dims[2].value), s.dims[2].value);
   return d;
+}
+
+// A prefill program, loaded: its interface and its bucket.
+struct Prefill {
+  std::string path;
+  Model model;
+  ProgramInterface io;
+};
+
+// The prefill programs, each checked against the decode program: the same batch and vocab and
+// the same states (names, dtypes, shapes), so the cache it fills is the one decode reads.
+std::vector<Prefill> load_prefills(const GenerateCli& o, const Model& decode,
+                                   const ProgramInterface& d) {
+  std::vector<Prefill> out;
+  for (const std::string& path : o.prefill) {
+    Model m = load_model_or_exit(path);
+    ProgramInterface io = program_interface(m, path, /*decode=*/false);
+    auto same = [](const TensorSpec& a, const TensorSpec& b) {
+      if (a.name != b.name || a.dtype != b.dtype || a.dims.size() != b.dims.size()) return false;
+      for (size_t i = 0; i < a.dims.size(); ++i)
+        if (a.dims[i].value != b.dims[i].value) return false;
+      return true;
+    };
+    bool states_match = m.states().size() == decode.states().size();
+    for (size_t i = 0; states_match && i < m.states().size(); ++i)
+      states_match = same(m.states()[i], decode.states()[i]);
+    if (io.batch != d.batch || io.vocab != d.vocab || !states_match)
+      throw CommandExit{kExitUsage,
+                        "--prefill " + path + " is not the decode program's model: batch " +
+                            std::to_string(io.batch) + ", vocab " + std::to_string(io.vocab) +
+                            (states_match ? "" : ", other states") + " against batch " +
+                            std::to_string(d.batch) + ", vocab " + std::to_string(d.vocab),
+                        ""};
+    out.push_back({path, std::move(m), io});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const Prefill& a, const Prefill& b) { return a.io.tokens < b.io.tokens; });
+  return out;
 }
 
 // The prompt as int64 rows [batch, length].
@@ -153,9 +205,26 @@ std::vector<int64_t> argmax_rows(const Tensor& logits) {
 
 void run_generate(const GenerateCli& o) {
   Model model = load_model_or_exit(o.artifact);
-  const DecodeInterface d = decode_interface(model, o.artifact);
+  const ProgramInterface d = program_interface(model, o.artifact, /*decode=*/true);
+  const std::vector<Prefill> prefills = load_prefills(o, model, d);
   const std::vector<std::vector<int64_t>> prompt = read_prompt(o.input_ids, d.batch);
   const int64_t p = static_cast<int64_t>(prompt[0].size());
+  // The smallest bucket that holds the prompt.
+  const Prefill* prefill = nullptr;
+  for (const Prefill& f : prefills)
+    if (!prefill && f.io.tokens >= p) prefill = &f;
+  if (!prefills.empty() && !prefill)
+    throw CommandExit{
+        kExitUsage,
+        "a prompt of " + std::to_string(p) + " tokens is longer than the largest prefill bucket (" +
+            std::to_string(prefills.back().io.tokens) + " tokens, " + prefills.back().path + ")",
+        ""};
+  if (prefill && d.cache_capacity && prefill->io.tokens > *d.cache_capacity)
+    throw CommandExit{kExitUsage,
+                      "the prefill bucket of " + std::to_string(prefill->io.tokens) +
+                          " tokens is longer than the KV cache (" +
+                          std::to_string(*d.cache_capacity) + " positions)",
+                      ""};
   // Positions 0 .. p + n - 2 are written (the last new token is not fed back).
   if (d.cache_capacity && p + o.max_new_tokens - 1 > *d.cache_capacity)
     throw CommandExit{kExitUsage,
@@ -178,7 +247,7 @@ void run_generate(const GenerateCli& o) {
   std::vector<Step> steps;
   Tensor ids(DType::i64, {d.batch, 1}), where(DType::i64, {1});
   // Feeds one token per row at `pos`; returns the greedy choice per row.
-  auto step = [&](const std::vector<int64_t>& tokens, int64_t pos, bool is_prompt) {
+  auto step = [&](const std::vector<int64_t>& tokens, int64_t pos, const char* kind) {
     std::memcpy(ids.mutable_data(), tokens.data(), tokens.size() * 8);
     std::memcpy(where.mutable_data(), &pos, 8);
     auto out = session.run({{d.ids->name, ids.view()}, {d.position->name, where.view()}});
@@ -186,16 +255,52 @@ void run_generate(const GenerateCli& o) {
       throw CommandExit{
           kExitError,
           "decode step at position " + std::to_string(pos) + ": " + out.status().message(), ""};
-    steps.push_back({pos, is_prompt, session.stats()});
+    steps.push_back({pos, kind, session.stats()});
     return argmax_rows(out->at(d.logits->name));
   };
 
   progress("generating with " + o.artifact);
   std::vector<int64_t> next;
-  for (int64_t t = 0; t < p; ++t) {
-    std::vector<int64_t> column;
-    for (const auto& row : prompt) column.push_back(row[static_cast<size_t>(t)]);
-    next = step(column, t, true);
+  if (prefill) {
+    // The prompt padded to the bucket with token 0: the pad positions come after the prompt,
+    // so the causal mask hides them from its tokens and from every decode step, which
+    // overwrites them one by one. The prefill session's cache then seeds the decode session's
+    // (in one device's HBM, so moving it costs no simulated time).
+    Session ps(prefill->model);
+    if (!ps.status().is_ok()) throw CommandExit{kExitError, ps.status().message(), ""};
+    const int64_t s = prefill->io.tokens;
+    Tensor pids(DType::i64, {d.batch, s}), ppos(DType::i64, {s});
+    auto* idp = static_cast<int64_t*>(pids.mutable_data());
+    auto* posp = static_cast<int64_t*>(ppos.mutable_data());
+    for (int64_t b = 0; b < d.batch; ++b)
+      for (int64_t t = 0; t < s; ++t)
+        idp[b * s + t] = t < p ? prompt[static_cast<size_t>(b)][static_cast<size_t>(t)] : 0;
+    for (int64_t t = 0; t < s; ++t) posp[t] = t;
+    auto out =
+        ps.run({{prefill->io.ids->name, pids.view()}, {prefill->io.position->name, ppos.view()}});
+    if (!out.is_ok())
+      throw CommandExit{kExitError, "prefill (" + prefill->path + "): " + out.status().message(),
+                        ""};
+    steps.push_back({0, "prefill", ps.stats()});
+    // The logits of each row's last prompt token.
+    const Tensor& all = out->at(prefill->io.logits->name);
+    const NpyArray f = widen_to_f32(npy_of(all));
+    Tensor last(DType::f32, {d.batch, d.vocab});
+    for (int64_t b = 0; b < d.batch; ++b)
+      std::memcpy(static_cast<float*>(last.mutable_data()) + b * d.vocab,
+                  reinterpret_cast<const float*>(f.data.data()) + (b * s + p - 1) * d.vocab,
+                  static_cast<size_t>(d.vocab) * sizeof(float));
+    next = argmax_rows(last);
+    for (const TensorSpec& st : model.states()) {
+      const Status set = session.set_state(st.name, ps.state(st.name)->view());
+      if (!set.is_ok()) throw CommandExit{kExitError, set.message(), ""};
+    }
+  } else {
+    for (int64_t t = 0; t < p; ++t) {
+      std::vector<int64_t> column;
+      for (const auto& row : prompt) column.push_back(row[static_cast<size_t>(t)]);
+      next = step(column, t, "prompt");
+    }
   }
   std::vector<std::vector<int64_t>> generated(static_cast<size_t>(d.batch));
   std::vector<bool> ended(static_cast<size_t>(d.batch), false);
@@ -206,27 +311,29 @@ void run_generate(const GenerateCli& o) {
     }
     const bool all_ended = std::all_of(ended.begin(), ended.end(), [](bool e) { return e; });
     if (i + 1 == o.max_new_tokens || all_ended) break;
-    next = step(next, p + i, false);
+    next = step(next, p + i, "decode");
   }
   progress_done();
 
-  // TTFT: every prompt step (this artifact has no prefill program, so the prompt goes through
-  // the decode program one token per step). TPOT: the mean decode step after the first token.
-  double ttft_ns = 0, decode_ns = 0;
+  // TTFT: the prefill call, or without one every prompt step (the prompt through the decode
+  // program, one token per step). TPOT: the mean decode step after the first token.
+  const std::string ttft_how =
+      prefill ? "the prefill program, bucket " + std::to_string(prefill->io.tokens) + " (" +
+                    prefill->path + ")"
+              : "the prompt through the decode program, one token per step";
+  double ttft_ns = 0, decode_ns = 0, decode_device_ns = 0;
   size_t decode_steps = 0;
   std::array<double, 5> busy{};
   for (const Step& s : steps) {
-    if (s.prompt) {
+    if (s.before_first_token()) {
       ttft_ns += s.stats.latency_ns;
       continue;
     }
     decode_ns += s.stats.latency_ns;
+    decode_device_ns += s.stats.device_ns;
     ++decode_steps;
     for (size_t e = 0; e < busy.size(); ++e) busy[e] += s.stats.engine_busy_ns[e];
   }
-  double decode_device_ns = 0;
-  for (const Step& s : steps)
-    if (!s.prompt) decode_device_ns += s.stats.device_ns;
   const double tpot_ns = decode_steps ? decode_ns / static_cast<double>(decode_steps) : 0;
   const double tokens_per_s = tpot_ns > 0 ? 1e9 * static_cast<double>(d.batch) / tpot_ns : 0;
   const size_t n_new = generated[0].size();
@@ -252,7 +359,7 @@ void run_generate(const GenerateCli& o) {
     j["decoding"] = "greedy";
     j["tokens"] = generated;
     j["ttft_us"] = ttft_ns / 1e3;
-    j["ttft_note"] = "the prompt runs through the decode program, one token per step";
+    j["ttft_from"] = ttft_how;
     j["tpot_us"] = tpot_ns / 1e3;
     j["tokens_per_s"] = tokens_per_s;
     nlohmann::ordered_json util;
@@ -266,7 +373,7 @@ void run_generate(const GenerateCli& o) {
         u[std::string(kEngineNames[e])] =
             s.stats.device_ns > 0 ? s.stats.engine_busy_ns[e] / s.stats.device_ns : 0.0;
       j["steps"].push_back({{"position", s.position},
-                            {"kind", s.prompt ? "prompt" : "decode"},
+                            {"kind", s.kind},
                             {"latency_us", s.stats.latency_ns / 1e3},
                             {"device_us", s.stats.device_ns / 1e3},
                             {"host_ops_us", s.stats.host_ops_ns / 1e3},
@@ -283,10 +390,10 @@ void run_generate(const GenerateCli& o) {
   }
   std::printf(
       "%zu new tokens after a %lld-token prompt, greedy, on %s\n"
-      "TTFT %.3f ms (the prompt through the decode program, one token per step)\n"
+      "TTFT %.3f ms (%s)\n"
       "TPOT %.3f ms, %.1f tokens/s (batch %lld)\n",
-      n_new, static_cast<long long>(p), model.info().target.c_str(), ttft_ns / 1e6, tpot_ns / 1e6,
-      tokens_per_s, static_cast<long long>(d.batch));
+      n_new, static_cast<long long>(p), model.info().target.c_str(), ttft_ns / 1e6,
+      ttft_how.c_str(), tpot_ns / 1e6, tokens_per_s, static_cast<long long>(d.batch));
   std::printf("decode engine utilisation:");
   for (size_t e = 0; e < kEngineNames.size(); ++e)
     std::printf(" %s %.1f%%", std::string(kEngineNames[e]).c_str(),
@@ -304,7 +411,9 @@ void register_generate_command(CLI::App& app) {
   cmd->footer(
       "Example:\n"
       "  neuronc compile models/llm/llama_tiny/decode/model.pt2 -o decode.nca\n"
-      "  neuronc generate decode.nca --input-ids models/llm/llama_tiny/reference/prompt.npy "
+      "  neuronc compile models/llm/llama_tiny/prefill_16/model.pt2 -o prefill_16.nca\n"
+      "  neuronc generate decode.nca --prefill prefill_16.nca --input-ids "
+      "models/llm/llama_tiny/reference/prompt.npy "
       "--max-new-tokens 32");
   cmd->add_option("artifact", o->artifact,
                   "Compiled decode program (.nca) from models/scripts/export_causal_lm.py")
@@ -313,6 +422,10 @@ void register_generate_command(CLI::App& app) {
       ->required();
   cmd->add_option("--max-new-tokens", o->max_new_tokens, "Tokens to generate (default 16)")
       ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--prefill", o->prefill,
+                  "Prefill program(s) (.nca) of the same export, one per bucket: the prompt, "
+                  "padded to the smallest bucket that holds it, fills the cache in one call "
+                  "(repeatable; without it the prompt goes through the decode program)");
   cmd->add_option("--eos-token-id", o->eos, "Stop once every row has produced this token");
   cmd->add_option("-o,--output", o->output, "Write the new tokens [batch, n] as int64 .npy");
   cmd->add_flag("--json", o->json, "Print the report as JSON (fields in docs/CLI.md)");

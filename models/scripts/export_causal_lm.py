@@ -92,13 +92,19 @@ def wrapper(m, batch, max_seq):
         their own references to them; non-strict torch.export swaps the module's buffers for
         traced ones, so the layers' writes land in lifted constants and the exported program
         loses the cache update. Re-binding the layers to the module's buffers on every call makes
-        the update a buffer mutation, which a runtime keeps as state across calls."""
+        the update a buffer mutation, which a runtime keeps as state across calls.
+
+        A layer writes its keys and values at its own position counter (cumulative_length),
+        which it advances by the tokens of each call. Bound to a copy of cache_position's first
+        element instead of a buffer, the write lands at cache_position, as the attention mask
+        assumes, and the cache is the programs' only state: a prompt padded to a prefill bucket
+        stays exact (the pad positions are masked, and the decode steps overwrite them)."""
 
         def forward(self, input_ids=None, cache_position=None):
             for i, layer in enumerate(self.static_cache.layers):
                 layer.keys = getattr(self, f"key_cache_{i}")
                 layer.values = getattr(self, f"value_cache_{i}")
-                layer.cumulative_length = getattr(self, f"cumulative_length_{i}")
+                layer.cumulative_length = cache_position[:1].clone()
             return super().forward(input_ids=input_ids, cache_position=cache_position)
 
     device = next(m.parameters()).device  # "meta" for a weights-free export

@@ -79,13 +79,14 @@ TEST_P(LlmPrograms, DecodeGeneratesTheReferenceTokensWithTheCacheAsSessionState)
   compiler::CompileResult r = compiler::compile_program(frontend::load_program(path), req);
   auto model = Model::load_from_memory(r.artifact);
   ASSERT_TRUE(model.is_ok()) << model.status().message();
-  // Every cache buffer is state, not an output (and so is the StaticCache's position count);
-  // the cache's dtype and shape as exported.
+  // Every cache buffer is state, not an output, and nothing else is (the export binds the
+  // cache's write position to cache_position); the cache's dtype and shape as exported.
   std::vector<std::string> states;
   for (const TensorSpec& s : model->states()) states.push_back(s.name);
   for (const auto& b : m["kv_cache"])
     EXPECT_NE(std::find(states.begin(), states.end(), b["name"].get<std::string>()), states.end())
         << b["name"];
+  EXPECT_EQ(states.size(), m["kv_cache"].size());
   ASSERT_EQ(model->outputs().size(), 1u) << "logits only";
   EXPECT_GE(model->info().format_minor, 2);
   const TensorSpec& k0 = model->states()[static_cast<size_t>(
@@ -152,6 +153,67 @@ TEST_P(LlmPrograms, DecodeGeneratesTheReferenceTokensWithTheCacheAsSessionState)
   EXPECT_EQ(bad.code(), StatusCode::invalid_argument);
   EXPECT_NE(bad.message().find(k0.name), std::string::npos) << bad.message();
   EXPECT_EQ(session.set_state("no.such.buffer", wrong.view()).code(), StatusCode::not_found);
+}
+
+// Compiles the family's program `dir` (decode, prefill_16) for trn1 in fp32.
+Model compile_program(const std::string& family, const std::string& dir) {
+  const std::string path = (kLlm / family / dir / "model.pt2").string();
+  compiler::CompileRequest req;
+  req.model = path;
+  req.target = "trn1";
+  compiler::CompileResult r = compiler::compile_program(frontend::load_program(path), req);
+  auto model = Model::load_from_memory(r.artifact);
+  EXPECT_TRUE(model.is_ok()) << model.status().message();
+  return *model;
+}
+
+// The first largest logit of token `t` (torch.argmax) in logits [1, tokens, vocab].
+int64_t argmax_at(const Tensor& logits, int64_t t) {
+  const int64_t vocab = logits.shape().back();
+  const float* l = static_cast<const float*>(logits.data()) + t * vocab;
+  int64_t best = 0;
+  for (int64_t i = 1; i < vocab; ++i)
+    if (l[i] > l[best]) best = i;
+  return best;
+}
+
+// The prefill program over the prompt padded to its 16-token bucket fills the cache in one call;
+// the decode session starts from that cache (Session::set_state) and generates transformers'
+// 64 greedy tokens. Exact because the pad positions follow the prompt: the causal mask hides
+// them, and the decode steps overwrite them.
+TEST_P(LlmPrograms, PrefillThenDecodeGeneratesTheReferenceTokens) {
+  const Model prefill = compile_program(GetParam(), "prefill_16");
+  const Model decode = compile_program(GetParam(), "decode");
+  const std::vector<int64_t> prompt =
+      int64s(tools::read_npy((kLlm / GetParam() / "reference" / "prompt.npy").string()));
+  const std::vector<int64_t> want =
+      int64s(tools::read_npy((kLlm / GetParam() / "reference" / "tokens.npy").string()));
+  const auto p = static_cast<int64_t>(prompt.size());
+  ASSERT_LE(p, 16);
+
+  Session ps(prefill);
+  Tensor ids(DType::i64, {1, 16}), pos(DType::i64, {16});
+  for (int64_t t = 0; t < 16; ++t) {
+    static_cast<int64_t*>(ids.mutable_data())[t] = t < p ? prompt[static_cast<size_t>(t)] : 0;
+    static_cast<int64_t*>(pos.mutable_data())[t] = t;
+  }
+  auto filled = ps.run({{"input_ids", ids.view()}, {"cache_position", pos.view()}});
+  ASSERT_TRUE(filled.is_ok()) << filled.status().message();
+  std::vector<int64_t> got = {argmax_at(filled->at(prefill.outputs()[0].name), p - 1)};
+
+  Session ds(decode);
+  ASSERT_EQ(decode.states().size(), prefill.states().size());
+  for (const TensorSpec& st : decode.states())
+    ASSERT_TRUE(ds.set_state(st.name, ps.state(st.name)->view()).is_ok()) << st.name;
+  Tensor one(DType::i64, {1, 1}), at(DType::i64, {1});
+  while (got.size() < want.size()) {
+    *static_cast<int64_t*>(one.mutable_data()) = got.back();
+    *static_cast<int64_t*>(at.mutable_data()) = p + static_cast<int64_t>(got.size()) - 1;
+    auto out = ds.run({{"input_ids", one.view()}, {"cache_position", at.view()}});
+    ASSERT_TRUE(out.is_ok()) << out.status().message();
+    got.push_back(argmax_at(out->at(decode.outputs()[0].name), 0));
+  }
+  EXPECT_EQ(got, want);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, LlmPrograms,

@@ -139,6 +139,28 @@ TEST(Cli, GenerateGivesTheReferenceTokens) {
   EXPECT_EQ(neuronc("generate " + art + " --input-ids " + bad_prompt).code, 2);
   EXPECT_EQ(neuronc("generate " + testing::fixture_artifact("mlp") + " --input-ids " + prompt).code,
             2);
+  // With the prefill program the prompt fills the cache in one call: the same tokens, sooner.
+  const std::string pre = (scratch_dir() / "llama_tiny_prefill.nca").string();
+  ASSERT_EQ(neuronc("compile " + (llm / "prefill_16" / "model.pt2").string() + " -o " + pre).code,
+            0);
+  const Ran rp = neuronc("generate " + art + " --prefill " + pre + " --input-ids " + prompt +
+                         " --max-new-tokens 20 --json");
+  ASSERT_EQ(rp.code, 0) << rp.out;
+  const auto jp = nlohmann::json::parse(rp.out);
+  EXPECT_EQ(jp["tokens"], j["tokens"]);
+  EXPECT_LT(jp["ttft_us"].get<double>(), j["ttft_us"].get<double>());
+  EXPECT_EQ(jp["steps"].size(), 1u + 19u);
+  EXPECT_EQ(jp["steps"][0]["kind"], "prefill");
+  // A prompt longer than the largest bucket (16) is a usage error.
+  NpyArray longer = read_npy(prompt);
+  longer.shape = {1, 17};
+  longer.data.resize(17 * sizeof(int64_t));
+  const std::string long_prompt = (scratch_dir() / "long_prompt.npy").string();
+  write_npy(long_prompt, longer);
+  EXPECT_EQ(neuronc("generate " + art + " --prefill " + pre + " --input-ids " + long_prompt).code,
+            2);
+  // A decode program given as the prefill program is a 1-token bucket: too short for the prompt.
+  EXPECT_EQ(neuronc("generate " + art + " --prefill " + art + " --input-ids " + prompt).code, 2);
   // `run` writes the state the run left beside the outputs.
   const std::filesystem::path out = scratch_dir() / "decode_run";
   const Ran ran = neuronc("run " + art + " --input " + (llm / "decode" / "input_0.npy").string() +
@@ -146,7 +168,7 @@ TEST(Cli, GenerateGivesTheReferenceTokens) {
                           " --output-dir " + out.string() + " --json");
   ASSERT_EQ(ran.code, 0);
   const auto rj = nlohmann::json::parse(ran.out);
-  EXPECT_EQ(rj["states"].size(), 6u);  // 2 layers x (key, value, position count)
+  EXPECT_EQ(rj["states"].size(), 4u);  // 2 layers x (key, value)
   EXPECT_TRUE(std::filesystem::exists(out / "state_0.npy"));
 }
 
