@@ -139,6 +139,18 @@ class PayloadConfigSource : public WeightSource {
         throw Error(where + ": " + rec + " is empty but declares " + int_list_string(tm.sizes) +
                     "; refusing to allocate that many zero bytes");
       }
+      // A weights-free (meta) export of a full-size model would be compiled over gigabytes of
+      // zeros; a timing-only compile that needs no weight bytes is not there yet (issue 17).
+      zero_filled_ += static_cast<uint64_t>(n);
+      if (zero_filled_ > kMaxZeroFilledBytes) {
+        throw Error(zip_.display_name() +
+                    ": the program's weights were saved empty (a weights-free or meta export) "
+                    "and declare more than " +
+                    std::to_string(kMaxZeroFilledBytes >> 20) + " MiB (" + rec + " for '" + fqn +
+                    "' reaches " + std::to_string(zero_filled_ >> 20) +
+                    " MiB): expected an export with its weights; compiling a weights-free "
+                    "program for timing only is not supported yet");
+      }
       auto zeros = std::make_shared<std::vector<std::byte>>(static_cast<size_t>(n));
       b.storage = std::span<const std::byte>(zeros->data(), zeros->size());
       b.strides = contiguous_strides(tm.sizes);
@@ -156,8 +168,12 @@ class PayloadConfigSource : public WeightSource {
   std::string describe() const override { return config_name_; }
 
  private:
+  // The most zero bytes this reader fills in for empty weight records (tiny weights-free
+  // exports still compile, over zeros).
+  static constexpr uint64_t kMaxZeroFilledBytes = uint64_t{1} << 30;
   const ZipArchive& zip_;
   std::string dir_;
+  uint64_t zero_filled_ = 0;
   std::string config_name_;
   std::map<std::string, PayloadMeta> metas_;
   std::map<std::string, ir::DType> file_dtype_;

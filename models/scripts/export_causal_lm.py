@@ -22,7 +22,9 @@ program directory also holds input_<i>.npy and output_<i>.npy for `neuronc verif
 program run once from the empty cache, as its file describes it.
 
 With --meta the weights are never materialised: the programs are traced from fake tensors and
-carry no weights (a timing-only export, for estimates of full-size models).
+carry no weights (a timing-only export, for estimates of full-size models). neuronc does not
+compile such a program for timing only yet: it fills a small one's weights with zeros, as
+PyTorch's loader would, and refuses one that declares more than 1 GiB of weights.
 """
 
 import argparse
@@ -104,7 +106,7 @@ def wrapper(m, batch, max_seq):
             for i, layer in enumerate(self.static_cache.layers):
                 layer.keys = getattr(self, f"key_cache_{i}")
                 layer.values = getattr(self, f"value_cache_{i}")
-                layer.cumulative_length = cache_position[:1].clone()
+                layer.cumulative_length = cache_position[:1].clone().to(layer.keys.device)
             return super().forward(input_ids=input_ids, cache_position=cache_position)
 
     device = next(m.parameters()).device  # "meta" for a weights-free export

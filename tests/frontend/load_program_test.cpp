@@ -329,5 +329,20 @@ TEST(LoadProgram, TorchScriptWithoutLibtorchNamesTheOption) {
 #endif
 }
 
+// A weights-free export (export_causal_lm.py --meta of a 600k-token vocabulary: 1.2 GB of
+// declared fp32 weights, none saved) is refused at once with what was found, instead of being
+// compiled over gigabytes of zeros.
+TEST(LoadProgram, AFullSizeWeightsFreeExportIsRefused) {
+  const std::string path = kSource + "/tests/corpus/frontend/weights_free_llama.pt2";
+  try {
+    load_program(path);
+    FAIL() << "loaded a weights-free program of more than 1 GiB";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("weights were saved empty (a weights-free or meta export)"));
+    EXPECT_THAT(e.what(), HasSubstr("declare more than 1024 MiB"));
+    EXPECT_THAT(e.what(), HasSubstr("weights_free_llama.pt2"));
+  }
+}
+
 }  // namespace
 }  // namespace neuronc::frontend
