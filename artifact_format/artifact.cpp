@@ -31,8 +31,14 @@ const Arg* HostOp::arg(std::string_view name) const {
   return kernels::find_arg(args, name);
 }
 
+StepRange entry_steps(const ArtifactContents& c, size_t e) {
+  if (c.signature.entries.empty()) return {0, static_cast<uint32_t>(c.plan.steps.size())};
+  const EntrySpec& en = c.signature.entries.at(e);
+  return {en.first_step, en.num_steps};
+}
+
 uint16_t format_minor_needed(const ArtifactContents& c) {
-  return c.signature.states.empty() ? 1 : 2;
+  return c.signature.states.empty() && c.signature.entries.empty() ? 1 : 2;
 }
 
 std::optional<uint64_t> static_numel(const Value& v) {

@@ -87,11 +87,30 @@ struct StateSpec {
   bool operator==(const StateSpec&) const = default;
 };
 
+// One of several programs an artifact holds over the same constants and states (format 1.2): a
+// prefill and a decode program, the shape buckets of one model. Its steps are
+// [first_step, first_step + num_steps) of the plan; it reads its own `inputs` (indices into
+// Signature::inputs) and writes its own `outputs` (into Signature::outputs); `state_updates`
+// gives, per Signature::states entry, the plan value holding its new content after the entry
+// runs (the state's own value when the entry leaves it). With entries, every input, output and
+// step belongs to exactly one, names are unique within an entry, and StateSpec::update is the
+// state's value. Without, the plan is one implicit entry.
+struct EntrySpec {
+  std::string name;
+  uint32_t first_step = 0;
+  uint32_t num_steps = 0;
+  std::vector<uint32_t> inputs;
+  std::vector<uint32_t> outputs;
+  std::vector<uint32_t> state_updates;
+  bool operator==(const EntrySpec&) const = default;
+};
+
 struct Signature {
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
   std::vector<Symbol> symbols;
-  std::vector<StateSpec> states;  // format 1.2
+  std::vector<StateSpec> states;    // format 1.2
+  std::vector<EntrySpec> entries;   // format 1.2
   bool operator==(const Signature&) const = default;
 };
 
@@ -222,6 +241,13 @@ struct ArtifactContents {
   std::vector<SegmentInfo> segments;
   bool operator==(const ArtifactContents&) const = default;
 };
+
+// Plan steps [first, first + count) of entry `e`: the whole plan when there are no entries.
+struct StepRange {
+  uint32_t first = 0;
+  uint32_t count = 0;
+};
+StepRange entry_steps(const ArtifactContents& c, size_t e);
 
 // The lowest format minor (of kFormatMajor) whose readers understand `c`.
 uint16_t format_minor_needed(const ArtifactContents& c);

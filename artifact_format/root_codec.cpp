@@ -183,7 +183,17 @@ std::vector<std::byte> encode_root(const ArtifactContents& c) {
       states.push_back(fb::CreateStateSpec(fbb, str(fbb, s.name), s.value, s.update, s.initial));
     states_vec = fbb.CreateVector(states);
   }
-  auto signature = fb::CreateSignature(fbb, sig_in, sig_out, fbb.CreateVector(syms), states_vec);
+  Offset<flatbuffers::Vector<Offset<fb::EntrySpec>>> entries_vec;
+  if (!c.signature.entries.empty()) {
+    std::vector<Offset<fb::EntrySpec>> entries;
+    for (const EntrySpec& e : c.signature.entries)
+      entries.push_back(fb::CreateEntrySpec(
+          fbb, str(fbb, e.name), e.first_step, e.num_steps, fbb.CreateVector(e.inputs),
+          fbb.CreateVector(e.outputs), fbb.CreateVector(e.state_updates)));
+    entries_vec = fbb.CreateVector(entries);
+  }
+  auto signature = fb::CreateSignature(fbb, sig_in, sig_out, fbb.CreateVector(syms), states_vec,
+                                       entries_vec);
 
   std::vector<Offset<fb::Value>> values;
   for (const Value& v : c.plan.values)
@@ -281,6 +291,15 @@ Result<ArtifactContents> decode_root(std::span<const std::byte> root) {
     for (uint32_t i = 0; i < size_of(s->states()); ++i) {
       const fb::StateSpec* y = s->states()->Get(i);
       c.signature.states.push_back({s_of(y->name()), y->value(), y->update(), y->initial()});
+    }
+    auto uints = [](const flatbuffers::Vector<uint32_t>* v) {
+      return v ? std::vector<uint32_t>(v->begin(), v->end()) : std::vector<uint32_t>{};
+    };
+    for (uint32_t i = 0; i < size_of(s->entries()); ++i) {
+      const fb::EntrySpec* e = s->entries()->Get(i);
+      c.signature.entries.push_back({s_of(e->name()), e->first_step(), e->num_steps(),
+                                     uints(e->inputs()), uints(e->outputs()),
+                                     uints(e->state_updates())});
     }
   }
   if (const auto* p = a->plan()) {

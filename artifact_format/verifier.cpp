@@ -6,6 +6,8 @@
 #include <limits>
 #include <set>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "device/target.h"
 #include "device/verifier.h"
@@ -118,6 +120,10 @@ Status verify_host_op(const ArtifactContents& c, const HostOp& op, std::vector<b
   return Status::ok();
 }
 
+// The data flow of entry `e` (the whole plan without entries); defined after verify_contents.
+Status verify_flow(const ArtifactContents& c, uint32_t e, const std::vector<uint32_t>& in_entry,
+                   const std::vector<uint32_t>& out_entry);
+
 }  // namespace
 
 Status verify_contents(const ArtifactContents& c) {
@@ -174,15 +180,46 @@ Status verify_contents(const ArtifactContents& c) {
                      " but that state does not refer back to it");
   }
 
-  // Signature.
-  std::set<std::string> names;
+  // Entries (format 1.2): which entry each input and output belongs to (0 without entries).
+  const auto& entries = c.signature.entries;
+  if (!entries.empty() && c.format_minor < 2)
+    return invalid("the artifact has " + to_string(entries.size()) +
+                   " entries but says format 1." + to_string(c.format_minor) +
+                   ": expected 1.2 or newer");
+  constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+  const uint32_t unowned = entries.empty() ? 0 : kNone;
+  std::vector<uint32_t> in_entry(c.signature.inputs.size(), unowned);
+  std::vector<uint32_t> out_entry(c.signature.outputs.size(), unowned);
+  for (uint32_t e = 0; e < entries.size(); ++e) {
+    const std::string what = "entry " + to_string(e) + " ('" + entries[e].name + "')";
+    for (auto [list, owner, kind] : {std::tuple{&entries[e].inputs, &in_entry, "input"},
+                                     std::tuple{&entries[e].outputs, &out_entry, "output"}}) {
+      for (uint32_t i : *list) {
+        if (i >= owner->size())
+          return range(what + " lists signature " + kind + " " + to_string(i) + " but there are " +
+                       to_string(owner->size()));
+        if ((*owner)[i] != kNone)
+          return invalid(what + " lists signature " + kind + " " + to_string(i) +
+                         ", which entry " + to_string((*owner)[i]) + " lists too");
+        (*owner)[i] = e;
+      }
+    }
+  }
+  for (auto [owner, kind] : {std::pair{&in_entry, "input"}, std::pair{&out_entry, "output"}})
+    for (size_t i = 0; i < owner->size(); ++i)
+      if ((*owner)[i] == kNone)
+        return invalid("signature " + std::string(kind) + " " + to_string(i) +
+                       " belongs to no entry");
+
+  // Signature: names are unique within an entry.
+  std::set<std::pair<uint32_t, std::string>> names;
   for (size_t i = 0; i < c.signature.inputs.size(); ++i) {
     const TensorSpec& s = c.signature.inputs[i];
     const std::string what = "signature input " + to_string(i) + " ('" + s.name + "')";
     NEURONC_ARTIFACT_RETURN_IF_ERROR(check_value_index(c, s.value, what));
     if (c.plan.values[s.value].kind != ValueKind::input || c.plan.values[s.value].index != i)
       return invalid(what + " refers to " + vname(c, s.value) + ", which is not that input");
-    if (s.name.empty() || !names.insert(s.name).second)
+    if (s.name.empty() || !names.insert({in_entry[i], s.name}).second)
       return invalid(what + ": names must be non-empty and unique");
     if (s.index_bound) {
       const TensorDType dt = c.plan.values[s.value].dtype;
@@ -201,7 +238,7 @@ Status verify_contents(const ArtifactContents& c) {
     const std::string what = "signature output " + to_string(i) + " ('" + s.name + "')";
     NEURONC_ARTIFACT_RETURN_IF_ERROR(check_value_index(c, s.value, what));
     if (s.index_bound) return invalid(what + " has an index bound, which only inputs may have");
-    if (s.name.empty() || !names.insert(s.name).second)
+    if (s.name.empty() || !names.insert({out_entry[i], s.name}).second)
       return invalid(what + ": names must be non-empty and unique");
   }
 
@@ -219,8 +256,11 @@ Status verify_contents(const ArtifactContents& c) {
     const Value& v = c.plan.values[s.value];
     if (v.kind != ValueKind::state || v.index != i)
       return invalid(what + " refers to " + vname(c, s.value) + ", which is not that state");
-    if (s.name.empty() || !names.insert(s.name).second)
+    if (s.name.empty() || !names.insert({0, s.name}).second)
       return invalid(what + ": names must be non-empty and unique");
+    if (!entries.empty() && s.update != s.value)
+      return invalid(what + ": its update is " + vname(c, s.update) +
+                     ", but with entries each entry lists its own: expected the state's value");
     if (!static_numel(v))
       return invalid(what + " has a symbolic or negative dim: expected a static shape");
     const Value& u = c.plan.values[s.update];
@@ -236,6 +276,40 @@ Status verify_contents(const ArtifactContents& c) {
       return invalid(what + ": its initial constant '" + c.constants[s.initial].name +
                      "' has another dtype or shape");
   }
+
+  // Entries: names, contiguous step ranges in order covering the plan, a state update each.
+  names.clear();
+  uint64_t next_step = 0;
+  for (uint32_t e = 0; e < entries.size(); ++e) {
+    const EntrySpec& en = entries[e];
+    const std::string what = "entry " + to_string(e) + " ('" + en.name + "')";
+    if (en.name.empty() || !names.insert({0, en.name}).second)
+      return invalid(what + ": names must be non-empty and unique");
+    if (en.first_step != next_step)
+      return invalid(what + " starts at plan step " + to_string(en.first_step) +
+                     ": expected " + to_string(next_step) + ", where the previous entry ends");
+    next_step += en.num_steps;
+    if (next_step > c.plan.steps.size())
+      return range(what + " ends at plan step " + to_string(next_step) + " but there are " +
+                   to_string(c.plan.steps.size()));
+    if (en.state_updates.size() != c.signature.states.size())
+      return invalid(what + " lists " + to_string(en.state_updates.size()) +
+                     " state updates: expected one per state (" +
+                     to_string(c.signature.states.size()) + ")");
+    for (size_t i = 0; i < en.state_updates.size(); ++i) {
+      const uint32_t u = en.state_updates[i];
+      const std::string su = what + " state update " + to_string(i);
+      NEURONC_ARTIFACT_RETURN_IF_ERROR(check_value_index(c, u, su));
+      const Value& v = c.plan.values[c.signature.states[i].value];
+      if (c.plan.values[u].dtype != v.dtype || c.plan.values[u].dims != v.dims)
+        return invalid(su + ": " + vname(c, u) + " has another dtype or shape than the state");
+      if (c.plan.values[u].kind == ValueKind::state && u != c.signature.states[i].value)
+        return invalid(su + " is another state's value");
+    }
+  }
+  if (!entries.empty() && next_step != c.plan.steps.size())
+    return invalid("the entries end at plan step " + to_string(next_step) + " but the plan has " +
+                   to_string(c.plan.steps.size()) + " steps");
 
   // Memory plan and programs.
   const MemoryPlan& mp = c.memory_plan;
@@ -295,11 +369,32 @@ Status verify_contents(const ArtifactContents& c) {
                    "-byte arena");
   }
 
-  // Plan data flow.
+  // Plan data flow, per entry: an entry sees constants, states and its own inputs, and what its
+  // own steps define.
+  const size_t num_entries = std::max<size_t>(entries.size(), 1);
+  for (uint32_t e = 0; e < num_entries; ++e) {
+    const std::string in_entry_text =
+        entries.empty() ? "" : " in entry " + to_string(e) + " ('" + entries[e].name + "')";
+    Status s = verify_flow(c, e, in_entry, out_entry);
+    if (!s.is_ok()) return s.with_context(in_entry_text.empty() ? "" : in_entry_text.substr(1));
+  }
+  return Status::ok();
+}
+
+namespace {
+
+Status verify_flow(const ArtifactContents& c, uint32_t e, const std::vector<uint32_t>& in_entry,
+                   const std::vector<uint32_t>& out_entry) {
+  const auto& entries = c.signature.entries;
+  const size_t first = entries.empty() ? 0 : entries[e].first_step;
+  const size_t last = entries.empty() ? c.plan.steps.size() : first + entries[e].num_steps;
   std::vector<bool> defined(c.plan.values.size(), false);
-  for (uint32_t v = 0; v < c.plan.values.size(); ++v)
-    defined[v] = c.plan.values[v].kind != ValueKind::intermediate;
-  for (size_t i = 0; i < c.plan.steps.size(); ++i) {
+  for (uint32_t v = 0; v < c.plan.values.size(); ++v) {
+    const Value& val = c.plan.values[v];
+    defined[v] = val.kind == ValueKind::constant || val.kind == ValueKind::state ||
+                 (val.kind == ValueKind::input && in_entry[val.index] == e);
+  }
+  for (size_t i = first; i < last; ++i) {
     const std::string where = "plan step " + to_string(i);
     if (const auto* call = std::get_if<DeviceCall>(&c.plan.steps[i])) {
       if (call->program >= c.programs.size())
@@ -315,14 +410,16 @@ Status verify_contents(const ArtifactContents& c) {
     }
   }
   for (size_t i = 0; i < c.signature.states.size(); ++i)
-    if (!defined[c.signature.states[i].update])
+    if (!defined[entries.empty() ? c.signature.states[i].update : entries[e].state_updates[i]])
       return invalid("state " + to_string(i) + " ('" + c.signature.states[i].name +
                      "'): its update is never computed by the plan");
   for (size_t i = 0; i < c.signature.outputs.size(); ++i)
-    if (!defined[c.signature.outputs[i].value])
+    if (out_entry[i] == e && !defined[c.signature.outputs[i].value])
       return invalid("signature output " + to_string(i) + " ('" + c.signature.outputs[i].name +
                      "') is never computed by the plan");
   return Status::ok();
 }
+
+}  // namespace
 
 }  // namespace neuronc::artifact

@@ -1,9 +1,12 @@
 // Artifact writer (writer.h): constant layout into segments, CRCs, header + root + segments.
 #include "artifact_format/writer.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
 
 #include "artifact_format/crc32c.h"
 #include "artifact_format/file_header.h"
@@ -94,12 +97,33 @@ Status ArtifactWriter::Impl::layout(const WriteOptions& o) {
   payloads.clear();
   storage.clear();
   contents.segments.clear();
+  auto& entries = contents.signature.entries;
+  if (!entries.empty())
+    entries.back().num_steps =
+        static_cast<uint32_t>(contents.plan.steps.size()) - entries.back().first_step;
+  // With entries (programs compiled one after another over the same weights), a constant whose
+  // bytes an earlier one already holds shares its storage.
+  std::vector<size_t> same_as(contents.constants.size(), SIZE_MAX);
+  if (!entries.empty()) {
+    std::map<std::pair<size_t, uint32_t>, std::vector<size_t>> seen;
+    for (size_t i = 0; i < contents.constants.size(); ++i) {
+      const std::span<const std::byte> b = constant_bytes[i];
+      auto& candidates = seen[{b.size(), crc32c(b)}];
+      for (size_t j : candidates)
+        if (std::equal(b.begin(), b.end(), constant_bytes[j].begin())) {
+          same_as[i] = j;
+          break;
+        }
+      if (same_as[i] == SIZE_MAX) candidates.push_back(i);
+    }
+  }
   // Indices: packed small constants first (one segment), then one segment per large constant.
   std::vector<std::byte> packed;
   std::vector<size_t> large;
   for (size_t i = 0; i < contents.constants.size(); ++i) {
     Constant& k = contents.constants[i];
     k.size = constant_bytes[i].size();
+    if (same_as[i] != SIZE_MAX) continue;  // placed below
     if (k.size < o.small_constant_bytes) {
       k.segment = 0;
       k.offset = align_up(packed.size(), kPackedAlignment);
@@ -128,7 +152,9 @@ Status ArtifactWriter::Impl::layout(const WriteOptions& o) {
     contents.segments.push_back(std::move(s));
     payloads.push_back(stored);
   };
-  const bool has_packed = contents.constants.size() > large.size();
+  const auto shared = static_cast<size_t>(std::count_if(
+      same_as.begin(), same_as.end(), [](size_t j) { return j != SIZE_MAX; }));
+  const bool has_packed = contents.constants.size() > large.size() + shared;
   if (has_packed) {
     storage.push_back(std::move(packed));
     const std::vector<std::byte>& p = storage.back();
@@ -139,6 +165,11 @@ Status ArtifactWriter::Impl::layout(const WriteOptions& o) {
     k.segment = static_cast<uint32_t>(contents.segments.size());
     k.offset = 0;
     add_segment("constant:" + k.name, constant_bytes[i]);
+  }
+  for (size_t i = 0; i < contents.constants.size(); ++i) {
+    if (same_as[i] == SIZE_MAX) continue;
+    contents.constants[i].segment = contents.constants[same_as[i]].segment;
+    contents.constants[i].offset = contents.constants[same_as[i]].offset;
   }
   if (contents.memory_plan.hbm_arena_bytes == 0)
     for (const DeviceProgram& p : contents.programs)
@@ -184,12 +215,35 @@ uint32_t ArtifactWriter::add_input(std::string name, TensorDType dtype, std::vec
   const uint32_t v = add_value(name, dtype, std::move(dims));
   c.plan.values[v].kind = ValueKind::input;
   c.plan.values[v].index = static_cast<uint32_t>(c.signature.inputs.size());
+  if (!c.signature.entries.empty())
+    c.signature.entries.back().inputs.push_back(c.plan.values[v].index);
   c.signature.inputs.push_back({std::move(name), v});
   return v;
 }
 
 void ArtifactWriter::add_output(std::string name, uint32_t value) {
-  impl_->contents.signature.outputs.push_back({std::move(name), value});
+  auto& sig = impl_->contents.signature;
+  if (!sig.entries.empty())
+    sig.entries.back().outputs.push_back(static_cast<uint32_t>(sig.outputs.size()));
+  sig.outputs.push_back({std::move(name), value});
+}
+
+void ArtifactWriter::begin_entry(std::string name) {
+  auto& c = impl_->contents;
+  auto& entries = c.signature.entries;
+  const auto steps = static_cast<uint32_t>(c.plan.steps.size());
+  if (!entries.empty()) entries.back().num_steps = steps - entries.back().first_step;
+  EntrySpec e;
+  e.name = std::move(name);
+  e.first_step = steps;
+  for (const StateSpec& s : c.signature.states) e.state_updates.push_back(s.value);
+  entries.push_back(std::move(e));
+}
+
+std::optional<uint32_t> ArtifactWriter::find_state(const std::string& name) const {
+  for (const StateSpec& s : impl_->contents.signature.states)
+    if (s.name == name) return s.value;
+  return std::nullopt;
 }
 
 uint32_t ArtifactWriter::add_constant(std::string name, TensorDType dtype, std::vector<Dim> dims,
@@ -223,12 +277,17 @@ uint32_t ArtifactWriter::add_state(std::string name, TensorDType dtype, std::vec
   c.plan.values[v].kind = ValueKind::state;
   c.plan.values[v].index = static_cast<uint32_t>(c.signature.states.size());
   c.signature.states.push_back({std::move(name), v, v, c.plan.values[k].index});
+  for (EntrySpec& e : c.signature.entries) e.state_updates.push_back(v);
   return v;
 }
 
 void ArtifactWriter::set_state_update(uint32_t state_value, uint32_t update) {
   auto& c = impl_->contents;
-  c.signature.states.at(c.plan.values.at(state_value).index).update = update;
+  const uint32_t i = c.plan.values.at(state_value).index;
+  if (c.signature.entries.empty())
+    c.signature.states.at(i).update = update;
+  else
+    c.signature.entries.back().state_updates.at(i) = update;
 }
 
 uint32_t ArtifactWriter::add_program(DeviceProgram program) {

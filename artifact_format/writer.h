@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -57,6 +58,12 @@ class ArtifactWriter {
   uint32_t add_state(std::string name, TensorDType dtype, std::vector<Dim> dims,
                      std::string initial_name, std::vector<std::byte> initial);
   void set_state_update(uint32_t state_value, uint32_t update);
+  // The plan value of the state named `name`, if one was added.
+  std::optional<uint32_t> find_state(const std::string& name) const;
+  // Starts entry `name` (EntrySpec): the inputs, outputs, steps and state updates added from
+  // now on are its own, until the next begin_entry(). An artifact with one entry or more
+  // stores its constants' identical bytes once (segments shared between entries).
+  void begin_entry(std::string name);
   uint32_t add_program(DeviceProgram program);
   void add_device_call(DeviceCall call);
   void add_host_op(HostOp op);

@@ -98,7 +98,9 @@ std::vector<std::byte> payload_bytes(const std::string& name, const ir::Constant
 
 class ArtifactBuilder {
  public:
-  ArtifactBuilder(ir::Graph& g, art::ArtifactWriter& w) : g_(g), w_(w) {}
+  // `constant_names`: the names given so far, shared by every program of the artifact.
+  ArtifactBuilder(ir::Graph& g, art::ArtifactWriter& w, std::set<std::string>& constant_names)
+      : g_(g), w_(w), constant_names_(constant_names) {}
 
   uint32_t plan_value(const ir::Value* v) {
     if (auto it = index_.find(v); it != index_.end()) return it->second;
@@ -192,7 +194,7 @@ class ArtifactBuilder {
   art::ArtifactWriter& w_;
   std::unordered_map<const ir::Value*, uint32_t> index_;
   std::map<std::pair<const ir::Value*, art::TensorDType>, uint32_t> converted_;
-  std::set<std::string> constant_names_;
+  std::set<std::string>& constant_names_;
 };
 
 std::vector<uint8_t> hex_to_bytes(const std::string& hex) {
@@ -364,6 +366,13 @@ CompileResult compile_model(const CompileRequest& req) {
   resolve_target(req.target);  // an unknown target is reported before the model is read
   const auto t0 = Clock::now();
   if (req.progress) req.progress("[1/4] reading " + req.model);
+  if (frontend::is_program_set(req.model)) {
+    auto programs = frontend::load_program_set(req.model);
+    const double seconds_frontend = since(t0);
+    CompileResult result = compile_entries(std::move(programs), req);
+    result.seconds_frontend = seconds_frontend;
+    return result;
+  }
   frontend::LoadedProgram prog = frontend::load_program(req.model);
   const double seconds_frontend = since(t0);
   CompileResult result = compile_program(std::move(prog), req);
@@ -371,8 +380,20 @@ CompileResult compile_model(const CompileRequest& req) {
   return result;
 }
 
-CompileResult compile_program(frontend::LoadedProgram prog, const CompileRequest& req) {
-  CompileResult result;
+namespace {
+
+// What the programs of one artifact share while they are compiled into it.
+struct ArtifactUnderConstruction {
+  art::ArtifactWriter w;
+  DeviceArena arena;
+  std::set<std::string> constant_names;
+  bool has_metadata = false;
+};
+
+// Compiles `prog` into `u`: its inputs, outputs, steps, programs, constants and states (a state
+// another program of the artifact already added is shared, and must agree in dtype and shape).
+void compile_into(frontend::LoadedProgram& prog, const CompileRequest& req,
+                  ArtifactUnderConstruction& u, CompileResult& result) {
   auto progress = [&](const std::string& s) {
     if (req.progress) req.progress(s);
   };
@@ -427,10 +448,11 @@ CompileResult compile_program(frontend::LoadedProgram prog, const CompileRequest
   const passes::PartitionPlan plan = partition_or_fail(g, target, req.host_only, result);
   result.seconds_passes = since(t0);
 
-  art::ArtifactWriter w;
+  art::ArtifactWriter& w = u.w;
   art::ArtifactContents& c = w.contents();
-  write_metadata(c, prog, req, popts.dims);
-  ArtifactBuilder b(g, w);
+  if (!u.has_metadata) write_metadata(c, prog, req, popts.dims);
+  u.has_metadata = true;
+  ArtifactBuilder b(g, w, u.constant_names);
   const auto bounds = index_bounds(g);
   // A state (a buffer the program mutates) starts from its exported bytes; one exported with no
   // bytes (a meta export) starts from zeros, as PyTorch's loader fills an empty buffer.
@@ -442,6 +464,16 @@ CompileResult compile_program(frontend::LoadedProgram prog, const CompileRequest
     if (!n || !n->is_constant())
       throw ir::Error("state '" + in.target + "' has the symbolic shape " +
                       g.shape_to_string(t.shape) + ": expected a static shape");
+    if (auto shared = w.find_state(in.target)) {
+      const art::Value& sv = c.plan.values[*shared];
+      if (sv.dtype != to_tensor_dtype(t.dtype) || sv.dims != plan_dims(t.shape))
+        throw ir::Error("state '" + in.target + "' is " + g.type_to_string(t) +
+                        " here but has another dtype or shape in an earlier program of the "
+                        "artifact: expected programs of one model over one state");
+      b.define(in.value, *shared);
+      state_values[in.target] = *shared;
+      continue;
+    }
     std::vector<std::byte> initial =
         in.initial
             ? payload_bytes(in.target, *in.initial, t)
@@ -461,7 +493,7 @@ CompileResult compile_program(frontend::LoadedProgram prog, const CompileRequest
   }
 
   t0 = Clock::now();
-  DeviceArena arena;
+  DeviceArena& arena = u.arena;
   size_t part_no = 0;
   for (const passes::Partition& p : plan.partitions) {
     ++part_no;
@@ -479,13 +511,7 @@ CompileResult compile_program(frontend::LoadedProgram prog, const CompileRequest
     result.partitions.push_back(
         add_device_partition(g, p, part_no, target, req, w, b, arena, result));
   }
-  result.seconds_codegen = since(t0);
-  // All device partitions share one NeuronCore's HBM arena (relocated one after another).
-  if (arena.end > target.hbm_bytes_per_core)
-    throw ir::Error("the device partitions need " + std::to_string(arena.end) +
-                    " bytes of HBM together, but a " + std::string(target.name) +
-                    " NeuronCore has " + std::to_string(target.hbm_bytes_per_core) +
-                    ": expected a model (at these shapes) that fits one NeuronCore's HBM");
+  result.seconds_codegen += since(t0);
 
   // Signature outputs: the user outputs in order, then buffer mutations (named after the
   // buffer) so no result of the program is lost.
@@ -514,18 +540,66 @@ CompileResult compile_program(frontend::LoadedProgram prog, const CompileRequest
       w.add_output(o.target, b.plan_value(o.value));
   }
   for (const ir::Value* v : debug_outputs) w.add_output("debug:" + v->name(), b.plan_value(v));
+}
+
+// Checks the device partitions of every program fit one NeuronCore's HBM, records the first
+// program's FLOPs and the memory plan, and writes the artifact.
+void finish(ArtifactUnderConstruction& u, const CompileRequest& req, double model_flops,
+            CompileResult& result) {
+  auto progress = [&](const std::string& s) {
+    if (req.progress) req.progress(s);
+  };
+  const device::Target& target = resolve_target(req.target);
+  art::ArtifactWriter& w = u.w;
+  art::ArtifactContents& c = w.contents();
+  const DeviceArena& arena = u.arena;
+  // All device partitions share one NeuronCore's HBM arena (relocated one after another).
+  if (arena.end > target.hbm_bytes_per_core)
+    throw ir::Error("the device partitions need " + std::to_string(arena.end) +
+                    " bytes of HBM together, but a " + std::string(target.name) +
+                    " NeuronCore has " + std::to_string(target.hbm_bytes_per_core) +
+                    ": expected a model (at these shapes) that fits one NeuronCore's HBM");
   // The model's matmul FLOPs, for MFU in `neuronc bench` (extra options stay sorted by key).
-  c.options.extra.emplace_back("model_flops", std::to_string(static_cast<uint64_t>(result.flops)));
+  c.options.extra.emplace_back("model_flops", std::to_string(static_cast<uint64_t>(model_flops)));
   std::sort(c.options.extra.begin(), c.options.extra.end());
   c.memory_plan.sbuf_peak_bytes = arena.sbuf_peak;
   c.memory_plan.psum_peak_bytes = arena.psum_peak;
 
-  t0 = Clock::now();
+  const auto t0 = Clock::now();
   progress("[4/4] writing the artifact");
   art::Result<std::vector<std::byte>> bytes = w.write_memory();
   if (!bytes.is_ok()) throw ir::Error("writing the artifact: " + bytes.status().message());
   result.artifact = std::move(*bytes);
   result.seconds_write = since(t0);
+}
+
+}  // namespace
+
+CompileResult compile_program(frontend::LoadedProgram prog, const CompileRequest& req) {
+  CompileResult result;
+  ArtifactUnderConstruction u;
+  compile_into(prog, req, u, result);
+  finish(u, req, result.flops, result);
+  return result;
+}
+
+CompileResult compile_entries(std::vector<std::pair<std::string, frontend::LoadedProgram>> programs,
+                              const CompileRequest& req) {
+  if (programs.empty()) throw ir::Error("no program to compile: expected one or more");
+  CompileResult result;
+  ArtifactUnderConstruction u;
+  double first_flops = 0;
+  for (size_t i = 0; i < programs.size(); ++i) {
+    auto& [name, prog] = programs[i];
+    u.w.begin_entry(name);
+    try {
+      compile_into(prog, req, u, result);
+    } catch (const ir::Error& e) {
+      throw ir::Error("program '" + name + "': " + e.what());
+    }
+    if (i == 0) first_flops = result.flops;
+  }
+  finish(u, req, first_flops, result);
   return result;
 }
 

@@ -77,12 +77,21 @@ struct CompileResult {
 // an error listing the valid ones.
 const device::Target& resolve_target(const std::string& name);
 
-// Compiles `req.model`. Throws std::runtime_error subclasses (frontend::Error, ir::Error,
-// codegen::Error) whose message names the file or the node.
+// Compiles `req.model`: a program file, or a directory of one model's programs
+// (frontend::is_program_set), which becomes one artifact with an entry per program. Throws
+// std::runtime_error subclasses (frontend::Error, ir::Error, codegen::Error) whose message names
+// the file or the node.
 CompileResult compile_model(const CompileRequest& req);
 
 // Compiles a program already loaded (or built in memory, as the differential tester does);
 // `req.model` only names it in the artifact's provenance.
 CompileResult compile_program(frontend::LoadedProgram prog, const CompileRequest& req);
+
+// Compiles several programs of one model into one artifact, an entry each (artifact::EntrySpec)
+// in the given order: they share the artifact's constants' storage (identical bytes once) and
+// its states (a prefill program fills the KV cache a decode program reads). Each program keeps
+// its own device partitions and their weights' copies in the HBM arena.
+CompileResult compile_entries(std::vector<std::pair<std::string, frontend::LoadedProgram>> programs,
+                              const CompileRequest& req);
 
 }  // namespace neuronc::compiler

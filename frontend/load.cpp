@@ -3,6 +3,13 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
 #include "frontend/container.h"
 #include "frontend/pt2_reader.h"
 #include "frontend/sha256.h"
@@ -71,6 +78,47 @@ LoadedProgram load_program(std::shared_ptr<MappedFile> file) {
   }
   p.sha256 = hash_file(*p.file);
   return p;
+}
+
+bool is_program_set(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec) &&
+         std::filesystem::is_regular_file(std::filesystem::path(path) / "manifest.json", ec);
+}
+
+std::vector<std::pair<std::string, LoadedProgram>> load_program_set(const std::string& dir) {
+  const std::filesystem::path manifest = std::filesystem::path(dir) / "manifest.json";
+  const std::string where = manifest.string();
+  std::ifstream in(manifest);
+  if (!in) throw Error(where + ": cannot read it");
+  std::stringstream text;
+  text << in.rdbuf();
+  const nlohmann::json m = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (m.is_discarded() || !m.is_object()) throw Error(where + ": expected a JSON object");
+  const std::string kFormat = "neuronc-causal-lm/1";
+  if (!m.contains("format") || !m["format"].is_string() || m["format"] != kFormat)
+    throw Error(where + ": \"format\" is " + (m.contains("format") ? m["format"].dump() : "absent") +
+                ", expected \"" + kFormat + "\"");
+  if (!m.contains("programs") || !m["programs"].is_array() || m["programs"].empty())
+    throw Error(where + ": expected a non-empty \"programs\" list");
+  std::vector<std::pair<std::string, LoadedProgram>> out;
+  for (size_t i = 0; i < m["programs"].size(); ++i) {
+    const nlohmann::json& p = m["programs"][i];
+    const std::string at = where + ": programs[" + std::to_string(i) + "]";
+    if (!p.is_object() || !p.contains("name") || !p["name"].is_string() || !p.contains("file") ||
+        !p["file"].is_string())
+      throw Error(at + ": expected an object with string \"name\" and \"file\"");
+    const std::string file = p["file"];
+    const std::filesystem::path rel(file);
+    if (file.empty() || rel.is_absolute() ||
+        std::find(rel.begin(), rel.end(), std::filesystem::path("..")) != rel.end())
+      throw Error(at + ": file '" + file + "' must be a relative path inside " + dir);
+    for (const auto& [name, prog] : out)
+      if (name == p["name"]) throw Error(at + ": name '" + name + "' appears twice");
+    out.emplace_back(p["name"].get<std::string>(),
+                     load_program((std::filesystem::path(dir) / rel).string()));
+  }
+  return out;
 }
 
 }  // namespace neuronc::frontend

@@ -45,4 +45,13 @@ LoadedProgram load_program(const std::string& path);
 // Same, for a file already mapped (tests, fuzzers). `file->path()` names it in messages.
 LoadedProgram load_program(std::shared_ptr<MappedFile> file);
 
+// Whether `path` is a directory of programs of one model (a manifest.json beside them, as
+// models/scripts/export_causal_lm.py writes).
+bool is_program_set(const std::string& path);
+
+// The programs of such a directory, by name, in the manifest's order (the prefill buckets, then
+// decode). The manifest must say "format": "neuronc-causal-lm/1" and list each program's
+// "name" and "file" (relative, inside the directory); errors name the manifest and the field.
+std::vector<std::pair<std::string, LoadedProgram>> load_program_set(const std::string& dir);
+
 }  // namespace neuronc::frontend

@@ -1,5 +1,6 @@
 // Model loading (model.h): map or copy the bytes, read + verify the artifact, build the public
 // signature, resolve and dry-run host kernels.
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <set>
@@ -49,16 +50,68 @@ std::string hex(const std::vector<uint8_t>& b) {
   return s;
 }
 
-// Every symbol a value uses must be fixed by some input dim, or its size is unknown at run time.
-Status check_symbols_bound(const artifact::ArtifactContents& c) {
+// The entries of `c` (one implicit entry "main" without any), with the values each touches.
+std::vector<EntryPlan> entry_plans(const artifact::ArtifactContents& c) {
+  const auto& sig = c.signature;
+  std::vector<EntryPlan> out;
+  const size_t n = std::max<size_t>(sig.entries.size(), 1);
+  for (size_t e = 0; e < n; ++e) {
+    EntryPlan p;
+    if (sig.entries.empty()) {
+      p.info.name = "main";
+      for (uint32_t i = 0; i < sig.inputs.size(); ++i) p.inputs.push_back(i);
+      for (uint32_t i = 0; i < sig.outputs.size(); ++i) p.outputs.push_back(i);
+      for (const auto& s : sig.states) p.state_updates.push_back(s.update);
+    } else {
+      const artifact::EntrySpec& en = sig.entries[e];
+      p.info.name = en.name;
+      p.inputs = en.inputs;
+      p.outputs = en.outputs;
+      p.state_updates = en.state_updates;
+    }
+    p.steps = artifact::entry_steps(c, e);
+    std::set<uint32_t> used;
+    for (uint32_t i : p.inputs) {
+      used.insert(sig.inputs[i].value);
+      p.info.inputs.push_back(spec_of(c, sig.inputs[i]));
+    }
+    for (uint32_t i : p.outputs) {
+      used.insert(sig.outputs[i].value);
+      p.info.outputs.push_back(spec_of(c, sig.outputs[i]));
+    }
+    for (size_t i = 0; i < sig.states.size(); ++i) {
+      used.insert(sig.states[i].value);
+      used.insert(p.state_updates[i]);
+    }
+    for (uint32_t i = p.steps.first; i < p.steps.first + p.steps.count; ++i) {
+      if (const auto* call = std::get_if<artifact::DeviceCall>(&c.plan.steps[i])) {
+        for (const auto& b : call->inputs) used.insert(b.value);
+        for (const auto& b : call->outputs) used.insert(b.value);
+      } else {
+        const auto& op = std::get<artifact::HostOp>(c.plan.steps[i]);
+        for (const auto& a : op.args)
+          for (int32_t v : a.tensors)
+            if (v >= 0) used.insert(static_cast<uint32_t>(v));
+        for (uint32_t v : op.outputs) used.insert(v);
+      }
+    }
+    p.values.assign(used.begin(), used.end());
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+// Every symbol a value of an entry uses must be fixed by some input dim of that entry, or its
+// size is unknown at run time.
+Status check_symbols_bound(const artifact::ArtifactContents& c, const EntryPlan& p) {
   std::set<int32_t> bound;
-  for (const auto& in : c.signature.inputs)
-    for (const artifact::Dim& d : c.plan.values[in.value].dims)
+  for (uint32_t i : p.inputs)
+    for (const artifact::Dim& d : c.plan.values[c.signature.inputs[i].value].dims)
       if (!d.is_constant()) bound.insert(d.symbol);
-  for (const artifact::Value& v : c.plan.values)
-    for (const artifact::Dim& d : v.dims)
+  for (uint32_t v : p.values)
+    for (const artifact::Dim& d : c.plan.values[v].dims)
       if (!d.is_constant() && !bound.count(d.symbol))
-        return Status(StatusCode::data_loss, "value '" + v.name + "' uses symbol '" +
+        return Status(StatusCode::data_loss, "value '" + c.plan.values[v].name + "' uses symbol '" +
                                                  c.signature.symbols[d.symbol].name +
                                                  "', which no input dimension determines");
   return Status::ok();
@@ -78,9 +131,11 @@ Result<Model> finish_load(std::shared_ptr<Model::Impl> impl, std::span<const std
     return Status(StatusCode::resource_exhausted,
                   "hbm arena of " + to_string(c.memory_plan.hbm_arena_bytes) +
                       " bytes exceeds the limit of " + to_string(options.max_hbm_arena_bytes));
-  if (Status s = check_symbols_bound(c); !s.is_ok()) return s;
-  for (const auto& s : c.signature.inputs) impl->inputs.push_back(spec_of(c, s));
-  for (const auto& s : c.signature.outputs) impl->outputs.push_back(spec_of(c, s));
+  impl->entries = entry_plans(c);
+  for (const EntryPlan& p : impl->entries) {
+    if (Status s = check_symbols_bound(c, p); !s.is_ok()) return s;
+    impl->entry_infos.push_back(p.info);
+  }
   for (const auto& s : c.signature.states) impl->states.push_back(spec_of(c, {s.name, s.value}));
 
   // Host kernels: every host op must have one, and static shapes are checked now.
@@ -218,10 +273,13 @@ Result<Model> Model::load_from_borrowed_memory(std::span<const std::byte> bytes,
 }
 
 const std::vector<TensorSpec>& Model::inputs() const {
-  return impl_->inputs;
+  return impl_->entry_infos[0].inputs;
 }
 const std::vector<TensorSpec>& Model::outputs() const {
-  return impl_->outputs;
+  return impl_->entry_infos[0].outputs;
+}
+const std::vector<EntryInfo>& Model::entries() const {
+  return impl_->entry_infos;
 }
 const std::vector<TensorSpec>& Model::states() const {
   return impl_->states;

@@ -36,13 +36,14 @@ device::Result<device::RunReport> run_device_call(const art::ArtifactContents& c
 }  // namespace
 
 Status walk_plan(const art::ArtifactContents& c, device::Simulator& sim, const PlanBuffers* buffers,
-                 PlanObserver& observer) {
+                 PlanObserver& observer, std::optional<art::StepRange> steps) {
+  const art::StepRange range = steps ? *steps : art::entry_steps(c, 0);
   std::vector<const host::HostTensor*> values;
   if (buffers) {
     values.reserve(buffers->slots.size());
     for (const host::HostTensor& s : buffers->slots) values.push_back(&s);
   }
-  for (uint32_t i = 0; i < c.plan.steps.size(); ++i) {
+  for (uint32_t i = range.first; i < range.first + range.count; ++i) {
     const std::string where = "plan step " + std::to_string(i);
     if (const auto* call = std::get_if<art::DeviceCall>(&c.plan.steps[i])) {
       const art::DeviceProgram& p = c.programs[call->program];

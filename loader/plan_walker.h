@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "artifact_format/artifact.h"
@@ -46,7 +47,10 @@ class PlanObserver {
 // walk; without, a timing-only walk (`sim` must then be timing only). Stops at the first step
 // that fails: Status(failed_precondition, "plan step <i> (device program '<name>'): <why>")
 // for a device call the model refuses, a host kernel's status prefixed "plan step <i>: ".
+// Walks `steps` (artifact::entry_steps: one entry's; by default entry 0, or the whole plan of
+// an artifact without entries).
 Status walk_plan(const artifact::ArtifactContents& contents, device::Simulator& sim,
-                 const PlanBuffers* buffers, PlanObserver& observer);
+                 const PlanBuffers* buffers, PlanObserver& observer,
+                 std::optional<artifact::StepRange> steps = std::nullopt);
 
 }  // namespace neuronc::plan

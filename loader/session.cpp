@@ -142,15 +142,17 @@ struct Session::Impl {
   // The symbol values the slots' shapes and scratch buffers were last prepared for (XNNPACK's
   // reshape / setup split: shape resolution and allocation run once per input shape, and a run
   // with the shapes of the previous one only binds data pointers).
-  std::vector<int64_t> prepared_symbols;
-  bool prepared = false;
+  // Per entry (the values of different entries are disjoint, so each keeps its own).
+  std::vector<std::vector<int64_t>> prepared_symbols;
+  std::vector<bool> prepared;
 
   explicit Impl(const Model& model) : model(model) {}
   Status init();
   void reset_state();
-  Status prepare(const std::vector<int64_t>& sym);
-  Result<Outputs> run(const std::vector<NamedInput>& inputs,
+  Status prepare(size_t entry, const std::vector<int64_t>& sym);
+  Result<Outputs> run(size_t entry, const std::vector<NamedInput>& inputs,
                       const std::vector<NamedOutput>& outputs);
+  Result<size_t> find_entry(std::string_view name) const;
 };
 
 Status Session::Impl::init() {
@@ -179,6 +181,8 @@ Status Session::Impl::init() {
   }
   scratch.resize(c.plan.values.size());
   slots.resize(c.plan.values.size());
+  prepared_symbols.resize(m->entries.size());
+  prepared.assign(m->entries.size(), false);
   for (const TensorSpec& s : m->states) {
     Shape shape;
     for (const DimSpec& d : s.dims) shape.push_back(d.value);  // static (verified)
@@ -198,12 +202,12 @@ void Session::Impl::reset_state() {
 
 // Resolves every value's shape for the symbol values `sym` and sizes the scratch buffers. No
 // tensor may be larger than the whole chip's HBM: that is refused before anything is allocated.
-Status Session::Impl::prepare(const std::vector<int64_t>& sym) {
-  prepared = false;
+Status Session::Impl::prepare(size_t entry, const std::vector<int64_t>& sym) {
+  prepared[entry] = false;
   const art::ArtifactContents& c = m->art.contents;
   const uint64_t max_value_bytes =
       m->target->hbm_bytes_per_core * static_cast<uint64_t>(m->target->cores_per_chip);
-  for (uint32_t v = 0; v < c.plan.values.size(); ++v) {
+  for (uint32_t v : m->entries[entry].values) {
     const art::Value& val = c.plan.values[v];
     host::HostTensor& slot = slots[v];
     slot.dtype = val.dtype;
@@ -222,18 +226,28 @@ Status Session::Impl::prepare(const std::vector<int64_t>& sym) {
     }
     if (val.kind == art::ValueKind::intermediate) scratch[v].resize(bytes);
   }
-  prepared_symbols = sym;
-  prepared = true;
+  prepared_symbols[entry] = sym;
+  prepared[entry] = true;
   return Status::ok();
 }
 
-Result<Outputs> Session::Impl::run(const std::vector<NamedInput>& inputs,
+Result<size_t> Session::Impl::find_entry(std::string_view name) const {
+  for (size_t e = 0; e < m->entries.size(); ++e)
+    if (m->entries[e].info.name == name) return e;
+  std::string names;
+  for (const EntryPlan& p : m->entries) names += (names.empty() ? "" : ", ") + p.info.name;
+  return Status(StatusCode::not_found,
+                "unknown entry '" + std::string(name) + "': expected one of " + names);
+}
+
+Result<Outputs> Session::Impl::run(size_t entry, const std::vector<NamedInput>& inputs,
                                    const std::vector<NamedOutput>& out_buffers) {
   if (!status.is_ok())
     return Status(StatusCode::failed_precondition, "session creation failed: " + status.message());
   const auto t0 = std::chrono::steady_clock::now();
   const art::ArtifactContents& c = m->art.contents;
-  const auto& specs = m->inputs;
+  const EntryPlan& plan = m->entries[entry];
+  const auto& specs = plan.info.inputs;
 
   // 1. Match inputs by name.
   std::vector<const NamedInput*> by_index(specs.size(), nullptr);
@@ -270,7 +284,8 @@ Result<Outputs> Session::Impl::run(const std::vector<NamedInput>& inputs,
                                                       " (shape " + shape_text(t.shape()) +
                                                       "), expected " + to_string(s.dims.size()) +
                                                       " (" + spec_text(s) + ")");
-    const auto& vdims = c.plan.values[c.signature.inputs[i].value].dims;
+    const art::TensorSpec& sig_in = c.signature.inputs[plan.inputs[i]];
+    const auto& vdims = c.plan.values[sig_in.value].dims;
     for (size_t d = 0; d < s.dims.size(); ++d) {
       const int64_t got = t.shape()[d];
       const DimSpec& ds = s.dims[d];
@@ -302,24 +317,25 @@ Result<Outputs> Session::Impl::run(const std::vector<NamedInput>& inputs,
     }
     if (t.numel() > 0 && t.data() == nullptr)
       return Status(StatusCode::invalid_argument, who + ": data pointer is null");
-    if (const auto& bound = c.signature.inputs[i].index_bound)
+    if (const auto& bound = sig_in.index_bound)
       if (Status bs = check_index_bound(who, t, *bound); !bs.is_ok()) return bs;
   }
 
   // 3. Shapes and memory: resolved once per set of symbol values, then every value's data
   // pointer is bound for this run.
-  const bool prepare_now = !prepared || sym != prepared_symbols;
+  const bool prepare_now = !prepared[entry] || sym != prepared_symbols[entry];
   if (prepare_now) {
-    if (Status ps = prepare(sym); !ps.is_ok()) return ps;
+    if (Status ps = prepare(entry, sym); !ps.is_ok()) return ps;
   }
-  for (uint32_t v = 0; v < c.plan.values.size(); ++v) {
+  for (size_t k = 0; k < plan.inputs.size(); ++k)
+    slots[c.signature.inputs[plan.inputs[k]].value].data =
+        const_cast<std::byte*>(static_cast<const std::byte*>(by_index[k]->tensor.data()));
+  for (uint32_t v : plan.values) {
     const art::Value& val = c.plan.values[v];
     host::HostTensor& slot = slots[v];
     switch (val.kind) {
       case art::ValueKind::input:
-        slot.data = const_cast<std::byte*>(
-            static_cast<const std::byte*>(by_index[val.index]->tensor.data()));
-        break;
+        break;  // bound above
       case art::ValueKind::constant:
         slot.data = const_cast<std::byte*>(m->art.constant_bytes(val.index).data());
         break;
@@ -335,9 +351,9 @@ Result<Outputs> Session::Impl::run(const std::vector<NamedInput>& inputs,
   // 4. Outputs: caller buffers and fresh tensors become the storage of their values.
   Outputs result;
   std::vector<bool> bound(c.plan.values.size(), false);
-  std::vector<bool> copy_at_end(c.signature.outputs.size(), false);
-  for (size_t o = 0; o < c.signature.outputs.size(); ++o) {
-    const art::TensorSpec& s = c.signature.outputs[o];
+  std::vector<bool> copy_at_end(plan.outputs.size(), false);
+  for (size_t o = 0; o < plan.outputs.size(); ++o) {
+    const art::TensorSpec& s = c.signature.outputs[plan.outputs[o]];
     const host::HostTensor& slot = slots[s.value];
     const DType dt = static_cast<DType>(slot.dtype);
     const MutableTensorView* buf = nullptr;
@@ -375,20 +391,20 @@ Result<Outputs> Session::Impl::run(const std::vector<NamedInput>& inputs,
   st.shapes_prepared = prepare_now;
   StatsObserver observer(st);
   const plan::PlanBuffers buffers{slots, std::span<std::byte>(hbm.get(), hbm_size), m->kernels};
-  if (Status ws = plan::walk_plan(c, *sim, &buffers, observer); !ws.is_ok()) return ws;
+  if (Status ws = plan::walk_plan(c, *sim, &buffers, observer, plan.steps); !ws.is_ok())
+    return ws;
 
   // 6. Outputs that are inputs, constants, states or repeated values are copied; then each
   // state takes its new content (no update reads a state's storage: the verifier allows an
   // update to be a state's value only when it is that state's own).
-  for (size_t o = 0; o < c.signature.outputs.size(); ++o) {
+  for (size_t o = 0; o < plan.outputs.size(); ++o) {
     if (!copy_at_end[o]) continue;
-    const host::HostTensor& s = slots[c.signature.outputs[o].value];
+    const host::HostTensor& s = slots[c.signature.outputs[plan.outputs[o]].value];
     if (s.nbytes()) std::memcpy(result.tensors_[o].mutable_data(), s.data, s.nbytes());
   }
   for (size_t i = 0; i < c.signature.states.size(); ++i) {
-    const art::StateSpec& s = c.signature.states[i];
-    if (s.update == s.value) continue;
-    const host::HostTensor& u = slots[s.update];
+    if (plan.state_updates[i] == c.signature.states[i].value) continue;
+    const host::HostTensor& u = slots[plan.state_updates[i]];
     if (u.nbytes()) std::memcpy(state[i].mutable_data(), u.data, u.nbytes());
   }
   st.latency_ns = st.device_ns + st.host_ops_ns;
@@ -421,7 +437,20 @@ const Status& Session::status() const {
 Result<Outputs> Session::run(const std::vector<NamedInput>& inputs,
                              const std::vector<NamedOutput>& outputs) {
   try {
-    return impl_->run(inputs, outputs);
+    return impl_->run(0, inputs, outputs);
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::resource_exhausted, "out of memory during run");
+  } catch (const std::exception& e) {
+    return Status(StatusCode::internal, e.what());
+  }
+}
+
+Result<Outputs> Session::run(std::string_view entry, const std::vector<NamedInput>& inputs,
+                             const std::vector<NamedOutput>& outputs) {
+  try {
+    auto e = impl_->find_entry(entry);
+    if (!e.is_ok()) return e.status();
+    return impl_->run(*e, inputs, outputs);
   } catch (const std::bad_alloc&) {
     return Status(StatusCode::resource_exhausted, "out of memory during run");
   } catch (const std::exception& e) {

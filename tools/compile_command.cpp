@@ -60,6 +60,7 @@ void run_compile(const CompileCli& o) {
   std::string out = o.output;
   if (out.empty()) {
     out = o.model;
+    while (out.size() > 1 && out.back() == '/') out.pop_back();  // a directory of programs
     const size_t slash = out.find_last_of('/');
     const size_t dot = out.find_last_of('.');
     if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) out.resize(dot);
@@ -139,8 +140,12 @@ void register_compile_command(CLI::App& app) {
   cmd->footer(
       "Example:\n  neuronc compile models/bert/model.pt2 -o bert.nca --target trn2 --auto-cast "
       "matmul\n"
+      "  neuronc compile models/llm/llama_tiny -o llama.nca   # prefill + decode, one artifact\n"
       "Symbolic dims are bound to the sample inputs' shapes unless --dim gives a value.");
-  cmd->add_option("model", o->model, "PyTorch program: .pt2 (torch.export) or .pt (TorchScript)")
+  cmd->add_option("model", o->model,
+                  "PyTorch program: .pt2 (torch.export) or .pt (TorchScript), or a directory of "
+                  "one model's programs with a manifest.json (models/scripts/export_causal_lm.py), "
+                  "compiled into one artifact with an entry per program")
       ->required();
   cmd->add_option("-o,--output", o->output, "Artifact path (default: MODEL with .nca)");
   cmd->add_option("--target", o->target, "trn1, trn2 or trn3")

@@ -72,37 +72,21 @@ struct ProgramInterface {
   std::optional<int64_t> cache_capacity;
 };
 
-// The interface of `model`, or a usage error naming what it has instead; `decode` asks for one
-// token per call.
-ProgramInterface program_interface(const Model& model, const std::string& path, bool decode) {
+// The interface of entry `e` of `model`, if it has one; `decode` asks for one token per call,
+// otherwise more than one.
+std::optional<ProgramInterface> interface_of(const Model& model, const EntryInfo& e, bool decode) {
   ProgramInterface d;
-  d.ids = find_spec(model.inputs(), "input_ids");
-  d.position = find_spec(model.inputs(), "cache_position");
-  d.logits = model.outputs().empty() ? nullptr : &model.outputs()[0];
-  const int64_t one = decode ? 1 : -1;
-  const bool ok = d.ids && d.position && d.logits && model.inputs().size() == 2 &&
+  d.ids = find_spec(e.inputs, "input_ids");
+  d.position = find_spec(e.inputs, "cache_position");
+  d.logits = e.outputs.empty() ? nullptr : &e.outputs[0];
+  const bool ok = d.ids && d.position && d.logits && e.inputs.size() == 2 &&
                   !model.states().empty() && d.ids->dtype == DType::i64 &&
-                  is_static(*d.ids, {-1, one}, 2) && d.position->dtype == DType::i64 &&
+                  is_static(*d.ids, {-1, -1}, 2) && d.position->dtype == DType::i64 &&
                   is_static(*d.position, {d.ids->dims[1].value}, 1) &&
                   is_static(*d.logits, {d.ids->dims[0].value, d.ids->dims[1].value, -1}, 3) &&
                   (d.logits->dtype == DType::f32 || d.logits->dtype == DType::bf16 ||
                    d.logits->dtype == DType::f16);
-  if (!ok) {
-    std::string has;
-    for (const TensorSpec& s : model.inputs()) has += " input " + s.name + " " + spec_text(s) + ";";
-    for (const TensorSpec& s : model.outputs())
-      has += " output " + s.name + " " + spec_text(s) + ";";
-    has += " " + std::to_string(model.states().size()) + " states";
-    const std::string t = decode ? "1" : "tokens";
-    throw CommandExit{kExitUsage,
-                      std::string("generate needs a ") + (decode ? "decode" : "prefill") +
-                          " program: inputs input_ids i64[batch, " + t +
-                          "] and cache_position i64[" + t + "], logits [batch, " + t +
-                          ", vocab] as the first output and the KV cache as state, as "
-                          "models/scripts/export_causal_lm.py writes; " +
-                          path + " has" + has,
-                      ""};
-  }
+  if (!ok || (d.ids->dims[1].value == 1) != decode) return std::nullopt;
   d.batch = d.ids->dims[0].value;
   d.tokens = d.ids->dims[1].value;
   d.vocab = d.logits->dims[2].value;
@@ -114,41 +98,77 @@ ProgramInterface program_interface(const Model& model, const std::string& path, 
   return d;
 }
 
-// A prefill program, loaded: its interface and its bucket.
-struct Prefill {
-  std::string path;
+// The usage error for a model none of whose entries is the program generate needs.
+CommandExit no_program(const Model& model, const std::string& path, bool decode) {
+  std::string has;
+  for (const EntryInfo& e : model.entries()) {
+    has += model.entries().size() > 1 ? " entry " + e.name + ":" : "";
+    for (const TensorSpec& s : e.inputs) has += " input " + s.name + " " + spec_text(s) + ";";
+    for (const TensorSpec& s : e.outputs) has += " output " + s.name + " " + spec_text(s) + ";";
+  }
+  has += " " + std::to_string(model.states().size()) + " states";
+  const std::string t = decode ? "1" : "tokens";
+  return CommandExit{kExitUsage,
+                     std::string("generate needs a ") + (decode ? "decode" : "prefill") +
+                         " program: inputs input_ids i64[batch, " + t +
+                         "] and cache_position i64[" + t + "], logits [batch, " + t +
+                         ", vocab] as the first output and the KV cache as state, as "
+                         "models/scripts/export_causal_lm.py writes; " +
+                         path + " has" + has,
+                     ""};
+}
+
+// A program generate runs: an entry of a model (the decode artifact's own, or another file's).
+struct Program {
+  std::string where;  // "entry prefill_16 of decode.nca", or a path
   Model model;
+  std::string entry;
   ProgramInterface io;
+  bool own_session = false;  // another artifact: its own session, whose cache decode then takes
 };
 
-// The prefill programs, each checked against the decode program: the same batch and vocab and
-// the same states (names, dtypes, shapes), so the cache it fills is the one decode reads.
-std::vector<Prefill> load_prefills(const GenerateCli& o, const Model& decode,
+bool same_spec(const TensorSpec& a, const TensorSpec& b) {
+  if (a.name != b.name || a.dtype != b.dtype || a.dims.size() != b.dims.size()) return false;
+  for (size_t i = 0; i < a.dims.size(); ++i)
+    if (a.dims[i].value != b.dims[i].value) return false;
+  return true;
+}
+
+// The prefill programs: the artifact's own prefill entries and those of every --prefill file,
+// each checked against the decode program (the same batch, vocab and states, so the cache it
+// fills is the one decode reads), smallest bucket first.
+std::vector<Program> find_prefills(const GenerateCli& o, const Model& model,
                                    const ProgramInterface& d) {
-  std::vector<Prefill> out;
+  std::vector<Program> out;
+  auto add_entries = [&](const Model& m, const std::string& path, bool own) {
+    size_t found = 0;
+    for (const EntryInfo& e : m.entries()) {
+      auto io = interface_of(m, e, /*decode=*/false);
+      if (!io) continue;
+      ++found;
+      bool states_match = m.states().size() == model.states().size();
+      for (size_t i = 0; states_match && i < m.states().size(); ++i)
+        states_match = same_spec(m.states()[i], model.states()[i]);
+      const std::string where = m.entries().size() > 1 ? "entry " + e.name + " of " + path : path;
+      if (io->batch != d.batch || io->vocab != d.vocab || !states_match)
+        throw CommandExit{kExitUsage,
+                          "prefill program " + where +
+                              " is not the decode program's model: batch " +
+                              std::to_string(io->batch) + ", vocab " + std::to_string(io->vocab) +
+                              (states_match ? "" : ", other states") + " against batch " +
+                              std::to_string(d.batch) + ", vocab " + std::to_string(d.vocab),
+                          ""};
+      out.push_back({where, m, e.name, *io, own});
+    }
+    return found;
+  };
+  add_entries(model, o.artifact, false);
   for (const std::string& path : o.prefill) {
     Model m = load_model_or_exit(path);
-    ProgramInterface io = program_interface(m, path, /*decode=*/false);
-    auto same = [](const TensorSpec& a, const TensorSpec& b) {
-      if (a.name != b.name || a.dtype != b.dtype || a.dims.size() != b.dims.size()) return false;
-      for (size_t i = 0; i < a.dims.size(); ++i)
-        if (a.dims[i].value != b.dims[i].value) return false;
-      return true;
-    };
-    bool states_match = m.states().size() == decode.states().size();
-    for (size_t i = 0; states_match && i < m.states().size(); ++i)
-      states_match = same(m.states()[i], decode.states()[i]);
-    if (io.batch != d.batch || io.vocab != d.vocab || !states_match)
-      throw CommandExit{kExitUsage,
-                        "--prefill " + path + " is not the decode program's model: batch " +
-                            std::to_string(io.batch) + ", vocab " + std::to_string(io.vocab) +
-                            (states_match ? "" : ", other states") + " against batch " +
-                            std::to_string(d.batch) + ", vocab " + std::to_string(d.vocab),
-                        ""};
-    out.push_back({path, std::move(m), io});
+    if (add_entries(m, path, true) == 0) throw no_program(m, path, /*decode=*/false);
   }
-  std::sort(out.begin(), out.end(),
-            [](const Prefill& a, const Prefill& b) { return a.io.tokens < b.io.tokens; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Program& a, const Program& b) { return a.io.tokens < b.io.tokens; });
   return out;
 }
 
@@ -205,19 +225,25 @@ std::vector<int64_t> argmax_rows(const Tensor& logits) {
 
 void run_generate(const GenerateCli& o) {
   Model model = load_model_or_exit(o.artifact);
-  const ProgramInterface d = program_interface(model, o.artifact, /*decode=*/true);
-  const std::vector<Prefill> prefills = load_prefills(o, model, d);
+  // The decode program: the artifact's one entry, or its decode entry among several.
+  const EntryInfo* decode_entry = nullptr;
+  std::optional<ProgramInterface> decode_io;
+  for (const EntryInfo& e : model.entries())
+    if (!decode_entry && (decode_io = interface_of(model, e, /*decode=*/true))) decode_entry = &e;
+  if (!decode_entry) throw no_program(model, o.artifact, /*decode=*/true);
+  const ProgramInterface d = *decode_io;
+  const std::vector<Program> prefills = find_prefills(o, model, d);
   const std::vector<std::vector<int64_t>> prompt = read_prompt(o.input_ids, d.batch);
   const int64_t p = static_cast<int64_t>(prompt[0].size());
   // The smallest bucket that holds the prompt.
-  const Prefill* prefill = nullptr;
-  for (const Prefill& f : prefills)
+  const Program* prefill = nullptr;
+  for (const Program& f : prefills)
     if (!prefill && f.io.tokens >= p) prefill = &f;
   if (!prefills.empty() && !prefill)
     throw CommandExit{
         kExitUsage,
         "a prompt of " + std::to_string(p) + " tokens is longer than the largest prefill bucket (" +
-            std::to_string(prefills.back().io.tokens) + " tokens, " + prefills.back().path + ")",
+            std::to_string(prefills.back().io.tokens) + " tokens, " + prefills.back().where + ")",
         ""};
   if (prefill && d.cache_capacity && prefill->io.tokens > *d.cache_capacity)
     throw CommandExit{kExitUsage,
@@ -250,7 +276,8 @@ void run_generate(const GenerateCli& o) {
   auto step = [&](const std::vector<int64_t>& tokens, int64_t pos, const char* kind) {
     std::memcpy(ids.mutable_data(), tokens.data(), tokens.size() * 8);
     std::memcpy(where.mutable_data(), &pos, 8);
-    auto out = session.run({{d.ids->name, ids.view()}, {d.position->name, where.view()}});
+    auto out = session.run(decode_entry->name,
+                           {{d.ids->name, ids.view()}, {d.position->name, where.view()}});
     if (!out.is_ok())
       throw CommandExit{
           kExitError,
@@ -264,9 +291,12 @@ void run_generate(const GenerateCli& o) {
   if (prefill) {
     // The prompt padded to the bucket with token 0: the pad positions come after the prompt,
     // so the causal mask hides them from its tokens and from every decode step, which
-    // overwrites them one by one. The prefill session's cache then seeds the decode session's
-    // (in one device's HBM, so moving it costs no simulated time).
-    Session ps(prefill->model);
+    // overwrites them one by one. An entry of the same artifact fills the session's own cache;
+    // another artifact's session hands its cache over (as if in one device's HBM, so moving it
+    // costs no simulated time).
+    std::optional<Session> other;
+    if (prefill->own_session) other.emplace(prefill->model);
+    Session& ps = other ? *other : session;
     if (!ps.status().is_ok()) throw CommandExit{kExitError, ps.status().message(), ""};
     const int64_t s = prefill->io.tokens;
     Tensor pids(DType::i64, {d.batch, s}), ppos(DType::i64, {s});
@@ -276,10 +306,10 @@ void run_generate(const GenerateCli& o) {
       for (int64_t t = 0; t < s; ++t)
         idp[b * s + t] = t < p ? prompt[static_cast<size_t>(b)][static_cast<size_t>(t)] : 0;
     for (int64_t t = 0; t < s; ++t) posp[t] = t;
-    auto out =
-        ps.run({{prefill->io.ids->name, pids.view()}, {prefill->io.position->name, ppos.view()}});
+    auto out = ps.run(prefill->entry, {{prefill->io.ids->name, pids.view()},
+                                       {prefill->io.position->name, ppos.view()}});
     if (!out.is_ok())
-      throw CommandExit{kExitError, "prefill (" + prefill->path + "): " + out.status().message(),
+      throw CommandExit{kExitError, "prefill (" + prefill->where + "): " + out.status().message(),
                         ""};
     steps.push_back({0, "prefill", ps.stats()});
     // The logits of each row's last prompt token.
@@ -291,10 +321,11 @@ void run_generate(const GenerateCli& o) {
                   reinterpret_cast<const float*>(f.data.data()) + (b * s + p - 1) * d.vocab,
                   static_cast<size_t>(d.vocab) * sizeof(float));
     next = argmax_rows(last);
-    for (const TensorSpec& st : model.states()) {
-      const Status set = session.set_state(st.name, ps.state(st.name)->view());
-      if (!set.is_ok()) throw CommandExit{kExitError, set.message(), ""};
-    }
+    if (other)
+      for (const TensorSpec& st : model.states()) {
+        const Status set = session.set_state(st.name, other->state(st.name)->view());
+        if (!set.is_ok()) throw CommandExit{kExitError, set.message(), ""};
+      }
   } else {
     for (int64_t t = 0; t < p; ++t) {
       std::vector<int64_t> column;
@@ -319,7 +350,7 @@ void run_generate(const GenerateCli& o) {
   // program, one token per step). TPOT: the mean decode step after the first token.
   const std::string ttft_how =
       prefill ? "the prefill program, bucket " + std::to_string(prefill->io.tokens) + " (" +
-                    prefill->path + ")"
+                    prefill->where + ")"
               : "the prompt through the decode program, one token per step";
   double ttft_ns = 0, decode_ns = 0, decode_device_ns = 0;
   size_t decode_steps = 0;
@@ -410,13 +441,12 @@ void register_generate_command(CLI::App& app) {
       "generate", "Generate tokens with a decode program, its KV cache kept across steps");
   cmd->footer(
       "Example:\n"
-      "  neuronc compile models/llm/llama_tiny/decode/model.pt2 -o decode.nca\n"
-      "  neuronc compile models/llm/llama_tiny/prefill_16/model.pt2 -o prefill_16.nca\n"
-      "  neuronc generate decode.nca --prefill prefill_16.nca --input-ids "
-      "models/llm/llama_tiny/reference/prompt.npy "
-      "--max-new-tokens 32");
+      "  neuronc compile models/llm/llama_tiny -o llama.nca   # prefill_16 + decode entries\n"
+      "  neuronc generate llama.nca --input-ids models/llm/llama_tiny/reference/prompt.npy "
+      "--max-new-tokens 64");
   cmd->add_option("artifact", o->artifact,
-                  "Compiled decode program (.nca) from models/scripts/export_causal_lm.py")
+                  "Compiled export of models/scripts/export_causal_lm.py (.nca): its decode "
+                  "program, or the whole directory (prefill and decode entries)")
       ->required();
   cmd->add_option("--input-ids", o->input_ids, "Prompt token ids, int64 [batch, length] .npy")
       ->required();

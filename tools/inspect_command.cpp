@@ -129,6 +129,26 @@ ordered_json build_json(const std::string& path, uint64_t file_bytes, const art:
                       {"update", ok ? c.plan.values[s.update].name : "?"}});
   }
   j["signature"]["states"] = states;
+  // Entries (several programs over the same constants and states): each one's steps, inputs,
+  // outputs and the value each state takes after it.
+  ordered_json entries = ordered_json::array();
+  for (const art::EntrySpec& e : c.signature.entries) {
+    ordered_json in = ordered_json::array(), out = ordered_json::array(),
+                 updates = ordered_json::array();
+    for (uint32_t i : e.inputs)
+      in.push_back(i < c.signature.inputs.size() ? c.signature.inputs[i].name : "?");
+    for (uint32_t i : e.outputs)
+      out.push_back(i < c.signature.outputs.size() ? c.signature.outputs[i].name : "?");
+    for (uint32_t v : e.state_updates)
+      updates.push_back(v < c.plan.values.size() ? c.plan.values[v].name : "?");
+    entries.push_back({{"name", e.name},
+                       {"first_step", e.first_step},
+                       {"num_steps", e.num_steps},
+                       {"inputs", in},
+                       {"outputs", out},
+                       {"state_updates", updates}});
+  }
+  j["signature"]["entries"] = entries;
   ordered_json steps = ordered_json::array();
   uint32_t n_device = 0, n_host = 0;
   for (size_t i = 0; i < c.plan.steps.size(); ++i) {
@@ -256,9 +276,24 @@ std::string text_report(const ordered_json& j) {
   for (const auto& t : j["signature"]["outputs"])
     o << "  output " << t["name"].get<std::string>() << ": " << t["type"].get<std::string>()
       << "\n";
+  const bool has_entries = !j["signature"]["entries"].empty();
   for (const auto& t : j["signature"]["states"])
     o << "  state  " << t["name"].get<std::string>() << ": " << t["type"].get<std::string>()
-      << " (kept by the session; each run leaves " << t["update"].get<std::string>() << ")\n";
+      << " (kept by the session; "
+      << (has_entries ? "each entry writes its own update"
+                      : "each run leaves " + t["update"].get<std::string>())
+      << ")\n";
+  auto names = [](const ordered_json& a) {
+    std::string s;
+    for (const auto& n : a) s += (s.empty() ? "" : ", ") + n.get<std::string>();
+    return s;
+  };
+  for (const auto& e : j["signature"]["entries"]) {
+    const uint32_t first = e["first_step"], count = e["num_steps"];
+    o << "  entry  " << e["name"].get<std::string>() << ": steps [" << first << ", "
+      << first + count << "), inputs " << names(e["inputs"]) << "; outputs " << names(e["outputs"])
+      << "\n";
+  }
   for (const auto& y : j["signature"]["symbols"])
     o << "  symbol " << y["name"].get<std::string>() << " in [" << y["min"] << ", " << y["max"]
       << "]\n";

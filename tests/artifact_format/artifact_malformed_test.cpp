@@ -218,6 +218,19 @@ uint32_t add_loose_value(ArtifactContents& c, std::vector<Dim> dims = {}) {
   return static_cast<uint32_t>(c.plan.values.size() - 1);
 }
 
+// Splits the good artifact into two entries (format 1.2): "a" holds its input, both outputs and
+// all five steps, "b" nothing yet.
+void two_entries(ArtifactContents& c) {
+  c.format_minor = 2;
+  c.signature.entries = {{"a", 0, 5, {0}, {0, 1}, {}}, {"b", 5, 0, {}, {}, {}}};
+}
+
+TEST(ArtifactMalformed, EntriesLoad) {
+  const auto b = reencode([](auto& c) { two_entries(c); });
+  EXPECT_TRUE(load(b).is_ok()) << load(b).message();
+  EXPECT_EQ(load(b, 1).code(), StatusCode::incompatible_version);  // a 1.1 reader refuses it
+}
+
 TEST(ArtifactMalformed, AStateLoadsAndItsSessionStartsFromTheInitialConstant) {
   const auto b = reencode([](auto& c) { add_state(c); });
   EXPECT_TRUE(load(b).is_ok()) << load(b).message();
@@ -373,6 +386,56 @@ const Rule kRules[] = {
        c.plan.values[add_state(c)].dims[0] = Dim::sym(0);
      },
      "has a symbolic or negative dim"},
+    {"entries_in_a_1_1_file",
+     [](auto& c) {
+       two_entries(c);
+       c.format_minor = 1;
+     },
+     "has 2 entries but says format 1.1: expected 1.2 or newer"},
+    {"entry_reads_another_entrys_value",
+     [](auto& c) {
+       two_entries(c);
+       c.signature.entries[0].num_steps = 2;
+       c.signature.entries[0].outputs.clear();
+       c.signature.entries[1] = {"b", 2, 3, {}, {0, 1}, {}};
+     },
+     "is used before it is defined"},
+    {"entry_input_twice",
+     [](auto& c) {
+       two_entries(c);
+       c.signature.entries[1].inputs = {0};
+     },
+     "lists signature input 0, which entry 0 lists too"},
+    {"entry_output_unowned",
+     [](auto& c) {
+       two_entries(c);
+       c.signature.entries[0].outputs = {0};
+     },
+     "signature output 1 belongs to no entry"},
+    {"entry_steps_gap",
+     [](auto& c) {
+       two_entries(c);
+       c.signature.entries[1].first_step = 4;
+     },
+     "starts at plan step 4: expected 5"},
+    {"entry_steps_past_plan",
+     [](auto& c) {
+       two_entries(c);
+       c.signature.entries[0].num_steps = 7;
+     },
+     "ends at plan step 7 but there are 5"},
+    {"entry_name_twice",
+     [](auto& c) {
+       two_entries(c);
+       c.signature.entries[1].name = "a";
+     },
+     "names must be non-empty and unique"},
+    {"entry_state_updates",
+     [](auto& c) {
+       add_state(c);
+       two_entries(c);
+     },
+     "lists 0 state updates: expected one per state (1)"},
     {"state_name_empty",
      [](auto& c) {
        add_state(c);

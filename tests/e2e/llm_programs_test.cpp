@@ -155,18 +155,6 @@ TEST_P(LlmPrograms, DecodeGeneratesTheReferenceTokensWithTheCacheAsSessionState)
   EXPECT_EQ(session.set_state("no.such.buffer", wrong.view()).code(), StatusCode::not_found);
 }
 
-// Compiles the family's program `dir` (decode, prefill_16) for trn1 in fp32.
-Model compile_program(const std::string& family, const std::string& dir) {
-  const std::string path = (kLlm / family / dir / "model.pt2").string();
-  compiler::CompileRequest req;
-  req.model = path;
-  req.target = "trn1";
-  compiler::CompileResult r = compiler::compile_program(frontend::load_program(path), req);
-  auto model = Model::load_from_memory(r.artifact);
-  EXPECT_TRUE(model.is_ok()) << model.status().message();
-  return *model;
-}
-
 // The first largest logit of token `t` (torch.argmax) in logits [1, tokens, vocab].
 int64_t argmax_at(const Tensor& logits, int64_t t) {
   const int64_t vocab = logits.shape().back();
@@ -177,13 +165,22 @@ int64_t argmax_at(const Tensor& logits, int64_t t) {
   return best;
 }
 
-// The prefill program over the prompt padded to its 16-token bucket fills the cache in one call;
-// the decode session starts from that cache (Session::set_state) and generates transformers'
-// 64 greedy tokens. Exact because the pad positions follow the prompt: the causal mask hides
-// them, and the decode steps overwrite them.
-TEST_P(LlmPrograms, PrefillThenDecodeGeneratesTheReferenceTokens) {
-  const Model prefill = compile_program(GetParam(), "prefill_16");
-  const Model decode = compile_program(GetParam(), "decode");
+// `neuronc compile DIR` of the export: one artifact whose entries are the prefill and decode
+// programs over one state. The prefill entry, over the prompt padded to its 16-token bucket,
+// fills the session's KV cache in one call; the decode entry then generates transformers' 64
+// greedy tokens from it. Exact because the pad positions follow the prompt: the causal mask
+// hides them, and the decode steps overwrite them.
+TEST_P(LlmPrograms, OneArtifactPrefillsAndDecodesTheReferenceTokens) {
+  compiler::CompileRequest req;
+  req.model = (kLlm / GetParam()).string();
+  req.target = "trn1";
+  compiler::CompileResult r = compiler::compile_model(req);
+  auto model = Model::load_from_memory(r.artifact);
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  ASSERT_EQ(model->entries().size(), 2u);
+  EXPECT_EQ(model->entries()[0].name, "prefill_16");
+  EXPECT_EQ(model->entries()[1].name, "decode");
+  EXPECT_EQ(model->inputs()[0].dims[1].value, 16);  // the first entry's
   const std::vector<int64_t> prompt =
       int64s(tools::read_npy((kLlm / GetParam() / "reference" / "prompt.npy").string()));
   const std::vector<int64_t> want =
@@ -191,29 +188,35 @@ TEST_P(LlmPrograms, PrefillThenDecodeGeneratesTheReferenceTokens) {
   const auto p = static_cast<int64_t>(prompt.size());
   ASSERT_LE(p, 16);
 
-  Session ps(prefill);
+  Session session(*model);
   Tensor ids(DType::i64, {1, 16}), pos(DType::i64, {16});
   for (int64_t t = 0; t < 16; ++t) {
     static_cast<int64_t*>(ids.mutable_data())[t] = t < p ? prompt[static_cast<size_t>(t)] : 0;
     static_cast<int64_t*>(pos.mutable_data())[t] = t;
   }
-  auto filled = ps.run({{"input_ids", ids.view()}, {"cache_position", pos.view()}});
+  auto filled =
+      session.run("prefill_16", {{"input_ids", ids.view()}, {"cache_position", pos.view()}});
   ASSERT_TRUE(filled.is_ok()) << filled.status().message();
-  std::vector<int64_t> got = {argmax_at(filled->at(prefill.outputs()[0].name), p - 1)};
-
-  Session ds(decode);
-  ASSERT_EQ(decode.states().size(), prefill.states().size());
-  for (const TensorSpec& st : decode.states())
-    ASSERT_TRUE(ds.set_state(st.name, ps.state(st.name)->view()).is_ok()) << st.name;
+  std::vector<int64_t> got = {argmax_at(filled->at(model->entries()[0].outputs[0].name), p - 1)};
   Tensor one(DType::i64, {1, 1}), at(DType::i64, {1});
   while (got.size() < want.size()) {
     *static_cast<int64_t*>(one.mutable_data()) = got.back();
     *static_cast<int64_t*>(at.mutable_data()) = p + static_cast<int64_t>(got.size()) - 1;
-    auto out = ds.run({{"input_ids", one.view()}, {"cache_position", at.view()}});
+    auto out = session.run("decode", {{"input_ids", one.view()}, {"cache_position", at.view()}});
     ASSERT_TRUE(out.is_ok()) << out.status().message();
-    got.push_back(argmax_at(out->at(decode.outputs()[0].name), 0));
+    got.push_back(argmax_at(out->at(model->entries()[1].outputs[0].name), 0));
   }
   EXPECT_EQ(got, want);
+
+  // Each entry checks its own inputs; an unknown entry lists the entries.
+  EXPECT_EQ(session.run("decode", {{"input_ids", ids.view()}, {"cache_position", pos.view()}})
+                .status()
+                .code(),
+            StatusCode::invalid_argument);
+  const auto unknown = session.run("prefill_99", {});
+  EXPECT_EQ(unknown.status().code(), StatusCode::not_found);
+  EXPECT_NE(unknown.status().message().find("prefill_16, decode"), std::string::npos)
+      << unknown.status().message();
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, LlmPrograms,

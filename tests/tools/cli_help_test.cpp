@@ -151,6 +151,18 @@ TEST(Cli, GenerateGivesTheReferenceTokens) {
   EXPECT_LT(jp["ttft_us"].get<double>(), j["ttft_us"].get<double>());
   EXPECT_EQ(jp["steps"].size(), 1u + 19u);
   EXPECT_EQ(jp["steps"][0]["kind"], "prefill");
+  // `compile DIR` makes one artifact of both programs: generate uses its prefill entry.
+  const std::string both = (scratch_dir() / "llama_tiny.nca").string();
+  ASSERT_EQ(neuronc("compile " + llm.string() + "/ -o " + both).code, 0);
+  const Ran rb =
+      neuronc("generate " + both + " --input-ids " + prompt + " --max-new-tokens 20 --json");
+  ASSERT_EQ(rb.code, 0) << rb.out;
+  const auto jb = nlohmann::json::parse(rb.out);
+  EXPECT_EQ(jb["tokens"], j["tokens"]);
+  EXPECT_EQ(jb["steps"][0]["kind"], "prefill");
+  EXPECT_NE(jb["ttft_from"].get<std::string>().find("entry prefill_16"), std::string::npos);
+  const auto inspected = nlohmann::json::parse(neuronc("inspect " + both + " --json").out);
+  EXPECT_EQ(inspected["signature"]["entries"].size(), 2u);
   // A prompt longer than the largest bucket (16) is a usage error.
   NpyArray longer = read_npy(prompt);
   longer.shape = {1, 17};

@@ -58,6 +58,14 @@ struct TensorSpec {
   std::optional<ValueRange> valid_range = std::nullopt;  // inputs only
 };
 
+// One program of a model that holds several over the same weights and states (a prefill and a
+// decode program, the shape buckets of one model): Session::run(entry, ...) runs it.
+struct EntryInfo {
+  std::string name;
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+};
+
 struct ModelInfo {
   uint16_t format_major = 0;
   uint16_t format_minor = 0;
@@ -86,8 +94,12 @@ class Model {
   static Result<Model> load_from_borrowed_memory(std::span<const std::byte> bytes,
                                                  const LoadOptions& options = {});
 
+  // The first entry's inputs and outputs (the model's, when it has one program).
   const std::vector<TensorSpec>& inputs() const;
   const std::vector<TensorSpec>& outputs() const;
+  // Every program the model holds, in file order; one entry named "main" for an artifact
+  // compiled from one program.
+  const std::vector<EntryInfo>& entries() const;
   // Tensors the model reads and rewrites on every run (a KV cache, BatchNorm's running
   // statistics), kept by each Session from one run to the next; static shapes.
   const std::vector<TensorSpec>& states() const;

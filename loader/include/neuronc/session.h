@@ -97,6 +97,11 @@ class Session {
   // Inputs are read in place and must stay unchanged until run() returns.
   Result<Outputs> run(const std::vector<NamedInput>& inputs,
                       const std::vector<NamedOutput>& outputs = {});
+  // Runs the model's entry `entry` (Model::entries()) the same way: its inputs and outputs, the
+  // session's states shared by every entry (a prefill entry fills the KV cache decode reads).
+  // The run above is the first entry's.
+  Result<Outputs> run(std::string_view entry, const std::vector<NamedInput>& inputs,
+                      const std::vector<NamedOutput>& outputs = {});
 
   // Statistics of the last successful run.
   const RunStats& stats() const;
