@@ -1,18 +1,14 @@
-// `neuronc generate ARTIFACT --input-ids FILE.npy --max-new-tokens N`: greedy generation with a
-// decode program (models/scripts/export_causal_lm.py), its KV cache kept by the Session.
+// `neuronc generate ARTIFACT --input-ids FILE.npy --max-new-tokens N`: greedy generation with
+// the programs of models/scripts/export_causal_lm.py, the KV cache kept by the Session.
 #include <CLI/CLI.hpp>
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <optional>
-#include <string_view>
-#include <vector>
 
 #include "tools/cli_output.h"
 #include "tools/commands.h"
+#include "tools/generation.h"
 #include "tools/runner.h"
 
 namespace neuronc::tools {
@@ -25,152 +21,6 @@ struct GenerateCli {
   int64_t eos = -1;
   bool json = false;
 };
-
-// One simulated call: the prefill program over the padded prompt, or a decode step that feeds
-// a prompt token (its logits choose the next token only at the last one) or a new token.
-struct Step {
-  int64_t position = 0;
-  const char* kind = "decode";  // "prefill", "prompt" or "decode"
-  RunStats stats;
-  bool before_first_token() const { return std::string_view(kind) != "decode"; }
-};
-
-std::string spec_text(const TensorSpec& s) {
-  std::string r = std::string(dtype_name(s.dtype)) + "[";
-  for (size_t i = 0; i < s.dims.size(); ++i)
-    r += (i ? ", " : "") +
-         (s.dims[i].is_symbolic() ? s.dims[i].symbol : std::to_string(s.dims[i].value));
-  return r + "]";
-}
-
-const TensorSpec* find_spec(const std::vector<TensorSpec>& specs, const std::string& name) {
-  for (const TensorSpec& s : specs)
-    if (s.name == name) return &s;
-  return nullptr;
-}
-
-bool is_static(const TensorSpec& s, std::initializer_list<int64_t> want_rank_dims, size_t rank) {
-  if (s.dims.size() != rank) return false;
-  for (const DimSpec& d : s.dims)
-    if (d.is_symbolic()) return false;
-  size_t i = 0;
-  for (int64_t w : want_rank_dims) {
-    if (w >= 0 && s.dims[i].value != w) return false;
-    ++i;
-  }
-  return true;
-}
-
-// A decode or prefill program's interface (models/scripts/export_causal_lm.py): input_ids
-// i64[batch, tokens], cache_position i64[tokens], logits [batch, tokens, vocab] first among the
-// outputs, the KV cache as state. `tokens` is 1 for decode, the bucket for prefill.
-struct ProgramInterface {
-  const TensorSpec* ids = nullptr;
-  const TensorSpec* position = nullptr;
-  const TensorSpec* logits = nullptr;
-  int64_t batch = 0, tokens = 0, vocab = 0;
-  std::optional<int64_t> cache_capacity;
-};
-
-// The interface of entry `e` of `model`, if it has one; `decode` asks for one token per call,
-// otherwise more than one.
-std::optional<ProgramInterface> interface_of(const Model& model, const EntryInfo& e, bool decode) {
-  ProgramInterface d;
-  d.ids = find_spec(e.inputs, "input_ids");
-  d.position = find_spec(e.inputs, "cache_position");
-  d.logits = e.outputs.empty() ? nullptr : &e.outputs[0];
-  const bool ok = d.ids && d.position && d.logits && e.inputs.size() == 2 &&
-                  !model.states().empty() && d.ids->dtype == DType::i64 &&
-                  is_static(*d.ids, {-1, -1}, 2) && d.position->dtype == DType::i64 &&
-                  is_static(*d.position, {d.ids->dims[1].value}, 1) &&
-                  is_static(*d.logits, {d.ids->dims[0].value, d.ids->dims[1].value, -1}, 3) &&
-                  (d.logits->dtype == DType::f32 || d.logits->dtype == DType::bf16 ||
-                   d.logits->dtype == DType::f16);
-  if (!ok || (d.ids->dims[1].value == 1) != decode) return std::nullopt;
-  d.batch = d.ids->dims[0].value;
-  d.tokens = d.ids->dims[1].value;
-  d.vocab = d.logits->dims[2].value;
-  // transformers' StaticCache layout [batch, kv heads, max_seq, head dim]: the positions the
-  // cache holds. Other states (none in a causal LM export) do not bound generation.
-  for (const TensorSpec& s : model.states())
-    if (s.dims.size() == 4 && s.dims[0].value == d.batch)
-      d.cache_capacity = std::min(d.cache_capacity.value_or(s.dims[2].value), s.dims[2].value);
-  return d;
-}
-
-// The usage error for a model none of whose entries is the program generate needs.
-CommandExit no_program(const Model& model, const std::string& path, bool decode) {
-  std::string has;
-  for (const EntryInfo& e : model.entries()) {
-    has += model.entries().size() > 1 ? " entry " + e.name + ":" : "";
-    for (const TensorSpec& s : e.inputs) has += " input " + s.name + " " + spec_text(s) + ";";
-    for (const TensorSpec& s : e.outputs) has += " output " + s.name + " " + spec_text(s) + ";";
-  }
-  has += " " + std::to_string(model.states().size()) + " states";
-  const std::string t = decode ? "1" : "tokens";
-  return CommandExit{kExitUsage,
-                     std::string("generate needs a ") + (decode ? "decode" : "prefill") +
-                         " program: inputs input_ids i64[batch, " + t +
-                         "] and cache_position i64[" + t + "], logits [batch, " + t +
-                         ", vocab] as the first output and the KV cache as state, as "
-                         "models/scripts/export_causal_lm.py writes; " +
-                         path + " has" + has,
-                     ""};
-}
-
-// A program generate runs: an entry of a model (the decode artifact's own, or another file's).
-struct Program {
-  std::string where;  // "entry prefill_16 of decode.nca", or a path
-  Model model;
-  std::string entry;
-  ProgramInterface io;
-  bool own_session = false;  // another artifact: its own session, whose cache decode then takes
-};
-
-bool same_spec(const TensorSpec& a, const TensorSpec& b) {
-  if (a.name != b.name || a.dtype != b.dtype || a.dims.size() != b.dims.size()) return false;
-  for (size_t i = 0; i < a.dims.size(); ++i)
-    if (a.dims[i].value != b.dims[i].value) return false;
-  return true;
-}
-
-// The prefill programs: the artifact's own prefill entries and those of every --prefill file,
-// each checked against the decode program (the same batch, vocab and states, so the cache it
-// fills is the one decode reads), smallest bucket first.
-std::vector<Program> find_prefills(const GenerateCli& o, const Model& model,
-                                   const ProgramInterface& d) {
-  std::vector<Program> out;
-  auto add_entries = [&](const Model& m, const std::string& path, bool own) {
-    size_t found = 0;
-    for (const EntryInfo& e : m.entries()) {
-      auto io = interface_of(m, e, /*decode=*/false);
-      if (!io) continue;
-      ++found;
-      bool states_match = m.states().size() == model.states().size();
-      for (size_t i = 0; states_match && i < m.states().size(); ++i)
-        states_match = same_spec(m.states()[i], model.states()[i]);
-      const std::string where = m.entries().size() > 1 ? "entry " + e.name + " of " + path : path;
-      if (io->batch != d.batch || io->vocab != d.vocab || !states_match)
-        throw CommandExit{kExitUsage,
-                          "prefill program " + where +
-                              " is not the decode program's model: batch " +
-                              std::to_string(io->batch) + ", vocab " + std::to_string(io->vocab) +
-                              (states_match ? "" : ", other states") + " against batch " +
-                              std::to_string(d.batch) + ", vocab " + std::to_string(d.vocab),
-                          ""};
-      out.push_back({where, m, e.name, *io, own});
-    }
-    return found;
-  };
-  add_entries(model, o.artifact, false);
-  for (const std::string& path : o.prefill) {
-    Model m = load_model_or_exit(path);
-    if (add_entries(m, path, true) == 0) throw no_program(m, path, /*decode=*/false);
-  }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const Program& a, const Program& b) { return a.io.tokens < b.io.tokens; });
-  return out;
-}
 
 // The prompt as int64 rows [batch, length].
 std::vector<std::vector<int64_t>> read_prompt(const std::string& path, int64_t batch) {
@@ -204,176 +54,23 @@ std::vector<std::vector<int64_t>> read_prompt(const std::string& path, int64_t b
   return rows;
 }
 
-// The greedy choice per row: the first index of the largest logit, as torch.argmax.
-std::vector<int64_t> argmax_rows(const Tensor& logits) {
-  const NpyArray f = widen_to_f32(npy_of(logits));
-  const int64_t vocab = logits.shape().back();
-  const int64_t rows = logits.shape().front();
-  std::vector<int64_t> best(static_cast<size_t>(rows), 0);
-  for (int64_t r = 0; r < rows; ++r) {
-    const auto* l = reinterpret_cast<const float*>(f.data.data()) + r * vocab;
-    for (int64_t i = 0; i < vocab; ++i) {
-      if (std::isnan(l[i]))
-        throw CommandExit{kExitError,
-                          "logits row " + std::to_string(r) + " holds NaN at " + std::to_string(i),
-                          ""};
-      if (l[i] > l[best[r]]) best[r] = i;
-    }
-  }
-  return best;
-}
-
 void run_generate(const GenerateCli& o) {
-  Model model = load_model_or_exit(o.artifact);
-  // The decode program: the artifact's one entry, or its decode entry among several.
-  const EntryInfo* decode_entry = nullptr;
-  std::optional<ProgramInterface> decode_io;
-  for (const EntryInfo& e : model.entries())
-    if (!decode_entry && (decode_io = interface_of(model, e, /*decode=*/true))) decode_entry = &e;
-  if (!decode_entry) throw no_program(model, o.artifact, /*decode=*/true);
-  const ProgramInterface d = *decode_io;
-  const std::vector<Program> prefills = find_prefills(o, model, d);
-  const std::vector<std::vector<int64_t>> prompt = read_prompt(o.input_ids, d.batch);
-  const int64_t p = static_cast<int64_t>(prompt[0].size());
-  // The smallest bucket that holds the prompt.
-  const Program* prefill = nullptr;
-  for (const Program& f : prefills)
-    if (!prefill && f.io.tokens >= p) prefill = &f;
-  if (!prefills.empty() && !prefill)
-    throw CommandExit{
-        kExitUsage,
-        "a prompt of " + std::to_string(p) + " tokens is longer than the largest prefill bucket (" +
-            std::to_string(prefills.back().io.tokens) + " tokens, " + prefills.back().where + ")",
-        ""};
-  if (prefill && d.cache_capacity && prefill->io.tokens > *d.cache_capacity)
-    throw CommandExit{kExitUsage,
-                      "the prefill bucket of " + std::to_string(prefill->io.tokens) +
-                          " tokens is longer than the KV cache (" +
-                          std::to_string(*d.cache_capacity) + " positions)",
-                      ""};
-  // Positions 0 .. p + n - 2 are written (the last new token is not fed back).
-  if (d.cache_capacity && p + o.max_new_tokens - 1 > *d.cache_capacity)
-    throw CommandExit{kExitUsage,
-                      "a prompt of " + std::to_string(p) + " tokens and " +
-                          std::to_string(o.max_new_tokens) + " new ones need " +
-                          std::to_string(p + o.max_new_tokens - 1) +
-                          " cache positions, but the KV cache holds " +
-                          std::to_string(*d.cache_capacity) + " (export with a larger --max-seq)",
-                      ""};
-  for (const auto& row : prompt)
-    for (int64_t t : row)
-      if (t < 0 || t >= d.vocab)
-        throw CommandExit{kExitUsage,
-                          "--input-ids holds token " + std::to_string(t) +
-                              ", outside the vocab [0, " + std::to_string(d.vocab) + ")",
-                          ""};
-
-  Session session(model);
-  if (!session.status().is_ok()) throw CommandExit{kExitError, session.status().message(), ""};
-  std::vector<Step> steps;
-  Tensor ids(DType::i64, {d.batch, 1}), where(DType::i64, {1});
-  // Feeds one token per row at `pos`; returns the greedy choice per row.
-  auto step = [&](const std::vector<int64_t>& tokens, int64_t pos, const char* kind) {
-    std::memcpy(ids.mutable_data(), tokens.data(), tokens.size() * 8);
-    std::memcpy(where.mutable_data(), &pos, 8);
-    auto out = session.run(decode_entry->name,
-                           {{d.ids->name, ids.view()}, {d.position->name, where.view()}});
-    if (!out.is_ok())
-      throw CommandExit{
-          kExitError,
-          "decode step at position " + std::to_string(pos) + ": " + out.status().message(), ""};
-    steps.push_back({pos, kind, session.stats()});
-    return argmax_rows(out->at(d.logits->name));
-  };
-
+  const Generator gen(o.artifact, o.prefill);
+  const std::vector<std::vector<int64_t>> prompt = read_prompt(o.input_ids, gen.batch());
+  const auto p = static_cast<int64_t>(prompt[0].size());
   progress("generating with " + o.artifact);
-  std::vector<int64_t> next;
-  if (prefill) {
-    // The prompt padded to the bucket with token 0: the pad positions come after the prompt,
-    // so the causal mask hides them from its tokens and from every decode step, which
-    // overwrites them one by one. An entry of the same artifact fills the session's own cache;
-    // another artifact's session hands its cache over (as if in one device's HBM, so moving it
-    // costs no simulated time).
-    std::optional<Session> other;
-    if (prefill->own_session) other.emplace(prefill->model);
-    Session& ps = other ? *other : session;
-    if (!ps.status().is_ok()) throw CommandExit{kExitError, ps.status().message(), ""};
-    const int64_t s = prefill->io.tokens;
-    Tensor pids(DType::i64, {d.batch, s}), ppos(DType::i64, {s});
-    auto* idp = static_cast<int64_t*>(pids.mutable_data());
-    auto* posp = static_cast<int64_t*>(ppos.mutable_data());
-    for (int64_t b = 0; b < d.batch; ++b)
-      for (int64_t t = 0; t < s; ++t)
-        idp[b * s + t] = t < p ? prompt[static_cast<size_t>(b)][static_cast<size_t>(t)] : 0;
-    for (int64_t t = 0; t < s; ++t) posp[t] = t;
-    auto out = ps.run(prefill->entry, {{prefill->io.ids->name, pids.view()},
-                                       {prefill->io.position->name, ppos.view()}});
-    if (!out.is_ok())
-      throw CommandExit{kExitError, "prefill (" + prefill->where + "): " + out.status().message(),
-                        ""};
-    steps.push_back({0, "prefill", ps.stats()});
-    // The logits of each row's last prompt token.
-    const Tensor& all = out->at(prefill->io.logits->name);
-    const NpyArray f = widen_to_f32(npy_of(all));
-    Tensor last(DType::f32, {d.batch, d.vocab});
-    for (int64_t b = 0; b < d.batch; ++b)
-      std::memcpy(static_cast<float*>(last.mutable_data()) + b * d.vocab,
-                  reinterpret_cast<const float*>(f.data.data()) + (b * s + p - 1) * d.vocab,
-                  static_cast<size_t>(d.vocab) * sizeof(float));
-    next = argmax_rows(last);
-    if (other)
-      for (const TensorSpec& st : model.states()) {
-        const Status set = session.set_state(st.name, other->state(st.name)->view());
-        if (!set.is_ok()) throw CommandExit{kExitError, set.message(), ""};
-      }
-  } else {
-    for (int64_t t = 0; t < p; ++t) {
-      std::vector<int64_t> column;
-      for (const auto& row : prompt) column.push_back(row[static_cast<size_t>(t)]);
-      next = step(column, t, "prompt");
-    }
-  }
-  std::vector<std::vector<int64_t>> generated(static_cast<size_t>(d.batch));
-  std::vector<bool> ended(static_cast<size_t>(d.batch), false);
-  for (int i = 0; i < o.max_new_tokens; ++i) {
-    for (size_t b = 0; b < generated.size(); ++b) {
-      generated[b].push_back(next[b]);
-      ended[b] = ended[b] || next[b] == o.eos;
-    }
-    const bool all_ended = std::all_of(ended.begin(), ended.end(), [](bool e) { return e; });
-    if (i + 1 == o.max_new_tokens || all_ended) break;
-    next = step(next, p + i, "decode");
-  }
+  const Generation g = gen.run(prompt, o.max_new_tokens, o.eos);
   progress_done();
-
-  // TTFT: the prefill call, or without one every prompt step (the prompt through the decode
-  // program, one token per step). TPOT: the mean decode step after the first token.
-  const std::string ttft_how =
-      prefill ? "the prefill program, bucket " + std::to_string(prefill->io.tokens) + " (" +
-                    prefill->where + ")"
-              : "the prompt through the decode program, one token per step";
-  double ttft_ns = 0, decode_ns = 0, decode_device_ns = 0;
-  size_t decode_steps = 0;
-  std::array<double, 5> busy{};
-  for (const Step& s : steps) {
-    if (s.before_first_token()) {
-      ttft_ns += s.stats.latency_ns;
-      continue;
-    }
-    decode_ns += s.stats.latency_ns;
-    decode_device_ns += s.stats.device_ns;
-    ++decode_steps;
-    for (size_t e = 0; e < busy.size(); ++e) busy[e] += s.stats.engine_busy_ns[e];
-  }
-  const double tpot_ns = decode_steps ? decode_ns / static_cast<double>(decode_steps) : 0;
-  const double tokens_per_s = tpot_ns > 0 ? 1e9 * static_cast<double>(d.batch) / tpot_ns : 0;
-  const size_t n_new = generated[0].size();
+  const Model& model = gen.model();
+  const int64_t batch = gen.batch();
+  const double tokens_per_s = g.tpot_ns > 0 ? 1e9 * static_cast<double>(batch) / g.tpot_ns : 0;
+  const size_t n_new = g.tokens[0].size();
 
   if (!o.output.empty()) {
     NpyArray a;
     a.type = NpyType::i64;
-    a.shape = {d.batch, static_cast<int64_t>(n_new)};
-    for (const auto& row : generated)
+    a.shape = {batch, static_cast<int64_t>(n_new)};
+    for (const auto& row : g.tokens)
       for (int64_t t : row) {
         const auto* b = reinterpret_cast<const std::byte*>(&t);
         a.data.insert(a.data.end(), b, b + 8);
@@ -384,21 +81,22 @@ void run_generate(const GenerateCli& o) {
     nlohmann::ordered_json j;
     j["artifact"] = o.artifact;
     j["target"] = model.info().target;
-    j["batch"] = d.batch;
+    j["batch"] = batch;
     j["prompt_tokens"] = p;
     j["new_tokens"] = n_new;
     j["decoding"] = "greedy";
-    j["tokens"] = generated;
-    j["ttft_us"] = ttft_ns / 1e3;
-    j["ttft_from"] = ttft_how;
-    j["tpot_us"] = tpot_ns / 1e3;
+    j["tokens"] = g.tokens;
+    j["ttft_us"] = g.ttft_ns / 1e3;
+    j["ttft_from"] = g.ttft_from;
+    j["tpot_us"] = g.tpot_ns / 1e3;
     j["tokens_per_s"] = tokens_per_s;
     nlohmann::ordered_json util;
     for (size_t e = 0; e < kEngineNames.size(); ++e)
-      util[std::string(kEngineNames[e])] = decode_device_ns > 0 ? busy[e] / decode_device_ns : 0.0;
+      util[std::string(kEngineNames[e])] =
+          g.decode_device_ns > 0 ? g.decode_busy_ns[e] / g.decode_device_ns : 0.0;
     j["decode_engine_utilization"] = util;
     j["steps"] = nlohmann::ordered_json::array();
-    for (const Step& s : steps) {
+    for (const GenerationStep& s : g.steps) {
       nlohmann::ordered_json u;
       for (size_t e = 0; e < kEngineNames.size(); ++e)
         u[std::string(kEngineNames[e])] =
@@ -414,21 +112,21 @@ void run_generate(const GenerateCli& o) {
     std::cout << j.dump(2) << "\n";
     return;
   }
-  for (size_t b = 0; b < generated.size(); ++b) {
-    std::printf("tokens%s:", d.batch > 1 ? (" (row " + std::to_string(b) + ")").c_str() : "");
-    for (int64_t t : generated[b]) std::printf(" %lld", static_cast<long long>(t));
+  for (size_t b = 0; b < g.tokens.size(); ++b) {
+    std::printf("tokens%s:", batch > 1 ? (" (row " + std::to_string(b) + ")").c_str() : "");
+    for (int64_t t : g.tokens[b]) std::printf(" %lld", static_cast<long long>(t));
     std::printf("\n");
   }
   std::printf(
       "%zu new tokens after a %lld-token prompt, greedy, on %s\n"
       "TTFT %.3f ms (%s)\n"
       "TPOT %.3f ms, %.1f tokens/s (batch %lld)\n",
-      n_new, static_cast<long long>(p), model.info().target.c_str(), ttft_ns / 1e6,
-      ttft_how.c_str(), tpot_ns / 1e6, tokens_per_s, static_cast<long long>(d.batch));
+      n_new, static_cast<long long>(p), model.info().target.c_str(), g.ttft_ns / 1e6,
+      g.ttft_from.c_str(), g.tpot_ns / 1e6, tokens_per_s, static_cast<long long>(batch));
   std::printf("decode engine utilisation:");
   for (size_t e = 0; e < kEngineNames.size(); ++e)
     std::printf(" %s %.1f%%", std::string(kEngineNames[e]).c_str(),
-                decode_device_ns > 0 ? 100.0 * busy[e] / decode_device_ns : 0.0);
+                g.decode_device_ns > 0 ? 100.0 * g.decode_busy_ns[e] / g.decode_device_ns : 0.0);
   std::printf("\n");
   if (!o.output.empty()) std::printf("tokens -> %s\n", o.output.c_str());
 }

@@ -1,0 +1,64 @@
+// Greedy generation with the programs models/scripts/export_causal_lm.py writes (a decode
+// program, prefill programs per prompt bucket, the KV cache as Session state): the loop of
+// `neuronc generate` and `neuronc bench --generate`.
+#pragma once
+
+#include <neuronc/model.h>
+#include <neuronc/session.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace neuronc::tools {
+
+// One simulated call: the prefill program over the padded prompt, or a decode step that feeds
+// a prompt token (its logits choose the next token only at the last one) or a new token.
+struct GenerationStep {
+  int64_t position = 0;
+  const char* kind = "decode";  // "prefill", "prompt" or "decode"
+  neuronc::RunStats stats;
+  bool before_first_token() const;
+};
+
+struct Generation {
+  std::vector<std::vector<int64_t>> tokens;  // [batch][new tokens]
+  std::vector<GenerationStep> steps;
+  // TTFT: the prefill call, or without one every prompt step (the prompt through the decode
+  // program, one token per step). TPOT: the mean decode step after the first token.
+  std::string ttft_from;
+  double ttft_ns = 0, tpot_ns = 0;
+  size_t decode_steps = 0;
+  double decode_device_ns = 0;
+  std::array<double, 5> decode_busy_ns{};  // per engine, kEngineNames order
+};
+
+class Generator {
+ public:
+  // The decode program of `artifact` (its one entry, or its decode entry among several) and
+  // the prefill programs: its own prefill entries and those of `prefill_paths`, each checked
+  // against it. Throws CommandExit (usage) naming what is missing or does not match.
+  Generator(const std::string& artifact, const std::vector<std::string>& prefill_paths);
+  ~Generator();
+  Generator(const Generator&) = delete;
+  Generator& operator=(const Generator&) = delete;
+
+  const neuronc::Model& model() const;
+  int64_t batch() const;
+  int64_t vocab() const;
+  // Generates `max_new_tokens` greedy tokens per row of `prompt` ([batch][length]) on a fresh
+  // session, stopping early once every row has produced `eos` (when >= 0). Throws CommandExit:
+  // usage for a prompt outside the vocab, longer than the largest bucket or than the cache;
+  // error for a failing run.
+  Generation run(const std::vector<std::vector<int64_t>>& prompt, int max_new_tokens,
+                 int64_t eos = -1) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace neuronc::tools
