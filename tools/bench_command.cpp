@@ -25,6 +25,7 @@
 #include "device/numerics.h"
 #include "tools/cli_output.h"
 #include "tools/commands.h"
+#include "tools/generation.h"
 #include "tools/runner.h"
 #include "tools/trace_timeline.h"
 
@@ -182,7 +183,7 @@ struct BenchCli {
 
 void run_bench_cli(const BenchCli& cli) {
   progress("benchmarking " + cli.o.artifact);
-  const json r = run_bench(cli.o);
+  const json r = cli.o.generate ? run_bench_generate(cli.o) : run_bench(cli.o);
   progress_done();
   if (cli.json) {
     std::cout << r.dump(2) << "\n";
@@ -574,7 +575,180 @@ json run_bench(const BenchOptions& o) {
   return r;
 }
 
+json run_bench_generate(const BenchOptions& o) {
+  check_bench_options(o);
+  if (o.prompt_len < 1 || o.new_tokens < 1)
+    throw CommandExit{kExitUsage,
+                      "--prompt-len is " + std::to_string(o.prompt_len) + " and --new-tokens " +
+                          std::to_string(o.new_tokens) + ": expected at least 1 each",
+                      ""};
+  const PriceTable prices = load_price_table(o.prices_file);
+  const Generator gen(o.artifact, {});
+  auto file = artifact::MappedFile::open(o.artifact);
+  if (!file.is_ok()) throw CommandExit{kExitError, file.status().message(), ""};
+  auto art = artifact::read_artifact(file->bytes());
+  if (!art.is_ok()) throw CommandExit{kExitError, o.artifact + ": " + art.status().message(), ""};
+  Timeline tl;
+  try {
+    tl = simulate_timeline(art->contents, {.trace = false});
+  } catch (const std::exception& e) {
+    throw CommandExit{kExitError, e.what(), ""};
+  }
+  const InstanceInfo* instance = resolve_instance(prices, o, tl);
+
+  // Iteration i: a prompt drawn from the vocab with seed (seed, i), then the greedy tokens.
+  std::vector<double> ttft_us, tpot_us;
+  std::array<double, 5> busy{};
+  double decode_device_ns = 0, host_s = 0;
+  std::string ttft_from;
+  for (int i = 0; i < o.iterations; ++i) {
+    std::seed_seq seq{o.seed, static_cast<uint64_t>(i)};
+    std::mt19937_64 rng(seq);
+    std::vector<std::vector<int64_t>> prompt(static_cast<size_t>(gen.batch()));
+    for (auto& row : prompt)
+      for (int t = 0; t < o.prompt_len; ++t)
+        row.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(gen.vocab())));
+    const auto h0 = std::chrono::steady_clock::now();
+    const Generation g = gen.run(prompt, o.new_tokens);
+    host_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - h0).count();
+    ttft_us.push_back(g.ttft_ns / 1e3);
+    ttft_from = g.ttft_from;
+    for (const GenerationStep& s : g.steps)
+      if (!s.before_first_token()) tpot_us.push_back(s.stats.latency_ns / 1e3);
+    decode_device_ns += g.decode_device_ns;
+    for (size_t e = 0; e < busy.size(); ++e) busy[e] += g.decode_busy_ns[e];
+  }
+  auto stats = [](std::vector<double> v) {
+    if (v.empty()) return json(nullptr);
+    double mean = 0;
+    for (double x : v) mean += x / static_cast<double>(v.size());
+    return json{{"p50", percentile(v, 50)}, {"p99", percentile(v, 99)}, {"mean", mean}};
+  };
+  json r;
+  r["artifact"] = o.artifact;
+  r["target"] = tl.target;
+  r["neuron_core"] = tl.core_version;
+  r["neuron_cores_per_inference"] = tl.num_cores;
+  r["mode"] = "generate";
+  r["iterations"] = o.iterations;
+  r["seed"] = o.seed;
+  r["batch"] = gen.batch();
+  r["prompt_tokens"] = o.prompt_len;
+  r["new_tokens"] = o.new_tokens;
+  r["ttft_us"] = stats(ttft_us);
+  r["ttft_from"] = ttft_from;
+  r["tpot_us"] = stats(tpot_us);
+  // Output tokens per second: batch rows per decode step; one generation in flight per copy
+  // of the model, a copy occupying the artifact's cores.
+  const double tpot_mean = tpot_us.empty() ? 0 : r["tpot_us"]["mean"].get<double>();
+  const double per_copy = tpot_mean > 0 ? 1e6 * static_cast<double>(gen.batch()) / tpot_mean : 0;
+  json tp;
+  tp["per_neuron_core"] = per_copy / tl.num_cores;
+  if (instance) {
+    const int copies = instance->neuron_cores / static_cast<int>(tl.num_cores);
+    tp["per_instance"] = per_copy * copies;
+    tp["instance"] = instance->instance;
+    tp["neuron_cores_per_instance"] = instance->neuron_cores;
+    tp["model_copies_per_instance"] = copies;
+  } else {
+    tp["per_instance"] = nullptr;
+    tp["instance"] = nullptr;
+  }
+  r["output_tokens_per_s"] = tp;
+  json util;
+  for (size_t e = 0; e < kEngineNames.size(); ++e)
+    util[std::string(kEngineNames[e])] = decode_device_ns > 0 ? busy[e] / decode_device_ns : 0.0;
+  r["decode_engine_utilization"] = util;
+  r["host_seconds_per_generation"] = host_s / o.iterations;
+  const auto [price, usd_per_hour] = bench_price(o, instance, tl);
+  r["price"] = price;
+  const double instance_tps = instance ? tp["per_instance"].get<double>() : per_copy;
+  if (usd_per_hour && instance_tps > 0)
+    r["cost_per_million_output_tokens_usd"] = *usd_per_hour / 3600.0 / instance_tps * 1e6;
+  else
+    r["cost_per_million_output_tokens_usd"] = nullptr;
+  json as = json::array();
+  for (const device::Assumption& a : tl.assumptions)
+    as.push_back(assumption_json(a.name, a.value, a.unit, a.why));
+  as.push_back(assumption_json(
+      "bench_generation_copies_per_core", 1, "copies",
+      "output tokens/s = model copies per instance x batch / mean TPOT: one generation in flight "
+      "per model copy, no continuous batching across requests"));
+  as.push_back(assumption_json(
+      "bench_prompt_tokens_uniform", static_cast<double>(gen.vocab()), "vocab",
+      "prompt tokens uniform over the vocab; simulated device time does not depend on them"));
+  as.push_back(assumption_json(
+      "bench_host_ops_time", 1, "measured",
+      "host-fallback ops (the KV cache update today) are timed on this machine's CPU and added "
+      "to each step's simulated latency"));
+  r["assumptions"] = as;
+  return r;
+}
+
+namespace {
+
+std::string format_bench_generate_text(const json& r) {
+  char buf[512];
+  std::string s;
+  std::snprintf(buf, sizeof buf,
+                "%s on %s (%s), %d generations of %d tokens after %d-token prompts, batch %lld, "
+                "seed %llu\n",
+                r["artifact"].get<std::string>().c_str(), r["target"].get<std::string>().c_str(),
+                r["neuron_core"].get<std::string>().c_str(), r["iterations"].get<int>(),
+                r["new_tokens"].get<int>(), r["prompt_tokens"].get<int>(),
+                static_cast<long long>(r["batch"].get<int64_t>()),
+                static_cast<unsigned long long>(r["seed"].get<uint64_t>()));
+  s += buf;
+  const json& ttft = r["ttft_us"];
+  std::snprintf(buf, sizeof buf, "  TTFT  P50 %.2f us  P99 %.2f us  (%s)\n",
+                ttft["p50"].get<double>(), ttft["p99"].get<double>(),
+                r["ttft_from"].get<std::string>().c_str());
+  s += buf;
+  if (!r["tpot_us"].is_null()) {
+    std::snprintf(buf, sizeof buf, "  TPOT  P50 %.2f us  P99 %.2f us\n",
+                  r["tpot_us"]["p50"].get<double>(), r["tpot_us"]["p99"].get<double>());
+    s += buf;
+  }
+  const json& tp = r["output_tokens_per_s"];
+  std::snprintf(buf, sizeof buf, "  output tokens/s  %.1f per NeuronCore",
+                tp["per_neuron_core"].get<double>());
+  s += buf;
+  if (!tp["instance"].is_null()) {
+    std::snprintf(buf, sizeof buf, ", %.1f per %s (%d cores)", tp["per_instance"].get<double>(),
+                  tp["instance"].get<std::string>().c_str(),
+                  tp["neuron_cores_per_instance"].get<int>());
+    s += buf;
+  }
+  s += "\n  decode engine utilisation";
+  for (const auto& [k, v] : r["decode_engine_utilization"].items()) {
+    std::snprintf(buf, sizeof buf, " %s %.1f%%", k.c_str(), 100 * v.get<double>());
+    s += buf;
+  }
+  s += "\n";
+  const json& p = r["price"];
+  if (r["cost_per_million_output_tokens_usd"].is_null()) {
+    s += "  cost  unknown: " + p["source"].get<std::string>() + "\n";
+  } else {
+    std::snprintf(buf, sizeof buf, "  cost  $%.4f per million output tokens at $%.3f/h (%s%s)\n",
+                  r["cost_per_million_output_tokens_usd"].get<double>(),
+                  p["usd_per_hour"].get<double>(), p["pricing"].get<std::string>().c_str(),
+                  p["unverified"].get<bool>() ? ", UNVERIFIED price" : "");
+    s += buf;
+    s += "        price source: " + p["source"].get<std::string>() + "\n";
+  }
+  s += "  assumptions in effect:\n";
+  for (const json& a : r["assumptions"]) {
+    std::snprintf(buf, sizeof buf, "    %-34s %g %s\n", a["name"].get<std::string>().c_str(),
+                  a["value"].get<double>(), a["unit"].get<std::string>().c_str());
+    s += buf;
+  }
+  return s;
+}
+
+}  // namespace
+
 std::string format_bench_text(const json& r) {
+  if (r.contains("mode") && r["mode"] == "generate") return format_bench_generate_text(r);
   char buf[512];
   std::string s;
   const json& lat = r["simulated_latency_us"];
@@ -667,6 +841,13 @@ void register_bench_command(CLI::App& app) {
   cmd->add_option("--seed", cli->o.seed, "Seed of the random inputs (default 0)");
   cmd->add_option("--int-high", cli->o.int_high,
                   "Integer inputs are drawn from [0, N) (default 8)");
+  cmd->add_flag("--generate", cli->o.generate,
+                "LLM serving: each iteration generates --new-tokens greedy tokens after a random "
+                "--prompt-len prompt with an export_causal_lm.py artifact; reports TTFT, TPOT, "
+                "output tokens/s and cost per million output tokens");
+  cmd->add_option("--prompt-len", cli->o.prompt_len, "With --generate: prompt tokens (default 16)");
+  cmd->add_option("--new-tokens", cli->o.new_tokens,
+                  "With --generate: new tokens per generation (default 32)");
   cmd->add_flag("--json", cli->json, "Print the report as JSON (fields in docs/CLI.md)");
   cmd->callback([cli] { run_bench_cli(*cli); });
 }

@@ -54,13 +54,22 @@ struct BenchOptions {
   std::string prices_file;
   uint64_t seed = 0;
   int64_t int_high = 8;  // integer inputs are drawn from [0, int_high)
+  // --generate: each iteration generates `new_tokens` greedy tokens after a random prompt of
+  // `prompt_len` tokens with an export_causal_lm.py artifact (tools/generation.h).
+  bool generate = false;
+  int prompt_len = 16;
+  int new_tokens = 32;
 };
 
 // Runs the benchmark and returns the `--json` document (fields in docs/CLI.md). Throws
 // CommandExit on bad options or a failing run.
 nlohmann::ordered_json run_bench(const BenchOptions& options);
 
-// The human-readable form of a run_bench() document.
+// The --generate benchmark: TTFT and TPOT percentiles, tokens/s per NeuronCore and per
+// instance, cost per million output tokens (fields in docs/CLI.md).
+nlohmann::ordered_json run_bench_generate(const BenchOptions& options);
+
+// The human-readable form of a run_bench() or run_bench_generate() document.
 std::string format_bench_text(const nlohmann::ordered_json& report);
 
 }  // namespace neuronc::tools

@@ -163,6 +163,23 @@ TEST(Cli, GenerateGivesTheReferenceTokens) {
   EXPECT_NE(jb["ttft_from"].get<std::string>().find("entry prefill_16"), std::string::npos);
   const auto inspected = nlohmann::json::parse(neuronc("inspect " + both + " --json").out);
   EXPECT_EQ(inspected["signature"]["entries"].size(), 2u);
+  // bench --generate on it: TTFT and TPOT percentiles, output tokens/s, cost per million output
+  // tokens, each consistent with the others.
+  const Ran bg =
+      neuronc("bench " + both +
+              " --generate -n 2 --prompt-len 12 --new-tokens 8 --price-per-hour 1 --json");
+  ASSERT_EQ(bg.code, 0) << bg.out;
+  const auto jg = nlohmann::json::parse(bg.out);
+  EXPECT_EQ(jg["mode"], "generate");
+  EXPECT_GT(jg["ttft_us"]["p50"].get<double>(), 0);
+  const double tpot = jg["tpot_us"]["mean"].get<double>();
+  EXPECT_GT(tpot, 0);
+  const auto& tps = jg["output_tokens_per_s"];
+  EXPECT_NEAR(tps["per_neuron_core"].get<double>(), 1e6 / tpot, 1e-6 * 1e6 / tpot);
+  EXPECT_NEAR(jg["cost_per_million_output_tokens_usd"].get<double>(),
+              1.0 / 3600.0 / tps["per_instance"].get<double>() * 1e6, 1e-9);
+  // A program that is not a decode program is a usage error.
+  EXPECT_EQ(neuronc("bench " + testing::fixture_artifact("mlp") + " --generate").code, 2);
   // A prompt longer than the largest bucket (16) is a usage error.
   NpyArray longer = read_npy(prompt);
   longer.shape = {1, 17};
