@@ -464,25 +464,61 @@ json bench_assumptions(const BenchOptions& o, const Timeline& tl) {
   return as;
 }
 
+namespace {
+
+// The artifact's contents (its root table; no segment bytes) and its timing-only timeline (the
+// first entry's).
+std::pair<artifact::ArtifactContents, Timeline> read_and_time(const std::string& path) {
+  auto file = artifact::MappedFile::open(path);
+  if (!file.is_ok()) throw CommandExit{kExitError, file.status().message(), ""};
+  auto art = artifact::read_artifact(file->bytes());
+  if (!art.is_ok()) throw CommandExit{kExitError, path + ": " + art.status().message(), ""};
+  try {
+    Timeline tl = simulate_timeline(art->contents, {.trace = false});
+    return {std::move(art->contents), std::move(tl)};
+  } catch (const std::exception& e) {
+    throw CommandExit{kExitError, e.what(), ""};
+  }
+}
+
+// Throughput per NeuronCore and per instance from one model copy's rate: one request in
+// flight per copy of the model, a copy occupying the artifact's cores.
+json throughput_json(double per_copy, const Timeline& tl, const InstanceInfo* instance) {
+  json tp;
+  tp["per_neuron_core"] = per_copy / tl.num_cores;
+  if (instance) {
+    const int copies = instance->neuron_cores / static_cast<int>(tl.num_cores);
+    tp["per_instance"] = per_copy * copies;
+    tp["instance"] = instance->instance;
+    tp["neuron_cores_per_instance"] = instance->neuron_cores;
+    tp["model_copies_per_instance"] = copies;
+  } else {
+    tp["per_instance"] = nullptr;
+    tp["instance"] = nullptr;
+  }
+  return tp;
+}
+
+// The instance price over what the instance does per hour, per million; null without a price.
+json cost_per_million(std::optional<double> usd_per_hour, const json& tp, double per_copy) {
+  // --price-per-hour alone (no instance): the price of one model copy's cores.
+  const double per_s = tp["instance"].is_null() ? per_copy : tp["per_instance"].get<double>();
+  if (!usd_per_hour || !(per_s > 0)) return nullptr;
+  return *usd_per_hour / 3600.0 / per_s * 1e6;
+}
+
+}  // namespace
+
 json run_bench(const BenchOptions& o) {
   check_bench_options(o);
   const PriceTable prices = load_price_table(o.prices_file);
 
   neuronc::Model model = load_model_or_exit(o.artifact);
-  auto file = artifact::MappedFile::open(o.artifact);
-  if (!file.is_ok()) throw CommandExit{kExitError, file.status().message(), ""};
-  auto art = artifact::read_artifact(file->bytes());
-  if (!art.is_ok()) throw CommandExit{kExitError, o.artifact + ": " + art.status().message(), ""};
-  Timeline tl;
-  try {
-    tl = simulate_timeline(art->contents, {.trace = false});
-  } catch (const std::exception& e) {
-    throw CommandExit{kExitError, e.what(), ""};
-  }
+  const auto [contents, tl] = read_and_time(o.artifact);
 
   const InstanceInfo* instance = resolve_instance(prices, o, tl);
 
-  const std::vector<InputShape> shapes = input_shapes(model, art->contents, o.int_high);
+  const std::vector<InputShape> shapes = input_shapes(model, contents, o.int_high);
   const auto [stats, wall_s] = run_iterations(model, shapes, o);
 
   std::vector<double> latency_us;
@@ -520,18 +556,7 @@ json run_bench(const BenchOptions& o) {
                                {"host_ops", host_ops_ns / n / 1e3}};
   // One inference in flight per copy of the model; a copy occupies the artifact's cores.
   const double per_copy = mean_us > 0 ? 1e6 / mean_us : 0;
-  json tp;
-  tp["per_neuron_core"] = per_copy / tl.num_cores;
-  if (instance) {
-    const int copies = instance->neuron_cores / static_cast<int>(tl.num_cores);
-    tp["per_instance"] = per_copy * copies;
-    tp["instance"] = instance->instance;
-    tp["neuron_cores_per_instance"] = instance->neuron_cores;
-    tp["model_copies_per_instance"] = copies;
-  } else {
-    tp["per_instance"] = nullptr;
-    tp["instance"] = nullptr;
-  }
+  const json tp = throughput_json(per_copy, tl, instance);
   r["throughput_per_s"] = tp;
   r["mfu"] = tl.mfu();
   r["hfu"] = tl.hfu();
@@ -558,17 +583,7 @@ json run_bench(const BenchOptions& o) {
   const auto [price, usd_per_hour] = bench_price(o, instance, tl);
   r["price"] = price;
   // The instance price buys all its cores; cost per inference = price / 3600 / throughput.
-  double instance_throughput = 0;
-  if (instance) {
-    instance_throughput = tp["per_instance"].get<double>();
-  } else {
-    instance_throughput = per_copy;  // --price-per-hour alone: the price of one model copy's cores
-  }
-  if (usd_per_hour && instance_throughput > 0) {
-    r["cost_per_million_usd"] = *usd_per_hour / 3600.0 / instance_throughput * 1e6;
-  } else {
-    r["cost_per_million_usd"] = nullptr;
-  }
+  r["cost_per_million_usd"] = cost_per_million(usd_per_hour, tp, per_copy);
 
   const json as = bench_assumptions(o, tl);
   r["assumptions"] = as;
@@ -584,16 +599,7 @@ json run_bench_generate(const BenchOptions& o) {
                       ""};
   const PriceTable prices = load_price_table(o.prices_file);
   const Generator gen(o.artifact, {});
-  auto file = artifact::MappedFile::open(o.artifact);
-  if (!file.is_ok()) throw CommandExit{kExitError, file.status().message(), ""};
-  auto art = artifact::read_artifact(file->bytes());
-  if (!art.is_ok()) throw CommandExit{kExitError, o.artifact + ": " + art.status().message(), ""};
-  Timeline tl;
-  try {
-    tl = simulate_timeline(art->contents, {.trace = false});
-  } catch (const std::exception& e) {
-    throw CommandExit{kExitError, e.what(), ""};
-  }
+  const Timeline tl = read_and_time(o.artifact).second;
   const InstanceInfo* instance = resolve_instance(prices, o, tl);
 
   // Iteration i: a prompt drawn from the vocab with seed (seed, i), then the greedy tokens.
@@ -642,18 +648,7 @@ json run_bench_generate(const BenchOptions& o) {
   // of the model, a copy occupying the artifact's cores.
   const double tpot_mean = tpot_us.empty() ? 0 : r["tpot_us"]["mean"].get<double>();
   const double per_copy = tpot_mean > 0 ? 1e6 * static_cast<double>(gen.batch()) / tpot_mean : 0;
-  json tp;
-  tp["per_neuron_core"] = per_copy / tl.num_cores;
-  if (instance) {
-    const int copies = instance->neuron_cores / static_cast<int>(tl.num_cores);
-    tp["per_instance"] = per_copy * copies;
-    tp["instance"] = instance->instance;
-    tp["neuron_cores_per_instance"] = instance->neuron_cores;
-    tp["model_copies_per_instance"] = copies;
-  } else {
-    tp["per_instance"] = nullptr;
-    tp["instance"] = nullptr;
-  }
+  const json tp = throughput_json(per_copy, tl, instance);
   r["output_tokens_per_s"] = tp;
   json util;
   for (size_t e = 0; e < kEngineNames.size(); ++e)
@@ -662,11 +657,7 @@ json run_bench_generate(const BenchOptions& o) {
   r["host_seconds_per_generation"] = host_s / o.iterations;
   const auto [price, usd_per_hour] = bench_price(o, instance, tl);
   r["price"] = price;
-  const double instance_tps = instance ? tp["per_instance"].get<double>() : per_copy;
-  if (usd_per_hour && instance_tps > 0)
-    r["cost_per_million_output_tokens_usd"] = *usd_per_hour / 3600.0 / instance_tps * 1e6;
-  else
-    r["cost_per_million_output_tokens_usd"] = nullptr;
+  r["cost_per_million_output_tokens_usd"] = cost_per_million(usd_per_hour, tp, per_copy);
   json as = json::array();
   for (const device::Assumption& a : tl.assumptions)
     as.push_back(assumption_json(a.name, a.value, a.unit, a.why));
@@ -686,6 +677,17 @@ json run_bench_generate(const BenchOptions& o) {
 }
 
 namespace {
+
+std::string assumptions_text(const json& assumptions) {
+  std::string s = "  assumptions in effect:\n";
+  char buf[256];
+  for (const json& a : assumptions) {
+    std::snprintf(buf, sizeof buf, "    %-34s %g %s\n", a["name"].get<std::string>().c_str(),
+                  a["value"].get<double>(), a["unit"].get<std::string>().c_str());
+    s += buf;
+  }
+  return s;
+}
 
 std::string format_bench_generate_text(const json& r) {
   char buf[512];
@@ -736,12 +738,7 @@ std::string format_bench_generate_text(const json& r) {
     s += buf;
     s += "        price source: " + p["source"].get<std::string>() + "\n";
   }
-  s += "  assumptions in effect:\n";
-  for (const json& a : r["assumptions"]) {
-    std::snprintf(buf, sizeof buf, "    %-34s %g %s\n", a["name"].get<std::string>().c_str(),
-                  a["value"].get<double>(), a["unit"].get<std::string>().c_str());
-    s += buf;
-  }
+  s += assumptions_text(r["assumptions"]);
   return s;
 }
 
@@ -804,12 +801,7 @@ std::string format_bench_text(const json& r) {
     s += "                     price source: " + p["source"].get<std::string>() + "\n";
   }
   s += "  model FLOPs        " + r["model_flops_source"].get<std::string>() + "\n";
-  s += "  assumptions in effect:\n";
-  for (const json& a : r["assumptions"]) {
-    std::snprintf(buf, sizeof buf, "    %-34s %g %s\n", a["name"].get<std::string>().c_str(),
-                  a["value"].get<double>(), a["unit"].get<std::string>().c_str());
-    s += buf;
-  }
+  s += assumptions_text(r["assumptions"]);
   return s;
 }
 
