@@ -13,16 +13,29 @@ namespace neuronc::tools {
 namespace {
 
 struct RunCli {
-  std::string artifact, output_dir = ".", model, output_dtype = "native";
+  std::string artifact, output_dir = ".", model, output_dtype = "native", entry;
   std::vector<std::string> inputs;
   bool json = false, check_races = false;
 };
 
 void run_run(const RunCli& o) {
   neuronc::Model model = load_model_or_exit(o.artifact);
+  // The entry to run: --entry, else the first (the model's only one, usually).
+  const EntryInfo* entry = &model.entries()[0];
+  if (!o.entry.empty()) {
+    entry = nullptr;
+    std::string names;
+    for (const EntryInfo& e : model.entries()) {
+      if (e.name == o.entry) entry = &e;
+      names += (names.empty() ? "" : ", ") + e.name;
+    }
+    if (!entry)
+      throw CommandExit{kExitUsage, "--entry '" + o.entry + "': the model's entries are " + names,
+                        ""};
+  }
   std::vector<std::pair<std::string, NpyArray>> inputs;
   if (!o.inputs.empty()) {
-    inputs = read_inputs(model, o.inputs);
+    inputs = read_inputs(entry->inputs, o.inputs);
   } else if (!o.model.empty()) {
     inputs = sample_inputs(model, o.model);
   } else {
@@ -36,7 +49,7 @@ void run_run(const RunCli& o) {
   neuronc::Session session(model, so);
   if (!session.status().is_ok()) throw CommandExit{kExitError, session.status().message(), ""};
   progress("running " + o.artifact);
-  RunResult r = run_once(session, inputs);
+  RunResult r = run_once(session, o.entry, inputs);
   progress_done();
   std::filesystem::create_directories(o.output_dir);
   std::vector<std::string> files;
@@ -136,6 +149,9 @@ void register_run_command(CLI::App& app) {
                   "native (default: each output's own dtype; bf16 as ml_dtypes' <V2) or f32 "
                   "(bf16 and f16 outputs widened exactly, for numpy without ml_dtypes)")
       ->check(CLI::IsMember({"native", "f32"}));
+  cmd->add_option("--entry", o->entry,
+                  "Which program of a model that holds several (inspect lists the entries; "
+                  "default: the first)");
   cmd->add_flag("--check-races", o->check_races, "Run the device model's race checker");
   cmd->add_flag("--json", o->json, "Print the run report as JSON (fields in docs/CLI.md)");
   cmd->callback([o] { run_run(*o); });

@@ -116,7 +116,11 @@ NpyArray widen_to_f32(const NpyArray& a) {
 
 std::vector<std::pair<std::string, NpyArray>> read_inputs(const neuronc::Model& model,
                                                           const std::vector<std::string>& args) {
-  const auto& specs = model.inputs();
+  return read_inputs(model.inputs(), args);
+}
+
+std::vector<std::pair<std::string, NpyArray>> read_inputs(
+    const std::vector<neuronc::TensorSpec>& specs, const std::vector<std::string>& args) {
   std::map<std::string, NpyArray> by_name;
   size_t position = 0;
   for (const std::string& a : args) {
@@ -196,11 +200,16 @@ std::vector<std::pair<std::string, NpyArray>> sample_inputs(const neuronc::Model
 
 RunResult run_once(neuronc::Session& session,
                    const std::vector<std::pair<std::string, NpyArray>>& inputs) {
+  return run_once(session, "", inputs);
+}
+
+RunResult run_once(neuronc::Session& session, const std::string& entry,
+                   const std::vector<std::pair<std::string, NpyArray>>& inputs) {
   std::vector<neuronc::NamedInput> named;
   for (const auto& [name, a] : inputs) {
     named.push_back({name, neuronc::TensorView(a.data.data(), dtype_of(a.type), a.shape)});
   }
-  auto out = session.run(named);
+  auto out = entry.empty() ? session.run(named) : session.run(entry, named);
   if (!out.is_ok()) throw CommandExit{kExitError, out.status().message(), ""};
   RunResult r;
   r.stats = session.stats();

@@ -25,6 +25,9 @@ NpyArray as_input(const neuronc::TensorSpec& spec, NpyArray a);
 NpyArray widen_to_f32(const NpyArray& a);
 std::vector<std::pair<std::string, NpyArray>> read_inputs(const neuronc::Model& model,
                                                           const std::vector<std::string>& args);
+// The same for the inputs `specs` of one entry (Model::entries()).
+std::vector<std::pair<std::string, NpyArray>> read_inputs(
+    const std::vector<neuronc::TensorSpec>& specs, const std::vector<std::string>& args);
 
 // Sample inputs saved in a .pt2 (torch.export's example inputs), in the model's input order.
 std::vector<std::pair<std::string, NpyArray>> sample_inputs(const neuronc::Model& model,
@@ -41,6 +44,9 @@ NpyArray npy_of(const neuronc::Tensor& t);
 
 // Runs one inference. Throws CommandExit with the loader's message on failure.
 RunResult run_once(neuronc::Session& session,
+                   const std::vector<std::pair<std::string, NpyArray>>& inputs);
+// The same for entry `entry` of the session's model.
+RunResult run_once(neuronc::Session& session, const std::string& entry,
                    const std::vector<std::pair<std::string, NpyArray>>& inputs);
 
 neuronc::Model load_model_or_exit(const std::string& path);

@@ -163,6 +163,16 @@ TEST(Cli, GenerateGivesTheReferenceTokens) {
   EXPECT_NE(jb["ttft_from"].get<std::string>().find("entry prefill_16"), std::string::npos);
   const auto inspected = nlohmann::json::parse(neuronc("inspect " + both + " --json").out);
   EXPECT_EQ(inspected["signature"]["entries"].size(), 2u);
+  // run --entry runs one of its programs; an unknown entry lists them.
+  const std::filesystem::path entry_out = scratch_dir() / "entry_run";
+  const Ran re = neuronc("run " + both + " --entry decode --input " +
+                         (llm / "decode" / "input_0.npy").string() + " --input " +
+                         (llm / "decode" / "input_1.npy").string() + " --output-dir " +
+                         entry_out.string() + " --json");
+  ASSERT_EQ(re.code, 0) << re.out;
+  EXPECT_EQ(nlohmann::json::parse(re.out)["outputs"][0]["shape"],
+            (std::vector<int64_t>{1, 1, 128}));
+  EXPECT_EQ(neuronc("run " + both + " --entry prefill_99 --input x.npy").code, 2);
   // bench --generate on it: TTFT and TPOT percentiles, output tokens/s, cost per million output
   // tokens, each consistent with the others.
   const Ran bg =
