@@ -15,6 +15,7 @@
 #include "passes/pipeline.h"
 #include "tools/cli_output.h"
 #include "tools/commands.h"
+#include "tools/runner.h"
 
 namespace neuronc::tools {
 namespace {
@@ -274,6 +275,7 @@ void Analysis::print_text(const AnalyzeOptions& o, const frontend::LoadedProgram
 }
 
 void run_analyze(const AnalyzeOptions& o) {
+  refuse_program_set(o.model, "analyze");
   progress("reading " + o.model);
   frontend::LoadedProgram prog = frontend::load_program(o.model);
   progress_done();

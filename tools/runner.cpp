@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <map>
 
 #include "device/numerics.h"
@@ -227,6 +228,17 @@ NpyArray npy_of(const neuronc::Tensor& t) {
   const auto* p = static_cast<const std::byte*>(t.data());
   a.data.assign(p, p + t.nbytes());
   return a;
+}
+
+void refuse_program_set(const std::string& model, const std::string& command) {
+  if (!frontend::is_program_set(model)) return;
+  throw CommandExit{
+      kExitUsage,
+      model + " is a directory of one model's programs (it has a manifest.json): `neuronc " +
+          command + "` takes one program of it, such as " +
+          (std::filesystem::path(model) / "decode" / "model.pt2").string() +
+          "; `neuronc compile` takes the whole directory",
+      ""};
 }
 
 }  // namespace neuronc::tools

@@ -51,4 +51,8 @@ RunResult run_once(neuronc::Session& session, const std::string& entry,
 
 neuronc::Model load_model_or_exit(const std::string& path);
 
+// A usage error when `model` is a directory of one model's programs (frontend::is_program_set),
+// which only `compile` takes: `command` takes one program of it.
+void refuse_program_set(const std::string& model, const std::string& command);
+
 }  // namespace neuronc::tools

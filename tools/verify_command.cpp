@@ -173,6 +173,7 @@ struct Divergence {
 };
 
 void run_verify(const VerifyCli& o) {
+  refuse_program_set(o.model, "verify");
   const std::string ref_dir =
       o.reference.empty() ? std::filesystem::path(o.model).parent_path().string() : o.reference;
   compiler::CompileRequest req;

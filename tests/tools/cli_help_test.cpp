@@ -163,6 +163,9 @@ TEST(Cli, GenerateGivesTheReferenceTokens) {
   EXPECT_NE(jb["ttft_from"].get<std::string>().find("entry prefill_16"), std::string::npos);
   const auto inspected = nlohmann::json::parse(neuronc("inspect " + both + " --json").out);
   EXPECT_EQ(inspected["signature"]["entries"].size(), 2u);
+  // analyze and verify take one program, and say so for the directory.
+  EXPECT_EQ(neuronc("analyze " + llm.string()).code, 2);
+  EXPECT_EQ(neuronc("verify " + llm.string() + "/").code, 2);
   // run --entry runs one of its programs; an unknown entry lists them.
   const std::filesystem::path entry_out = scratch_dir() / "entry_run";
   const Ran re = neuronc("run " + both + " --entry decode --input " +
