@@ -212,6 +212,18 @@ Generation Generator::run(const std::vector<std::vector<int64_t>>& prompt, int m
                           int64_t eos) const {
   const ProgramInterface& d = impl_->d;
   Generation g;
+  bool rows_ok =
+      !prompt.empty() && static_cast<int64_t>(prompt.size()) == d.batch && !prompt[0].empty();
+  for (const auto& row : prompt) rows_ok = rows_ok && row.size() == prompt[0].size();
+  if (!rows_ok)
+    throw CommandExit{kExitUsage,
+                      "the prompt has " + std::to_string(prompt.size()) + " rows: expected " +
+                          std::to_string(d.batch) +
+                          " (the programs' batch), each of the same non-zero length",
+                      ""};
+  if (max_new_tokens < 1)
+    throw CommandExit{
+        kExitUsage, "new tokens: " + std::to_string(max_new_tokens) + ", expected at least 1", ""};
   const int64_t p = static_cast<int64_t>(prompt[0].size());
   // The smallest bucket that holds the prompt.
   const Program* prefill = nullptr;
