@@ -183,9 +183,8 @@ Status verify_contents(const ArtifactContents& c) {
   // Entries (format 1.2): which entry each input and output belongs to (0 without entries).
   const auto& entries = c.signature.entries;
   if (!entries.empty() && c.format_minor < 2)
-    return invalid("the artifact has " + to_string(entries.size()) +
-                   " entries but says format 1." + to_string(c.format_minor) +
-                   ": expected 1.2 or newer");
+    return invalid("the artifact has " + to_string(entries.size()) + " entries but says format 1." +
+                   to_string(c.format_minor) + ": expected 1.2 or newer");
   constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
   const uint32_t unowned = entries.empty() ? 0 : kNone;
   std::vector<uint32_t> in_entry(c.signature.inputs.size(), unowned);
@@ -199,8 +198,8 @@ Status verify_contents(const ArtifactContents& c) {
           return range(what + " lists signature " + kind + " " + to_string(i) + " but there are " +
                        to_string(owner->size()));
         if ((*owner)[i] != kNone)
-          return invalid(what + " lists signature " + kind + " " + to_string(i) +
-                         ", which entry " + to_string((*owner)[i]) + " lists too");
+          return invalid(what + " lists signature " + kind + " " + to_string(i) + ", which entry " +
+                         to_string((*owner)[i]) + " lists too");
         (*owner)[i] = e;
       }
     }
@@ -286,8 +285,8 @@ Status verify_contents(const ArtifactContents& c) {
     if (en.name.empty() || !names.insert({0, en.name}).second)
       return invalid(what + ": names must be non-empty and unique");
     if (en.first_step != next_step)
-      return invalid(what + " starts at plan step " + to_string(en.first_step) +
-                     ": expected " + to_string(next_step) + ", where the previous entry ends");
+      return invalid(what + " starts at plan step " + to_string(en.first_step) + ": expected " +
+                     to_string(next_step) + ", where the previous entry ends");
     next_step += en.num_steps;
     if (next_step > c.plan.steps.size())
       return range(what + " ends at plan step " + to_string(next_step) + " but there are " +
@@ -373,10 +372,11 @@ Status verify_contents(const ArtifactContents& c) {
   // own steps define.
   const size_t num_entries = std::max<size_t>(entries.size(), 1);
   for (uint32_t e = 0; e < num_entries; ++e) {
-    const std::string in_entry_text =
-        entries.empty() ? "" : " in entry " + to_string(e) + " ('" + entries[e].name + "')";
     Status s = verify_flow(c, e, in_entry, out_entry);
-    if (!s.is_ok()) return s.with_context(in_entry_text.empty() ? "" : in_entry_text.substr(1));
+    if (!s.is_ok())
+      return entries.empty()
+                 ? s
+                 : s.with_context("in entry " + to_string(e) + " ('" + entries[e].name + "')");
   }
   return Status::ok();
 }

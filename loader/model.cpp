@@ -272,6 +272,19 @@ Result<Model> Model::load_from_borrowed_memory(std::span<const std::byte> bytes,
   }
 }
 
+std::string spec_text(const TensorSpec& s) {
+  std::string r = std::string(dtype_name(s.dtype)) + "[";
+  for (size_t i = 0; i < s.dims.size(); ++i) {
+    const DimSpec& d = s.dims[i];
+    r += i ? ", " : "";
+    if (!d.is_symbolic())
+      r += std::to_string(d.value);
+    else
+      r += (d.coeff != 1 ? std::to_string(d.coeff) + "*" : "") + d.symbol;
+  }
+  return r + "]";
+}
+
 const std::vector<TensorSpec>& Model::inputs() const {
   return impl_->entry_infos[0].inputs;
 }

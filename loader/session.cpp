@@ -30,19 +30,6 @@ std::string shape_text(const Shape& s) {
   return r + "]";
 }
 
-std::string spec_text(const TensorSpec& s) {
-  std::string r = std::string(dtype_name(s.dtype)) + "[";
-  for (size_t i = 0; i < s.dims.size(); ++i) {
-    const DimSpec& d = s.dims[i];
-    r += i ? ", " : "";
-    if (!d.is_symbolic())
-      r += to_string(d.value);
-    else
-      r += (d.coeff != 1 ? to_string(d.coeff) + "*" : "") + d.symbol;
-  }
-  return r + "]";
-}
-
 // Element `k` of a tensor of `shape` as "[i, j, ...]".
 std::string element_text(const Shape& shape, int64_t k) {
   std::vector<int64_t> idx(shape.size());
@@ -391,8 +378,7 @@ Result<Outputs> Session::Impl::run(size_t entry, const std::vector<NamedInput>& 
   st.shapes_prepared = prepare_now;
   StatsObserver observer(st);
   const plan::PlanBuffers buffers{slots, std::span<std::byte>(hbm.get(), hbm_size), m->kernels};
-  if (Status ws = plan::walk_plan(c, *sim, &buffers, observer, plan.steps); !ws.is_ok())
-    return ws;
+  if (Status ws = plan::walk_plan(c, *sim, &buffers, observer, plan.steps); !ws.is_ok()) return ws;
 
   // 6. Outputs that are inputs, constants, states or repeated values are copied; then each
   // state takes its new content (no update reads a state's storage: the verifier allows an

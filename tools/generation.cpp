@@ -12,14 +12,6 @@
 namespace neuronc::tools {
 namespace {
 
-std::string spec_text(const TensorSpec& s) {
-  std::string r = std::string(dtype_name(s.dtype)) + "[";
-  for (size_t i = 0; i < s.dims.size(); ++i)
-    r += (i ? ", " : "") +
-         (s.dims[i].is_symbolic() ? s.dims[i].symbol : std::to_string(s.dims[i].value));
-  return r + "]";
-}
-
 const TensorSpec* find_spec(const std::vector<TensorSpec>& specs, const std::string& name) {
   for (const TensorSpec& s : specs)
     if (s.name == name) return &s;

@@ -58,6 +58,9 @@ struct TensorSpec {
   std::optional<ValueRange> valid_range = std::nullopt;  // inputs only
 };
 
+// "f32[1, 2*s0]": the spec's dtype and dims, for messages.
+std::string spec_text(const TensorSpec& spec);
+
 // One program of a model that holds several over the same weights and states (a prefill and a
 // decode program, the shape buckets of one model): Session::run(entry, ...) runs it.
 struct EntryInfo {
