@@ -38,6 +38,11 @@ StepRange entry_steps(const ArtifactContents& c, size_t e) {
 }
 
 uint16_t format_minor_needed(const ArtifactContents& c) {
+  for (const DeviceProgram& p : c.programs)
+    for (const device::CoreProgram& core : p.program.cores)
+      for (const auto& stream : core.streams)
+        for (const device::Instruction& in : stream)
+          if (const auto* d = std::get_if<device::DmaCopy>(&in.op); d && d->scatter) return 3;
   return c.signature.states.empty() && c.signature.entries.empty() ? 1 : 2;
 }
 

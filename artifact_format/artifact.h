@@ -19,10 +19,11 @@ namespace neuronc::artifact {
 
 // Format version this build writes and the newest it reads (docs/ARTIFACT_FORMAT.md).
 inline constexpr uint16_t kFormatMajor = 1;
-// 1.1: indirect dma_copy (row_index). 1.2: state (Signature::states, ValueKind::state). A
-// writer stamps the lowest minor whose readers understand the file (format_minor_needed), so
-// an artifact without state stays readable by 1.1 loaders.
-inline constexpr uint16_t kFormatMinor = 2;
+// 1.1: indirect dma_copy (row_index). 1.2: state (Signature::states, ValueKind::state) and
+// entries. 1.3: indirect scatter (DmaCopy::scatter). A writer stamps the lowest minor whose
+// readers understand the file (format_minor_needed), so an artifact without state stays
+// readable by 1.1 loaders.
+inline constexpr uint16_t kFormatMinor = 3;
 
 // Element types of plan values: the project's one vocabulary (neuronc/dtype.h), whose first
 // kNumTensorDTypes numbers are artifact.fbs TensorDType (isa_codec.cpp checks they agree).
@@ -109,8 +110,8 @@ struct Signature {
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
   std::vector<Symbol> symbols;
-  std::vector<StateSpec> states;    // format 1.2
-  std::vector<EntrySpec> entries;   // format 1.2
+  std::vector<StateSpec> states;   // format 1.2
+  std::vector<EntrySpec> entries;  // format 1.2
   bool operator==(const Signature&) const = default;
 };
 

@@ -25,8 +25,8 @@ using std::to_string;
 // The device enumerations and their artifact.fbs mirrors: same values, both dense from 0 (the
 // names are compared by tests/artifact_format/enum_mirror_test.cpp).
 using EnumMirrors =
-    std::tuple<std::pair<d::MemoryKind, fb::MemoryKind>,
-               std::pair<d::Engine, fb::Engine>, std::pair<d::AluOp, fb::AluOp>,
+    std::tuple<std::pair<d::MemoryKind, fb::MemoryKind>, std::pair<d::Engine, fb::Engine>,
+               std::pair<d::AluOp, fb::AluOp>,
                std::pair<d::ActivationFunction, fb::ActivationFunction>,
                std::pair<d::ReduceOp, fb::ReduceOp>, std::pair<d::CompareOp, fb::CompareOp>,
                std::pair<d::CollectiveKind, fb::CollectiveKind>>;
@@ -190,7 +190,10 @@ T canonical(const T& x) {
 }
 d::DmaCopy canonical(const d::DmaCopy& x) {
   d::DmaCopy c = x;
-  if (!c.row_index) c.table_rows = 0;
+  if (!c.row_index) {
+    c.table_rows = 0;
+    c.scatter = false;
+  }
   return c;
 }
 
@@ -327,6 +330,7 @@ Status check(const d::DmaCopy& x) {
     return bad("dma queue " + to_string(x.queue) + " is out of range: expected 0..15");
   if (!x.row_index && x.table_rows != 0)
     return bad("dma_copy has " + to_string(x.table_rows) + " table rows but no row_index");
+  if (!x.row_index && x.scatter) return bad("dma_copy is a scatter but has no row_index");
   return Status::ok();
 }
 

@@ -337,11 +337,16 @@ Status verify_contents(const ArtifactContents& c) {
     if (!s.is_ok()) return range(what + ": " + s.message());
     for (const auto& core : dp.program.cores)
       for (const auto& stream : core.streams)
-        for (size_t i = 0; i < stream.size(); ++i)
+        for (size_t i = 0; i < stream.size(); ++i) {
           if (stream[i].debug_id != device::kNoDebugId &&
               stream[i].debug_id >= c.debug_nodes.size())
             return range(what + ": instruction debug id " + to_string(stream[i].debug_id) +
                          " but there are " + to_string(c.debug_nodes.size()) + " debug nodes");
+          if (const auto* d = std::get_if<device::DmaCopy>(&stream[i].op);
+              d && d->scatter && c.format_minor < 3)
+            return invalid(what + " has an indirect scatter dma_copy but says format 1." +
+                           to_string(c.format_minor) + ": expected 1.3 or newer");
+        }
   }
 
   // Constants.

@@ -48,6 +48,11 @@ struct CodegenOptions {
   // result is only a cat input (once) writes straight into its slice of the cat's buffer, so
   // the cat moves no bytes for it.
   bool cat_in_place = true;
+  // Update in place: index_copy (a KV-cache update) writes its rows into self's own buffer when
+  // self is whole, contiguous, not a partition output and read by nothing else (a partition
+  // input: each device call has its own copy), so only the written rows move instead of a copy
+  // of the whole tensor first (-O1 and up).
+  bool update_in_place = true;
   // Residual epilogue: a convolution or matmul-family node (linear, addmm, mm, bmm, baddbmm,
   // matmul; optionally through a fused float cast) whose only use is `add.Tensor` (alpha 1)
   // with a tensor of the same shape and dtype, optionally followed by a unary activation, runs

@@ -560,10 +560,36 @@ class PartitionCompiler {
     ctx_.values[n.output()] = vi;
     return true;
   }
+  // Whether index_copy `n` may write its result into self's buffer (CodegenOptions::
+  // update_in_place): self is the whole of a contiguous input or scratch buffer, not a partition
+  // output, read by this node only and not kept for later (a constant or a view's base).
+  bool updates_in_place(const ir::Node& n) const {
+    if (!opts_.update_in_place || n.op() != "aten.index_copy.default") return false;
+    const ir::Value* self = n.input(0);
+    if (scope_.is_output(self) || self->uses().size() != 1 || ctx_.read_through.count(self))
+      return false;
+    const ValueInfo& vi = ctx_.info(self);
+    const Buffer& b = buffers_[vi.buffer];
+    if (b.region != Buffer::input && b.region != Buffer::scratch) return false;
+    if (vi.splat || !vi.view.is_contiguous() || vi.view.offset != 0 ||
+        b.bytes != static_cast<uint64_t>(vi.view.numel()) * device::dtype_size(vi.view.dtype) ||
+        vi.view.dtype != device_dtype(n.output()->dtype()))
+      return false;
+    // No other value may live in that buffer (a view of self read elsewhere).
+    for (const auto& [v, other] : ctx_.values)
+      if (other.buffer == vi.buffer && v != self) return false;
+    return true;
+  }
+
   // Where kernel `kernel`'s result `v` lives: its slice of a cat's buffer, the buffer of the cat
-  // the kernel is, or a buffer of its own.
+  // the kernel is, self's buffer for an update in place, or a buffer of its own.
   void bind_result(const Kernel& kernel, const ir::Node& n, const ir::Value* v) {
     const int this_kernel = static_cast<int>(kernels_.size());
+    if (updates_in_place(n)) {
+      ctx_.values[v] = ctx_.info(n.input(0));
+      updated_buffers_.insert(ctx_.values[v].buffer);
+      return;
+    }
     if (auto slot = formation_.cat_slot.find(v); slot != formation_.cat_slot.end()) {
       ValueInfo vi;
       vi.view = slot->second.view;
@@ -624,6 +650,8 @@ class PartitionCompiler {
     kernels_.push_back(std::move(kernel));
   }
 
+  bool updated_input(int buffer) const { return updated_buffers_.count(buffer) > 0; }
+
   // --- outputs ---------------------------------------------------------------------------------
   // An output not written in place by its kernel (a view, an input, a constant) gets a copy.
   void add_output_copies() {
@@ -633,8 +661,11 @@ class PartitionCompiler {
       const ir::Value* v = outputs_[i];
       const ValueInfo& vi = ctx_.info(v);
       const Buffer& b = buffers_[vi.buffer];
+      // An update in place of a partition input is an output in the input's bytes: the call
+      // copies the input in and the result out of the same range.
       const bool in_place =
-          b.region == Buffer::output && vi.view.is_contiguous() && vi.view.offset == 0 &&
+          (b.region == Buffer::output || (b.region == Buffer::input && updated_input(vi.buffer))) &&
+          vi.view.is_contiguous() && vi.view.offset == 0 &&
           b.bytes == static_cast<uint64_t>(vi.view.numel()) * device::dtype_size(vi.view.dtype);
       // Two outputs that view the same buffer (a result and its flatten) need distinct bytes.
       if (in_place && !output_copy_buffer_.count(v) && !claimed_in_place.count(vi.buffer)) {
@@ -790,6 +821,7 @@ class PartitionCompiler {
   std::vector<int> input_buffer_, output_buffer_;
   std::unordered_map<const ir::Value*, int> output_copy_buffer_;
   std::unordered_map<const ir::Node*, int> cat_buffer_;  // created at its first aliased producer
+  std::unordered_set<int> updated_buffers_;              // buffers an index_copy updated in place
   std::vector<Kernel> kernels_;
   std::vector<uint8_t> reordered_;
   CompiledPartition result_;

@@ -183,6 +183,19 @@ void KernelBuilder::dma_gather(const MemRef& dst, MemRef row, int64_t row_stride
   code_.push_back({device::Engine::sync, d, debug_id_, DmaRole::load});
 }
 
+void KernelBuilder::dma_scatter(MemRef row, int64_t row_stride, const MemRef& src,
+                                const MemRef& index, uint32_t rows) {
+  device::DmaCopy d;
+  row.partition_count = 1;
+  row.partition_stride = row_stride;
+  d.dst = row;
+  d.src = src;
+  d.row_index = index;
+  d.table_rows = rows;
+  d.scatter = true;
+  code_.push_back({device::Engine::sync, d, debug_id_, DmaRole::store});
+}
+
 KernelCode KernelBuilder::finish() {
   KernelCode k;
   k.instructions = std::move(code_);

@@ -128,6 +128,10 @@ class KernelBuilder {
   // `row` and whose rows are `row_stride` elements apart (device::DmaCopy::row_index).
   void dma_gather(const device::MemRef& dst, device::MemRef row, int64_t row_stride,
                   const device::MemRef& index, uint32_t rows);
+  // Indirect DMA (a store): partition p of `src` -> row index[p] of the HBM table whose row 0 is
+  // `row` and whose rows are `row_stride` elements apart (device::DmaCopy::scatter).
+  void dma_scatter(device::MemRef row, int64_t row_stride, const device::MemRef& src,
+                   const device::MemRef& index, uint32_t rows);
   void add_flops(double f) { flops_ += f; }
 
   KernelCode finish();

@@ -221,6 +221,7 @@ codegen::CodegenOptions codegen_options(const CompileRequest& req) {
   copts.threads = req.threads;
   // -O0: no fusion, every op its own kernel (for debugging a fused kernel against its ops).
   copts.fuse = req.opt_level >= 1;
+  copts.update_in_place = req.opt_level >= 1;
   // -O2 (the default) and up: activations stay in SBUF between kernels when they can.
   copts.forward_stores = req.opt_level >= 2;
   copts.schedule = req.opt_level >= 2;

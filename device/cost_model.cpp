@@ -229,8 +229,9 @@ DmaWork CostModel::dma_work(const DmaCopy& d) const {
   const uint64_t runs_per_row = (elems + run - 1) / run;
   const uint64_t row_bytes = elems * std::max(ssz, dsz);
   const uint64_t desc_bytes = run * std::max(ssz, dsz);
-  // An indirect DMA moves one table row per destination partition (§2.1, DGE).
-  const int rows = d.row_index ? d.dst.partition_count : d.src.partition_count;
+  // An indirect DMA moves one table row per on-chip partition (§2.1, DGE): the destination's
+  // for a gather, the source's for a scatter.
+  const int rows = d.row_index && !d.scatter ? d.dst.partition_count : d.src.partition_count;
   const int engines = t_.dma_engines_per_core;
   const bool both_hbm = d.src.memory == MemoryKind::hbm && d.dst.memory == MemoryKind::hbm;
   const uint64_t last_bytes = row_bytes - (runs_per_row - 1) * desc_bytes;
@@ -364,9 +365,10 @@ std::vector<Assumption> CostModel::assumptions() const {
        "KiB); rate log-linear in size below it, down to the small rate at 4 KiB"},
       {"dma_indirect_setup_ns", t_.dma_indirect_setup_ns, "ns",
        t_.core_generation >= 3
-           ? "descriptor generation of an indirect (gather) DMA: ARCH3 ~600 ns per DGE DMA"
-           : "descriptor generation of an indirect (gather) DMA by software DGE on GpSimd: "
-             "not public, taken as ARCH3's ~600 ns hardware-DGE figure"},
+           ? "descriptor generation of an indirect (gather or scatter) DMA: ARCH3 ~600 ns per "
+             "DGE DMA"
+           : "descriptor generation of an indirect (gather or scatter) DMA by software DGE on "
+             "GpSimd: not public, taken as ARCH3's ~600 ns hardware-DGE figure"},
       {"dma_issue_cycles", static_cast<double>(t_.dma_issue_cycles), "cycles",
        "cost of a DMA trigger on the issuing engine, taken as MIN_II"},
       {"dma_partitions_per_engine", static_cast<double>(t_.dma_partitions_per_engine), "partitions",

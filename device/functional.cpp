@@ -598,32 +598,41 @@ Status exec_local_gather(const ExecContext& ctx, const LocalGather& x) {
   return Status::ok();
 }
 
-// Indirect DMA: partition p of dst <- table row row_index[p] (cast through fp32 when the dtypes
-// differ). The verifier checked the whole table's footprint, so any index in range is safe.
+// Indirect DMA: partition p of dst <- table row row_index[p] (gather), or table row
+// row_index[p] <- partition p of src (scatter), cast through fp32 when the dtypes differ. Every
+// index is checked before any row moves, so a bad one leaves the destination as it was. The
+// verifier checked the whole table's footprint, so any index in range is safe.
 Status exec_dma_indirect(const ExecContext& ctx, const DmaCopy& x) {
-  const View d = make_view(ctx, x.dst);
+  const MemRef& table = x.scatter ? x.dst : x.src;
+  const View moved = make_view(ctx, x.scatter ? x.src : x.dst);  // one table row per partition
   const View ix = make_view(ctx, *x.row_index);
   const bool same = x.src.dtype == x.dst.dtype;
-  std::vector<int64_t> idx(ix.n);
-  std::vector<std::byte> raw(same ? d.n * d.size : 0);
-  std::vector<float> vals(same ? 0 : d.n);
-  MemRef row = x.src;
-  for (int p = 0; p < d.partitions; ++p) {
+  std::vector<int64_t> idx(ix.n), rows(moved.partitions);
+  for (int p = 0; p < moved.partitions; ++p) {
     gather_int(ix, p, idx.data());
-    const int64_t r = idx[0];
-    if (r < 0 || r >= static_cast<int64_t>(x.table_rows))
-      return out_of_range("dma_copy row index " + to_string(r) + " at partition " + to_string(p) +
-                          " is outside the table's " + to_string(x.table_rows) + " rows");
-    row.offset =
-        x.src.offset + static_cast<uint64_t>(r * x.src.partition_stride) * dtype_size(x.src.dtype);
-    const View s = make_view(ctx, row);
+    rows[p] = idx[0];
+    if (rows[p] < 0 || rows[p] >= static_cast<int64_t>(x.table_rows))
+      return out_of_range("dma_copy row index " + to_string(rows[p]) + " at partition " +
+                          to_string(p) + " is outside the table's " + to_string(x.table_rows) +
+                          " rows");
+  }
+  std::vector<std::byte> raw(same ? moved.n * moved.size : 0);
+  std::vector<float> vals(same ? 0 : moved.n);
+  MemRef row = table;
+  for (int p = 0; p < moved.partitions; ++p) {
+    row.offset = table.offset +
+                 static_cast<uint64_t>(rows[p] * table.partition_stride) * dtype_size(table.dtype);
+    const View t = make_view(ctx, row);
+    const View& s = x.scatter ? moved : t;
+    const View& d = x.scatter ? t : moved;
+    const int sp = x.scatter ? p : 0, dp = x.scatter ? 0 : p;
     if (same) {
-      gather_raw(s, 0, raw.data());
-      scatter_raw(d, p, raw.data());
+      gather_raw(s, sp, raw.data());
+      scatter_raw(d, dp, raw.data());
     } else {
-      gather_f32(s, 0, vals.data());
+      gather_f32(s, sp, vals.data());
       Rng rng = rng_for(ctx, p);
-      scatter_f32(d, p, vals.data(), rng.mode, rng.ptr());
+      scatter_f32(d, dp, vals.data(), rng.mode, rng.ptr());
     }
   }
   return Status::ok();

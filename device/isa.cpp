@@ -129,15 +129,15 @@ MemRef hbm(uint64_t offset, DType dtype, uint16_t rows, uint32_t cols, int64_t r
 }
 
 MemRef indirect_table_footprint(const DmaCopy& d) {
-  MemRef m = d.src;
-  if (d.src.num_levels >= 4 || d.src.partition_stride < INT32_MIN ||
-      d.src.partition_stride > INT32_MAX)
+  const MemRef& row = d.scatter ? d.dst : d.src;
+  MemRef m = row;
+  if (row.num_levels >= 4 || row.partition_stride < INT32_MIN || row.partition_stride > INT32_MAX)
     return m;  // not expressible; the verifier refuses such a transfer
   m.partition_count = 1;
   m.partition_stride = 0;
-  m.num_levels = static_cast<uint8_t>(d.src.num_levels + 1);
-  m.levels[0] = {static_cast<int32_t>(d.src.partition_stride), std::max<uint32_t>(1, d.table_rows)};
-  for (int l = 0; l < d.src.num_levels; ++l) m.levels[l + 1] = d.src.levels[l];
+  m.num_levels = static_cast<uint8_t>(row.num_levels + 1);
+  m.levels[0] = {static_cast<int32_t>(row.partition_stride), std::max<uint32_t>(1, d.table_rows)};
+  for (int l = 0; l < row.num_levels; ++l) m.levels[l + 1] = row.levels[l];
   return m;
 }
 
@@ -147,8 +147,12 @@ Operands operands(const Operation& op) {
     if (a == Access::read || a == Access::read_write) o.reads.push_back(m);
     if (a == Access::write || a == Access::read_write) o.writes.push_back(m);
   });
-  if (const auto* d = std::get_if<DmaCopy>(&op); d && d->row_index)
-    o.reads.front() = indirect_table_footprint(*d);  // the schema lists src first
+  if (const auto* d = std::get_if<DmaCopy>(&op); d && d->row_index) {
+    if (d->scatter)
+      o.writes.front() = indirect_table_footprint(*d);  // dst is the only write
+    else
+      o.reads.front() = indirect_table_footprint(*d);  // the schema lists src first
+  }
   return o;
 }
 

@@ -276,6 +276,11 @@ struct LocalGather {
 // src.offset with src's access pattern (src.partition_count is 1); partition p of dst receives
 // row row_index[p], the first element of partition p of `row_index` (an integer tile in SBUF with
 // dst's partition count). An index outside [0, table_rows) stops the run with an error.
+// With `scatter` as well it runs the other way (an indirect store, TRAINIUM.md §4.2 dma_copy:
+// software DGE "supports gather / scatter with a vector offset"): `dst` is one row of a table of
+// `table_rows` rows in HBM (row stride dst.partition_stride), and partition p of `src` is written
+// to row row_index[p] (row_index has src's partition count). Rows are written in partition
+// order, so of two partitions naming the same row the later one's data stays.
 struct DmaCopy {
   DmaCopy() = default;
   DmaCopy(const MemRef& d, const MemRef& s, uint16_t q = 0) : dst(d), src(s), queue(q) {}
@@ -283,11 +288,13 @@ struct DmaCopy {
   uint16_t queue = 0;  // 0..15
   std::optional<MemRef> row_index;
   uint32_t table_rows = 0;
+  bool scatter = false;  // with row_index: the index addresses dst rows (format 1.3)
   bool operator==(const DmaCopy&) const = default;
 };
 
-// The HBM bytes an indirect DMA may read: every row of its table (a bounding pattern with the
-// row as the outermost level; src must have at most 3 levels and a row stride in int32).
+// The HBM bytes an indirect DMA may touch: every row of its table (a bounding pattern with the
+// row as the outermost level; the table row must have at most 3 levels and a row stride in
+// int32). The table is src for a gather, dst for a scatter.
 MemRef indirect_table_footprint(const DmaCopy& d);
 
 enum class CollectiveKind : uint8_t { all_reduce = 0, all_gather, reduce_scatter };

@@ -258,6 +258,7 @@ constexpr auto schema(std::type_identity<DmaCopy>) {
       field("queue", &T::queue),
       field("row_index", &T::row_index, Access::read),
       field("table_rows", &T::table_rows),
+      field("scatter", &T::scatter),
   };
 }
 constexpr auto schema(std::type_identity<Collective>) {

@@ -471,31 +471,37 @@ Status check_op(const OpCheck& c, const DmaCopy& x) {
                         to_string(t.dma_queues_per_engine) + " queues");
   if (x.row_index) {
     const MemRef& ix = *x.row_index;
-    if (x.src.memory != MemoryKind::hbm || x.src.partition_count != 1)
-      return invalid_argument(
-          "indirect dma_copy: src must be one hbm row (partition count 1), found " +
-          std::string(memory_name(x.src.memory)) + " with " + to_string(x.src.partition_count) +
-          " partitions");
+    // The table side (src for a gather, dst for a scatter) is one HBM row; the other side's
+    // partitions are the rows moved.
+    const MemRef& row = x.scatter ? x.dst : x.src;
+    const MemRef& rows = x.scatter ? x.src : x.dst;
+    const char* table_side = x.scatter ? "dst" : "src";
+    if (row.memory != MemoryKind::hbm || row.partition_count != 1)
+      return invalid_argument(std::string("indirect dma_copy: ") + table_side +
+                              " must be one hbm row (partition count 1), found " +
+                              std::string(memory_name(row.memory)) + " with " +
+                              to_string(row.partition_count) + " partitions");
     if (x.table_rows == 0) return invalid_argument("indirect dma_copy: the table has 0 rows");
-    const int64_t row_stride = x.src.partition_stride;
-    if (x.src.num_levels >= 4 || row_stride < INT32_MIN || row_stride > INT32_MAX)
+    const int64_t row_stride = row.partition_stride;
+    if (row.num_levels >= 4 || row_stride < INT32_MIN || row_stride > INT32_MAX)
       return invalid_argument(
           "indirect dma_copy: a table row needs at most 3 levels and "
           "a row stride within int32, found " +
-          to_string(x.src.num_levels) + " levels and stride " + to_string(x.src.partition_stride));
+          to_string(row.num_levels) + " levels and stride " + to_string(row.partition_stride));
     if (ix.memory != MemoryKind::sbuf || !(ix.dtype == DType::i32 || ix.dtype == DType::u32 ||
                                            ix.dtype == DType::i16 || ix.dtype == DType::u16))
       return invalid_argument(
           "indirect dma_copy: row_index must be an i32/u32/i16/u16 "
           "sbuf tile, found " +
           std::string(dtype_name(ix.dtype)) + " in " + std::string(memory_name(ix.memory)));
-    if (ix.partition_count != x.dst.partition_count)
+    if (ix.partition_count != rows.partition_count)
       return invalid_argument("indirect dma_copy: " + to_string(ix.partition_count) +
-                              " index partitions for " + to_string(x.dst.partition_count) +
-                              " destination rows");
-    if (x.src.free_size() != x.dst.free_size())
-      return invalid_argument("indirect dma_copy: table rows of " + to_string(x.src.free_size()) +
-                              " elements into rows of " + to_string(x.dst.free_size()));
+                              " index partitions for " + to_string(rows.partition_count) +
+                              (x.scatter ? " source rows" : " destination rows"));
+    if (row.free_size() != rows.free_size())
+      return invalid_argument("indirect dma_copy: table rows of " + to_string(row.free_size()) +
+                              " elements " + (x.scatter ? "from" : "into") + " rows of " +
+                              to_string(rows.free_size()));
     return Status::ok();
   }
   const uint64_t ns = x.src.free_size() * x.src.partition_count;

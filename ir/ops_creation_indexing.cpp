@@ -396,7 +396,8 @@ void register_creation_and_indexing_ops(OpRegistry& r) {
       "index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> "
       "Tensor(a!)",
       I, H, [](const ShapeContext& c) -> std::vector<TensorType> { return {c.input(0)}; });
-  r.add("index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor", I, H,
+  // On the device: an indirect scatter of the source rows (codegen/embedding_kernel.cpp).
+  r.add("index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor", I, D,
         [](const ShapeContext& c) -> std::vector<TensorType> { return {c.input(0)}; });
   // A static KV cache's update (transformers' StaticCache): functionalization makes it
   // index_copy on the cache buffer, written back as a buffer mutation.

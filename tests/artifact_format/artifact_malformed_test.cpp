@@ -386,6 +386,17 @@ const Rule kRules[] = {
        c.plan.values[add_state(c)].dims[0] = Dim::sym(0);
      },
      "has a symbolic or negative dim"},
+    {"scatter_in_a_1_2_file",
+     [](auto& c) {
+       d::DmaCopy g{d::hbm(0, d::DType::f32, 1, 8, 0), d::sbuf(0, 4, 0, d::DType::f32, 8)};
+       g.dst.partition_stride = 8;
+       g.row_index = d::sbuf(0, 4, 64, d::DType::i32, 1);
+       g.table_rows = 4;
+       g.scatter = true;
+       first(c, d::Engine::sync).op = g;
+       c.format_minor = 2;
+     },
+     "has an indirect scatter dma_copy but says format 1.2: expected 1.3 or newer"},
     {"entries_in_a_1_1_file",
      [](auto& c) {
        two_entries(c);

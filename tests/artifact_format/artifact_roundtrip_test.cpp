@@ -148,6 +148,12 @@ TEST(ArtifactRoundTrip, EveryOpcodeRoundTrips) {
   gather.row_index = d::sbuf(0, 32, 256, d::DType::i32, 1);
   gather.table_rows = 4;
   dp.program.cores[0].stream(d::Engine::sync).push_back(testing::inst(gather));
+  d::DmaCopy scatter{d::hbm(0, d::DType::bf16, 1, 8, 0), s(0), 2};
+  scatter.dst.partition_stride = 8;
+  scatter.row_index = d::sbuf(0, 32, 256, d::DType::i32, 1);
+  scatter.table_rows = 4;
+  scatter.scatter = true;
+  dp.program.cores[0].stream(d::Engine::sync).push_back(testing::inst(scatter));
   dp.program.cores[0]
       .stream(d::Engine::sync)
       .push_back(testing::inst(d::Collective{d::CollectiveKind::all_gather, d::ReduceOp::sum,
@@ -162,6 +168,14 @@ TEST(ArtifactRoundTrip, EveryOpcodeRoundTrips) {
   ASSERT_TRUE(a.is_ok()) << a.status().message();
   ASSERT_EQ(a->contents.programs.size(), 1u);
   EXPECT_EQ(a->contents.programs[0], dp);
+  // Writers stamp the lowest minor a file needs: the scatter needs 1.3, the rest 1.1.
+  EXPECT_EQ(format_minor_needed(c), 3);
+  auto& sync = c.programs[0].program.cores[0].stream(d::Engine::sync);
+  std::erase_if(sync, [](const d::Instruction& in) {
+    const auto* x = std::get_if<d::DmaCopy>(&in.op);
+    return x && x->scatter;
+  });
+  EXPECT_EQ(format_minor_needed(c), 1);
 }
 
 }  // namespace

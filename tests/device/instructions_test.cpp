@@ -415,6 +415,47 @@ TEST_F(Instructions, IndirectDmaGathersTableRows) {
   }
 }
 
+// Indirect scatter: partition p of the source is written to table row index[p] (converted to
+// the table's dtype); the rows not named keep their bytes, a repeated row keeps the later
+// partition's data, and a bad index stops the run before any row is written.
+TEST_F(Instructions, IndirectDmaScattersIntoTableRows) {
+  std::vector<float> table(10 * 8, -1.0f);
+  std::memcpy(hbm_.data(), table.data(), table.size() * 4);
+  const MemRef idx = sbuf(0, 4, 0, DType::i32, 1);
+  const MemRef src = sbuf(0, 4, 64, DType::f32, 6);
+  write(sim_, 0, idx, {7, 0, 9, 7});
+  std::vector<float> rows(4 * 6);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<float>(i) + 0.3f;
+  write(sim_, 0, src, rows);
+  DmaCopy d{hbm(0, DType::bf16, 1, 6, 0), src};
+  d.dst.partition_stride = 8;  // bf16 table rows 8 elements apart, 6 used
+  d.row_index = idx;
+  d.table_rows = 10;
+  d.scatter = true;
+  std::vector<uint16_t> before(10 * 8, 0x1234);
+  std::memcpy(hbm_.data(), before.data(), before.size() * 2);
+  run(single(Engine::sync, d));
+  std::vector<uint16_t> got(10 * 8);
+  std::memcpy(got.data(), hbm_.data(), got.size() * 2);
+  for (int r = 0; r < 10; ++r) {
+    const int p = r == 7 ? 3 : r == 0 ? 1 : r == 9 ? 2 : -1;
+    for (int i = 0; i < 8; ++i) {
+      if (p < 0 || i >= 6)
+        EXPECT_EQ(got[r * 8 + i], 0x1234) << r << " " << i;
+      else
+        EXPECT_EQ(got[r * 8 + i], f32_to_bf16(rows[p * 6 + i])) << r << " " << i;
+    }
+  }
+  std::memcpy(hbm_.data(), before.data(), before.size() * 2);
+  write(sim_, 0, idx, {1, 2, 10, 3});
+  auto r = sim_.run(single(Engine::sync, d), hbm_);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("dma_copy row index 10 at partition 2 is outside the table's 10 rows"));
+  std::memcpy(got.data(), hbm_.data(), got.size() * 2);
+  EXPECT_EQ(got, before);  // nothing written
+}
+
 TEST_F(Instructions, AllReduceAndAllGatherAcrossTwoCores) {
   Simulator sim(target(TargetKind::trn2));
   std::vector<std::byte> mem(4096);

@@ -74,5 +74,20 @@ TEST(OperandSchema, IndirectDmaReadsItsTableFootprintAndIndices) {
   EXPECT_EQ(n, 3);
 }
 
+TEST(OperandSchema, IndirectScatterWritesItsTableFootprint) {
+  DmaCopy d(hbm(4096, DType::f32, 1, 8, 8), at(0));
+  d.row_index = at(512);
+  d.table_rows = 100;
+  d.scatter = true;
+  const Operands o = operands(d);
+  ASSERT_EQ(o.writes.size(), 1u);
+  EXPECT_EQ(o.writes[0], indirect_table_footprint(d));
+  EXPECT_EQ(o.writes[0].levels[0].count, 100u);  // every row the index may name
+  EXPECT_EQ(o.writes[0].levels[0].stride, 8);
+  ASSERT_EQ(o.reads.size(), 2u);
+  EXPECT_EQ(o.reads[0], d.src);
+  EXPECT_EQ(o.reads[1], *d.row_index);
+}
+
 }  // namespace
 }  // namespace neuronc::device

@@ -96,6 +96,33 @@ TEST(Verifier, IndirectDmaOperands) {
               HasSubstr("hbm bytes [0, 512) are outside the arena of 480 bytes"));
 }
 
+TEST(Verifier, IndirectScatterOperands) {
+  auto scatter = [](MemRef dst, MemRef src, MemRef idx, uint32_t rows) {
+    DmaCopy d{dst, src};
+    d.row_index = idx;
+    d.table_rows = rows;
+    d.scatter = true;
+    return d;
+  };
+  MemRef row = hbm(0, DType::f32, 1, 8, 0);
+  row.partition_stride = 8;
+  const MemRef src = sbuf(0, 4, 0, DType::f32, 8);
+  const MemRef idx = sbuf(0, 4, 64, DType::i32, 1);
+  EXPECT_EQ(error_of(single(Engine::sync, scatter(row, src, idx, 16))), "ok");
+  EXPECT_THAT(error_of(single(Engine::sync, scatter(row, src, sbuf(0, 2, 64, DType::i32, 1), 16))),
+              HasSubstr("2 index partitions for 4 source rows"));
+  EXPECT_THAT(
+      error_of(single(Engine::sync, scatter(hbm(0, DType::f32, 2, 8, 8), src, idx, 16))),
+      HasSubstr("dst must be one hbm row (partition count 1), found hbm with 2 partitions"));
+  EXPECT_THAT(error_of(single(Engine::sync, scatter(src, row, idx, 16))),
+              HasSubstr("dst must be one hbm row (partition count 1), found sbuf"));
+  EXPECT_THAT(error_of(single(Engine::sync, scatter(row, sbuf(0, 4, 0, DType::f32, 4), idx, 16))),
+              HasSubstr("table rows of 8 elements from rows of 4"));
+  // The whole destination table must lie in the arena: 16 rows x 32 B = 512 B.
+  EXPECT_THAT(error_of(single(Engine::sync, scatter(row, src, idx, 16), 480)),
+              HasSubstr("hbm bytes [0, 512) are outside the arena of 480 bytes"));
+}
+
 TEST(Verifier, AccessPatternLimits) {
   MemRef a = sbuf(0, 1, 0, DType::f32, 2);
   a.levels[0] = {40000, 2};

@@ -133,6 +133,11 @@ TEST_P(LlmPrograms, DecodeGeneratesTheReferenceTokensWithTheCacheAsSessionState)
     if (i + 1 < steps) next = step(next);
   }
   EXPECT_EQ(got, std::vector<int64_t>(want.begin(), want.begin() + static_cast<int64_t>(steps)));
+  // The cache update is a scatter on the device: a step is one device call, and the host only
+  // converts the two int64 inputs.
+  EXPECT_EQ(session.stats().device_calls, 1u);
+  EXPECT_EQ(session.stats().host_ops, 2u);
+  EXPECT_EQ(model->info().format_minor, 3);
 
   // The cache holds what the runs wrote: the filled positions are no longer the zeros it
   // started from, and reset_state() brings the zeros back.
