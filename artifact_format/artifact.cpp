@@ -37,7 +37,14 @@ StepRange entry_steps(const ArtifactContents& c, size_t e) {
   return {en.first_step, en.num_steps};
 }
 
+bool ArtifactContents::timing_only() const {
+  for (const Constant& k : constants)
+    if (k.absent()) return true;
+  return false;
+}
+
 uint16_t format_minor_needed(const ArtifactContents& c) {
+  if (c.timing_only()) return 3;
   for (const DeviceProgram& p : c.programs)
     for (const device::CoreProgram& core : p.program.cores)
       for (const auto& stream : core.streams)

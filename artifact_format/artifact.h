@@ -20,7 +20,8 @@ namespace neuronc::artifact {
 // Format version this build writes and the newest it reads (docs/ARTIFACT_FORMAT.md).
 inline constexpr uint16_t kFormatMajor = 1;
 // 1.1: indirect dma_copy (row_index). 1.2: state (Signature::states, ValueKind::state) and
-// entries. 1.3: indirect scatter (DmaCopy::scatter). A writer stamps the lowest minor whose
+// entries. 1.3: indirect scatter (DmaCopy::scatter) and absent constants (timing-only
+// artifacts). A writer stamps the lowest minor whose
 // readers understand the file (format_minor_needed), so an artifact without state stays
 // readable by 1.1 loaders.
 inline constexpr uint16_t kFormatMinor = 3;
@@ -163,6 +164,9 @@ struct DeviceProgram {
 };
 
 inline constexpr uint64_t kHostOnly = std::numeric_limits<uint64_t>::max();
+// Constant::segment of a weight the file does not hold (format 1.3): the program was compiled
+// from a weights-free export, so the artifact is timing-only (ArtifactContents::timing_only).
+inline constexpr uint32_t kAbsentSegment = std::numeric_limits<uint32_t>::max();
 
 struct Constant {
   std::string name;
@@ -171,6 +175,7 @@ struct Constant {
   uint64_t offset = 0;   // within the segment's raw bytes
   uint64_t size = 0;
   uint64_t hbm_offset = kHostOnly;  // placed in the HBM arena of every session unless kHostOnly
+  bool absent() const { return segment == kAbsentSegment; }
   bool operator==(const Constant&) const = default;
 };
 
@@ -240,6 +245,9 @@ struct ArtifactContents {
   std::vector<Constant> constants;
   std::vector<DebugNode> debug_nodes;
   std::vector<SegmentInfo> segments;
+  // A constant's bytes are absent: compiled from a weights-free export, the artifact has its
+  // programs and costs but computes no outputs (loaders time it; they do not run it).
+  bool timing_only() const;
   bool operator==(const ArtifactContents&) const = default;
 };
 

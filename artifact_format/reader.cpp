@@ -31,6 +31,7 @@ bool fits(uint64_t offset, uint64_t size, uint64_t limit) {
 
 std::span<const std::byte> LoadedArtifact::constant_bytes(uint32_t i) const {
   const Constant& k = contents.constants[i];
+  if (k.absent()) return {};
   return segments_[k.segment].subspan(k.offset, k.size);
 }
 
@@ -101,6 +102,7 @@ Result<LoadedArtifact> read_artifact(std::span<const std::byte> file, const Read
     // Even unverified, constant ranges must hold so constant_bytes() is safe.
     for (uint32_t i = 0; i < c.constants.size(); ++i) {
       const Constant& k = c.constants[i];
+      if (k.absent()) continue;
       if (k.segment >= c.segments.size() || !fits(k.offset, k.size, c.segments[k.segment].raw_size))
         return Status(StatusCode::out_of_range,
                       "constant " + to_string(i) + " is outside its segment");

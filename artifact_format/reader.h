@@ -38,6 +38,7 @@ class LoadedArtifact {
   std::span<const std::byte> segment(uint32_t i) const { return segments_[i]; }
   size_t num_segments() const { return segments_.size(); }
   // Bytes of constant i (inside its segment; checked by the reader).
+  // Empty for an absent constant (ArtifactContents::timing_only).
   std::span<const std::byte> constant_bytes(uint32_t i) const;
 
  private:

@@ -353,10 +353,17 @@ Status verify_contents(const ArtifactContents& c) {
   for (uint32_t i = 0; i < c.constants.size(); ++i) {
     const Constant& k = c.constants[i];
     const std::string what = "constant " + to_string(i) + " ('" + k.name + "')";
-    if (k.segment >= c.segments.size())
+    if (k.absent() && c.format_minor < 3)
+      return invalid(what + " is absent (a timing-only artifact) but the file says format 1." +
+                     to_string(c.format_minor) + ": expected 1.3 or newer");
+    if (k.absent() && k.offset != 0)
+      return invalid(what + " is absent but has segment offset " + to_string(k.offset));
+    if (k.absent()) {
+      // No bytes to check; its size must still be its value's.
+    } else if (k.segment >= c.segments.size())
       return range(what + " is in segment " + to_string(k.segment) + " but there are " +
                    to_string(c.segments.size()) + " segments");
-    if (!fits(k.offset, k.size, c.segments[k.segment].raw_size))
+    else if (!fits(k.offset, k.size, c.segments[k.segment].raw_size))
       return range(what + " bytes [" + to_string(k.offset) + ", +" + to_string(k.size) +
                    ") are outside segment " + to_string(k.segment) + " of " +
                    to_string(c.segments[k.segment].raw_size) + " bytes");

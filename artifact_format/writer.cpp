@@ -82,8 +82,9 @@ std::vector<std::byte> encode_artifact(const ArtifactContents& contents,
 
 struct ArtifactWriter::Impl {
   ArtifactContents contents;
-  // Bytes of constant i: borrowed or owned.
+  // Bytes of constant i: borrowed or owned; none for an absent one.
   std::vector<std::span<const std::byte>> constant_bytes;
+  std::vector<uint64_t> absent_size;  // per constant: its size when absent, else 0
   std::vector<std::unique_ptr<std::vector<std::byte>>> owned;
 
   // Segment payloads after layout; `storage` keeps packed/compressed buffers alive.
@@ -107,6 +108,7 @@ Status ArtifactWriter::Impl::layout(const WriteOptions& o) {
   if (!entries.empty()) {
     std::map<std::pair<size_t, uint32_t>, std::vector<size_t>> seen;
     for (size_t i = 0; i < contents.constants.size(); ++i) {
+      if (contents.constants[i].absent()) continue;
       const std::span<const std::byte> b = constant_bytes[i];
       auto& candidates = seen[{b.size(), crc32c(b)}];
       for (size_t j : candidates)
@@ -122,6 +124,11 @@ Status ArtifactWriter::Impl::layout(const WriteOptions& o) {
   std::vector<size_t> large;
   for (size_t i = 0; i < contents.constants.size(); ++i) {
     Constant& k = contents.constants[i];
+    if (k.absent()) {
+      k.size = absent_size[i];
+      k.offset = 0;
+      continue;
+    }
     k.size = constant_bytes[i].size();
     if (same_as[i] != SIZE_MAX) continue;  // placed below
     if (k.size < o.small_constant_bytes) {
@@ -152,9 +159,12 @@ Status ArtifactWriter::Impl::layout(const WriteOptions& o) {
     contents.segments.push_back(std::move(s));
     payloads.push_back(stored);
   };
-  const auto shared = static_cast<size_t>(std::count_if(
-      same_as.begin(), same_as.end(), [](size_t j) { return j != SIZE_MAX; }));
-  const bool has_packed = contents.constants.size() > large.size() + shared;
+  const auto shared = static_cast<size_t>(
+      std::count_if(same_as.begin(), same_as.end(), [](size_t j) { return j != SIZE_MAX; }));
+  const auto absent =
+      static_cast<size_t>(std::count_if(contents.constants.begin(), contents.constants.end(),
+                                        [](const Constant& k) { return k.absent(); }));
+  const bool has_packed = contents.constants.size() > large.size() + shared + absent;
   if (has_packed) {
     storage.push_back(std::move(packed));
     const std::vector<std::byte>& p = storage.back();
@@ -259,6 +269,18 @@ uint32_t ArtifactWriter::add_constant(std::string name, TensorDType dtype, std::
   k.hbm_offset = hbm_offset;
   c.constants.push_back(std::move(k));
   impl_->constant_bytes.push_back(bytes);
+  impl_->absent_size.push_back(0);
+  return v;
+}
+
+uint32_t ArtifactWriter::add_absent_constant(std::string name, TensorDType dtype,
+                                             std::vector<Dim> dims, uint64_t hbm_offset) {
+  uint64_t bytes = dtype_size(dtype);
+  for (const Dim& d : dims) bytes *= static_cast<uint64_t>(d.value);
+  const uint32_t v = add_constant(std::move(name), dtype, std::move(dims),
+                                  std::span<const std::byte>(), hbm_offset);
+  impl_->contents.constants.back().segment = kAbsentSegment;
+  impl_->absent_size.back() = bytes;
   return v;
 }
 
@@ -270,8 +292,11 @@ uint32_t ArtifactWriter::add_constant(std::string name, TensorDType dtype, std::
 }
 
 uint32_t ArtifactWriter::add_state(std::string name, TensorDType dtype, std::vector<Dim> dims,
-                                   std::string initial_name, std::vector<std::byte> initial) {
-  const uint32_t k = add_constant(std::move(initial_name), dtype, dims, std::move(initial));
+                                   std::string initial_name,
+                                   std::optional<std::vector<std::byte>> initial) {
+  const uint32_t k = initial
+                         ? add_constant(std::move(initial_name), dtype, dims, std::move(*initial))
+                         : add_absent_constant(std::move(initial_name), dtype, dims);
   auto& c = impl_->contents;
   const uint32_t v = add_value(name, dtype, std::move(dims));
   c.plan.values[v].kind = ValueKind::state;

@@ -52,11 +52,15 @@ class ArtifactWriter {
                         std::span<const std::byte> bytes, uint64_t hbm_offset = kHostOnly);
   uint32_t add_constant(std::string name, TensorDType dtype, std::vector<Dim> dims,
                         std::vector<std::byte> owned_bytes, uint64_t hbm_offset = kHostOnly);
+  // A constant whose bytes the compiler never had (a weights-free export): its size is its
+  // value's, its bytes are not in the file, and the artifact is timing-only.
+  uint32_t add_absent_constant(std::string name, TensorDType dtype, std::vector<Dim> dims,
+                               uint64_t hbm_offset = kHostOnly);
   // A state (StateSpec): its plan value, returned, and a host-only constant `initial_name`
-  // holding `initial` (numel * dtype size bytes). Its update is the value itself until
-  // set_state_update() names the value holding its new content.
+  // holding `initial` (numel * dtype size bytes; nullopt: absent, see add_absent_constant). Its
+  // update is the value itself until set_state_update() names the value holding its new content.
   uint32_t add_state(std::string name, TensorDType dtype, std::vector<Dim> dims,
-                     std::string initial_name, std::vector<std::byte> initial);
+                     std::string initial_name, std::optional<std::vector<std::byte>> initial);
   void set_state_update(uint32_t state_value, uint32_t update);
   // The plan value of the state named `name`, if one was added.
   std::optional<uint32_t> find_state(const std::string& name) const;

@@ -116,6 +116,13 @@ struct ConstantBinding {
   int64_t row_interleave = 0;
   uint64_t offset = 0;
   std::vector<std::byte> data;
+  // The weight's bytes are absent (ir::ConstantPayload::absent: a weights-free export); `data`
+  // is empty and the artifact is timing-only.
+  bool absent = false;
+  // The parameter/buffer FQN whose values it holds, through compile-time dtype conversions (a
+  // weight cast to bf16 by --auto-cast); "" for constants codegen made up (creation ops). With
+  // the dtype, shape and layout it identifies the constant across partitions and programs.
+  std::string origin;
 };
 
 // What instruction debug_id `i` came from: debug_names[i].

@@ -69,7 +69,7 @@ int64_t stored_to_logical(int64_t k, const std::vector<int64_t>& shape,
 std::optional<std::vector<double>> PartitionContext::constant_values(const ir::Value* v) const {
   const ValueInfo& vi = info(v);
   auto it = constant_buffers.find(vi.buffer);
-  if (it == constant_buffers.end()) return std::nullopt;
+  if (it == constant_buffers.end() || it->second.absent) return std::nullopt;
   const ir::Value* src = it->second.value;
   std::vector<int64_t> sshape;
   for (const ir::Dim& d : src->shape()) sshape.push_back(d.value());
@@ -355,7 +355,9 @@ class PartitionCompiler {
     bool transposed = false;
     std::vector<int64_t> permutation;
     int64_t interleave = 0;
-    int synthetic = -1;  // index into synthetic_values_, or -1: the value's payload
+    int synthetic = -1;   // index into synthetic_values_, or -1: the value's payload
+    bool absent = false;  // bytes unknown (a weights-free export's weight, or computed from one)
+    std::string origin;   // ConstantBinding::origin
   };
 
   void check_static(const ir::Value* v, const ir::Node* n) const {
@@ -429,17 +431,22 @@ class PartitionCompiler {
     return c % P == 0 && c / P >= 2 ? P : 0;
   }
 
-  // A constant buffer for `v`: its payload, or `values` computed at compile time.
-  ValueInfo new_constant(const ir::Value* v, std::vector<double>* values) {
+  // A constant buffer for `v`: its payload, `values` computed at compile time, or (`absent`)
+  // bytes nobody knows.
+  ValueInfo new_constant(const ir::Value* v, std::vector<double>* values, bool absent = false,
+                         std::string origin = {}) {
     const std::vector<int64_t> shape = static_shape(v);
     const DType dt = device_dtype(v->dtype());
     Constant c;
     c.value = v;
+    c.absent = absent;
+    c.origin = std::move(origin);
     c.transposed = store_transposed(v);
     if (!c.transposed) c.permutation = conv_permutation(v);
     c.interleave = conv_interleave(v, c.permutation);
     c.buffer = new_buffer(Buffer::constant, v, -1, "constant");
-    ctx_.constant_buffers[c.buffer] = {v, c.transposed, c.permutation, c.interleave};
+    origin_of_buffer_[c.buffer] = c.origin;
+    ctx_.constant_buffers[c.buffer] = {v, c.transposed, c.permutation, c.interleave, absent};
     if (values) {
       synthetic_values_.push_back(std::move(*values));
       c.synthetic = static_cast<int>(synthetic_values_.size()) - 1;
@@ -470,8 +477,12 @@ class PartitionCompiler {
       const ir::Value* v = inputs_[i];
       if (ctx_.values.count(v)) continue;
       if (v->payload()) {
-        ValueInfo vi = new_constant(v, nullptr);
-        if (numel(static_shape(v)) == 1) vi.splat = payload_element(v, 0);
+        const bool absent = v->payload()->absent;
+        std::string origin;
+        for (const ir::GraphInput& gi : g_.inputs())
+          if (gi.value == v) origin = gi.target;
+        ValueInfo vi = new_constant(v, nullptr, absent, std::move(origin));
+        if (numel(static_shape(v)) == 1 && !absent) vi.splat = payload_element(v, 0);
         ctx_.values[v] = vi;
         continue;
       }
@@ -505,9 +516,15 @@ class PartitionCompiler {
         ctx_.values.count(n.input(0)) &&
         ctx_.constant_buffers.count(ctx_.values.at(n.input(0)).buffer) &&
         ir::is_floating(n.output()->dtype()) && !formation_.absorbed(&n)) {
+      const int in_buffer = ctx_.values.at(n.input(0)).buffer;
+      const std::string origin = origin_of_buffer_.at(in_buffer);
+      if (ctx_.constant_buffers.at(in_buffer).absent) {
+        ctx_.values[n.output()] = new_constant(n.output(), nullptr, true, origin);
+        return true;
+      }
       std::vector<double> vals = *ctx_.constant_values(n.input(0));
       ctx_.synthetic[n.output()] = vals;
-      ctx_.values[n.output()] = new_constant(n.output(), &vals);
+      ctx_.values[n.output()] = new_constant(n.output(), &vals, false, origin);
       return true;
     }
     if (!is_creation_op(op)) return false;
@@ -721,6 +738,12 @@ class PartitionCompiler {
       cb.permutation = c.permutation;
       cb.row_interleave = c.interleave;
       cb.offset = buffers_[c.buffer].offset;
+      cb.absent = c.absent;
+      cb.origin = c.origin;
+      if (c.absent) {
+        result_.constants.push_back(std::move(cb));
+        continue;
+      }
       cb.data = constant_bytes(v, c.synthetic >= 0 ? &synthetic_values_[c.synthetic] : nullptr,
                                cb.transposed, cb.permutation, cb.row_interleave);
       result_.constants.push_back(std::move(cb));
@@ -820,8 +843,9 @@ class PartitionCompiler {
   std::vector<std::vector<double>> synthetic_values_;
   std::vector<int> input_buffer_, output_buffer_;
   std::unordered_map<const ir::Value*, int> output_copy_buffer_;
-  std::unordered_map<const ir::Node*, int> cat_buffer_;  // created at its first aliased producer
-  std::unordered_set<int> updated_buffers_;              // buffers an index_copy updated in place
+  std::unordered_map<const ir::Node*, int> cat_buffer_;    // created at its first aliased producer
+  std::unordered_set<int> updated_buffers_;                // buffers an index_copy updated in place
+  std::unordered_map<int, std::string> origin_of_buffer_;  // constant buffer -> its origin
   std::vector<Kernel> kernels_;
   std::vector<uint8_t> reordered_;
   CompiledPartition result_;

@@ -336,7 +336,7 @@ std::optional<std::string> refuse_static_gather(const ir::Node& n, const device:
   for (size_t i = 1; i < n.inputs().size(); ++i) {
     const ir::Value* v = n.inputs()[i];
     if (!v) return std::string("index with a None (whole-dim) entry is not lowered");
-    if (!(!v->producer() && v->payload()))
+    if (!(!v->producer() && v->payload() && !v->payload()->absent))
       return "indices '" + v->name() + "' are only known at run time (data-dependent gather)";
   }
   return std::nullopt;

@@ -44,6 +44,7 @@ class PartitionContext {
     bool transposed = false;
     std::vector<int64_t> permutation;  // see ConstantBinding::permutation
     int64_t row_interleave = 0;        // see ConstantBinding::row_interleave
+    bool absent = false;               // see ConstantBinding::absent
   };
   // ConstantBinding::row_interleave of the buffer holding `v` (0 for anything else).
   int64_t row_interleave(const ir::Value* v) const;

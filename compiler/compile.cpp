@@ -1,4 +1,5 @@
 // The compiler: a program file in, artifact bytes out (see compiler.h).
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -9,8 +10,10 @@
 #include <string>
 #include <unordered_map>
 
+#include "artifact_format/crc32c.h"
 #include "artifact_format/writer.h"
 #include "codegen/codegen.h"
+#include "codegen/hbm_plan.h"
 #include "compiler/compiler.h"
 #include "compiler/index_bounds.h"
 #include "compiler/pipeline.h"
@@ -70,19 +73,80 @@ std::vector<art::Dim> plan_dims(const std::vector<int64_t>& s) {
   return out;
 }
 
-// Moves a program's HBM arena to start at `base` and its debug ids up by `debug_base`.
-void relocate(device::Program& p, uint64_t base, uint32_t debug_base) {
+// Where a partition's HBM bytes go in the artifact's arena: its own buffers at `base`, packed
+// down over the constants an earlier partition (of this program or of an earlier entry) already
+// placed, which it reads where they are instead.
+class HbmPlacement {
+ public:
+  explicit HbmPlacement(uint64_t base) : base_(base) {}
+  // Local range [start, end) is a constant already placed at absolute offset `at`.
+  void share(uint64_t start, uint64_t end, uint64_t at) { shared_.push_back({start, end, at}); }
+  void finish() {
+    std::sort(shared_.begin(), shared_.end(),
+              [](const Shared& a, const Shared& b) { return a.start < b.start; });
+    uint64_t below = 0;
+    for (Shared& s : shared_) {
+      s.removed_below = below;
+      below += s.end - s.start;
+    }
+    removed_ = below;
+  }
+  // The absolute arena offset of local offset `o` (a buffer never straddles a shared range).
+  uint64_t map(uint64_t o) const {
+    auto it = std::upper_bound(shared_.begin(), shared_.end(), o,
+                               [](uint64_t x, const Shared& s) { return x < s.start; });
+    if (it == shared_.begin()) return base_ + o;
+    const Shared& s = *std::prev(it);
+    if (o < s.end) return s.at + (o - s.start);
+    return base_ + o - s.removed_below - (s.end - s.start);
+  }
+  uint64_t hbm_size(uint64_t local_size) const { return base_ + local_size - removed_; }
+  bool empty() const { return shared_.empty(); }
+
+ private:
+  struct Shared {
+    uint64_t start, end, at, removed_below = 0;
+  };
+  uint64_t base_;
+  uint64_t removed_ = 0;
+  std::vector<Shared> shared_;
+};
+
+// Places a program's HBM addresses by `place` and moves its debug ids up by `debug_base`.
+void relocate(device::Program& p, const HbmPlacement& place, uint32_t debug_base) {
   for (device::CoreProgram& core : p.cores) {
     for (auto& stream : core.streams) {
       for (device::Instruction& ins : stream) {
         device::for_each_operand(ins.op, [&](device::MemRef& m, device::Access) {
-          if (m.memory == device::MemoryKind::hbm) m.offset += base;
+          if (m.memory == device::MemoryKind::hbm) m.offset = place.map(m.offset);
         });
         if (ins.debug_id != device::kNoDebugId) ins.debug_id += debug_base;
       }
     }
   }
-  p.hbm_size += base;
+  p.hbm_size = place.hbm_size(p.hbm_size);
+}
+
+// Bytes of a constant's stored tensor (its data, or what absent data would take).
+uint64_t constant_size(const codegen::ConstantBinding& cb) {
+  uint64_t n = device::dtype_size(cb.dtype);
+  for (int64_t d : cb.shape) n *= static_cast<uint64_t>(d);
+  return n;
+}
+
+// What identifies a constant across partitions and programs: its origin (the weight it holds),
+// device dtype, stored shape and layout, and its bytes' size and CRC (or that they are absent).
+// Empty (never shared) for a constant without an origin.
+std::string constant_key(const codegen::ConstantBinding& cb) {
+  if (cb.origin.empty()) return {};
+  std::string k = cb.origin + "|" + std::string(device::dtype_name(cb.dtype)) + "|";
+  for (int64_t d : cb.shape) k += std::to_string(d) + ",";
+  k += cb.transposed ? "|T|" : "|N|";
+  for (int64_t d : cb.permutation) k += std::to_string(d) + ",";
+  k += "|" + std::to_string(cb.row_interleave) + "|";
+  k += cb.absent ? std::string("absent")
+                 : std::to_string(cb.data.size()) + ":" + std::to_string(art::crc32c(cb.data));
+  return k;
 }
 
 // Contiguous row-major bytes of `payload` as a value of `type` (a constant graph input's, or a
@@ -109,9 +173,12 @@ class ArtifactBuilder {
       for (const ir::GraphInput& in : g_.inputs()) {
         if (in.value == v) target = in.target;
       }
-      const uint32_t idx = w_.add_constant(
-          unique_constant_name(target.empty() ? v->name() : target), to_tensor_dtype(v->dtype()),
-          plan_dims(v->shape()), payload_bytes(v->name(), *v->payload(), v->type()));
+      const std::string name = unique_constant_name(target.empty() ? v->name() : target);
+      const uint32_t idx =
+          v->payload()->absent
+              ? w_.add_absent_constant(name, to_tensor_dtype(v->dtype()), plan_dims(v->shape()))
+              : w_.add_constant(name, to_tensor_dtype(v->dtype()), plan_dims(v->shape()),
+                                payload_bytes(v->name(), *v->payload(), v->type()));
       index_[v] = idx;
       return idx;
     }
@@ -213,6 +280,9 @@ namespace {
 struct DeviceArena {
   uint64_t end = 0;
   uint32_t sbuf_peak = 0, psum_peak = 0;
+  // Constants placed so far (constant_key -> absolute offset): a later partition, of the same
+  // program or of another entry, reads the one copy (prefill and decode share their weights).
+  std::map<std::string, uint64_t> placed;
 };
 
 // Codegen options for an optimisation level.
@@ -293,7 +363,22 @@ PartitionReport add_device_partition(const ir::Graph& g, const passes::Partition
     }
     w.add_debug_node(dn);
   }
-  relocate(cp.program, base, debug_base);
+  HbmPlacement place(base);
+  std::vector<std::string> keys(cp.constants.size());
+  std::vector<bool> shared(cp.constants.size(), false);
+  for (size_t i = 0; i < cp.constants.size(); ++i) {
+    const codegen::ConstantBinding& cb = cp.constants[i];
+    keys[i] = constant_key(cb);
+    if (keys[i].empty()) continue;
+    if (auto it = arena.placed.find(keys[i]); it != arena.placed.end()) {
+      const uint64_t bytes =
+          codegen::kHbmAlign * ((constant_size(cb) + codegen::kHbmAlign - 1) / codegen::kHbmAlign);
+      place.share(cb.offset, cb.offset + bytes, it->second);
+      shared[i] = true;
+    }
+  }
+  place.finish();
+  relocate(cp.program, place, debug_base);
   arena.end = cp.program.hbm_size;
 
   art::DeviceCall call;
@@ -302,15 +387,23 @@ PartitionReport add_device_partition(const ir::Graph& g, const passes::Partition
   for (const ir::Value* v : p.outputs) by_name[v->name()] = v;
   for (const codegen::TensorBinding& tb : cp.inputs) {
     const ir::Value* v = by_name.at(tb.name);
-    call.inputs.push_back({b.as_dtype(v, from_device_dtype(tb.dtype)), base + tb.offset});
+    call.inputs.push_back({b.as_dtype(v, from_device_dtype(tb.dtype)), place.map(tb.offset)});
   }
-  for (const codegen::ConstantBinding& cb : cp.constants) {
+  for (size_t i = 0; i < cp.constants.size(); ++i) {
+    const codegen::ConstantBinding& cb = cp.constants[i];
+    if (shared[i]) continue;  // read where an earlier partition placed it
     std::vector<int64_t> shape = cb.shape;
     if (cb.transposed && shape.size() == 2) std::swap(shape[0], shape[1]);
+    const std::string name = b.unique_constant_name(cb.target.empty() ? cb.name : cb.target);
+    const uint64_t at = place.map(cb.offset);
+    if (!keys[i].empty()) arena.placed.emplace(keys[i], at);
+    if (cb.absent) {
+      w.add_absent_constant(name, from_device_dtype(cb.dtype), plan_dims(shape), at);
+      continue;
+    }
     result.constant_bytes += cb.data.size();
-    w.add_constant(b.unique_constant_name(cb.target.empty() ? cb.name : cb.target),
-                   from_device_dtype(cb.dtype), plan_dims(shape), std::vector<std::byte>(cb.data),
-                   base + cb.offset);
+    w.add_constant(name, from_device_dtype(cb.dtype), plan_dims(shape),
+                   std::vector<std::byte>(cb.data), at);
   }
   std::vector<std::pair<uint32_t, const ir::Value*>> casts_back;
   for (const codegen::TensorBinding& tb : cp.outputs) {
@@ -320,10 +413,10 @@ PartitionReport add_device_partition(const ir::Graph& g, const passes::Partition
     if (same_bytes(dev, want)) {
       const uint32_t idx = w.add_value(v->name(), want, plan_dims(v->shape()));
       b.define(v, idx);
-      call.outputs.push_back({idx, base + tb.offset});
+      call.outputs.push_back({idx, place.map(tb.offset)});
     } else {
       const uint32_t raw = w.add_value(v->name() + "@device", dev, plan_dims(tb.shape));
-      call.outputs.push_back({raw, base + tb.offset});
+      call.outputs.push_back({raw, place.map(tb.offset)});
       casts_back.emplace_back(raw, v);
     }
   }
@@ -475,10 +568,11 @@ void compile_into(frontend::LoadedProgram& prog, const CompileRequest& req,
       state_values[in.target] = *shared;
       continue;
     }
-    std::vector<std::byte> initial =
-        in.initial
-            ? payload_bytes(in.target, *in.initial, t)
-            : std::vector<std::byte>(static_cast<size_t>(n->coeff) * ir::dtype_size(t.dtype));
+    std::optional<std::vector<std::byte>> initial;  // nullopt: absent (weights-free)
+    if (!in.initial)
+      initial.emplace(static_cast<size_t>(n->coeff) * ir::dtype_size(t.dtype));
+    else if (!in.initial->absent)
+      initial = payload_bytes(in.target, *in.initial, t);
     const uint32_t v =
         w.add_state(in.target, to_tensor_dtype(t.dtype), plan_dims(t.shape),
                     b.unique_constant_name(in.target + ".initial"), std::move(initial));

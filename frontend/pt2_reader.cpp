@@ -21,8 +21,9 @@ struct BoundTensor {
   std::vector<int64_t> strides;
   int64_t storage_offset = 0;
   std::span<const std::byte> storage;
-  std::shared_ptr<const void> owner;  // set for zero-filled tensors that own their bytes
+  std::shared_ptr<const void> owner;  // set for tensors that own their bytes
   std::string origin;                 // "data/weights/weight_3", for messages
+  bool absent = false;                // saved without its bytes (ir::ConstantPayload::absent)
 };
 
 // Where weights come from: a function from FQN to tensor (nullopt when absent).
@@ -127,35 +128,19 @@ class PayloadConfigSource : public WeightSource {
                   std::string(ir::dtype_name(*tm.dtype)) + ")");
     }
     if (bytes.empty()) {
-      // Written empty (fake or meta tensors): Python rebuilds zeros of the declared size.
+      // Written empty (fake or meta tensors: a weights-free export). PyTorch's loader would
+      // rebuild zeros; neuronc keeps the weight absent, so the program compiles for timing only
+      // and never computes outputs from made-up weights.
       if (std::string p =
               view_problem(tm.sizes, contiguous_strides(tm.sizes), 0, esize, UINT64_MAX);
           !p.empty()) {
         throw Error(where + ": " + p);
       }
-      unsigned __int128 n = esize;
-      for (int64_t s : tm.sizes) n *= static_cast<uint64_t>(s);
-      if (n > (uint64_t{1} << 32)) {
-        throw Error(where + ": " + rec + " is empty but declares " + int_list_string(tm.sizes) +
-                    "; refusing to allocate that many zero bytes");
-      }
-      // A weights-free (meta) export of a full-size model would be compiled over gigabytes of
-      // zeros; a timing-only compile that needs no weight bytes is not there yet (issue 17).
-      zero_filled_ += static_cast<uint64_t>(n);
-      if (zero_filled_ > kMaxZeroFilledBytes) {
-        throw Error(zip_.display_name() +
-                    ": the program's weights were saved empty (a weights-free or meta export) "
-                    "and declare more than " +
-                    std::to_string(kMaxZeroFilledBytes >> 20) + " MiB (" + rec + " for '" + fqn +
-                    "' reaches " + std::to_string(zero_filled_ >> 20) +
-                    " MiB): expected an export with its weights; compiling a weights-free "
-                    "program for timing only is not supported yet");
-      }
-      auto zeros = std::make_shared<std::vector<std::byte>>(static_cast<size_t>(n));
-      b.storage = std::span<const std::byte>(zeros->data(), zeros->size());
       b.strides = contiguous_strides(tm.sizes);
       b.storage_offset = 0;
-      b.owner = zeros;
+      bool has_elements = true;
+      for (int64_t s : tm.sizes) has_elements = has_elements && s != 0;
+      b.absent = has_elements;
       return b;
     }
     if (std::string p = view_problem(b.sizes, b.strides, b.storage_offset, esize, bytes.size());
@@ -168,12 +153,8 @@ class PayloadConfigSource : public WeightSource {
   std::string describe() const override { return config_name_; }
 
  private:
-  // The most zero bytes this reader fills in for empty weight records (tiny weights-free
-  // exports still compile, over zeros).
-  static constexpr uint64_t kMaxZeroFilledBytes = uint64_t{1} << 30;
   const ZipArchive& zip_;
   std::string dir_;
-  uint64_t zero_filled_ = 0;
   std::string config_name_;
   std::map<std::string, PayloadMeta> metas_;
   std::map<std::string, ir::DType> file_dtype_;
@@ -212,6 +193,10 @@ void bind_weights(ir::Graph& g, const std::string& file_name, WeightSource* weig
     if (!same_shape) {
       throw Error(file_name + ": " + what + ": stored sizes " + int_list_string(t->sizes) + " (" +
                   t->origin + ") but the graph declares " + g.shape_to_string(type.shape));
+    }
+    if (t->absent) {
+      in.value->set_payload(ir::ConstantPayload::absent_bytes());
+      continue;
     }
     ir::ConstantPayload p;
     p.data = t->storage.data();

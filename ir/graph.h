@@ -39,6 +39,15 @@ struct ConstantPayload {
   int64_t storage_offset = 0;         // in elements
   std::vector<int64_t> strides;       // in elements; empty means contiguous
   std::shared_ptr<const void> owner;  // keeps `data` valid
+  // A weight whose bytes the export did not carry (a weights-free or meta export): its dtype
+  // and shape are known, its values are not (`data` is null). Such a program compiles to a
+  // timing-only artifact; passes that would compute from the bytes carry the absence instead.
+  bool absent = false;
+  static ConstantPayload absent_bytes() {
+    ConstantPayload p;
+    p.absent = true;
+    return p;
+  }
 };
 
 struct Use {

@@ -46,7 +46,7 @@ std::vector<std::string> verify(const Graph& g, const VerifyOptions& opts) {
       problems.push_back("state input '" + in.value->name() +
                          "' has a payload: its value changes from run to run");
     }
-    if (const ConstantPayload* p = in.value->payload()) {
+    if (const ConstantPayload* p = in.value->payload(); p && !p->absent) {
       if (auto n = numel(in.value->shape()); n && n->is_constant() && p->strides.empty()) {
         const size_t need =
             (static_cast<size_t>(p->storage_offset) + static_cast<size_t>(n->coeff)) *

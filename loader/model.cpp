@@ -194,8 +194,12 @@ Result<Model> finish_load(std::shared_ptr<Model::Impl> impl, std::span<const std
   info.zero_copy_constants = true;
   for (const auto& k : c.constants) {
     info.constant_bytes += k.size;
-    if (c.segments[k.segment].compression != artifact::Compression::none)
+    if (k.absent()) {
+      info.timing_only = true;
+      info.absent_constant_bytes += k.size;
+    } else if (c.segments[k.segment].compression != artifact::Compression::none) {
       info.zero_copy_constants = false;
+    }
   }
   info.hbm_arena_bytes = c.memory_plan.hbm_arena_bytes;
   info.file_bytes = bytes.size();

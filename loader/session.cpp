@@ -144,6 +144,13 @@ struct Session::Impl {
 
 Status Session::Impl::init() {
   const art::ArtifactContents& c = m->art.contents;
+  if (model.info().timing_only)
+    return Status(StatusCode::failed_precondition,
+                  "the model is timing-only: it was compiled from a weights-free export and holds "
+                  "no weights (" +
+                      to_string(model.info().absent_constant_bytes) +
+                      " bytes absent), so it computes no outputs; `neuronc bench` and `neuronc "
+                      "profile` give its simulated timing");
   const int need = static_cast<int>(c.num_cores);
   if (options.target_cores < 0 || (options.target_cores != 0 && options.target_cores < need))
     return Status(StatusCode::invalid_argument,

@@ -25,13 +25,19 @@ bool ConstantFolding::run(ir::Graph& g) {
     if (o.role == ir::OutputRole::buffer_mutation) mutated.insert(o.target);
   }
   std::unordered_map<const ir::Value*, DenseTensor> known;
+  // A constant input: not a user input and not written back.
+  auto is_constant_input = [&](const ir::Value* v) {
+    if (v->producer() || !v->payload()) return false;
+    for (const ir::GraphInput& in : g.inputs())
+      if (in.value == v) return in.role != ir::InputRole::user_input && !mutated.count(in.target);
+    return true;
+  };
+  // A constant whose bytes the export did not carry (weights-free): folding a node of such
+  // constants gives constants as absent, so a timing-only compile keeps the real one's graph.
+  auto is_absent = [&](const ir::Value* v) { return is_constant_input(v) && v->payload()->absent; };
   auto constant_of = [&](const ir::Value* v) -> const DenseTensor* {
     if (auto it = known.find(v); it != known.end()) return &it->second;
-    if (v->producer() || !v->payload()) return nullptr;
-    for (const ir::GraphInput& in : g.inputs()) {
-      if (in.value != v) continue;
-      if (in.role == ir::InputRole::user_input || mutated.count(in.target)) return nullptr;
-    }
+    if (!is_constant_input(v)) return nullptr;
     auto t = dense_constant(*v);
     if (!t) return nullptr;
     return &known.emplace(v, std::move(*t)).first->second;
@@ -48,8 +54,13 @@ bool ConstantFolding::run(ir::Graph& g) {
       continue;
     if (!fits(*n)) continue;
     std::vector<const DenseTensor*> args;
-    bool all_const = true;
+    bool all_const = true, any_absent = false;
     for (const ir::Value* v : n->inputs()) {
+      if (v && is_absent(v)) {
+        any_absent = true;
+        args.push_back(nullptr);
+        continue;
+      }
       const DenseTensor* t = v ? constant_of(v) : nullptr;
       if (v && !t) {
         all_const = false;
@@ -58,6 +69,17 @@ bool ConstantFolding::run(ir::Graph& g) {
       args.push_back(t);
     }
     if (!all_const) continue;
+    if (any_absent) {
+      for (ir::Value* out : n->outputs()) {
+        ir::Value* c = g.add_input(g.unique_name(out->name() + "_folded"), out->type(),
+                                   ir::InputRole::constant, "folded." + n->name());
+        c->set_payload(ir::ConstantPayload::absent_bytes());
+        out->replace_all_uses_with(c);
+      }
+      g.erase(n);
+      changed = true;
+      continue;
+    }
     // A node the host kernel refuses (an index out of range, say) is left to run time, where
     // the same kernel reports it.
     Result<std::vector<DenseTensor>> result = evaluate_on_host(*n, args);

@@ -72,10 +72,37 @@ class Fuser {
     return add_constant_input(g_, base, "fused." + base, t);
   }
 
+  static bool absent(const ir::Value* v) { return v && v->payload() && v->payload()->absent; }
+  // A constant of `dtype` and `shape` whose bytes are absent (a weights-free export's).
+  ir::Value* add_absent_constant(const std::string& base, ir::DType dtype,
+                                 std::vector<int64_t> shape) {
+    ir::TensorType type;
+    type.dtype = dtype;
+    for (int64_t d : shape) type.shape.push_back(ir::Dim::constant(d));
+    ir::Value* c =
+        g_.add_input(g_.unique_name(base), type, ir::InputRole::constant, "fused." + base);
+    c->set_payload(ir::ConstantPayload::absent_bytes());
+    return c;
+  }
+
   bool fuse(const std::vector<ir::Node*>& group) {
     HostTensor w, b;
     std::vector<int64_t> widths;
+    // Weights-free: the fused weight and bias are absent too, with the shapes they would have.
+    bool any_absent = false;
+    for (ir::Node* n : group)
+      any_absent = any_absent || absent(n->input(1)) || (has_bias(*n) && absent(n->input(2)));
+    if (any_absent) {
+      const ir::Value* w0 = group[0]->input(1);
+      w = HostTensor{w0->dtype(), {0, w0->type().shape[1].value()}, {}};
+      for (ir::Node* n : group) {
+        widths.push_back(n->input(1)->type().shape[0].value());
+        w.shape[0] += widths.back();
+      }
+      if (has_bias(*group[0])) b = HostTensor{group[0]->input(2)->dtype(), {w.shape[0]}, {}};
+    }
     for (ir::Node* n : group) {
+      if (any_absent) break;
       auto wi = read_constant(*n->input(1));
       if (!wi) return false;
       if (w.shape.empty()) {
@@ -93,9 +120,11 @@ class Fuser {
       }
     }
     ir::Node* first = group[0];
-    std::vector<ir::Value*> in = {first->input(0),
-                                  add_constant(first->name() + "_fused_weight", w)};
-    in.push_back(has_bias(*first) ? add_constant(first->name() + "_fused_bias", b) : nullptr);
+    auto constant = [&](const std::string& base, const HostTensor& t) {
+      return any_absent ? add_absent_constant(base, t.dtype, t.shape) : add_constant(base, t);
+    };
+    std::vector<ir::Value*> in = {first->input(0), constant(first->name() + "_fused_weight", w)};
+    in.push_back(has_bias(*first) ? constant(first->name() + "_fused_bias", b) : nullptr);
     ir::Node* fused = g_.insert_before(first, "aten.linear.default", in, {}, std::nullopt,
                                        {first->output()->name() + "_fused"});
     fused->set_location(first->location());

@@ -183,6 +183,7 @@ std::optional<DenseTensor> dense_constant(const ir::Value& v) {
 std::optional<DenseTensor> dense_payload(const ir::ConstantPayload& payload,
                                          const ir::TensorType& type) {
   const ir::ConstantPayload* p = &payload;
+  if (p->absent) return std::nullopt;
   auto shape = static_shape(type.shape);
   if (!shape) return std::nullopt;
   const size_t es = ir::dtype_size(type.dtype);

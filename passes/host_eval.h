@@ -61,7 +61,8 @@ struct DenseTensor {
 
 // The constant graph input `v`'s value as a dense tensor: its payload's bytes shared, not
 // copied, when they are already dense; gathered into new bytes otherwise. nullopt when `v` has no
-// payload, a symbolic shape, or a payload shorter than its shape and strides need.
+// payload, an absent one (ir::ConstantPayload::absent), a symbolic shape, or a payload shorter
+// than its shape and strides need.
 std::optional<DenseTensor> dense_constant(const ir::Value& v);
 // The same for a payload held apart from its value (a state's initial bytes, GraphInput::initial).
 std::optional<DenseTensor> dense_payload(const ir::ConstantPayload& p, const ir::TensorType& type);

@@ -6,8 +6,11 @@
 #include <cstring>
 #include <string_view>
 
+#include "artifact_format/mapped_file.h"
+#include "artifact_format/reader.h"
 #include "tools/cli_output.h"
 #include "tools/runner.h"
+#include "tools/trace_timeline.h"
 
 namespace neuronc::tools {
 namespace {
@@ -170,13 +173,83 @@ bool GenerationStep::before_first_token() const {
 struct Generator::Impl {
   explicit Impl(Model m) : model(std::move(m)) {}
   Model model;
+  std::string path;
   std::string decode_entry;
   ProgramInterface d;
   std::vector<Program> prefills;
+
+  // The smallest prefill bucket that holds a prompt of `p` tokens (null without prefill
+  // programs), after checking that the prompt and `max_new_tokens` fit the cache.
+  const Program* choose_prefill(int64_t p, int max_new_tokens) const;
+  // Timing-only: the simulated statistics of one call of entry `entry` of the artifact at
+  // `artifact_path` (device time from the device model's timing half; host ops not run).
+  RunStats simulated_call(const std::string& artifact_path, const std::string& entry) const;
+  Generation summarise(Generation g, const Program* prefill) const;
 };
+
+const Program* Generator::Impl::choose_prefill(int64_t p, int max_new_tokens) const {
+  if (max_new_tokens < 1)
+    throw CommandExit{
+        kExitUsage, "new tokens: " + std::to_string(max_new_tokens) + ", expected at least 1", ""};
+  const Program* prefill = nullptr;
+  for (const Program& f : prefills)
+    if (!prefill && f.io.tokens >= p) prefill = &f;
+  if (!prefills.empty() && !prefill)
+    throw CommandExit{
+        kExitUsage,
+        "a prompt of " + std::to_string(p) + " tokens is longer than the largest prefill bucket (" +
+            std::to_string(prefills.back().io.tokens) + " tokens, " + prefills.back().where + ")",
+        ""};
+  if (prefill && d.cache_capacity && prefill->io.tokens > *d.cache_capacity)
+    throw CommandExit{kExitUsage,
+                      "the prefill bucket of " + std::to_string(prefill->io.tokens) +
+                          " tokens is longer than the KV cache (" +
+                          std::to_string(*d.cache_capacity) + " positions)",
+                      ""};
+  // Positions 0 .. p + n - 2 are written (the last new token is not fed back).
+  if (d.cache_capacity && p + max_new_tokens - 1 > *d.cache_capacity)
+    throw CommandExit{kExitUsage,
+                      "a prompt of " + std::to_string(p) + " tokens and " +
+                          std::to_string(max_new_tokens) + " new ones need " +
+                          std::to_string(p + max_new_tokens - 1) +
+                          " cache positions, but the KV cache holds " +
+                          std::to_string(*d.cache_capacity) + " (export with a larger --max-seq)",
+                      ""};
+  return prefill;
+}
+
+RunStats Generator::Impl::simulated_call(const std::string& artifact_path,
+                                         const std::string& entry) const {
+  auto file = artifact::MappedFile::open(artifact_path);
+  if (!file.is_ok()) throw CommandExit{kExitError, file.status().message(), ""};
+  auto art = artifact::read_artifact(file->bytes());
+  if (!art.is_ok())
+    throw CommandExit{kExitError, artifact_path + ": " + art.status().message(), ""};
+  size_t e = 0;
+  while (e < art->contents.signature.entries.size() &&
+         art->contents.signature.entries[e].name != entry)
+    ++e;
+  if (!art->contents.signature.entries.empty() && e == art->contents.signature.entries.size())
+    throw CommandExit{kExitError, artifact_path + " has no entry '" + entry + "'", ""};
+  Timeline tl;
+  try {
+    tl = simulate_timeline(art->contents, {.trace = false, .entry = e});
+  } catch (const std::exception& ex) {
+    throw CommandExit{kExitError, ex.what(), ""};
+  }
+  RunStats st;
+  st.device_ns = tl.device_ns;
+  st.latency_ns = tl.device_ns;
+  st.instructions = tl.instructions;
+  st.dma_bytes = tl.hbm_bytes();
+  for (size_t k = 0; k < st.engine_busy_ns.size(); ++k) st.engine_busy_ns[k] = tl.engine_busy_ns[k];
+  for (const TimelineStep& step : tl.steps) (step.device ? st.device_calls : st.host_ops)++;
+  return st;
+}
 
 Generator::Generator(const std::string& artifact, const std::vector<std::string>& prefill_paths)
     : impl_(std::make_unique<Impl>(load_model_or_exit(artifact))) {
+  impl_->path = artifact;
   const Model& model = impl_->model;
   // The decode program: the artifact's one entry, or its decode entry among several.
   std::optional<ProgramInterface> decode_io;
@@ -213,35 +286,13 @@ Generation Generator::run(const std::vector<std::vector<int64_t>>& prompt, int m
                           std::to_string(d.batch) +
                           " (the programs' batch), each of the same non-zero length",
                       ""};
-  if (max_new_tokens < 1)
-    throw CommandExit{
-        kExitUsage, "new tokens: " + std::to_string(max_new_tokens) + ", expected at least 1", ""};
   const int64_t p = static_cast<int64_t>(prompt[0].size());
-  // The smallest bucket that holds the prompt.
-  const Program* prefill = nullptr;
-  for (const Program& f : impl_->prefills)
-    if (!prefill && f.io.tokens >= p) prefill = &f;
-  if (!impl_->prefills.empty() && !prefill)
+  const Program* prefill = impl_->choose_prefill(p, max_new_tokens);
+  if (impl_->model.info().timing_only)
     throw CommandExit{kExitUsage,
-                      "a prompt of " + std::to_string(p) +
-                          " tokens is longer than the largest prefill bucket (" +
-                          std::to_string(impl_->prefills.back().io.tokens) + " tokens, " +
-                          impl_->prefills.back().where + ")",
-                      ""};
-  if (prefill && d.cache_capacity && prefill->io.tokens > *d.cache_capacity)
-    throw CommandExit{kExitUsage,
-                      "the prefill bucket of " + std::to_string(prefill->io.tokens) +
-                          " tokens is longer than the KV cache (" +
-                          std::to_string(*d.cache_capacity) + " positions)",
-                      ""};
-  // Positions 0 .. p + n - 2 are written (the last new token is not fed back).
-  if (d.cache_capacity && p + max_new_tokens - 1 > *d.cache_capacity)
-    throw CommandExit{kExitUsage,
-                      "a prompt of " + std::to_string(p) + " tokens and " +
-                          std::to_string(max_new_tokens) + " new ones need " +
-                          std::to_string(p + max_new_tokens - 1) +
-                          " cache positions, but the KV cache holds " +
-                          std::to_string(*d.cache_capacity) + " (export with a larger --max-seq)",
+                      impl_->path +
+                          " is timing-only (compiled from a weights-free export): it computes "
+                          "no tokens; `neuronc bench --generate` gives its TTFT and TPOT",
                       ""};
   for (const auto& row : prompt)
     for (int64_t t : row)
@@ -328,11 +379,40 @@ Generation Generator::run(const std::vector<std::vector<int64_t>>& prompt, int m
     next = step(next, p + i, "decode");
   }
 
+  return impl_->summarise(std::move(g), prefill);
+}
+
+Generation Generator::time(int64_t prompt_len, int max_new_tokens) const {
+  if (prompt_len < 1)
+    throw CommandExit{kExitUsage,
+                      "prompt length " + std::to_string(prompt_len) + ": expected at least 1", ""};
+  const Program* prefill = impl_->choose_prefill(prompt_len, max_new_tokens);
+  // Simulated time depends on no data and, with no context-length buckets, on no position:
+  // each program is timed once and that time stands for each of its calls.
+  Generation g;
+  const RunStats decode = impl_->simulated_call(impl_->path, impl_->decode_entry);
+  if (prefill) {
+    g.steps.push_back({0, "prefill",
+                       impl_->simulated_call(prefill->own_session ? prefill->where : impl_->path,
+                                             prefill->entry)});
+  } else {
+    for (int64_t t = 0; t < prompt_len; ++t) g.steps.push_back({t, "prompt", decode});
+  }
+  for (int i = 0; i + 1 < max_new_tokens; ++i)
+    g.steps.push_back({prompt_len + i, "decode", decode});
+  return impl_->summarise(std::move(g), prefill);
+}
+
+bool Generator::timing_only() const {
+  return impl_->model.info().timing_only;
+}
+
+Generation Generator::Impl::summarise(Generation g, const Program* prefill) const {
   g.ttft_from = prefill ? "the prefill program, bucket " + std::to_string(prefill->io.tokens) +
                               " (" + prefill->where + ")"
                         : "the prompt through the decode program, one token per step";
   double decode_ns = 0;
-  for (const GenerationStep& s : steps) {
+  for (const GenerationStep& s : g.steps) {
     if (s.before_first_token()) {
       g.ttft_ns += s.stats.latency_ns;
       continue;

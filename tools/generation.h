@@ -55,6 +55,13 @@ class Generator {
   // error for a failing run.
   Generation run(const std::vector<std::vector<int64_t>>& prompt, int max_new_tokens,
                  int64_t eos = -1) const;
+  // The simulated timing of a generation of `max_new_tokens` after a `prompt_len`-token prompt,
+  // without running it (no tokens: Generation::tokens is empty). Device time does not depend
+  // on the data, so this is what run() would report for any prompt of that length; host ops
+  // are not run, so their time is not in it. The one way to time a timing-only artifact.
+  Generation time(int64_t prompt_len, int max_new_tokens) const;
+  // Compiled from a weights-free export (ModelInfo::timing_only): only time() works.
+  bool timing_only() const;
 
  private:
   struct Impl;

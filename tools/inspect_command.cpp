@@ -196,6 +196,11 @@ ordered_json build_json(const std::string& path, uint64_t file_bytes, const art:
                       {"constants", c.constants.size()},
                       {"constant_bytes", const_bytes},
                       {"constants_in_hbm", in_hbm}};
+  // Compiled from a weights-free export: the file holds programs and costs but no weights.
+  uint64_t absent_bytes = 0;
+  for (const auto& k : c.constants) absent_bytes += k.absent() ? k.size : 0;
+  j["timing_only"] = c.timing_only();
+  j["absent_constant_bytes"] = absent_bytes;
   Counts all;
   ordered_json programs = ordered_json::array();
   for (const auto& p : c.programs) {
@@ -262,6 +267,10 @@ std::string text_report(const ordered_json& j) {
     << ", torch " << s["torch_version"].get<std::string>() << ")\n";
   o << "sha256     " << s["sha256"].get<std::string>() << "\n";
   o << "target     " << j["target"].get<std::string>() << ", " << j["num_cores"] << " core(s)\n";
+  if (j["timing_only"].get<bool>())
+    o << "timing-only compiled from a weights-free export: " << j["absent_constant_bytes"]
+      << " B of weights are not in the file, so it computes no outputs; `neuronc bench` and "
+         "`neuronc profile` give its simulated timing\n";
   o << "options   ";
   for (const auto& [k, v] : j["options"].items())
     o << " " << k << "=" << (v.is_string() ? v.get<std::string>() : v.dump());

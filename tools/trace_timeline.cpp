@@ -199,7 +199,12 @@ Timeline simulate_timeline(const art::ArtifactContents& c, const TimelineOptions
   t.assumptions = sim.cost_model().assumptions();
 
   TimelineObserver observer(t, sim.cost_model());
-  if (Status s = plan::walk_plan(c, sim, /*buffers=*/nullptr, observer); !s.is_ok())
+  if (!c.signature.entries.empty() && options.entry >= c.signature.entries.size())
+    throw std::runtime_error("entry " + std::to_string(options.entry) + " but the artifact has " +
+                             std::to_string(c.signature.entries.size()));
+  if (Status s = plan::walk_plan(c, sim, /*buffers=*/nullptr, observer,
+                                 art::entry_steps(c, options.entry));
+      !s.is_ok())
     throw std::runtime_error(s.message());
 
   t.model_flops = observer.estimated_model_flops();

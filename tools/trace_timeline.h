@@ -85,6 +85,7 @@ struct Timeline {
 
 struct TimelineOptions {
   bool trace = true;  // record every instruction (TimelineEvent); off for aggregate numbers only
+  size_t entry = 0;   // the entry whose steps are walked (artifact::entry_steps)
 };
 
 // Simulates every device call of `contents` (an artifact the reader has verified). Throws

@@ -22,9 +22,9 @@ program directory also holds input_<i>.npy and output_<i>.npy for `neuronc verif
 program run once from the empty cache, as its file describes it.
 
 With --meta the weights are never materialised: the programs are traced from fake tensors and
-carry no weights (a timing-only export, for estimates of full-size models). neuronc does not
-compile such a program for timing only yet: it fills a small one's weights with zeros, as
-PyTorch's loader would, and refuses one that declares more than 1 GiB of weights.
+carry no weights (a timing-only export, for estimates of full-size models). neuronc compiles
+such programs to a timing-only artifact: `neuronc bench --generate` gives their TTFT and TPOT,
+and nothing computes outputs from weights that are not there.
 """
 
 import argparse

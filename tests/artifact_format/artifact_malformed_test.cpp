@@ -231,6 +231,22 @@ TEST(ArtifactMalformed, EntriesLoad) {
   EXPECT_EQ(load(b, 1).code(), StatusCode::incompatible_version);  // a 1.1 reader refuses it
 }
 
+// A constant the file does not hold (a weights-free compile): the artifact loads, says it is
+// timing-only, and a 1.2 reader refuses it.
+TEST(ArtifactMalformed, AnAbsentConstantMakesTheArtifactTimingOnly) {
+  const auto b = reencode([](auto& c) {
+    c.constants[0].segment = kAbsentSegment;
+    c.constants[0].offset = 0;
+    c.format_minor = 3;
+  });
+  ASSERT_TRUE(load(b).is_ok()) << load(b).message();
+  auto a = read_artifact(b);
+  ASSERT_TRUE(a.is_ok());
+  EXPECT_TRUE(a->contents.timing_only());
+  EXPECT_TRUE(a->constant_bytes(0).empty());
+  EXPECT_EQ(load(b, 2).code(), StatusCode::incompatible_version);
+}
+
 TEST(ArtifactMalformed, AStateLoadsAndItsSessionStartsFromTheInitialConstant) {
   const auto b = reencode([](auto& c) { add_state(c); });
   EXPECT_TRUE(load(b).is_ok()) << load(b).message();
@@ -397,6 +413,28 @@ const Rule kRules[] = {
        c.format_minor = 2;
      },
      "has an indirect scatter dma_copy but says format 1.2: expected 1.3 or newer"},
+    {"absent_constant_in_a_1_2_file",
+     [](auto& c) {
+       c.constants[0].segment = kAbsentSegment;
+       c.constants[0].offset = 0;
+       c.format_minor = 2;
+     },
+     "is absent (a timing-only artifact) but the file says format 1.2: expected 1.3 or newer"},
+    {"absent_constant_with_offset",
+     [](auto& c) {
+       c.constants[0].segment = kAbsentSegment;
+       c.constants[0].offset = 64;
+       c.format_minor = 3;
+     },
+     "is absent but has segment offset 64"},
+    {"absent_constant_size",
+     [](auto& c) {
+       c.constants[0].segment = kAbsentSegment;
+       c.constants[0].offset = 0;
+       c.constants[0].size += 4;
+       c.format_minor = 3;
+     },
+     "holds"},
     {"entries_in_a_1_1_file",
      [](auto& c) {
        two_entries(c);

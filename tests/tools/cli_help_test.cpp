@@ -214,5 +214,49 @@ TEST(Cli, GenerateGivesTheReferenceTokens) {
   EXPECT_TRUE(std::filesystem::exists(out / "state_0.npy"));
 }
 
+// A weights-free export (1.2 GB of weights declared, none saved) compiles to a timing-only
+// artifact: inspect says so, bench and bench --generate give its simulated timing with the host
+// ops marked as not run, and run and generate refuse it instead of computing from no weights.
+TEST(Cli, AWeightsFreeExportCompilesForTimingOnly) {
+  const std::string src =
+      std::string(NEURONC_SOURCE_DIR) + "/tests/corpus/frontend/weights_free_llama.pt2";
+  const std::string art = (scratch_dir() / "weights_free.nca").string();
+  ASSERT_EQ(neuronc("compile " + src + " -o " + art).code, 0);
+  EXPECT_LT(std::filesystem::file_size(art), uint64_t{16} << 20);  // no weight bytes
+  const auto inspected = nlohmann::json::parse(neuronc("inspect " + art + " --json").out);
+  EXPECT_EQ(inspected["timing_only"], true);
+  EXPECT_GT(inspected["absent_constant_bytes"].get<uint64_t>(), uint64_t{1200000000});
+  EXPECT_EQ(inspected["format_version"], "1.3");
+  EXPECT_NE(neuronc("inspect " + art).out.find("timing-only"), std::string::npos);
+
+  const Ran b = neuronc("bench " + art + " -n 3 --json");
+  ASSERT_EQ(b.code, 0) << b.out;
+  const auto jb = nlohmann::json::parse(b.out);
+  EXPECT_EQ(jb["timing_only"], true);
+  const double p50 = jb["simulated_latency_us"]["p50"].get<double>();
+  EXPECT_GT(p50, 0);
+  EXPECT_EQ(jb["simulated_latency_us"]["device"].get<double>(), p50);
+  bool marked = false;
+  for (const auto& a : jb["assumptions"])
+    marked |= a["name"] == "bench_host_ops_time" && a["unit"] == "not run";
+  EXPECT_TRUE(marked);
+
+  const Ran g = neuronc("bench " + art + " --generate -n 2 --prompt-len 4 --new-tokens 3 --json");
+  ASSERT_EQ(g.code, 0) << g.out;
+  const auto jg = nlohmann::json::parse(g.out);
+  EXPECT_EQ(jg["timing_only"], true);
+  // No prefill program: the prompt runs through decode, one token per step, each as long as a
+  // decode step.
+  EXPECT_NEAR(jg["ttft_us"]["p50"].get<double>(), 4 * jg["tpot_us"]["p50"].get<double>(),
+              1e-6 * jg["ttft_us"]["p50"].get<double>());
+  EXPECT_NEAR(jg["tpot_us"]["p50"].get<double>(), p50, 1e-6 * p50);
+
+  const Ran r = neuronc("run " + art + " --input x.npy");
+  EXPECT_NE(r.code, 0);
+  const Ran gen = neuronc("generate " + art + " --input-ids " + std::string(NEURONC_SOURCE_DIR) +
+                          "/models/llm/llama_tiny/reference/prompt.npy");
+  EXPECT_EQ(gen.code, 2);
+}
+
 }  // namespace
 }  // namespace neuronc::tools

@@ -83,6 +83,10 @@ struct ModelInfo {
   uint64_t hbm_arena_bytes = 0;
   uint64_t file_bytes = 0;
   bool zero_copy_constants = false;  // every constant is read in place from the file mapping
+  // Compiled from a weights-free export: the programs and their simulated costs are there, the
+  // weights are not, so a Session cannot run it (tools time it: `neuronc bench`, `profile`).
+  bool timing_only = false;
+  uint64_t absent_constant_bytes = 0;  // bytes of the weights the file does not hold
 };
 
 class Model {
