@@ -464,6 +464,18 @@ json bench_assumptions(const BenchOptions& o, const Timeline& tl) {
   return as;
 }
 
+// In a timing-only artifact's bench the host ops are not run (they need data): the
+// bench_host_ops_time assumption says so instead of "measured".
+void mark_host_ops_not_run(json& assumptions, uint32_t host_ops) {
+  for (json& a : assumptions)
+    if (a["name"] == "bench_host_ops_time")
+      a = assumption_json("bench_host_ops_time", 0, "not run",
+                          "timing-only artifact (compiled from a weights-free export): its " +
+                              std::to_string(host_ops) +
+                              " host-fallback steps need data and are left out of the latency; "
+                              "device time does not depend on the data");
+}
+
 namespace {
 
 // The artifact's contents (its root table; no segment bytes) and its timing-only timeline (the
@@ -519,7 +531,16 @@ json run_bench(const BenchOptions& o) {
   const InstanceInfo* instance = resolve_instance(prices, o, tl);
 
   const std::vector<InputShape> shapes = input_shapes(model, contents, o.int_high);
-  const auto [stats, wall_s] = run_iterations(model, shapes, o);
+  // A timing-only artifact (weights-free) cannot run: its simulated time, which depends on no
+  // data, stands for every iteration, and host ops are left out.
+  const bool timing_only = model.info().timing_only;
+  const auto [stats, wall_s] =
+      timing_only
+          ? std::pair{std::vector<neuronc::RunStats>(
+                          static_cast<size_t>(o.iterations),
+                          neuronc::RunStats{.latency_ns = tl.device_ns, .device_ns = tl.device_ns}),
+                      0.0}
+          : run_iterations(model, shapes, o);
 
   std::vector<double> latency_us;
   double host_ns = 0, host_ops_ns = 0, device_ns = 0;
@@ -585,7 +606,9 @@ json run_bench(const BenchOptions& o) {
   // The instance price buys all its cores; cost per inference = price / 3600 / throughput.
   r["cost_per_million_usd"] = cost_per_million(usd_per_hour, tp, per_copy);
 
-  const json as = bench_assumptions(o, tl);
+  r["timing_only"] = timing_only;
+  json as = bench_assumptions(o, tl);
+  if (timing_only) mark_host_ops_not_run(as, model.info().host_ops);
   r["assumptions"] = as;
   return r;
 }
@@ -607,6 +630,7 @@ json run_bench_generate(const BenchOptions& o) {
   std::array<double, 5> busy{};
   double decode_device_ns = 0, host_s = 0;
   std::string ttft_from;
+  std::optional<Generation> timed;
   for (int i = 0; i < o.iterations; ++i) {
     std::seed_seq seq{o.seed, static_cast<uint64_t>(i)};
     std::mt19937_64 rng(seq);
@@ -615,7 +639,9 @@ json run_bench_generate(const BenchOptions& o) {
       for (int t = 0; t < o.prompt_len; ++t)
         row.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(gen.vocab())));
     const auto h0 = std::chrono::steady_clock::now();
-    const Generation g = gen.run(prompt, o.new_tokens);
+    // Timing-only: simulated once, the same for every prompt (no data, no positions).
+    if (gen.timing_only() && !timed) timed = gen.time(o.prompt_len, o.new_tokens);
+    const Generation g = timed ? *timed : gen.run(prompt, o.new_tokens);
     host_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - h0).count();
     ttft_us.push_back(g.ttft_ns / 1e3);
     ttft_from = g.ttft_from;
@@ -654,6 +680,9 @@ json run_bench_generate(const BenchOptions& o) {
   for (size_t e = 0; e < kEngineNames.size(); ++e)
     util[std::string(kEngineNames[e])] = decode_device_ns > 0 ? busy[e] / decode_device_ns : 0.0;
   r["decode_engine_utilization"] = util;
+  r["peaks"] = {{"tensor_bf16_flops_per_s", tl.peak_flops_per_ns * 1e9},
+                {"hbm_bytes_per_s", tl.hbm_bytes_per_ns * 1e9},
+                {"dma_bytes_per_s", tl.dma_bytes_per_ns * 1e9}};
   r["host_seconds_per_generation"] = host_s / o.iterations;
   const auto [price, usd_per_hour] = bench_price(o, instance, tl);
   r["price"] = price;
@@ -670,8 +699,14 @@ json run_bench_generate(const BenchOptions& o) {
       "prompt tokens uniform over the vocab; simulated device time does not depend on them"));
   as.push_back(assumption_json(
       "bench_host_ops_time", 1, "measured",
-      "host-fallback ops (the KV cache update today) are timed on this machine's CPU and added "
-      "to each step's simulated latency"));
+      "host-fallback ops (input conversions) are timed on this machine's CPU and added to each "
+      "step's simulated latency"));
+  as.push_back(assumption_json(
+      "bench_decode_time_per_position", 1, "same",
+      "a decode step's device time does not depend on its position: attention reads the whole "
+      "KV cache (no context-length buckets yet)"));
+  r["timing_only"] = gen.timing_only();
+  if (gen.timing_only()) mark_host_ops_not_run(as, gen.model().info().host_ops);
   r["assumptions"] = as;
   return r;
 }
@@ -701,6 +736,9 @@ std::string format_bench_generate_text(const json& r) {
                 static_cast<long long>(r["batch"].get<int64_t>()),
                 static_cast<unsigned long long>(r["seed"].get<uint64_t>()));
   s += buf;
+  if (r.value("timing_only", false))
+    s += "  timing-only artifact (weights-free export): simulated device time, no tokens "
+         "computed, host ops left out\n";
   const json& ttft = r["ttft_us"];
   std::snprintf(buf, sizeof buf, "  TTFT  P50 %.2f us  P99 %.2f us  (%s)\n",
                 ttft["p50"].get<double>(), ttft["p99"].get<double>(),
@@ -756,6 +794,9 @@ std::string format_bench_text(const json& r) {
                 r["threads"].get<int>(),
                 static_cast<unsigned long long>(r["seed"].get<uint64_t>()));
   s += buf;
+  if (r.value("timing_only", false))
+    s += "  timing-only artifact (weights-free export): simulated device time, nothing run, host "
+         "ops left out\n";
   std::snprintf(
       buf, sizeof buf,
       "  simulated latency  P50 %.2f us  P99 %.2f us  (device %.2f us, host ops %.2f us)\n",
