@@ -48,6 +48,10 @@ struct CodegenOptions {
   // result is only a cat input (once) writes straight into its slice of the cat's buffer, so
   // the cat moves no bytes for it.
   bool cat_in_place = true;
+  // Column-blocked weights (ConstantBinding::column_block): a linear weight streamed in
+  // n-blocks narrower than its rows is stored block by block, so each block loads as one
+  // contiguous run (-O1 and up).
+  bool block_weights = true;
   // Update in place: index_copy (a KV-cache update) writes its rows into self's own buffer when
   // self is whole, contiguous, not a partition output and read by nothing else (a partition
   // input: each device call has its own copy), so only the written rows move instead of a copy
@@ -114,6 +118,11 @@ struct ConstantBinding {
   // reads for every P-row chunk q lie back to back. Convolution weights with more than one
   // 128-channel chunk: one DMA per weight, full-rate per-engine runs (TRAINIUM.md §5.3).
   int64_t row_interleave = 0;
+  // Non-zero W (with `transposed`): the [K, N] transpose is stored as column blocks of W
+  // columns, block b = columns [b*W, min(N, b*W + W)) row-major [K, w_b], blocks back to back,
+  // so the matmul's weight block for those columns is one contiguous run in HBM (a linear
+  // weight too wide for whole rows in SBUF: TRAINIUM.md §5.3, full DMA rate from 32 KiB).
+  int64_t column_block = 0;
   uint64_t offset = 0;
   std::vector<std::byte> data;
   // The weight's bytes are absent (ir::ConstantPayload::absent: a weights-free export); `data`

@@ -33,6 +33,18 @@ int64_t PartitionContext::row_interleave(const ir::Value* v) const {
   return it == constant_buffers.end() ? 0 : it->second.row_interleave;
 }
 
+int64_t PartitionContext::column_block(const ir::Value* v) const {
+  auto it = constant_buffers.find(info(v).buffer);
+  return it == constant_buffers.end() ? 0 : it->second.column_block;
+}
+
+int64_t column_blocked_to_logical(int64_t j, int64_t N, int64_t K, int64_t w) {
+  const int64_t b = j / (K * w), within = j - b * K * w;
+  const int64_t width = std::min(w, N - b * w);
+  const int64_t k = within / width, n = b * w + within % width;
+  return n * K + k;
+}
+
 const ValueInfo& PartitionContext::info(const ir::Value* v) const {
   auto it = values.find(v);
   if (it == values.end()) throw Error("internal: value '" + v->name() + "' has no HBM view");
@@ -69,7 +81,10 @@ int64_t stored_to_logical(int64_t k, const std::vector<int64_t>& shape,
 std::optional<std::vector<double>> PartitionContext::constant_values(const ir::Value* v) const {
   const ValueInfo& vi = info(v);
   auto it = constant_buffers.find(vi.buffer);
-  if (it == constant_buffers.end() || it->second.absent) return std::nullopt;
+  // Absent bytes are unknown; a column-blocked weight has no strided view (only its matmul
+  // reads it, through the layout).
+  if (it == constant_buffers.end() || it->second.absent || it->second.column_block > 0)
+    return std::nullopt;
   const ir::Value* src = it->second.value;
   std::vector<int64_t> sshape;
   for (const ir::Dim& d : src->shape()) sshape.push_back(d.value());
@@ -208,15 +223,16 @@ void store_element(std::byte* dst, DType t, double x) {
 // `perm` the tensor permuted by it (stored dim i = logical dim perm[i]).
 std::vector<std::byte> constant_bytes(const ir::Value* v, const std::vector<double>* values,
                                       bool transposed, const std::vector<int64_t>& perm,
-                                      int64_t row_interleave) {
+                                      int64_t row_interleave, int64_t column_block) {
   const std::vector<int64_t> shape = static_shape(v);
   const int64_t n = numel(shape);
   const DType dt = device_dtype(v->dtype());
   const size_t es = device::dtype_size(dt);
   std::vector<std::byte> out(static_cast<size_t>(n) * es);
   const bool raw = values == nullptr && v->payload()->strides.empty() && !transposed &&
-                   perm.empty() && row_interleave == 0 && ir::dtype_size(v->dtype()) == es &&
-                   v->dtype() != ir::DType::f64 && v->dtype() != ir::DType::i64;
+                   column_block == 0 && perm.empty() && row_interleave == 0 &&
+                   ir::dtype_size(v->dtype()) == es && v->dtype() != ir::DType::f64 &&
+                   v->dtype() != ir::DType::i64;
   if (raw) {
     const ir::ConstantPayload& p = *v->payload();
     const size_t need = static_cast<size_t>(p.storage_offset + n) * es;
@@ -224,6 +240,14 @@ std::vector<std::byte> constant_bytes(const ir::Value* v, const std::vector<doub
       throw Error("constant '" + v->name() + "' payload holds " + std::to_string(p.nbytes) +
                   " bytes, expected " + std::to_string(need));
     std::memcpy(out.data(), p.data + p.storage_offset * es, out.size());
+    return out;
+  }
+  if (column_block > 0) {  // the transpose [K, N] of [N, K] in column blocks
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t i = column_blocked_to_logical(j, shape[0], shape[1], column_block);
+      const double x = values ? (*values)[i] : payload_element(v, i);
+      store_element(out.data() + j * es, dt, x);
+    }
     return out;
   }
   if (!perm.empty() || row_interleave > 0) {
@@ -357,7 +381,8 @@ class PartitionCompiler {
     int64_t interleave = 0;
     int synthetic = -1;   // index into synthetic_values_, or -1: the value's payload
     bool absent = false;  // bytes unknown (a weights-free export's weight, or computed from one)
-    std::string origin;   // ConstantBinding::origin
+    int64_t column_block = 0;  // ConstantBinding::column_block
+    std::string origin;        // ConstantBinding::origin
   };
 
   void check_static(const ir::Value* v, const ir::Node* n) const {
@@ -407,6 +432,18 @@ class PartitionCompiler {
     }
     return true;
   }
+  // The column block of a transposed weight whose every use is a linear's weight, all of whose
+  // kernels stream it in the same n-blocks narrower than its rows (linear_weight_column_block).
+  int64_t column_block(const ir::Value* v) const {
+    int64_t block = 0;
+    for (const ir::Use& u : v->uses()) {
+      if (u.node->op() != "aten.linear.default" || u.operand != 1) return 0;
+      const int64_t b = linear_weight_column_block(*u.node, target_);
+      if (b == 0 || (block != 0 && b != block)) return 0;
+      block = b;
+    }
+    return block;
+  }
   // Convolution weights [O, C/g, (KH,) KW] whose every use is a (non-depthwise) convolution's
   // weight are stored [C/g, (KH,) KW, O]: each input channel's block (a partition of the
   // contraction) is one contiguous run, so the weight DMA moves long descriptors.
@@ -442,11 +479,13 @@ class PartitionCompiler {
     c.absent = absent;
     c.origin = std::move(origin);
     c.transposed = store_transposed(v);
+    if (c.transposed && opts_.block_weights) c.column_block = column_block(v);
     if (!c.transposed) c.permutation = conv_permutation(v);
     c.interleave = conv_interleave(v, c.permutation);
     c.buffer = new_buffer(Buffer::constant, v, -1, "constant");
     origin_of_buffer_[c.buffer] = c.origin;
-    ctx_.constant_buffers[c.buffer] = {v, c.transposed, c.permutation, c.interleave, absent};
+    ctx_.constant_buffers[c.buffer] = {v,      c.transposed,  c.permutation, c.interleave,
+                                       absent, c.column_block};
     if (values) {
       synthetic_values_.push_back(std::move(*values));
       c.synthetic = static_cast<int>(synthetic_values_.size()) - 1;
@@ -737,6 +776,7 @@ class PartitionCompiler {
       cb.transposed = c.transposed;
       cb.permutation = c.permutation;
       cb.row_interleave = c.interleave;
+      cb.column_block = c.column_block;
       cb.offset = buffers_[c.buffer].offset;
       cb.absent = c.absent;
       cb.origin = c.origin;
@@ -745,7 +785,7 @@ class PartitionCompiler {
         continue;
       }
       cb.data = constant_bytes(v, c.synthetic >= 0 ? &synthetic_values_[c.synthetic] : nullptr,
-                               cb.transposed, cb.permutation, cb.row_interleave);
+                               cb.transposed, cb.permutation, cb.row_interleave, cb.column_block);
       result_.constants.push_back(std::move(cb));
     }
   }

@@ -45,9 +45,12 @@ class PartitionContext {
     std::vector<int64_t> permutation;  // see ConstantBinding::permutation
     int64_t row_interleave = 0;        // see ConstantBinding::row_interleave
     bool absent = false;               // see ConstantBinding::absent
+    int64_t column_block = 0;          // see ConstantBinding::column_block
   };
   // ConstantBinding::row_interleave of the buffer holding `v` (0 for anything else).
   int64_t row_interleave(const ir::Value* v) const;
+  // ConstantBinding::column_block of the buffer holding `v` (0 for anything else).
+  int64_t column_block(const ir::Value* v) const;
   std::unordered_map<int, ConstantSource> constant_buffers;
   // Float-to-float casts read through by the matmul that consumes them (the DMA converts on
   // load): cast result -> cast source. The cast result has no buffer.
@@ -85,6 +88,11 @@ const Lowering* gather_lowering(const std::string& op);  // embedding
 const Lowering* conv_lowering(const std::string& op);
 const Lowering* pool_lowering(const std::string& op);           // max / avg / adaptive-avg pooling
 const Lowering* data_movement_lowering(const std::string& op);  // cat, gathers, copies
+
+// The column block (ConstantBinding::column_block) the matmul kernel of `linear` streams its
+// weight in: the n-block of a weight that does not stay in SBUF whole (not loaded once) and whose
+// n-blocks are narrower than its rows; 0 when whole rows load (or the node is no linear).
+int64_t linear_weight_column_block(const ir::Node& linear, const device::Target& t);
 
 // Whether the matmul-family node `mm` can fuse a residual add with `residual` (a view of the
 // matmul's output shape): the view must reshape to the kernel's [batch..., M, N] problem layout,
@@ -166,6 +174,9 @@ int64_t pool_spatial_dims(const ir::Node& n);
 // `row_interleave` (ConstantBinding::row_interleave; 0 = not).
 int64_t stored_to_logical(int64_t k, const std::vector<int64_t>& shape,
                           const std::vector<int64_t>& perm, int64_t row_interleave = 0);
+// Row-major index in the IR shape [N, K] of element `j` of its transpose stored in column
+// blocks of `w` columns (ConstantBinding::column_block).
+int64_t column_blocked_to_logical(int64_t j, int64_t N, int64_t K, int64_t w);
 // Ops whose result codegen computes at compile time (arange, full, zeros_like, ...).
 bool is_creation_op(const std::string& op);
 // The lowering of `op` from any family, or null.

@@ -150,6 +150,20 @@ Tiling tiling(const Problem& p, const device::Target& t, uint32_t es) {
   return {nt, m_block, loaded_once};
 }
 
+// Columns of B per block (whole n-tiles): a block loaded once gets a third of a partition,
+// double-buffered blocks a sixth each; a transposed B keeps one n-tile per block (it stages per
+// tile).
+int64_t b_block_columns(const Problem& p, const Tiling& tl, const device::Target& t, uint32_t es,
+                        bool b_transpose) {
+  const int64_t part = t.sbuf_partition_bytes;
+  const int64_t nK = ceil_div(p.K, t.partitions);
+  const int64_t b_budget = tl.loaded_once ? part / 3 : part / 6;
+  int64_t nb = tl.nt;
+  if (!b_transpose)
+    nb = std::min(ceil_div(p.N, tl.nt), std::max<int64_t>(1, b_budget / (nK * tl.nt * es))) * tl.nt;
+  return std::min(nb, p.N);
+}
+
 // The fused epilogue of a matmul kernel: nodes in order [unary activation or float cast]
 // [add(residual) [activation]] [layer norm].
 struct Epilogue {
@@ -275,6 +289,7 @@ class MatmulLowering {
     sb_k_ = p_.b.strides[rb_], sb_n_ = p_.b.strides[rb_ + 1];
     a_transpose_ = sa_m_ != 1 && sa_k_ == 1 && p_.M > 1;
     b_transpose_ = sb_n_ != 1 && sb_k_ == 1 && p_.N > 1;
+    if (n_.op() == "aten.linear.default") cb_ = ctx_.column_block(n_.input(1));
   }
 
   // Tile sizes within the SBUF budget.
@@ -292,11 +307,11 @@ class MatmulLowering {
     part_bytes_ = t_.sbuf_partition_bytes;
     loaded_once_ = tl.loaded_once;
     b_slots_ = loaded_once_ ? 1 : 2;
-    const int64_t b_budget = loaded_once_ ? part_bytes_ / 3 : part_bytes_ / 6;
-    nb_ = nt_;
-    if (!b_transpose_)
-      nb_ = std::min(ceil_div(p_.N, nt_), std::max<int64_t>(1, b_budget / (nK_ * nt_ * es_))) * nt_;
-    nb_ = std::min(nb_, p_.N);
+    nb_ = b_block_columns(p_, tl, t_, es_, b_transpose_);
+    // A weight stored in column blocks (linear_weight_column_block) loads block by block.
+    if (cb_ > 0 && (cb_ != nb_ || loaded_once_ || b_transpose_))
+      fail(n_, "internal: the weight's column blocks of " + std::to_string(cb_) +
+                   " columns are not the kernel's n-blocks of " + std::to_string(nb_));
   }
 
   // K interleaving: when B's block is whole rows back to back in HBM, groups of T K-chunks load
@@ -309,7 +324,10 @@ class MatmulLowering {
   void plan_k_interleave() {
     const uint64_t row_bytes = static_cast<uint64_t>(nb_) * device::dtype_size(p_.b.dtype);
     const uint64_t engine_rows = static_cast<uint64_t>(t_.dma_partitions_per_engine);
-    const bool whole_rows = !b_transpose_ && sb_n_ == 1 && nb_ == p_.N && sb_k_ == p_.N;
+    // Rows back to back: a whole-row block of a row-major B, or any block of a column-blocked
+    // weight (its rows are the block's width).
+    const bool whole_rows =
+        cb_ > 0 || (!b_transpose_ && sb_n_ == 1 && nb_ == p_.N && sb_k_ == p_.N);
     // A partition's run is one descriptor: at least 1 / kMaxDescriptorOverhead descriptor
     // times of data at the DMABW rate, so the per-descriptor cost stays a few percent.
     const double want = t_.dma_descriptor_ns * t_.dma_engine_bytes_per_ns / kMaxDescriptorOverhead;
@@ -487,20 +505,26 @@ class MatmulLowering {
                            return KernelBuilder::sb(bslot + (kc * nbc + s0) * es_, kt, mdt_, st);
                          });
       }
-    } else if (T_ > 1) {
-      for (int64_t kc = 0; kc < nK_; kc += T_)
-        kb_.dma(KernelBuilder::sb(bslot + kc * nbc * es_, P_, mdt_, T_ * nbc),
-                KernelBuilder::hbm(p_.b, base.b + kc * P_ * sb_k_ + nb0 * sb_n_, P_, T_ * sb_k_,
-                                   {{static_cast<int32_t>(sb_k_), static_cast<uint32_t>(T_)},
-                                    {static_cast<int32_t>(sb_n_), static_cast<uint32_t>(nbc)}}),
-                DmaRole::load);
     } else {
-      for (int64_t kc = 0; kc < nK_; ++kc) {
-        const int64_t k0 = kc * P_, kt = std::min(P_, p_.K - k0);
-        kb_.dma(KernelBuilder::sb(bslot + kc * nbc * es_, kt, mdt_, nbc),
-                KernelBuilder::hbm(p_.b, base.b + k0 * sb_k_ + nb0 * sb_n_, kt, sb_k_,
-                                   {{static_cast<int32_t>(sb_n_), static_cast<uint32_t>(nbc)}}),
-                DmaRole::load);
+      // A column-blocked weight: block nb0 / cb_ starts after the full blocks before it (K rows
+      // of cb_ each) and its rows are nbc wide.
+      const int64_t origin = cb_ > 0 ? base.b + nb0 * p_.K : base.b + nb0 * sb_n_;
+      const int64_t sk = cb_ > 0 ? nbc : sb_k_, sn = cb_ > 0 ? 1 : sb_n_;
+      if (T_ > 1) {
+        for (int64_t kc = 0; kc < nK_; kc += T_)
+          kb_.dma(KernelBuilder::sb(bslot + kc * nbc * es_, P_, mdt_, T_ * nbc),
+                  KernelBuilder::hbm(p_.b, origin + kc * P_ * sk, P_, T_ * sk,
+                                     {{static_cast<int32_t>(sk), static_cast<uint32_t>(T_)},
+                                      {static_cast<int32_t>(sn), static_cast<uint32_t>(nbc)}}),
+                  DmaRole::load);
+      } else {
+        for (int64_t kc = 0; kc < nK_; ++kc) {
+          const int64_t k0 = kc * P_, kt = std::min(P_, p_.K - k0);
+          kb_.dma(KernelBuilder::sb(bslot + kc * nbc * es_, kt, mdt_, nbc),
+                  KernelBuilder::hbm(p_.b, origin + k0 * sk, kt, sk,
+                                     {{static_cast<int32_t>(sn), static_cast<uint32_t>(nbc)}}),
+                  DmaRole::load);
+        }
       }
     }
     MemRef brow;
@@ -812,6 +836,7 @@ class MatmulLowering {
   bool loaded_once_ = false;
   int b_slots_ = 1;
   int64_t nb_ = 0;        // n-block width
+  int64_t cb_ = 0;        // B's column block (ConstantBinding::column_block), 0: strided B
   int64_t T_ = 1;         // K interleave: chunks per DMA group
   int64_t n_tiles_ = 0;   // n-tiles of the whole N
   int64_t G_ = 1;         // K-ring chunks per slot
@@ -843,6 +868,31 @@ void lower_matmul(KernelBuilder& kb, const ir::Node& n, const PartitionContext& 
 }
 
 }  // namespace
+
+int64_t linear_weight_column_block(const ir::Node& n, const device::Target& t) {
+  if (n.op() != "aten.linear.default" || n.inputs().size() < 2 || !n.input(0) || !n.input(1))
+    return 0;
+  // Contiguous runs pay only where the DMA model rates short rows below long runs (trn1's
+  // fitted small-transfer rate; trn2 and trn3 have no small-row anchor and a flat curve).
+  if (t.dma_small_transfer_bytes_per_ns >= t.dma_engine_bytes_per_ns) return 0;
+  const ir::Value* x = n.input(0);
+  const ir::Value* w = n.input(1);
+  if (w->shape().size() != 2 || x->shape().empty()) return 0;
+  for (const ir::Value* v : {x, w})
+    for (const ir::Dim& d : v->shape())
+      if (d.is_symbolic()) return 0;
+  Problem p;
+  p.N = w->shape()[0].value();
+  p.K = w->shape()[1].value();
+  p.M = 1;
+  for (size_t i = 0; i + 1 < x->shape().size(); ++i) p.M *= x->shape()[i].value();
+  if (p.N <= 0 || p.K <= 0 || p.M <= 0) return 0;
+  const uint32_t es = device::dtype_size(operand_dtype(n));
+  const Tiling tl = tiling(p, t, es);
+  if (tl.loaded_once) return 0;
+  const int64_t nb = b_block_columns(p, tl, t, es, /*b_transpose=*/false);
+  return nb < p.N ? nb : 0;
+}
 
 bool matmul_residual_fits(const ir::Node& mm, const PartitionContext& ctx,
                           const HbmView& residual) {

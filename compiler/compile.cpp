@@ -143,7 +143,7 @@ std::string constant_key(const codegen::ConstantBinding& cb) {
   for (int64_t d : cb.shape) k += std::to_string(d) + ",";
   k += cb.transposed ? "|T|" : "|N|";
   for (int64_t d : cb.permutation) k += std::to_string(d) + ",";
-  k += "|" + std::to_string(cb.row_interleave) + "|";
+  k += "|" + std::to_string(cb.row_interleave) + "|" + std::to_string(cb.column_block) + "|";
   k += cb.absent ? std::string("absent")
                  : std::to_string(cb.data.size()) + ":" + std::to_string(art::crc32c(cb.data));
   return k;
@@ -292,6 +292,7 @@ codegen::CodegenOptions codegen_options(const CompileRequest& req) {
   // -O0: no fusion, every op its own kernel (for debugging a fused kernel against its ops).
   copts.fuse = req.opt_level >= 1;
   copts.update_in_place = req.opt_level >= 1;
+  copts.block_weights = req.opt_level >= 1;
   // -O2 (the default) and up: activations stay in SBUF between kernels when they can.
   copts.forward_stores = req.opt_level >= 2;
   copts.schedule = req.opt_level >= 2;

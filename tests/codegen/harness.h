@@ -15,6 +15,7 @@
 #include <string>
 
 #include "codegen/codegen.h"
+#include "codegen/lowering.h"
 #include "device/numerics.h"
 #include "device/simulator.h"
 #include "ir/printer.h"
@@ -97,6 +98,14 @@ inline RunResult compile_and_run(const ir::Graph& g,
     RefTensor ref;
     ref.shape = c.shape;
     const size_t es = device::dtype_size(c.dtype);
+    if (c.column_block > 0) {  // stored element j is logical element column_blocked_to_logical(j)
+      ref.data.resize(static_cast<size_t>(ref.numel()));
+      for (int64_t j = 0; j < ref.numel(); ++j)
+        ref.data[column_blocked_to_logical(j, c.shape[0], c.shape[1], c.column_block)] =
+            load_as_double(c.data.data() + j * es, c.dtype);
+      r.reference[c.name] = ref;
+      continue;
+    }
     for (int64_t i = 0; i < ref.numel(); ++i) {
       int64_t j = i;
       if (c.transposed) j = (i % c.shape[1]) * c.shape[0] + i / c.shape[1];
