@@ -173,27 +173,25 @@ void KernelBuilder::dma(const MemRef& dst, const MemRef& src, DmaRole role) {
 
 void KernelBuilder::dma_gather(const MemRef& dst, MemRef row, int64_t row_stride,
                                const MemRef& index, uint32_t rows) {
-  device::DmaCopy d;
-  d.dst = dst;
-  row.partition_count = 1;
-  row.partition_stride = row_stride;
-  d.src = row;
-  d.row_index = index;
-  d.table_rows = rows;
-  code_.push_back({device::Engine::sync, d, debug_id_, DmaRole::load});
+  indirect_dma(dst, row, row_stride, index, rows, /*scatter=*/false);
 }
 
 void KernelBuilder::dma_scatter(MemRef row, int64_t row_stride, const MemRef& src,
                                 const MemRef& index, uint32_t rows) {
+  indirect_dma(src, row, row_stride, index, rows, /*scatter=*/true);
+}
+
+void KernelBuilder::indirect_dma(const MemRef& tile, MemRef row, int64_t row_stride,
+                                 const MemRef& index, uint32_t rows, bool scatter) {
   device::DmaCopy d;
   row.partition_count = 1;
   row.partition_stride = row_stride;
-  d.dst = row;
-  d.src = src;
+  d.dst = scatter ? row : tile;
+  d.src = scatter ? tile : row;
   d.row_index = index;
   d.table_rows = rows;
-  d.scatter = true;
-  code_.push_back({device::Engine::sync, d, debug_id_, DmaRole::store});
+  d.scatter = scatter;
+  code_.push_back({device::Engine::sync, d, debug_id_, scatter ? DmaRole::store : DmaRole::load});
 }
 
 KernelCode KernelBuilder::finish() {

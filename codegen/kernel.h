@@ -137,6 +137,11 @@ class KernelBuilder {
   KernelCode finish();
 
  private:
+  // The table's `row` (row_stride elements apart, `rows` of them) and the SBUF `tile` whose
+  // partition p is row index[p]: a gather into the tile, or a scatter from it.
+  void indirect_dma(const device::MemRef& tile, device::MemRef row, int64_t row_stride,
+                    const device::MemRef& index, uint32_t rows, bool scatter);
+
   const device::Target& t_;
   uint32_t debug_id_;
   uint32_t sbuf_ = 0;
