@@ -186,6 +186,15 @@ TEST_P(LlmPrograms, OneArtifactPrefillsAndDecodesTheReferenceTokens) {
   EXPECT_EQ(model->entries()[0].name, "prefill_16");
   EXPECT_EQ(model->entries()[1].name, "decode");
   EXPECT_EQ(model->inputs()[0].dims[1].value, 16);  // the first entry's
+  // The entries hold one copy of the weights in HBM: the decode program alone needs as many
+  // constant bytes as both together (its weights are the prefill's; only a few compile-time
+  // constants of its own shapes differ).
+  compiler::CompileRequest dreq = req;
+  dreq.model = (kLlm / GetParam() / "decode" / "model.pt2").string();
+  auto decode_only = Model::load_from_memory(
+      compiler::compile_program(frontend::load_program(dreq.model), dreq).artifact);
+  ASSERT_TRUE(decode_only.is_ok());
+  EXPECT_LT(model->info().constant_bytes, decode_only->info().constant_bytes * 5 / 4);
   const std::vector<int64_t> prompt =
       int64s(tools::read_npy((kLlm / GetParam() / "reference" / "prompt.npy").string()));
   const std::vector<int64_t> want =
