@@ -509,6 +509,13 @@ class PartitionCompiler {
     return vi;
   }
 
+  // The parameter/buffer FQN of graph input `v`, "" for any other value.
+  std::string graph_target(const ir::Value* v) const {
+    for (const ir::GraphInput& gi : g_.inputs())
+      if (gi.value == v) return gi.target;
+    return {};
+  }
+
   // --- inputs ----------------------------------------------------------------------------------
   void bind_inputs() {
     input_buffer_.assign(inputs_.size(), -1);
@@ -517,10 +524,7 @@ class PartitionCompiler {
       if (ctx_.values.count(v)) continue;
       if (v->payload()) {
         const bool absent = v->payload()->absent;
-        std::string origin;
-        for (const ir::GraphInput& gi : g_.inputs())
-          if (gi.value == v) origin = gi.target;
-        ValueInfo vi = new_constant(v, nullptr, absent, std::move(origin));
+        ValueInfo vi = new_constant(v, nullptr, absent, graph_target(v));
         if (numel(static_shape(v)) == 1 && !absent) vi.splat = payload_element(v, 0);
         ctx_.values[v] = vi;
         continue;
@@ -769,8 +773,7 @@ class PartitionCompiler {
       const ir::Value* v = c.value;
       ConstantBinding cb;
       cb.name = v->name();
-      for (const ir::GraphInput& gi : g_.inputs())
-        if (gi.value == v) cb.target = gi.target;
+      cb.target = graph_target(v);
       cb.dtype = device_dtype(v->dtype());
       cb.shape = static_shape(v);
       cb.transposed = c.transposed;

@@ -120,14 +120,11 @@ void lower_index_copy(KernelBuilder& kb, const ir::Node& n, const PartitionConte
   const int64_t rows = out.shape[d];
   const int64_t m = ix.rank() == 0 ? 1 : ix.shape[0];
   const int64_t ix_stride = ix.rank() == 0 ? 0 : ix.strides[0];
-  if (outer * inner * m == 0) {
-    if (ctx.info(n.input(0)).buffer != ctx.info(n.output()).buffer) copy_view(kb, out, self);
-    return;
-  }
   // Without the driver's aliasing (the result in self's own buffer), self is copied first.
   const bool in_place = ctx.info(n.input(0)).buffer == ctx.info(n.output()).buffer &&
                         self.offset == out.offset && self.strides == out.strides;
   if (!in_place) copy_view(kb, out, self);
+  if (outer * inner * m == 0) return;
 
   // Inner dims (after `dim`), coalesced over out and source: lead dims are looped, the last is
   // the row the DMAs move, in chunks that fit a quarter of a partition.
@@ -166,9 +163,8 @@ void lower_index_copy(KernelBuilder& kb, const ir::Node& n, const PartitionConte
   uint32_t idx_b = kb.alloc(4, "index_copy indices");
   uint32_t rows_b[2];
   for (int s2 = 0; s2 < 2; ++s2) rows_b[s2] = kb.alloc(C * es, "index_copy rows");
-  const HbmView table = out;  // row 0 of the table is out's first element (plus offsets below)
   auto table_row = [&](int64_t off, int64_t count) {
-    return KernelBuilder::hbm(table, off, 1, 0,
+    return KernelBuilder::hbm(out, off, 1, 0,
                               {{static_cast<int32_t>(out_last), static_cast<uint32_t>(count)}});
   };
   int iter = 0;

@@ -101,22 +101,23 @@ class Fuser {
       }
       if (has_bias(*group[0])) b = HostTensor{group[0]->input(2)->dtype(), {w.shape[0]}, {}};
     }
-    for (ir::Node* n : group) {
-      if (any_absent) break;
-      auto wi = read_constant(*n->input(1));
-      if (!wi) return false;
-      if (w.shape.empty()) {
-        w = HostTensor{wi->dtype, {0, wi->shape[1]}, {}};
-      }
-      w.shape[0] += wi->shape[0];
-      w.data.insert(w.data.end(), wi->data.begin(), wi->data.end());
-      widths.push_back(wi->shape[0]);
-      if (has_bias(*n)) {
-        auto bi = read_constant(*n->input(2));
-        if (!bi || bi->shape[0] != wi->shape[0]) return false;
-        if (b.shape.empty()) b = HostTensor{bi->dtype, {0}, {}};
-        b.shape[0] += bi->shape[0];
-        b.data.insert(b.data.end(), bi->data.begin(), bi->data.end());
+    if (!any_absent) {
+      for (ir::Node* n : group) {
+        auto wi = read_constant(*n->input(1));
+        if (!wi) return false;
+        if (w.shape.empty()) {
+          w = HostTensor{wi->dtype, {0, wi->shape[1]}, {}};
+        }
+        w.shape[0] += wi->shape[0];
+        w.data.insert(w.data.end(), wi->data.begin(), wi->data.end());
+        widths.push_back(wi->shape[0]);
+        if (has_bias(*n)) {
+          auto bi = read_constant(*n->input(2));
+          if (!bi || bi->shape[0] != wi->shape[0]) return false;
+          if (b.shape.empty()) b = HostTensor{bi->dtype, {0}, {}};
+          b.shape[0] += bi->shape[0];
+          b.data.insert(b.data.end(), bi->data.begin(), bi->data.end());
+        }
       }
     }
     ir::Node* first = group[0];

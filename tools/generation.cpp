@@ -6,8 +6,6 @@
 #include <cstring>
 #include <string_view>
 
-#include "artifact_format/mapped_file.h"
-#include "artifact_format/reader.h"
 #include "tools/cli_output.h"
 #include "tools/runner.h"
 #include "tools/trace_timeline.h"
@@ -183,7 +181,8 @@ struct Generator::Impl {
   const Program* choose_prefill(int64_t p, int max_new_tokens) const;
   // Timing-only: the simulated statistics of one call of entry `entry` of the artifact at
   // `artifact_path` (device time from the device model's timing half; host ops not run).
-  RunStats simulated_call(const std::string& artifact_path, const std::string& entry) const;
+  RunStats simulated_call(const std::string& artifact_path, const Model& m,
+                          const std::string& entry) const;
   Generation summarise(Generation g, const Program* prefill) const;
 };
 
@@ -218,22 +217,16 @@ const Program* Generator::Impl::choose_prefill(int64_t p, int max_new_tokens) co
   return prefill;
 }
 
-RunStats Generator::Impl::simulated_call(const std::string& artifact_path,
+RunStats Generator::Impl::simulated_call(const std::string& artifact_path, const Model& m,
                                          const std::string& entry) const {
-  auto file = artifact::MappedFile::open(artifact_path);
-  if (!file.is_ok()) throw CommandExit{kExitError, file.status().message(), ""};
-  auto art = artifact::read_artifact(file->bytes());
-  if (!art.is_ok())
-    throw CommandExit{kExitError, artifact_path + ": " + art.status().message(), ""};
+  // The model's entries are the artifact's, in order.
   size_t e = 0;
-  while (e < art->contents.signature.entries.size() &&
-         art->contents.signature.entries[e].name != entry)
-    ++e;
-  if (!art->contents.signature.entries.empty() && e == art->contents.signature.entries.size())
+  while (e < m.entries().size() && m.entries()[e].name != entry) ++e;
+  if (e == m.entries().size())
     throw CommandExit{kExitError, artifact_path + " has no entry '" + entry + "'", ""};
   Timeline tl;
   try {
-    tl = simulate_timeline(art->contents, {.trace = false, .entry = e});
+    tl = simulate_artifact_file(artifact_path, {.trace = false, .entry = e});
   } catch (const std::exception& ex) {
     throw CommandExit{kExitError, ex.what(), ""};
   }
@@ -390,11 +383,11 @@ Generation Generator::time(int64_t prompt_len, int max_new_tokens) const {
   // Simulated time depends on no data and, with no context-length buckets, on no position:
   // each program is timed once and that time stands for each of its calls.
   Generation g;
-  const RunStats decode = impl_->simulated_call(impl_->path, impl_->decode_entry);
+  const RunStats decode = impl_->simulated_call(impl_->path, impl_->model, impl_->decode_entry);
   if (prefill) {
     g.steps.push_back({0, "prefill",
                        impl_->simulated_call(prefill->own_session ? prefill->where : impl_->path,
-                                             prefill->entry)});
+                                             prefill->model, prefill->entry)});
   } else {
     for (int64_t t = 0; t < prompt_len; ++t) g.steps.push_back({t, "prompt", decode});
   }

@@ -56,19 +56,25 @@ inline double load_as_double(const std::byte* p, device::DType t) {
                                    : static_cast<double>(device::load_int(p, t));
 }
 
+// The whole graph compiled as one device partition.
+inline CompiledPartition compile_whole(const ir::Graph& g, const device::Target& t,
+                                       const CodegenOptions& opts = {}) {
+  std::vector<const ir::Node*> nodes;
+  for (const auto& n : g.nodes()) nodes.push_back(n.get());
+  std::vector<const ir::Value*> inputs, outputs;
+  for (const ir::GraphInput& gi : g.inputs()) inputs.push_back(gi.value);
+  for (const ir::GraphOutput& go : g.outputs()) outputs.push_back(go.value);
+  return compile_partition(g, nodes, inputs, outputs, t, opts);
+}
+
 // `int_range`: user inputs of integer type draw from [0, int_range).
 inline RunResult compile_and_run(const ir::Graph& g,
                                  device::TargetKind kind = device::TargetKind::trn1,
                                  CodegenOptions opts = {}, uint64_t seed = 1,
                                  int64_t int_range = 10) {
   RunResult r;
-  std::vector<const ir::Node*> nodes;
-  for (const auto& n : g.nodes()) nodes.push_back(n.get());
-  std::vector<const ir::Value*> inputs, outputs;
-  for (const ir::GraphInput& gi : g.inputs()) inputs.push_back(gi.value);
-  for (const ir::GraphOutput& go : g.outputs()) outputs.push_back(go.value);
   const device::Target& t = device::target(kind);
-  r.part = compile_partition(g, nodes, inputs, outputs, t, opts);
+  r.part = compile_whole(g, t, opts);
 
   std::vector<std::byte> hbm(r.part.program.hbm_size);
   std::mt19937_64 rng(seed);
