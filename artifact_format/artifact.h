@@ -97,6 +97,26 @@ struct StateSpec {
 // runs (the state's own value when the entry leaves it). With entries, every input, output and
 // step belongs to exactly one, names are unique within an entry, and StateSpec::update is the
 // state's value. Without, the plan is one implicit entry.
+// How a shape bucket's symbol runs smaller values: only its own value (exact), or padded at the
+// end of its dims with zeros or with copies of the last real index (edge).
+enum class BucketPadding : uint8_t { exact = 0, zeros, edge };
+inline constexpr int kNumBucketPaddings = 3;
+
+// A shape bucket (EntrySpec::bucket): the entry is program `group` compiled with symbol
+// symbols[i] (Signature::symbols) bound to values[i]; unless padding[i] is exact it also runs
+// any smaller value, its inputs padded at the end of that symbol's dims and its outputs cut back.
+// input_dims / output_dims: per entry input / output, its declared dims (coeff x symbol or
+// constant), each equal to the entry's plan value dim at the bucket's values.
+struct ShapeBucket {
+  std::string group;
+  std::vector<uint32_t> symbols;
+  std::vector<int64_t> values;
+  std::vector<BucketPadding> padding;
+  std::vector<std::vector<Dim>> input_dims;
+  std::vector<std::vector<Dim>> output_dims;
+  bool operator==(const ShapeBucket&) const = default;
+};
+
 struct EntrySpec {
   std::string name;
   uint32_t first_step = 0;
@@ -104,6 +124,7 @@ struct EntrySpec {
   std::vector<uint32_t> inputs;
   std::vector<uint32_t> outputs;
   std::vector<uint32_t> state_updates;
+  std::optional<ShapeBucket> bucket;
   bool operator==(const EntrySpec&) const = default;
 };
 

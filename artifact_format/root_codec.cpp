@@ -186,14 +186,28 @@ std::vector<std::byte> encode_root(const ArtifactContents& c) {
   Offset<flatbuffers::Vector<Offset<fb::EntrySpec>>> entries_vec;
   if (!c.signature.entries.empty()) {
     std::vector<Offset<fb::EntrySpec>> entries;
-    for (const EntrySpec& e : c.signature.entries)
-      entries.push_back(fb::CreateEntrySpec(
-          fbb, str(fbb, e.name), e.first_step, e.num_steps, fbb.CreateVector(e.inputs),
-          fbb.CreateVector(e.outputs), fbb.CreateVector(e.state_updates)));
+    for (const EntrySpec& e : c.signature.entries) {
+      Offset<fb::ShapeBucket> bucket;
+      if (const auto& b = e.bucket) {
+        auto lists = [&](const std::vector<std::vector<Dim>>& ls) {
+          std::vector<Offset<fb::DimList>> v;
+          for (const auto& l : ls) v.push_back(fb::CreateDimList(fbb, dims(fbb, l)));
+          return fbb.CreateVector(v);
+        };
+        std::vector<fb::BucketPadding> padding;
+        for (BucketPadding m : b->padding) padding.push_back(static_cast<fb::BucketPadding>(m));
+        bucket = fb::CreateShapeBucket(fbb, str(fbb, b->group), fbb.CreateVector(b->symbols),
+                                       fbb.CreateVector(b->values), fbb.CreateVector(padding),
+                                       lists(b->input_dims), lists(b->output_dims));
+      }
+      entries.push_back(fb::CreateEntrySpec(fbb, str(fbb, e.name), e.first_step, e.num_steps,
+                                            fbb.CreateVector(e.inputs), fbb.CreateVector(e.outputs),
+                                            fbb.CreateVector(e.state_updates), bucket));
+    }
     entries_vec = fbb.CreateVector(entries);
   }
-  auto signature = fb::CreateSignature(fbb, sig_in, sig_out, fbb.CreateVector(syms), states_vec,
-                                       entries_vec);
+  auto signature =
+      fb::CreateSignature(fbb, sig_in, sig_out, fbb.CreateVector(syms), states_vec, entries_vec);
 
   std::vector<Offset<fb::Value>> values;
   for (const Value& v : c.plan.values)
@@ -297,9 +311,29 @@ Result<ArtifactContents> decode_root(std::span<const std::byte> root) {
     };
     for (uint32_t i = 0; i < size_of(s->entries()); ++i) {
       const fb::EntrySpec* e = s->entries()->Get(i);
-      c.signature.entries.push_back({s_of(e->name()), e->first_step(), e->num_steps(),
-                                     uints(e->inputs()), uints(e->outputs()),
-                                     uints(e->state_updates())});
+      EntrySpec en{s_of(e->name()),    e->first_step(),     e->num_steps(),
+                   uints(e->inputs()), uints(e->outputs()), uints(e->state_updates()),
+                   std::nullopt};
+      if (const fb::ShapeBucket* b = e->bucket()) {
+        ShapeBucket sb;
+        sb.group = s_of(b->group());
+        sb.symbols = uints(b->symbols());
+        if (b->values()) sb.values.assign(b->values()->begin(), b->values()->end());
+        for (uint32_t k = 0; k < size_of(b->padding()); ++k) {
+          const auto m = b->padding()->Get(k);
+          NEURONC_ARTIFACT_RETURN_IF_ERROR(check_enum(m, kNumBucketPaddings, "bucket padding")
+                                               .with_context("entry " + to_string(i)));
+          sb.padding.push_back(static_cast<BucketPadding>(m));
+        }
+        for (auto [from, to] : {std::pair{b->input_dims(), &sb.input_dims},
+                                std::pair{b->output_dims(), &sb.output_dims}})
+          for (uint32_t k = 0; k < size_of(from); ++k) {
+            NEURONC_ARTIFACT_ASSIGN_OR_RETURN(auto ds, decode_dims(from->Get(k)->dims()));
+            to->push_back(std::move(ds));
+          }
+        en.bucket = std::move(sb);
+      }
+      c.signature.entries.push_back(std::move(en));
     }
   }
   if (const auto* p = a->plan()) {

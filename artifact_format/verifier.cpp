@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
@@ -116,6 +117,84 @@ Status verify_host_op(const ArtifactContents& c, const HostOp& op, std::vector<b
     if (c.plan.values[v].kind != ValueKind::intermediate || defined[v])
       return invalid(what + ": " + vname(c, v) + " is defined twice (or is an input or constant)");
     defined[v] = true;
+  }
+  return Status::ok();
+}
+
+// Shape buckets (EntrySpec::bucket): each names known symbols at values in their ranges, and
+// its declared dims are the entry's plan dims at those values; the buckets of one group agree in
+// symbols, padding and signature, so a loader may run any of them for a fitting input.
+Status verify_buckets(const ArtifactContents& c) {
+  const auto& entries = c.signature.entries;
+  std::map<std::string, uint32_t> first_of_group;
+  for (uint32_t e = 0; e < entries.size(); ++e) {
+    if (!entries[e].bucket) continue;
+    const EntrySpec& en = entries[e];
+    const ShapeBucket& b = *en.bucket;
+    const std::string what = "entry " + to_string(e) + " ('" + en.name + "') bucket";
+    if (b.group.empty()) return invalid(what + ": the group name is empty");
+    if (b.values.size() != b.symbols.size() || b.padding.size() != b.symbols.size())
+      return invalid(what + " has " + to_string(b.symbols.size()) + " symbols, " +
+                     to_string(b.values.size()) + " values and " + to_string(b.padding.size()) +
+                     " paddings: expected one of each per symbol");
+    for (size_t k = 0; k < b.symbols.size(); ++k) {
+      if (b.symbols[k] >= c.signature.symbols.size())
+        return range(what + " names symbol " + to_string(b.symbols[k]) + " but there are " +
+                     to_string(c.signature.symbols.size()));
+      const Symbol& y = c.signature.symbols[b.symbols[k]];
+      if (b.values[k] < y.min || b.values[k] > y.max || b.values[k] < 0)
+        return range(what + " binds '" + y.name + "' to " + to_string(b.values[k]) +
+                     ", outside its range [" + to_string(y.min) + ", " + to_string(y.max) + "]");
+    }
+    auto check = [&](const std::vector<std::vector<Dim>>& declared,
+                     const std::vector<uint32_t>& specs, const std::vector<TensorSpec>& sig,
+                     const char* kind) -> Status {
+      if (declared.size() != specs.size())
+        return invalid(what + " declares " + to_string(declared.size()) + " " + kind +
+                       " shapes but the entry has " + to_string(specs.size()) + " " + kind + "s");
+      for (size_t i = 0; i < specs.size(); ++i) {
+        const Value& v = c.plan.values[sig[specs[i]].value];
+        const std::string who = what + " " + kind + " '" + sig[specs[i]].name + "'";
+        if (declared[i].size() != v.dims.size())
+          return invalid(who + " declares rank " + to_string(declared[i].size()) +
+                         ", but its value has rank " + to_string(v.dims.size()));
+        for (size_t d = 0; d < v.dims.size(); ++d) {
+          const Dim& dd = declared[i][d];
+          int64_t at = dd.value;
+          if (!dd.is_constant()) {
+            auto it =
+                std::find(b.symbols.begin(), b.symbols.end(), static_cast<uint32_t>(dd.symbol));
+            if (it == b.symbols.end() || dd.coeff <= 0)
+              return invalid(who + " dim " + to_string(d) +
+                             " uses a symbol the bucket does not bind, or a coefficient below 1");
+            at = dd.coeff * b.values[static_cast<size_t>(it - b.symbols.begin())];
+          }
+          if (!v.dims[d].is_constant() || v.dims[d].value != at)
+            return invalid(who + " dim " + to_string(d) + " is " + to_string(at) +
+                           " at the bucket's values but its value's dim is " +
+                           to_string(v.dims[d].value));
+        }
+      }
+      return Status::ok();
+    };
+    NEURONC_ARTIFACT_RETURN_IF_ERROR(check(b.input_dims, en.inputs, c.signature.inputs, "input"));
+    NEURONC_ARTIFACT_RETURN_IF_ERROR(
+        check(b.output_dims, en.outputs, c.signature.outputs, "output"));
+    auto [it, fresh] = first_of_group.emplace(b.group, e);
+    if (fresh) continue;
+    const EntrySpec& f = entries[it->second];
+    const ShapeBucket& fb = *f.bucket;
+    auto names = [&](const std::vector<uint32_t>& idx, const std::vector<TensorSpec>& sig) {
+      std::vector<std::string> out;
+      for (uint32_t i : idx) out.push_back(sig[i].name);
+      return out;
+    };
+    if (fb.symbols != b.symbols || fb.padding != b.padding || fb.input_dims != b.input_dims ||
+        fb.output_dims != b.output_dims ||
+        names(f.inputs, c.signature.inputs) != names(en.inputs, c.signature.inputs) ||
+        names(f.outputs, c.signature.outputs) != names(en.outputs, c.signature.outputs))
+      return invalid(what + " differs from the group's first bucket (entry " +
+                     to_string(it->second) + ") in its symbols, padding or signature");
   }
   return Status::ok();
 }
@@ -306,6 +385,7 @@ Status verify_contents(const ArtifactContents& c) {
         return invalid(su + " is another state's value");
     }
   }
+  NEURONC_ARTIFACT_RETURN_IF_ERROR(verify_buckets(c));
   if (!entries.empty() && next_step != c.plan.steps.size())
     return invalid("the entries end at plan step " + to_string(next_step) + " but the plan has " +
                    to_string(c.plan.steps.size()) + " steps");

@@ -250,6 +250,10 @@ void ArtifactWriter::begin_entry(std::string name) {
   entries.push_back(std::move(e));
 }
 
+void ArtifactWriter::set_entry_bucket(ShapeBucket bucket) {
+  impl_->contents.signature.entries.back().bucket = std::move(bucket);
+}
+
 std::optional<uint32_t> ArtifactWriter::find_state(const std::string& name) const {
   for (const StateSpec& s : impl_->contents.signature.states)
     if (s.name == name) return s.value;

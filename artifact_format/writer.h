@@ -68,6 +68,8 @@ class ArtifactWriter {
   // now on are its own, until the next begin_entry(). An artifact with one entry or more
   // stores its constants' identical bytes once (segments shared between entries).
   void begin_entry(std::string name);
+  // Makes the current entry a shape bucket (EntrySpec::bucket).
+  void set_entry_bucket(ShapeBucket bucket);
   uint32_t add_program(DeviceProgram program);
   void add_device_call(DeviceCall call);
   void add_host_op(HostOp op);

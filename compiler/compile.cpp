@@ -669,13 +669,118 @@ void finish(ArtifactUnderConstruction& u, const CompileRequest& req, double mode
   result.seconds_write = since(t0);
 }
 
+// The dims of `shape` as a bucket declares them: symbol k of the plan as signature symbol
+// signature_index[k], a `--dim` symbol as its value.
+std::vector<art::Dim> declared_dims(const ir::Graph& g, const ir::Shape& shape,
+                                    const std::vector<BucketSymbol>& symbols,
+                                    const std::vector<uint32_t>& signature_index,
+                                    const std::map<std::string, int64_t>& fixed,
+                                    const std::string& what) {
+  std::vector<art::Dim> out;
+  for (const ir::Dim& d : shape) {
+    if (d.is_constant()) {
+      out.push_back(art::Dim::constant(d.value()));
+      continue;
+    }
+    const ir::Symbol& s = g.symbol(d.symbol);
+    if (auto f = fixed.find(s.name); f != fixed.end()) {
+      out.push_back(art::Dim::constant(d.coeff * f->second));
+      continue;
+    }
+    auto it = std::find_if(symbols.begin(), symbols.end(),
+                           [&](const BucketSymbol& b) { return b.name == s.name; });
+    if (s.is_product() || it == symbols.end())
+      throw ir::Error(what + " has the dim " + g.dim_to_string(d) +
+                      ": shape buckets need each dim to be a constant or one symbol times a "
+                      "constant; pass --dim for its symbols");
+    out.push_back(art::Dim::sym(
+        static_cast<int32_t>(signature_index[static_cast<size_t>(it - symbols.begin())]), d.coeff));
+  }
+  return out;
+}
+
+// Compiles `prog` once per bucket of `plan` into `u`, an entry each: "main[s0=4,s1=64]", in the
+// order of bucket_combinations(), each marked with its bucket (artifact::ShapeBucket).
+void compile_buckets(frontend::LoadedProgram& prog, const CompileRequest& req,
+                     const BucketPlan& plan, ArtifactUnderConstruction& u, CompileResult& result) {
+  const std::string group = "main";
+  const ir::Graph& sym = *plan.graph;
+  art::ShapeBucket proto;
+  proto.group = group;
+  for (const BucketSymbol& b : plan.symbols) {
+    proto.symbols.push_back(u.w.add_symbol(b.name, b.min, b.max));
+    proto.padding.push_back(!b.padded                              ? art::BucketPadding::exact
+                            : b.pad_with == passes::PadWith::zeros ? art::BucketPadding::zeros
+                                                                   : art::BucketPadding::edge);
+  }
+  // Declared dims, in the order compile_into adds inputs and outputs.
+  std::set<std::string> states;
+  for (const ir::GraphInput& in : sym.inputs()) {
+    if (in.role == ir::InputRole::state) states.insert(in.target);
+    if (in.role == ir::InputRole::user_input)
+      proto.input_dims.push_back(declared_dims(sym, in.value->shape(), plan.symbols, proto.symbols,
+                                               req.dims, "input '" + in.value->name() + "'"));
+  }
+  for (const ir::GraphOutput& o : sym.outputs())
+    if (o.role == ir::OutputRole::user_output)
+      proto.output_dims.push_back(declared_dims(sym, o.value->shape(), plan.symbols, proto.symbols,
+                                                req.dims, "output '" + o.value->name() + "'"));
+  for (const ir::GraphOutput& o : sym.outputs())
+    if (o.role != ir::OutputRole::user_output &&
+        !(o.role == ir::OutputRole::buffer_mutation && states.count(o.target)))
+      proto.output_dims.push_back(declared_dims(sym, o.value->shape(), plan.symbols, proto.symbols,
+                                                req.dims, "output '" + o.target + "'"));
+
+  write_metadata(u.w.contents(), prog, req, req.dims);
+  u.has_metadata = true;
+  for (const auto& values : bucket_combinations(plan.symbols)) {
+    frontend::LoadedProgram copy{prog.graph->clone(), prog.container,    prog.torch_version,
+                                 prog.schema_major,   prog.schema_minor, prog.sha256,
+                                 prog.sample_inputs,  prog.file};
+    CompileRequest r = req;
+    r.buckets.clear();
+    r.dims.insert(values.begin(), values.end());
+    const std::string name = bucket_entry_name(group, plan.symbols, values);
+    u.w.begin_entry(name);
+    try {
+      compile_into(copy, r, u, result);
+    } catch (const ir::Error& e) {
+      throw ir::Error("shape bucket " + name + ": " + e.what());
+    }
+    art::ShapeBucket b = proto;
+    for (const BucketSymbol& s : plan.symbols) b.values.push_back(values.at(s.name));
+    const art::EntrySpec& en = u.w.contents().signature.entries.back();
+    if (en.inputs.size() != b.input_dims.size() || en.outputs.size() != b.output_dims.size())
+      throw ir::Error(
+          "internal: shape bucket " + name + " has " + std::to_string(en.inputs.size()) +
+          " inputs and " + std::to_string(en.outputs.size()) + " outputs, but the open program " +
+          std::to_string(b.input_dims.size()) + " and " + std::to_string(b.output_dims.size()));
+    u.w.set_entry_bucket(std::move(b));
+  }
+  result.specialized = req.dims;
+  result.specialized_from = req.dims.empty() ? "" : "--dim";
+}
+
 }  // namespace
 
 CompileResult compile_program(frontend::LoadedProgram prog, const CompileRequest& req) {
   CompileResult result;
   ArtifactUnderConstruction u;
-  compile_into(prog, req, u, result);
-  finish(u, req, result.flops, result);
+  BucketPlan plan;
+  if (req.input_shapes.empty() && !req.debug_all_values)
+    plan = plan_buckets(prog, {req.dims, req.buckets, req.opt_level, req.auto_cast});
+  else if (!req.buckets.empty())
+    throw ir::Error("--buckets: the program is compiled for the given input shapes, not buckets");
+  if (plan.symbols.empty()) {
+    compile_into(prog, req, u, result);
+    finish(u, req, result.flops, result);
+    return result;
+  }
+  double flops = 0;
+  compile_buckets(prog, req, plan, u, result);
+  flops = result.flops;
+  result.buckets = std::move(plan.symbols);
+  finish(u, req, flops, result);
   return result;
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/buckets.h"
 #include "compiler/placement.h"
 #include "device/target.h"
 #include "frontend/load.h"
@@ -26,7 +27,10 @@ struct CompileRequest {
   int opt_level = 2;
   int threads = 0;                      // codegen workers; 0 = oneTBB default
   std::set<std::string> print_after;    // pass names (or "all") to print the IR after
-  std::map<std::string, int64_t> dims;  // symbol bindings (shape bucket)
+  std::map<std::string, int64_t> dims;  // symbol bindings (`--dim`: one value, no buckets)
+  // `--buckets`: the values each open symbolic dim gets an entry for (buckets.h); a program
+  // with open symbolic dims and no given input shapes gets default buckets.
+  std::map<std::string, std::vector<int64_t>> buckets;
   // The shapes of the inputs the artifact will run on, by user-input position: symbolic dims
   // not in `dims` are bound from these instead of the program's own sample inputs.
   std::vector<std::vector<int64_t>> input_shapes;
@@ -66,6 +70,7 @@ struct CompileResult {
   std::vector<PartitionReport> partitions;
   std::vector<HostNodeReport> host_nodes;
   std::map<std::string, int64_t> specialized;  // symbol -> bound value
+  std::vector<BucketSymbol> buckets;           // the shape buckets' symbols (none: one shape)
   std::string specialized_from;                // "--dim", "sample inputs"
   std::vector<DebugValue> debug_values;
   uint64_t constant_bytes = 0;

@@ -10,11 +10,7 @@
 #include "passes/specialize_shapes.h"
 
 namespace neuronc::compiler {
-namespace {
 
-// The free symbols some value's shape refers to (a product symbol stands for its factors). A
-// range constraint can name a symbol nothing uses: an unbacked one from a value read back with
-// item() only to be asserted on (XLM's max(lengths) <= seq).
 std::set<ir::SymbolId> used_symbols(const ir::Graph& g) {
   std::set<ir::SymbolId> used;
   auto add_shape = [&](const ir::Shape& shape) {
@@ -32,8 +28,6 @@ std::set<ir::SymbolId> used_symbols(const ir::Graph& g) {
     for (const ir::Value* v : n->outputs()) add_shape(v->shape());
   return used;
 }
-
-}  // namespace
 
 std::map<std::string, int64_t> bind_symbolic_dims(const ir::Graph& g,
                                                   const std::vector<frontend::SampleInput>& samples,

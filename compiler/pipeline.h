@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,11 @@ struct PipelineOptions {
   int opt_level = 2;
   passes::AutoCastMode auto_cast = passes::AutoCastMode::none;
 };
+
+// The free symbols some value's shape of `g` refers to (a product symbol stands for its
+// factors). A range constraint can name a symbol nothing uses: an unbacked one from a value read
+// back with item() only to be asserted on (XLM's max(lengths) <= seq).
+std::set<ir::SymbolId> used_symbols(const ir::Graph& g);
 
 // Binds every symbol of `g`: the `given` value (`--dim`), else the one the program's sample
 // inputs imply. With `require_all`, a symbol left unbound throws an error naming it and its

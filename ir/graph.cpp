@@ -253,6 +253,56 @@ std::string Graph::unique_name(std::string_view base) {
   }
 }
 
+std::unique_ptr<Graph> Graph::clone() const {
+  auto g = std::make_unique<Graph>();
+  g->symbols_ = symbols_;
+  g->name_counters_ = name_counters_;
+  g->node_names_ = node_names_;
+  std::unordered_map<const Value*, Value*> vmap;
+  std::unordered_map<const Node*, Node*> nmap;
+  for (const auto& v : values_) {
+    auto c = std::make_unique<Value>();
+    c->name_ = v->name_;
+    c->type_ = v->type_;
+    c->graph_ = g.get();
+    c->payload_ = v->payload_;
+    c->output_index_ = v->output_index_;
+    vmap[v.get()] = c.get();
+    g->values_by_name_[c->name_] = c.get();
+    g->values_.push_back(std::move(c));
+  }
+  auto map_value = [&](const Value* v) -> Value* { return v ? vmap.at(v) : nullptr; };
+  for (const auto& n : nodes_) {
+    auto c = std::make_unique<Node>();
+    c->op_ = n->op_;
+    c->info_ = n->info_;
+    c->name_ = n->name_;
+    c->attrs_ = n->attrs_;
+    c->loc_ = n->loc_;
+    c->graph_ = g.get();
+    for (const Value* v : n->inputs_) c->inputs_.push_back(map_value(v));
+    for (const Value* v : n->outputs_) c->outputs_.push_back(map_value(v));
+    nmap[n.get()] = c.get();
+    g->nodes_.push_back(std::move(c));
+  }
+  for (const auto& v : values_) {
+    Value* c = vmap.at(v.get());
+    c->producer_ = v->producer_ ? nmap.at(v->producer_) : nullptr;
+    for (const Use& u : v->uses_) c->uses_.push_back({nmap.at(u.node), u.operand});
+  }
+  for (const GraphInput& in : inputs_) {
+    GraphInput c = in;
+    c.value = vmap.at(in.value);
+    g->inputs_.push_back(std::move(c));
+  }
+  for (const GraphOutput& o : outputs_) {
+    GraphOutput c = o;
+    c.value = vmap.at(o.value);
+    g->outputs_.push_back(std::move(c));
+  }
+  return g;
+}
+
 Value* Graph::new_value(std::string name, TensorType type) {
   if (name.empty() || values_by_name_.count(name)) name = unique_name(name);
   auto v = std::make_unique<Value>();

@@ -168,6 +168,10 @@ class Graph {
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
+  // A deep copy: the same symbols, values, nodes, names and name counters (so passes run on it
+  // name what they create as on the original); constant payloads share their storage.
+  std::unique_ptr<Graph> clone() const;
+
   // --- symbols ---------------------------------------------------------------------------
   SymbolId add_symbol(std::string name, int64_t min, int64_t max);
   const Symbol& symbol(SymbolId id) const { return symbols_.at(static_cast<size_t>(id)); }

@@ -40,6 +40,26 @@ TensorSpec spec_of(const artifact::ArtifactContents& c, const artifact::TensorSp
   return out;
 }
 
+// A bucket's declared dims as the public DimSpecs.
+std::vector<DimSpec> dim_specs(const artifact::ArtifactContents& c,
+                               const std::vector<artifact::Dim>& dims) {
+  std::vector<DimSpec> out;
+  for (const artifact::Dim& d : dims) {
+    DimSpec ds;
+    if (d.is_constant()) {
+      ds.value = ds.min = ds.max = d.value;
+    } else {
+      const artifact::Symbol& y = c.signature.symbols[d.symbol];
+      ds.symbol = y.name;
+      ds.coeff = d.coeff;
+      ds.min = y.min;
+      ds.max = y.max;
+    }
+    out.push_back(std::move(ds));
+  }
+  return out;
+}
+
 std::string hex(const std::vector<uint8_t>& b) {
   static const char* k = "0123456789abcdef";
   std::string s;
@@ -65,6 +85,12 @@ std::vector<EntryPlan> entry_plans(const artifact::ArtifactContents& c) {
     } else {
       const artifact::EntrySpec& en = sig.entries[e];
       p.info.name = en.name;
+      if (en.bucket) {
+        p.info.bucket_group = en.bucket->group;
+        for (size_t k = 0; k < en.bucket->symbols.size(); ++k)
+          p.info.bucket.push_back({sig.symbols[en.bucket->symbols[k]].name, en.bucket->values[k],
+                                   static_cast<EntryInfo::Padding>(en.bucket->padding[k])});
+      }
       p.inputs = en.inputs;
       p.outputs = en.outputs;
       p.state_updates = en.state_updates;
@@ -135,6 +161,14 @@ Result<Model> finish_load(std::shared_ptr<Model::Impl> impl, std::span<const std
   for (const EntryPlan& p : impl->entries) {
     if (Status s = check_symbols_bound(c, p); !s.is_ok()) return s;
     impl->entry_infos.push_back(p.info);
+  }
+  impl->model_inputs = impl->entry_infos[0].inputs;
+  impl->model_outputs = impl->entry_infos[0].outputs;
+  if (!c.signature.entries.empty() && c.signature.entries[0].bucket) {
+    const artifact::ShapeBucket& b = *c.signature.entries[0].bucket;
+    for (auto [specs, declared] : {std::pair{&impl->model_inputs, &b.input_dims},
+                                   std::pair{&impl->model_outputs, &b.output_dims}})
+      for (size_t i = 0; i < specs->size(); ++i) (*specs)[i].dims = dim_specs(c, (*declared)[i]);
   }
   for (const auto& s : c.signature.states) impl->states.push_back(spec_of(c, {s.name, s.value}));
 
@@ -290,10 +324,10 @@ std::string spec_text(const TensorSpec& s) {
 }
 
 const std::vector<TensorSpec>& Model::inputs() const {
-  return impl_->entry_infos[0].inputs;
+  return impl_->model_inputs;
 }
 const std::vector<TensorSpec>& Model::outputs() const {
-  return impl_->entry_infos[0].outputs;
+  return impl_->model_outputs;
 }
 const std::vector<EntryInfo>& Model::entries() const {
   return impl_->entry_infos;

@@ -18,12 +18,12 @@ namespace neuronc {
 // One entry of the artifact (artifact::EntrySpec; the whole plan when it has none): its
 // signature indices, steps, state updates and every plan value its run touches.
 struct EntryPlan {
-  EntryInfo info;                        // name, input and output specs (public)
-  std::vector<uint32_t> inputs;          // signature input index per info.inputs
-  std::vector<uint32_t> outputs;         // signature output index per info.outputs
+  EntryInfo info;                 // name, input and output specs (public)
+  std::vector<uint32_t> inputs;   // signature input index per info.inputs
+  std::vector<uint32_t> outputs;  // signature output index per info.outputs
   artifact::StepRange steps;
-  std::vector<uint32_t> state_updates;   // per state
-  std::vector<uint32_t> values;          // sorted: inputs, outputs, states, updates, steps' values
+  std::vector<uint32_t> state_updates;  // per state
+  std::vector<uint32_t> values;         // sorted: inputs, outputs, states, updates, steps' values
 };
 
 struct Model::Impl {
@@ -33,6 +33,8 @@ struct Model::Impl {
   const device::Target* target = nullptr;
   std::vector<EntryPlan> entries;  // at least one; entry 0's specs are Model::inputs()/outputs()
   std::vector<EntryInfo> entry_infos;
+  // Model::inputs()/outputs(): entry 0's, or its bucket group's declared (symbolic) specs.
+  std::vector<TensorSpec> model_inputs, model_outputs;
   std::vector<TensorSpec> states;
   ModelInfo info;
   std::vector<host::HostKernelFn> kernels;  // per plan step; null for device calls

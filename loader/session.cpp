@@ -4,11 +4,13 @@
 // hands back outputs.
 #include "neuronc/session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <set>
 
 #include "device/simulator.h"
 #include "loader/model_impl.h"
@@ -140,7 +142,281 @@ struct Session::Impl {
   Result<Outputs> run(size_t entry, const std::vector<NamedInput>& inputs,
                       const std::vector<NamedOutput>& outputs);
   Result<size_t> find_entry(std::string_view name) const;
+  // Runs the shape bucket of `group` that fits the inputs (EntryInfo::bucket_group).
+  Result<Outputs> run_bucket(const std::string& group, const std::vector<NamedInput>& inputs,
+                             const std::vector<NamedOutput>& outputs);
+  // The entry Session::run(inputs) and run(name) mean: a bucket group, or one entry.
+  bool is_group(std::string_view name) const {
+    for (const EntryInfo& e : m->entry_infos)
+      if (e.name == name) return false;
+    for (const EntryInfo& e : m->entry_infos)
+      if (!e.bucket_group.empty() && e.bucket_group == name) return true;
+    return false;
+  }
 };
+
+// Copies the leading box min(src_shape, dst_shape) of a row-major tensor into another (the
+// rest of dst keeps its bytes): a padded input from a smaller one, or an output cut back.
+void copy_box(const std::byte* src, const Shape& src_shape, std::byte* dst, const Shape& dst_shape,
+              size_t elem) {
+  const size_t r = src_shape.size();
+  if (r == 0) {
+    std::memcpy(dst, src, elem);
+    return;
+  }
+  Shape box(r);
+  for (size_t d = 0; d < r; ++d) box[d] = std::min(src_shape[d], dst_shape[d]);
+  if (numel(box) == 0) return;
+  std::vector<int64_t> src_stride(r, 1), dst_stride(r, 1);
+  for (size_t d = r - 1; d > 0; --d) {
+    src_stride[d - 1] = src_stride[d] * src_shape[d];
+    dst_stride[d - 1] = dst_stride[d] * dst_shape[d];
+  }
+  const size_t row = static_cast<size_t>(box[r - 1]) * elem;
+  std::vector<int64_t> at(r - 1, 0);  // the index over every dim but the last
+  while (true) {
+    int64_t so = 0, doff = 0;
+    for (size_t d = 0; d + 1 < r; ++d) {
+      so += at[d] * src_stride[d];
+      doff += at[d] * dst_stride[d];
+    }
+    std::memcpy(dst + doff * static_cast<int64_t>(elem), src + so * static_cast<int64_t>(elem),
+                row);
+    size_t d = r - 1;
+    for (; d > 0; --d) {
+      if (++at[d - 1] < box[d - 1]) break;
+      at[d - 1] = 0;
+    }
+    if (d == 0) return;
+  }
+}
+
+// Fills the zeroed `dst` from `src`, a leading box of it: where `edge[d]`, indices past src's
+// extent along d read its last index (copies of the last real row), elsewhere they stay zero.
+void pad_box(const std::byte* src, const Shape& src_shape, std::byte* dst, const Shape& dst_shape,
+             size_t elem, const std::vector<bool>& edge) {
+  const size_t r = dst_shape.size();
+  if (r == 0 || numel(src_shape) == 0) {
+    if (r == 0) std::memcpy(dst, src, elem);
+    return;
+  }
+  std::vector<int64_t> src_stride(r, 1), dst_stride(r, 1);
+  for (size_t d = r - 1; d > 0; --d) {
+    src_stride[d - 1] = src_stride[d] * src_shape[d];
+    dst_stride[d - 1] = dst_stride[d] * dst_shape[d];
+  }
+  const int64_t n_src = src_shape[r - 1], n_dst = dst_shape[r - 1];
+  std::vector<int64_t> at(r - 1, 0);
+  while (true) {
+    int64_t so = 0, doff = 0;
+    bool real = true;
+    for (size_t d = 0; d + 1 < r; ++d) {
+      int64_t i = at[d];
+      if (i >= src_shape[d]) {
+        if (!edge[d]) real = false;
+        i = src_shape[d] - 1;
+      }
+      so += i * src_stride[d];
+      doff += at[d] * dst_stride[d];
+    }
+    if (real) {
+      std::byte* row = dst + doff * static_cast<int64_t>(elem);
+      std::memcpy(row, src + so * static_cast<int64_t>(elem), static_cast<size_t>(n_src) * elem);
+      if (edge[r - 1])
+        for (int64_t j = n_src; j < n_dst; ++j)
+          std::memcpy(row + j * static_cast<int64_t>(elem),
+                      row + (n_src - 1) * static_cast<int64_t>(elem), elem);
+    }
+    size_t d = r - 1;
+    for (; d > 0; --d) {
+      if (++at[d - 1] < dst_shape[d - 1]) break;
+      at[d - 1] = 0;
+    }
+    if (d == 0) return;
+  }
+}
+
+Result<Outputs> Session::Impl::run_bucket(const std::string& group,
+                                          const std::vector<NamedInput>& inputs,
+                                          const std::vector<NamedOutput>& out_buffers) {
+  const art::ArtifactContents& c = m->art.contents;
+  std::vector<size_t> members;
+  for (size_t e = 0; e < c.signature.entries.size(); ++e)
+    if (c.signature.entries[e].bucket && c.signature.entries[e].bucket->group == group)
+      members.push_back(e);
+  const art::ShapeBucket& b0 = *c.signature.entries[members[0]].bucket;
+  const std::vector<TensorSpec>& specs = m->entries[members[0]].info.inputs;
+
+  // 1. The symbols' values, from the inputs' dims as the program declares them.
+  std::vector<int64_t> value(b0.symbols.size(), -1);
+  std::vector<std::string> source(b0.symbols.size());
+  std::vector<const NamedInput*> given(specs.size(), nullptr);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    for (const NamedInput& in : inputs)
+      if (in.name == specs[i].name) given[i] = &in;
+    if (!given[i]) continue;  // the run below names what is missing or unknown
+    const Shape& shape = given[i]->tensor.shape();
+    const std::vector<art::Dim>& declared = b0.input_dims[i];
+    const std::string who = "input '" + specs[i].name + "'";
+    if (shape.size() != declared.size())
+      return Status(StatusCode::invalid_argument, who + ": rank is " + to_string(shape.size()) +
+                                                      ", expected " + to_string(declared.size()) +
+                                                      " (" + spec_text(m->model_inputs[i]) + ")");
+    for (size_t d = 0; d < declared.size(); ++d) {
+      const art::Dim& dd = declared[d];
+      const std::string dim = who + ": dim " + to_string(d);
+      if (dd.is_constant()) {
+        if (shape[d] != dd.value)
+          return Status(StatusCode::invalid_argument,
+                        dim + " is " + to_string(shape[d]) + ", expected " + to_string(dd.value) +
+                            " (" + spec_text(m->model_inputs[i]) + ")");
+        continue;
+      }
+      const size_t k = static_cast<size_t>(
+          std::find(b0.symbols.begin(), b0.symbols.end(), static_cast<uint32_t>(dd.symbol)) -
+          b0.symbols.begin());
+      const art::Symbol& y = c.signature.symbols[dd.symbol];
+      if (shape[d] < 0 || shape[d] % dd.coeff != 0)
+        return Status(StatusCode::invalid_argument,
+                      dim + " is " + to_string(shape[d]) + ", expected a multiple of " +
+                          to_string(dd.coeff) + " (" + to_string(dd.coeff) + "*" + y.name + ")");
+      const int64_t v = shape[d] / dd.coeff;
+      if (v < y.min || v > y.max)
+        return Status(StatusCode::out_of_range,
+                      dim + " gives symbol '" + y.name + "' = " + to_string(v) + ", expected [" +
+                          to_string(y.min) + ", " + to_string(y.max) + "]");
+      if (value[k] >= 0 && value[k] != v)
+        return Status(StatusCode::invalid_argument, dim + " gives symbol '" + y.name +
+                                                        "' = " + to_string(v) + " but " +
+                                                        source[k] + " gave " + to_string(value[k]));
+      value[k] = v;
+      source[k] = who + " dim " + to_string(d);
+    }
+  }
+
+  // 2. The smallest bucket that fits: at least each padded symbol's value, exactly the others'.
+  size_t best = members[0];
+  bool found = false;
+  double best_volume = 0;
+  for (size_t e : members) {
+    const art::ShapeBucket& b = *c.signature.entries[e].bucket;
+    bool fits = true;
+    double volume = 1;
+    for (size_t k = 0; k < b.symbols.size(); ++k) {
+      if (value[k] < 0) continue;
+      fits &= b.padding[k] != art::BucketPadding::exact ? b.values[k] >= value[k]
+                                                        : b.values[k] == value[k];
+      volume *= static_cast<double>(b.values[k]);
+    }
+    if (fits && (!found || volume < best_volume)) {
+      best = e;
+      best_volume = volume;
+      found = true;
+    }
+  }
+  if (!found) {
+    std::string why;
+    for (size_t k = 0; k < b0.symbols.size(); ++k) {
+      std::set<int64_t> vals;
+      for (size_t e : members) vals.insert(c.signature.entries[e].bucket->values[k]);
+      std::string list;
+      for (int64_t v : vals) list += (list.empty() ? "" : ", ") + to_string(v);
+      why += (why.empty() ? "" : "; ") + c.signature.symbols[b0.symbols[k]].name + " = " +
+             to_string(value[k]) +
+             (b0.padding[k] != art::BucketPadding::exact ? " (padded up to a bucket of "
+                                                         : " (exactly one of ") +
+             list + ")";
+    }
+    return Status(StatusCode::out_of_range,
+                  "no shape bucket fits the inputs: " + why +
+                      ": expected values the artifact was compiled for (compile --buckets)");
+  }
+  const art::ShapeBucket& b = *c.signature.entries[best].bucket;
+  bool exact = true;
+  for (size_t k = 0; k < b.symbols.size(); ++k) exact &= value[k] < 0 || b.values[k] == value[k];
+  if (exact) {
+    auto r = run(best, inputs, out_buffers);
+    stats.padded = false;
+    return r;
+  }
+
+  // 3. Pad: each input whose shape differs from the bucket's is copied into zeros.
+  const EntryPlan& plan = m->entries[best];
+  std::vector<Tensor> padded_storage;
+  padded_storage.reserve(specs.size());
+  std::vector<NamedInput> padded_inputs;
+  for (const NamedInput& in : inputs) {
+    size_t i = 0;
+    while (i < specs.size() && specs[i].name != in.name) ++i;
+    if (i == specs.size() || in.tensor.dtype() != plan.info.inputs[i].dtype) {
+      padded_inputs.push_back(in);  // the run names the unknown input or wrong dtype
+      continue;
+    }
+    Shape want;
+    for (const DimSpec& d : plan.info.inputs[i].dims) want.push_back(d.value);
+    if (want == in.tensor.shape()) {
+      padded_inputs.push_back(in);
+      continue;
+    }
+    padded_storage.emplace_back(in.tensor.dtype(), want);
+    Tensor& t = padded_storage.back();
+    if (in.tensor.numel() > 0 && in.tensor.data() == nullptr)
+      return Status(StatusCode::invalid_argument, "input '" + in.name + "': data pointer is null");
+    std::vector<bool> edge;
+    for (const art::Dim& d : b.input_dims[i]) {
+      const auto k = std::find(b.symbols.begin(), b.symbols.end(), static_cast<uint32_t>(d.symbol));
+      edge.push_back(!d.is_constant() && b.padding[static_cast<size_t>(k - b.symbols.begin())] ==
+                                             art::BucketPadding::edge);
+    }
+    if (in.tensor.numel() > 0)
+      pad_box(static_cast<const std::byte*>(in.tensor.data()), in.tensor.shape(),
+              static_cast<std::byte*>(t.mutable_data()), want, dtype_size(in.tensor.dtype()), edge);
+    padded_inputs.push_back({in.name, t.view()});
+  }
+  auto big = run(best, padded_inputs, {});
+  if (!big.is_ok()) return big.status();
+
+  // 4. Cut each output back to the real values of its declared dims.
+  Outputs result;
+  for (size_t o = 0; o < big->names_.size(); ++o) {
+    const Tensor& full = big->tensors_[o];
+    Shape real;
+    for (const art::Dim& d : b.output_dims[o]) {
+      if (d.is_constant()) {
+        real.push_back(d.value);
+        continue;
+      }
+      const size_t k = static_cast<size_t>(
+          std::find(b.symbols.begin(), b.symbols.end(), static_cast<uint32_t>(d.symbol)) -
+          b.symbols.begin());
+      real.push_back(d.coeff * (value[k] >= 0 ? value[k] : b.values[k]));
+    }
+    const MutableTensorView* buf = nullptr;
+    for (const NamedOutput& nb : out_buffers)
+      if (nb.name == big->names_[o]) buf = &nb.buffer;
+    Tensor t;
+    if (buf) {
+      if (buf->dtype() != full.dtype() || buf->shape() != real)
+        return Status(StatusCode::invalid_argument,
+                      "output buffer '" + big->names_[o] + "' is " +
+                          std::string(dtype_name(buf->dtype())) + shape_text(buf->shape()) +
+                          ", expected " + std::string(dtype_name(full.dtype())) + shape_text(real));
+      t = Tensor::borrowed(*buf);
+    } else {
+      t = Tensor(full.dtype(), real);
+    }
+    if (t.nbytes() > 0)
+      copy_box(static_cast<const std::byte*>(full.data()), full.shape(),
+               static_cast<std::byte*>(t.mutable_data()), real, dtype_size(full.dtype()));
+    result.names_.push_back(big->names_[o]);
+    result.tensors_.push_back(std::move(t));
+  }
+  for (const NamedOutput& nb : out_buffers)
+    if (!result.find(nb.name))
+      return Status(StatusCode::not_found, "output buffer for unknown output '" + nb.name + "'");
+  stats.padded = true;
+  return result;
+}
 
 Status Session::Impl::init() {
   const art::ArtifactContents& c = m->art.contents;
@@ -402,6 +678,7 @@ Result<Outputs> Session::Impl::run(size_t entry, const std::vector<NamedInput>& 
   }
   st.latency_ns = st.device_ns + st.host_ops_ns;
   st.host_wall_ns = ns_since(t0);
+  st.entry = plan.info.name;
   stats = st;
   return result;
 }
@@ -430,6 +707,8 @@ const Status& Session::status() const {
 Result<Outputs> Session::run(const std::vector<NamedInput>& inputs,
                              const std::vector<NamedOutput>& outputs) {
   try {
+    const std::string& group = impl_->m->entry_infos[0].bucket_group;
+    if (!group.empty()) return impl_->run_bucket(group, inputs, outputs);
     return impl_->run(0, inputs, outputs);
   } catch (const std::bad_alloc&) {
     return Status(StatusCode::resource_exhausted, "out of memory during run");
@@ -441,6 +720,7 @@ Result<Outputs> Session::run(const std::vector<NamedInput>& inputs,
 Result<Outputs> Session::run(std::string_view entry, const std::vector<NamedInput>& inputs,
                              const std::vector<NamedOutput>& outputs) {
   try {
+    if (impl_->is_group(entry)) return impl_->run_bucket(std::string(entry), inputs, outputs);
     auto e = impl_->find_entry(entry);
     if (!e.is_ok()) return e.status();
     return impl_->run(*e, inputs, outputs);

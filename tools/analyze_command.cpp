@@ -13,6 +13,7 @@
 #include "ir/printer.h"
 #include "passes/partition.h"
 #include "passes/pipeline.h"
+#include "tools/bucket_report.h"
 #include "tools/cli_output.h"
 #include "tools/commands.h"
 #include "tools/runner.h"
@@ -62,7 +63,8 @@ struct Analysis {
   std::string imported_ir;
   // Types as written (before shape specialisation) of the values the signature shows.
   std::map<const ir::Value*, std::string> written_types;
-  std::map<std::string, int64_t> specialized;  // symbols bound from the sample inputs
+  std::map<std::string, int64_t> specialized;   // symbols bound from the sample inputs
+  std::vector<compiler::BucketSymbol> buckets;  // the shape buckets `compile` writes
   std::string type_of(const ir::Graph& g, const ir::Value* v) const {
     auto it = written_types.find(v);
     return it != written_types.end() ? it->second : g.type_to_string(v->type());
@@ -197,6 +199,7 @@ void Analysis::print_json(const AnalyzeOptions& o, const frontend::LoadedProgram
   }
   j["optimized"]["host_nodes_detail"] = reasons;
   j["optimized"]["specialized_dims"] = specialized;
+  j["optimized"]["buckets"] = buckets_json(buckets);
   nlohmann::ordered_json left = nlohmann::ordered_json::array();
   for (const auto& [n, p] : unsupported_after) {
     left.push_back({{"node", n->name()},
@@ -248,9 +251,9 @@ void Analysis::print_text(const AnalyzeOptions& o, const frontend::LoadedProgram
     std::string dims;
     for (const auto& [sym, v] : specialized)
       dims += (dims.empty() ? "" : ", ") + sym + " = " + std::to_string(v);
-    std::printf("  symbolic dims bound from the sample inputs (compile --dim overrides): %s\n",
-                dims.c_str());
+    std::printf("  symbolic dims bound from the sample inputs for this report: %s\n", dims.c_str());
   }
+  print_buckets(buckets);
   for (const passes::HostReason& r : plan.host_reasons) {
     const std::string loc = r.node->location().to_string();
     std::printf("  host %s (%s): %s%s%s\n", r.node->name().c_str(), r.node->op().c_str(),
@@ -297,6 +300,8 @@ void run_analyze(const AnalyzeOptions& o) {
   compiler::PipelineOptions popts;
   popts.dims = compiler::bind_symbolic_dims(g, prog.sample_inputs, {}, /*require_all=*/false);
   popts.auto_cast = *passes::parse_auto_cast(o.auto_cast);
+  // The shape buckets `compile` would write (the report below is the sample inputs' shape).
+  an.buckets = compiler::plan_buckets(prog, {{}, {}, popts.opt_level, popts.auto_cast}).symbols;
   passes::PassManager pm;
   compiler::build_compile_pipeline(pm, popts);
   an.specialized = popts.dims;

@@ -534,12 +534,11 @@ json run_bench(const BenchOptions& o) {
   // A timing-only artifact (weights-free) cannot run: its simulated time, which depends on no
   // data, stands for every iteration, and host ops are left out.
   const bool timing_only = model.info().timing_only;
+  neuronc::RunStats timed;
+  timed.latency_ns = timed.device_ns = tl.device_ns;
   const auto [stats, wall_s] =
       timing_only
-          ? std::pair{std::vector<neuronc::RunStats>(
-                          static_cast<size_t>(o.iterations),
-                          neuronc::RunStats{.latency_ns = tl.device_ns, .device_ns = tl.device_ns}),
-                      0.0}
+          ? std::pair{std::vector<neuronc::RunStats>(static_cast<size_t>(o.iterations), timed), 0.0}
           : run_iterations(model, shapes, o);
 
   std::vector<double> latency_us;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/compiler.h"
+#include "tools/bucket_report.h"
 #include "tools/cli_output.h"
 #include "tools/commands.h"
 #include "tools/report_html.h"
@@ -16,9 +17,39 @@ namespace {
 struct CompileCli {
   std::string model, output, target = "trn1", auto_cast = "none", print_after, report;
   int opt_level = 2, threads = 0;
-  std::vector<std::string> dims;
+  std::vector<std::string> dims, buckets;
   bool json = false;
 };
+
+// "--buckets s0=1,4,16" (repeatable): the values each named symbol gets an entry for.
+std::map<std::string, std::vector<int64_t>> parse_buckets(const std::vector<std::string>& specs) {
+  std::map<std::string, std::vector<int64_t>> out;
+  for (const std::string& b : specs) {
+    const size_t eq = b.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == b.size())
+      throw CommandExit{
+          kExitUsage,
+          "--buckets '" + b + "': expected SYMBOL=V1,V2,..., e.g. --buckets s0=8,32,128", ""};
+    std::vector<int64_t>& values = out[b.substr(0, eq)];
+    size_t at = eq + 1;
+    while (at <= b.size()) {
+      size_t end = b.find(',', at);
+      if (end == std::string::npos) end = b.size();
+      try {
+        size_t used = 0;
+        const std::string item = b.substr(at, end - at);
+        values.push_back(std::stoll(item, &used));
+        if (used != item.size()) throw std::invalid_argument(item);
+      } catch (...) {
+        throw CommandExit{
+            kExitUsage, "--buckets '" + b + "': '" + b.substr(at, end - at) + "' is not an integer",
+            ""};
+      }
+      at = end + 1;
+    }
+  }
+  return out;
+}
 
 std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& dims) {
   std::map<std::string, int64_t> out;
@@ -45,6 +76,7 @@ void run_compile(const CompileCli& o) {
   req.opt_level = o.opt_level;
   req.threads = o.threads;
   req.dims = parse_dims(o.dims);
+  req.buckets = parse_buckets(o.buckets);
   if (!o.print_after.empty()) {
     size_t b = 0;
     while (b <= o.print_after.size()) {
@@ -99,6 +131,7 @@ void run_compile(const CompileCli& o) {
     j["constant_bytes"] = r.constant_bytes;
     j["flops"] = r.flops;
     j["specialized_dims"] = r.specialized;
+    j["buckets"] = buckets_json(r.buckets);
     j["host_nodes"] = nlohmann::ordered_json::array();
     for (const compiler::HostNodeReport& h : r.host_nodes) {
       j["host_nodes"].push_back(
@@ -122,6 +155,7 @@ void run_compile(const CompileCli& o) {
     std::printf("  symbolic dim %s specialised to %lld (from %s)\n", sym.c_str(),
                 static_cast<long long>(v), r.specialized_from.c_str());
   }
+  print_buckets(r.buckets);
   for (const compiler::HostNodeReport& h : r.host_nodes) {
     std::printf("  host %s (%s): %s%s%s\n", h.node.c_str(), h.op.c_str(), h.reason.c_str(),
                 h.location.empty() ? "" : " at ", h.location.c_str());
@@ -141,7 +175,9 @@ void register_compile_command(CLI::App& app) {
       "Example:\n  neuronc compile models/bert/model.pt2 -o bert.nca --target trn2 --auto-cast "
       "matmul\n"
       "  neuronc compile models/llm/llama_tiny -o llama.nca   # prefill + decode, one artifact\n"
-      "Symbolic dims are bound to the sample inputs' shapes unless --dim gives a value.");
+      "A program with symbolic dims compiles into shape buckets, one entry each, that the loader\n"
+      "picks from by the inputs' shapes (padding them where that is exact); --dim binds a dim to\n"
+      "one value, --buckets chooses a dim's buckets.");
   cmd->add_option("model", o->model,
                   "PyTorch program: .pt2 (torch.export) or .pt (TorchScript), or a directory of "
                   "one model's programs with a manifest.json (models/scripts/export_causal_lm.py), "
@@ -162,7 +198,11 @@ void register_compile_command(CLI::App& app) {
       ->check(CLI::Range(0, 3));
   cmd->add_option("--threads", o->threads,
                   "Codegen worker threads (0 = all cores); output is identical for any value");
-  cmd->add_option("--dim", o->dims, "Bind a symbolic dim: SYMBOL=VALUE (repeatable)");
+  cmd->add_option("--dim", o->dims,
+                  "Bind a symbolic dim to one value: SYMBOL=VALUE (repeatable; no buckets for it)");
+  cmd->add_option("--buckets", o->buckets,
+                  "Shape buckets of a symbolic dim: SYMBOL=V1,V2,... (repeatable; default: the "
+                  "powers of two in its range when padding it is exact, else the sample's value)");
   cmd->add_option("--print-after", o->print_after,
                   "Print the IR after these passes (comma list, or 'all')");
   cmd->add_flag("--json", o->json, "Print the compile report as JSON (fields in docs/CLI.md)");

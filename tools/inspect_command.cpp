@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
+#include <tuple>
 
 #include "artifact_format/instruction_text.h"
 #include "artifact_format/mapped_file.h"
@@ -42,6 +44,26 @@ std::string dims_text(const art::ArtifactContents& c, const art::Value& v) {
     }
   }
   return s + "]";
+}
+
+// "i64[s43, s53]": declared dims (a shape bucket's) with the value's dtype.
+std::string declared_text(const art::ArtifactContents& c, art::TensorDType dt,
+                          const std::vector<art::Dim>& dims) {
+  art::Value v;
+  v.dtype = dt;
+  v.dims = dims;
+  return dims_text(c, v);
+}
+
+const char* padding_text(art::BucketPadding p) {
+  switch (p) {
+    case art::BucketPadding::zeros:
+      return "zeros";
+    case art::BucketPadding::edge:
+      return "edge";
+    default:
+      return "exact";
+  }
 }
 
 std::string value_name(const art::ArtifactContents& c, int64_t v) {
@@ -147,8 +169,45 @@ ordered_json build_json(const std::string& path, uint64_t file_bytes, const art:
                        {"inputs", in},
                        {"outputs", out},
                        {"state_updates", updates}});
+    if (const auto& b = e.bucket) {
+      ordered_json values = ordered_json::object();
+      for (size_t k = 0; k < b->symbols.size() && k < b->values.size(); ++k)
+        values[b->symbols[k] < c.signature.symbols.size() ? c.signature.symbols[b->symbols[k]].name
+                                                          : "?"] = b->values[k];
+      entries.back()["bucket"] = {{"group", b->group}, {"values", values}};
+    }
   }
   j["signature"]["entries"] = entries;
+  // Shape bucket groups: one per group, with its declared signature and each symbol's padding.
+  ordered_json groups = ordered_json::array();
+  std::set<std::string> seen;
+  for (const art::EntrySpec& e : c.signature.entries) {
+    if (!e.bucket || !seen.insert(e.bucket->group).second) continue;
+    const art::ShapeBucket& b = *e.bucket;
+    ordered_json g = {{"group", b.group}, {"entries", 0}};
+    for (const art::EntrySpec& f : c.signature.entries)
+      if (f.bucket && f.bucket->group == b.group) g["entries"] = g["entries"].get<int>() + 1;
+    ordered_json syms_padding = ordered_json::object();
+    for (size_t k = 0; k < b.symbols.size() && k < b.padding.size(); ++k)
+      syms_padding[b.symbols[k] < c.signature.symbols.size()
+                       ? c.signature.symbols[b.symbols[k]].name
+                       : "?"] = padding_text(b.padding[k]);
+    g["padding"] = syms_padding;
+    for (auto [list, declared, sig, key] :
+         {std::tuple{&e.inputs, &b.input_dims, &c.signature.inputs, "inputs"},
+          std::tuple{&e.outputs, &b.output_dims, &c.signature.outputs, "outputs"}}) {
+      ordered_json arr = ordered_json::array();
+      for (size_t i = 0; i < list->size() && i < declared->size(); ++i) {
+        if ((*list)[i] >= sig->size() || (*sig)[(*list)[i]].value >= c.plan.values.size()) continue;
+        const art::TensorSpec& t = (*sig)[(*list)[i]];
+        arr.push_back({{"name", t.name},
+                       {"type", declared_text(c, c.plan.values[t.value].dtype, (*declared)[i])}});
+      }
+      g[key] = arr;
+    }
+    groups.push_back(std::move(g));
+  }
+  j["signature"]["bucket_groups"] = groups;
   ordered_json steps = ordered_json::array();
   uint32_t n_device = 0, n_host = 0;
   for (size_t i = 0; i < c.plan.steps.size(); ++i) {
@@ -275,7 +334,28 @@ std::string text_report(const ordered_json& j) {
   for (const auto& [k, v] : j["options"].items())
     o << " " << k << "=" << (v.is_string() ? v.get<std::string>() : v.dump());
   o << "\nsignature\n";
+  // Inputs and outputs of shape buckets are listed once per group, with their declared dims.
+  std::set<std::string> bucketed_inputs, bucketed_outputs;
+  for (const auto& e : j["signature"]["entries"])
+    if (e.contains("bucket")) {
+      for (const auto& n : e["inputs"]) bucketed_inputs.insert(n.get<std::string>());
+      for (const auto& n : e["outputs"]) bucketed_outputs.insert(n.get<std::string>());
+    }
+  for (const auto& g : j["signature"]["bucket_groups"]) {
+    o << "  shape buckets '" << g["group"].get<std::string>() << "': " << g["entries"]
+      << " entries; padding";
+    for (const auto& [sym, how] : g["padding"].items())
+      o << " " << sym << "=" << how.get<std::string>();
+    o << " (Session::run picks the smallest bucket that fits)\n";
+    for (const auto& t : g["inputs"])
+      o << "    input  " << t["name"].get<std::string>() << ": " << t["type"].get<std::string>()
+        << "\n";
+    for (const auto& t : g["outputs"])
+      o << "    output " << t["name"].get<std::string>() << ": " << t["type"].get<std::string>()
+        << "\n";
+  }
   for (const auto& t : j["signature"]["inputs"]) {
+    if (bucketed_inputs.count(t["name"].get<std::string>())) continue;
     o << "  input  " << t["name"].get<std::string>() << ": " << t["type"].get<std::string>();
     if (t.contains("valid_range"))
       o << " in [" << t["valid_range"]["lo"] << ", " << t["valid_range"]["hi"]
@@ -283,8 +363,9 @@ std::string text_report(const ordered_json& j) {
     o << "\n";
   }
   for (const auto& t : j["signature"]["outputs"])
-    o << "  output " << t["name"].get<std::string>() << ": " << t["type"].get<std::string>()
-      << "\n";
+    if (!bucketed_outputs.count(t["name"].get<std::string>()))
+      o << "  output " << t["name"].get<std::string>() << ": " << t["type"].get<std::string>()
+        << "\n";
   const bool has_entries = !j["signature"]["entries"].empty();
   for (const auto& t : j["signature"]["states"])
     o << "  state  " << t["name"].get<std::string>() << ": " << t["type"].get<std::string>()

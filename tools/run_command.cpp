@@ -26,7 +26,7 @@ void run_run(const RunCli& o) {
     entry = nullptr;
     std::string names;
     for (const EntryInfo& e : model.entries()) {
-      if (e.name == o.entry) entry = &e;
+      if (e.name == o.entry || (e.bucket_group == o.entry && !entry)) entry = &e;
       names += (names.empty() ? "" : ", ") + e.name;
     }
     if (!entry)
@@ -35,7 +35,10 @@ void run_run(const RunCli& o) {
   }
   std::vector<std::pair<std::string, NpyArray>> inputs;
   if (!o.inputs.empty()) {
-    inputs = read_inputs(entry->inputs, o.inputs);
+    // A shape bucket group's inputs by their declared dims (Model::inputs()).
+    inputs = read_inputs(
+        entry->bucket_group.empty() || entry->name == o.entry ? entry->inputs : model.inputs(),
+        o.inputs);
   } else if (!o.model.empty()) {
     inputs = sample_inputs(model, o.model);
   } else {
@@ -91,6 +94,8 @@ void run_run(const RunCli& o) {
                              {"file", state_files[i]},
                              {"dtype", npy_type_name(states[i].type)},
                              {"shape", states[i].shape}});
+    j["entry"] = s.entry;
+    j["padded"] = s.padded;
     j["simulated_latency_us"] = s.latency_ns / 1e3;
     j["device_us"] = s.device_ns / 1e3;
     j["host_ops_us"] = s.host_ops_ns / 1e3;
@@ -122,6 +127,9 @@ void run_run(const RunCli& o) {
       "host wall time %.2f ms\n",
       s.latency_ns / 1e3, model.info().target.c_str(), s.device_ns / 1e3, s.host_ops_ns / 1e3,
       static_cast<unsigned long long>(s.instructions), s.host_wall_ns / 1e6);
+  if (!model.entries()[0].bucket_group.empty())
+    std::printf("ran shape bucket %s%s\n", s.entry.c_str(),
+                s.padded ? " (the inputs padded up to it, the outputs cut back)" : "");
   std::printf("engine utilisation:");
   for (size_t e = 0; e < kEngineNames.size(); ++e) {
     std::printf(" %s %.1f%%", std::string(kEngineNames[e]).c_str(),

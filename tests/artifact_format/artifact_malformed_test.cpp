@@ -222,7 +222,28 @@ uint32_t add_loose_value(ArtifactContents& c, std::vector<Dim> dims = {}) {
 // all five steps, "b" nothing yet.
 void two_entries(ArtifactContents& c) {
   c.format_minor = 2;
-  c.signature.entries = {{"a", 0, 5, {0}, {0, 1}, {}}, {"b", 5, 0, {}, {}, {}}};
+  c.signature.entries = {{"a", 0, 5, {0}, {0, 1}, {}, std::nullopt},
+                         {"b", 5, 0, {}, {}, {}, std::nullopt}};
+}
+
+// Makes the good artifact one shape bucket of group "main" (x[4, 32] as [s0, 32], s0 in
+// [1, 8] bound to 4, padded with zeros).
+void one_bucket(ArtifactContents& c) {
+  c.format_minor = 2;
+  c.signature.symbols = {{"s0", 1, 8}};
+  ShapeBucket b;
+  b.group = "main";
+  b.symbols = {0};
+  b.values = {4};
+  b.padding = {BucketPadding::zeros};
+  b.input_dims = {{Dim::sym(0), Dim::constant(32)}};
+  b.output_dims = {{Dim::sym(0), Dim::constant(32)}, {Dim::sym(0), Dim::constant(17)}};
+  c.signature.entries = {{"main[s0=4]", 0, 5, {0}, {0, 1}, {}, b}};
+}
+
+TEST(ArtifactMalformed, ABucketLoads) {
+  const auto b = reencode([](auto& c) { one_bucket(c); });
+  EXPECT_TRUE(load(b).is_ok()) << load(b).message();
 }
 
 TEST(ArtifactMalformed, EntriesLoad) {
@@ -446,9 +467,51 @@ const Rule kRules[] = {
        two_entries(c);
        c.signature.entries[0].num_steps = 2;
        c.signature.entries[0].outputs.clear();
-       c.signature.entries[1] = {"b", 2, 3, {}, {0, 1}, {}};
+       c.signature.entries[1] = {"b", 2, 3, {}, {0, 1}, {}, std::nullopt};
      },
      "is used before it is defined"},
+    {"bucket_value_outside_the_range",
+     [](auto& c) {
+       one_bucket(c);
+       c.signature.entries[0].bucket->values = {9};
+     },
+     "binds 's0' to 9, outside its range [1, 8]"},
+    {"bucket_symbol_unknown",
+     [](auto& c) {
+       one_bucket(c);
+       c.signature.entries[0].bucket->symbols = {3};
+     },
+     "names symbol 3 but there are 1"},
+    {"bucket_padding_missing",
+     [](auto& c) {
+       one_bucket(c);
+       c.signature.entries[0].bucket->padding.clear();
+     },
+     "has 1 symbols, 1 values and 0 paddings"},
+    {"bucket_declared_dim_disagrees",
+     [](auto& c) {
+       one_bucket(c);
+       c.signature.entries[0].bucket->input_dims[0][0] = Dim::sym(0, 2);
+     },
+     "input 'x' dim 0 is 8 at the bucket's values but its value's dim is 4"},
+    {"bucket_declares_too_few_outputs",
+     [](auto& c) {
+       one_bucket(c);
+       c.signature.entries[0].bucket->output_dims.pop_back();
+     },
+     "declares 1 output shapes but the entry has 2 outputs"},
+    {"bucket_groups_disagree",
+     [](auto& c) {
+       one_bucket(c);
+       c.signature.entries[0].num_steps = 2;
+       c.signature.entries[0].outputs.clear();
+       auto b = *c.signature.entries[0].bucket;
+       b.padding = {BucketPadding::edge};
+       c.signature.entries[0].bucket->output_dims.clear();
+       b.input_dims.clear();
+       c.signature.entries.push_back({"main[s0=8]", 2, 3, {}, {0, 1}, {}, b});
+     },
+     "differs from the group's first bucket"},
     {"entry_input_twice",
      [](auto& c) {
        two_entries(c);

@@ -46,7 +46,12 @@ TEST_P(AnalyzeAgreesWithCompile, SamePartitionsAndVerdict) {
     ASSERT_EQ(a.code, 0) << a.out;
     const auto aj = nlohmann::json::parse(a.out)["optimized"];
     const std::string out = (scratch_dir() / "agree.nca").string();
-    const Ran c = neuronc("compile " + model + " -o " + out + opts);
+    // A program with symbolic dims: analyze reports the partitions at the sample's shape, which
+    // `compile --dim` at those values builds, and plans the shape buckets compile writes.
+    std::string dims;
+    for (const auto& [sym, v] : aj["specialized_dims"].items())
+      dims += " --dim " + sym + "=" + std::to_string(v.get<int64_t>());
+    const Ran c = neuronc("compile " + model + " -o " + out + opts + dims);
     if (!aj["unsupported"].empty()) {
       EXPECT_NE(c.code, 0) << "analyze reports unsupported nodes, compile succeeded";
       continue;
@@ -58,6 +63,10 @@ TEST_P(AnalyzeAgreesWithCompile, SamePartitionsAndVerdict) {
     EXPECT_EQ(aj["nodes"], cj["optimized_nodes"]);
     EXPECT_EQ(host_nodes(aj["host_nodes_detail"]), host_nodes(cj["host_nodes"]));
     EXPECT_EQ(aj["specialized_dims"], cj["specialized_dims"]);
+    if (aj["buckets"].empty()) continue;
+    const Ran buckets = neuronc("compile " + model + " -o " + out + opts);
+    ASSERT_EQ(buckets.code, 0) << buckets.out;
+    EXPECT_EQ(aj["buckets"], nlohmann::json::parse(buckets.out)["buckets"]);
   }
 }
 

@@ -67,6 +67,20 @@ struct EntryInfo {
   std::string name;
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
+  // A shape bucket ("main[s0=4,s1=64]"): one of the programs `compile` writes for a model with
+  // dynamic dims, each for some values of its symbols. Session::run(inputs), or
+  // run(bucket_group, ...), runs the smallest bucket that fits the inputs. Unless a symbol's
+  // padding is `none`, a smaller value runs with the inputs padded at the end of its dims (with
+  // zeros, or with copies of the last real index) and the outputs cut back (the compiler proved
+  // that exact); with `none` only the bucket's own value runs there.
+  enum class Padding { none, zeros, edge };
+  struct BucketDim {
+    std::string symbol;
+    int64_t value = 0;
+    Padding padding = Padding::none;
+  };
+  std::string bucket_group;  // empty: not a bucket
+  std::vector<BucketDim> bucket;
 };
 
 struct ModelInfo {
@@ -101,7 +115,9 @@ class Model {
   static Result<Model> load_from_borrowed_memory(std::span<const std::byte> bytes,
                                                  const LoadOptions& options = {});
 
-  // The first entry's inputs and outputs (the model's, when it has one program).
+  // The first entry's inputs and outputs (the model's, when it has one program); for a model
+  // compiled into shape buckets, their dims as the program declares them ("i64[s0, s1]", each
+  // symbol in its range).
   const std::vector<TensorSpec>& inputs() const;
   const std::vector<TensorSpec>& outputs() const;
   // Every program the model holds, in file order; one entry named "main" for an artifact

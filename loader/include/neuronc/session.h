@@ -57,6 +57,10 @@ struct RunStats {
   // first run, or input shapes that bind the symbolic dims differently from the previous run.
   // A run with the previous run's shapes only binds data pointers.
   bool shapes_prepared = false;
+  // The entry that ran: for a model with shape buckets, the bucket run() picked; `padded` when
+  // the inputs were padded up to it.
+  std::string entry;
+  bool padded = false;
 };
 
 // Outputs of one run, by signature name.
