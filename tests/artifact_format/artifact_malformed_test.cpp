@@ -244,6 +244,7 @@ void one_bucket(ArtifactContents& c) {
 TEST(ArtifactMalformed, ABucketLoads) {
   const auto b = reencode([](auto& c) { one_bucket(c); });
   EXPECT_TRUE(load(b).is_ok()) << load(b).message();
+  write_corpus("valid_bucket", b);  // a fuzz seed that reaches the bucket checks
 }
 
 TEST(ArtifactMalformed, EntriesLoad) {

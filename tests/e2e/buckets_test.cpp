@@ -116,6 +116,57 @@ INSTANTIATE_TEST_SUITE_P(DynamicBert, Buckets,
                                   "_" + passes::auto_cast_name(i.param.cast);
                          });
 
+// Shapes across the range (between buckets, at their ends, at the range's ends), each run padded
+// in the one bucketed artifact against the same shape compiled on its own (which the cases above
+// and the e2e suite hold to PyTorch): the padding changes nothing.
+TEST(BucketSweep, PaddedRunsEqualExactCompilesAcrossTheRange) {
+  compiler::CompileResult r = compile("model.pt2", passes::AutoCastMode::none);
+  auto model = neuronc::Model::load_from_memory(r.artifact);
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  neuronc::Session session(*model);
+  const NpyArray ids0 = read_npy((kBert / "shape_2" / "input_0.npy").string());   // 3 x 40
+  const NpyArray mask0 = read_npy((kBert / "shape_2" / "input_1.npy").string());  // row 2: 31 real
+  for (int64_t batch : {1, 3, 5, 16}) {
+    for (int64_t seq : {8, 9, 33, 100, 128}) {
+      SCOPED_TRACE("batch " + std::to_string(batch) + " seq " + std::to_string(seq));
+      // Inputs cut or tiled from the 3 x 40 reference (ids and its padding mask, cyclically).
+      auto make = [&](const NpyArray& src) {
+        NpyArray a = src;
+        a.shape = {batch, seq};
+        a.data.assign(static_cast<size_t>(batch * seq) * 8, std::byte{0});
+        for (int64_t b = 0; b < batch; ++b)
+          for (int64_t t = 0; t < seq; ++t)
+            std::memcpy(a.data.data() + (b * seq + t) * 8,
+                        src.data.data() + ((b % 3) * 40 + t % 40) * 8, 8);
+        return a;
+      };
+      const std::vector<std::pair<std::string, NpyArray>> in = {{"input_ids", make(ids0)},
+                                                                {"attention_mask", make(mask0)}};
+      RunResult padded = run_once(session, in);
+      compiler::CompileRequest req;
+      req.model = (kBert / "model.pt2").string();
+      req.target = "trn1";
+      req.input_shapes = {{batch, seq}, {batch, seq}};
+      compiler::CompileResult exact = compiler::compile_model(req);
+      auto em = neuronc::Model::load_from_memory(exact.artifact);
+      ASSERT_TRUE(em.is_ok()) << em.status().message();
+      neuronc::Session es(*em);
+      RunResult want = run_once(es, in);
+      ASSERT_EQ(padded.outputs.size(), want.outputs.size());
+      for (size_t i = 0; i < want.outputs.size(); ++i) {
+        ASSERT_EQ(padded.outputs[i].shape, want.outputs[i].shape);
+        const std::vector<double> got = floats(padded.outputs[i]), exp = floats(want.outputs[i]);
+        double max_ref = 0, max_err = 0;
+        for (size_t k = 0; k < exp.size(); ++k) {
+          max_ref = std::max(max_ref, std::fabs(exp[k]));
+          max_err = std::max(max_err, std::fabs(got[k] - exp[k]));
+        }
+        EXPECT_LE(max_err, 1e-5 * max_ref) << want.names[i];
+      }
+    }
+  }
+}
+
 // Outside the buckets: a value past the export's range, and one past the largest bucket given.
 TEST(BucketErrors, ShapesNoBucketFitsAreRefusedWithTheBuckets) {
   compiler::CompileResult r =
