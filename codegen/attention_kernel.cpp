@@ -9,6 +9,8 @@
 //   c    = exp(m - m');  l = l * c + rowsum;  acc = acc * c + P V
 //   P V                     TensorE: P^T chunks (TensorE transpose) [128 keys, q] x V [128, Dv]
 //   out  = acc / l
+// With a mask, a row whose every key is masked comes out 0 (PyTorch's safe softmax), not NaN:
+// the row max is floored at -FLT_MAX and the denominator biased by FLT_MIN.
 // Q and K are loaded row-major and transposed on TensorE (head dims are contiguous); V loads
 // directly. Grouped-query attention maps query head h to key/value head h / (Hq / Hkv).
 // Key tiles entirely above the causal diagonal are skipped.
@@ -22,6 +24,7 @@
 // emitted together), so every engine's in-order stream has independent work queued while a
 // head waits on another engine. Transposes share PSUM banks.
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 
 #include "codegen/lowering.h"
@@ -423,13 +426,18 @@ class SdpaLowering {
     if (single_key_tile_) {
       // s' = -s: min(s') = -max(s), and exp(-1 * s' + min(s')) = exp(s - max), bit for bit.
       kb_.tensor_reduce(negm, s, device::ReduceOp::min);
+      // A row whose every key is masked has max -inf: a finite floor makes its p exactly 0
+      // (not exp(-inf + inf) = NaN), so it comes out 0, as PyTorch's safe softmax gives.
+      if (mask_) kb_.tensor_scalar(negm, negm, AluOp::min, FLT_MAX);
       kb_.activation(KernelBuilder::sb(p_sb_[sl], qt, mdt_, kt), s, ActivationFunction::exp, negm,
                      col(st.rsum, qt), -1.0f);
       return;
     }
     kb_.tensor_reduce(tile_max, s, device::ReduceOp::max);
     kb_.tensor_tensor(m_new, m_old, tile_max, AluOp::max);
-    kb_.tensor_scalar(negm, m_new, AluOp::multiply, -1.0f);
+    // The floor above: a row masked in every key tile so far keeps p and the correction 0.
+    kb_.tensor_scalar(negm, m_new, AluOp::multiply, -1.0f, mask_ ? AluOp::min : AluOp::bypass,
+                      mask_ ? FLT_MAX : 0.0f);
     kb_.activation(KernelBuilder::sb(p_sb_[sl], qt, mdt_, kt), s, ActivationFunction::exp, negm,
                    col(st.rsum, qt));
     kb_.activation(col(st.corr, qt), m_old, ActivationFunction::exp, negm);
@@ -474,7 +482,10 @@ class SdpaLowering {
   // o = num / den per row (ScalarE reciprocal, VectorE scale).
   void normalize(const QueryState& st, int64_t qt, const MemRef& num, uint32_t den,
                  const MemRef& o) {
-    kb_.activation(col(st.rl, qt), col(den, qt), ActivationFunction::reciprocal);
+    // 1 / (l + FLT_MIN): l >= 1 for a row with a real key (its max contributes exp(0)), where
+    // the bias changes nothing; a fully masked row has l = 0 and a numerator of 0, so 0.
+    kb_.activation(col(st.rl, qt), col(den, qt), ActivationFunction::reciprocal,
+                   mask_ ? FLT_MIN : 0.0f);
     kb_.tensor_scalar(o, num, AluOp::multiply, col(st.rl, qt));
   }
 
