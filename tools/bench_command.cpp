@@ -139,7 +139,23 @@ struct InputShape {
 // Concrete input shapes: fixed dims as given; a symbolic dim at the value the artifact was
 // specialised to (compile option dim.<symbol>), else the smallest value its range allows.
 std::vector<InputShape> input_shapes(const neuronc::Model& model,
-                                     const artifact::ArtifactContents& c, int64_t int_high) {
+                                     const artifact::ArtifactContents& c, int64_t int_high,
+                                     const std::map<std::string, int64_t>& dims) {
+  for (const auto& [sym, v] : dims) {
+    bool found = false;
+    for (const neuronc::TensorSpec& s : model.inputs())
+      for (const neuronc::DimSpec& d : s.dims)
+        if (d.symbol == sym) {
+          found = true;
+          if (v < d.min || v > d.max)
+            throw CommandExit{kExitUsage,
+                              "--dim " + sym + "=" + std::to_string(v) + ": expected [" +
+                                  std::to_string(d.min) + ", " + std::to_string(d.max) + "]",
+                              ""};
+        }
+    if (!found)
+      throw CommandExit{kExitUsage, "--dim " + sym + ": no input dim of the model uses it", ""};
+  }
   std::vector<InputShape> out;
   for (const neuronc::TensorSpec& s : model.inputs()) {
     // An index input (an embedding's ids) stays inside its table however high --int-high is.
@@ -156,6 +172,7 @@ std::vector<InputShape> input_shapes(const neuronc::Model& model,
       for (const auto& [k, val] : c.options.extra) {
         if (k == "dim." + d.symbol) v = std::clamp<int64_t>(std::stoll(val), d.min, d.max);
       }
+      if (auto it = dims.find(d.symbol); it != dims.end()) v = it->second;
       in.shape.push_back(d.coeff * v);
     }
     out.push_back(std::move(in));
@@ -179,9 +196,12 @@ struct BenchCli {
   BenchOptions o;
   bool json = false;
   std::string price_text;
+  std::vector<std::string> dims;
 };
 
-void run_bench_cli(const BenchCli& cli) {
+void run_bench_cli(const BenchCli& in) {
+  BenchCli cli = in;
+  cli.o.dims = parse_dim_bindings(cli.dims);
   progress("benchmarking " + cli.o.artifact);
   const json r = cli.o.generate ? run_bench_generate(cli.o) : run_bench(cli.o);
   progress_done();
@@ -530,7 +550,7 @@ json run_bench(const BenchOptions& o) {
 
   const InstanceInfo* instance = resolve_instance(prices, o, tl);
 
-  const std::vector<InputShape> shapes = input_shapes(model, contents, o.int_high);
+  const std::vector<InputShape> shapes = input_shapes(model, contents, o.int_high, o.dims);
   // A timing-only artifact (weights-free) cannot run: its simulated time, which depends on no
   // data, stands for every iteration, and host ops are left out.
   const bool timing_only = model.info().timing_only;
@@ -561,6 +581,8 @@ json run_bench(const BenchOptions& o) {
   r["iterations"] = o.iterations;
   r["threads"] = o.threads;
   r["seed"] = o.seed;
+  if (!model.entries()[0].bucket_group.empty() && !stats.empty())
+    r["entry"] = stats[0].entry;  // the shape bucket that ran
   r["inputs"] = json::array();
   for (const InputShape& s : shapes) {
     r["inputs"].push_back({{"name", s.name},
@@ -871,6 +893,9 @@ void register_bench_command(CLI::App& app) {
                   "JSON price table whose instances replace the built-in ones (layout: "
                   "tools/data/instance_prices.json)");
   cmd->add_option("--seed", cli->o.seed, "Seed of the random inputs (default 0)");
+  cmd->add_option("--dim", cli->dims,
+                  "Value of a symbolic input dim: SYMBOL=VALUE (repeatable; a model with shape "
+                  "buckets runs the bucket that fits)");
   cmd->add_option("--int-high", cli->o.int_high,
                   "Integer inputs are drawn from [0, N) (default 8)");
   cmd->add_flag("--generate", cli->o.generate,

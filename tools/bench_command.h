@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -54,6 +55,9 @@ struct BenchOptions {
   std::string prices_file;
   uint64_t seed = 0;
   int64_t int_high = 8;  // integer inputs are drawn from [0, int_high)
+  // --dim: the value of a symbolic input dim (a model with shape buckets runs the bucket that
+  // fits); unnamed symbols take the compiled value, else their range's smallest.
+  std::map<std::string, int64_t> dims;
   // --generate: each iteration generates `new_tokens` greedy tokens after a random prompt of
   // `prompt_len` tokens with an export_causal_lm.py artifact (tools/generation.h).
   bool generate = false;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <stdexcept>
 
 namespace neuronc::tools {
 
@@ -26,6 +27,25 @@ void progress_done() {
   if (!stderr_is_terminal()) return;
   std::fprintf(stderr, "\r\033[K");
   std::fflush(stderr);
+}
+
+std::map<std::string, int64_t> parse_dim_bindings(const std::vector<std::string>& items,
+                                                  const std::string& flag) {
+  std::map<std::string, int64_t> out;
+  for (const std::string& d : items) {
+    const size_t eq = d.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == d.size())
+      throw CommandExit{kExitUsage,
+                        flag + " '" + d + "': expected SYMBOL=VALUE, e.g. " + flag + " s0=8", ""};
+    try {
+      size_t used = 0;
+      out[d.substr(0, eq)] = std::stoll(d.substr(eq + 1), &used);
+      if (used != d.size() - eq - 1) throw std::invalid_argument(d);
+    } catch (...) {
+      throw CommandExit{kExitUsage, flag + " '" + d + "': the value is not an integer", ""};
+    }
+  }
+  return out;
 }
 
 }  // namespace neuronc::tools

@@ -2,7 +2,10 @@
 // terminal only.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 namespace neuronc::tools {
 
@@ -29,5 +32,10 @@ void print_error(const std::string& message, const std::string& location = "");
 // Transient progress line on a terminal ("\r[2/5] reading weights"); nothing when piped.
 void progress(const std::string& line);
 void progress_done();
+
+// `--dim SYMBOL=VALUE` options (repeatable) as a map; a malformed one is a usage error naming
+// `flag`.
+std::map<std::string, int64_t> parse_dim_bindings(const std::vector<std::string>& items,
+                                                  const std::string& flag = "--dim");
 
 }  // namespace neuronc::tools

@@ -51,23 +51,6 @@ std::map<std::string, std::vector<int64_t>> parse_buckets(const std::vector<std:
   return out;
 }
 
-std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& dims) {
-  std::map<std::string, int64_t> out;
-  for (const std::string& d : dims) {
-    const size_t eq = d.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == d.size()) {
-      throw CommandExit{kExitUsage, "--dim '" + d + "': expected SYMBOL=VALUE, e.g. --dim s0=8",
-                        ""};
-    }
-    try {
-      out[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
-    } catch (...) {
-      throw CommandExit{kExitUsage, "--dim '" + d + "': the value is not an integer", ""};
-    }
-  }
-  return out;
-}
-
 void run_compile(const CompileCli& o) {
   compiler::CompileRequest req;
   req.model = o.model;
@@ -75,7 +58,7 @@ void run_compile(const CompileCli& o) {
   req.auto_cast = *passes::parse_auto_cast(o.auto_cast);
   req.opt_level = o.opt_level;
   req.threads = o.threads;
-  req.dims = parse_dims(o.dims);
+  req.dims = parse_dim_bindings(o.dims);
   req.buckets = parse_buckets(o.buckets);
   if (!o.print_after.empty()) {
     size_t b = 0;

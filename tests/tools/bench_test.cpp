@@ -210,5 +210,23 @@ TEST(Bench, SameSeedSameSimulatedLatency) {
   EXPECT_EQ(a["inputs"], b["inputs"]);
 }
 
+// A model with shape buckets: --dim picks the benched shape, and the bucket that fits runs.
+TEST(Bench, DimPicksTheShapeOfABucketedModel) {
+  BenchOptions o;
+  o.artifact = fixture_artifact("bert_dynamic");
+  o.iterations = 2;
+  o.dims = {{"s43", 3}, {"s53", 40}};
+  const json r = run_bench(o);
+  EXPECT_EQ(r["entry"], "main[s43=4,s53=64]");
+  EXPECT_EQ(r["inputs"][0]["shape"], json::array({3, 40}));
+  o.dims = {{"s53", 400}};
+  try {
+    run_bench(o);
+    FAIL() << "a dim outside its range was benched";
+  } catch (const CommandExit& e) {
+    EXPECT_NE(e.message.find("--dim s53=400: expected [8, 128]"), std::string::npos) << e.message;
+  }
+}
+
 }  // namespace
 }  // namespace neuronc::tools
