@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "ir/op_registry.h"
+#include "ir/printer.h"
 
 namespace neuronc::ir {
 namespace {
@@ -15,6 +16,35 @@ Shape dims(std::initializer_list<int64_t> v) {
   Shape s;
   for (int64_t x : v) s.push_back(Dim::constant(x));
   return s;
+}
+
+// A clone is the same graph (symbols, names, payloads shared) and independent of the original:
+// mutating one leaves the other, and both name what is added next the same way.
+TEST(Graph, CloneIsAnIndependentEqualGraph) {
+  auto g = parse(R"(graph {
+  sym s0 [1, 8]
+  input %x : f32[s0, 4]
+  param %w : f32[4, 4] "w"
+  %y : f32[s0, 4] = aten.linear.default(%x, %w)
+  %r : f32[s0, 4] = aten.relu.default(%y)
+  output %r
+})");
+  static const float w[16] = {1};
+  g->find_value("w")->set_payload(
+      {reinterpret_cast<const std::byte*>(w), sizeof w, 0, {}, nullptr});
+  std::unique_ptr<Graph> c = g->clone();
+  EXPECT_EQ(print(*c), print(*g));
+  EXPECT_EQ(c->find_value("w")->payload()->data, g->find_value("w")->payload()->data);
+  ASSERT_EQ(c->find_value("y")->uses().size(), 1u);
+  EXPECT_EQ(c->find_value("y")->uses()[0].node, c->find_node("r"));
+  EXPECT_EQ(c->find_value("r")->producer(), c->find_node("r"));
+  Node* added = c->append("aten.relu.default", {c->find_value("r")});
+  Node* same = g->append("aten.relu.default", {g->find_value("r")});
+  EXPECT_EQ(added->name(), same->name());
+  EXPECT_EQ(added->output()->name(), same->output()->name());
+  c->set_output_value(0, added->output());
+  EXPECT_NE(print(*c), print(*g));
+  EXPECT_EQ(g->outputs()[0].value, g->find_value("r"));
 }
 
 TEST(Graph, BuildsLinearWithInferredTypes) {
