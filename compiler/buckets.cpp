@@ -112,8 +112,8 @@ BucketPlan plan_buckets(const frontend::LoadedProgram& prog, const BucketRequest
                           b.name + "=V1,V2,... (or --dim " + b.name + "=N)");
         hi = std::max(round_up_pow2(sample->second), b.min);
       }
-      b.values = default_values(std::max<int64_t>(b.min, 1), hi);
-      if (b.min == 0) b.values.insert(b.values.begin(), 0);
+      // No bucket of 0: an empty dim runs in the smallest bucket, padded.
+      b.values = default_values(std::max<int64_t>(b.min, 1), std::max<int64_t>(hi, 1));
     } else if (sample != samples.end()) {
       b.values = {sample->second};
     } else {

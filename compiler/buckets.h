@@ -38,8 +38,8 @@ struct BucketRequest {
 // open, in symbol order, and the optimised graph they were checked on. No symbols when there is
 // nothing to bucket (no such symbol), or when every such symbol would get one unpadded value, which
 // is one ordinary compile at that value. Default values: a padded symbol gets the powers of two
-// inside its range plus both ends (an unbounded range ends at the sample input's value rounded up
-// to a power of two); an unpadded one gets the sample input's value. Throws ir::Error for a
+// inside its range plus both ends, never 0 (an unbounded range ends at the sample input's value
+// rounded up to a power of two); an unpadded one gets the sample input's value. Throws ir::Error for a
 // --buckets symbol the program does not have, or a value outside its range.
 struct BucketPlan {
   std::vector<BucketSymbol> symbols;
