@@ -17,30 +17,7 @@ DType public_dtype(artifact::TensorDType t) {
   return static_cast<DType>(t);
 }
 
-TensorSpec spec_of(const artifact::ArtifactContents& c, const artifact::TensorSpec& s) {
-  const artifact::Value& v = c.plan.values[s.value];
-  TensorSpec out;
-  out.name = s.name;
-  out.dtype = public_dtype(v.dtype);
-  for (const artifact::Dim& d : v.dims) {
-    DimSpec ds;
-    if (d.is_constant()) {
-      ds.value = ds.min = ds.max = d.value;
-    } else {
-      const artifact::Symbol& y = c.signature.symbols[d.symbol];
-      ds.symbol = y.name;
-      ds.coeff = d.coeff;
-      ds.min = y.min;
-      ds.max = y.max;
-    }
-    out.dims.push_back(std::move(ds));
-  }
-  if (s.index_bound)
-    out.valid_range = ValueRange{s.index_bound->lo, s.index_bound->hi, s.index_bound->what};
-  return out;
-}
-
-// A bucket's declared dims as the public DimSpecs.
+// Artifact dims (a plan value's, or a shape bucket's declared ones) as the public DimSpecs.
 std::vector<DimSpec> dim_specs(const artifact::ArtifactContents& c,
                                const std::vector<artifact::Dim>& dims) {
   std::vector<DimSpec> out;
@@ -57,6 +34,17 @@ std::vector<DimSpec> dim_specs(const artifact::ArtifactContents& c,
     }
     out.push_back(std::move(ds));
   }
+  return out;
+}
+
+TensorSpec spec_of(const artifact::ArtifactContents& c, const artifact::TensorSpec& s) {
+  const artifact::Value& v = c.plan.values[s.value];
+  TensorSpec out;
+  out.name = s.name;
+  out.dtype = public_dtype(v.dtype);
+  out.dims = dim_specs(c, v.dims);
+  if (s.index_bound)
+    out.valid_range = ValueRange{s.index_bound->lo, s.index_bound->hi, s.index_bound->what};
   return out;
 }
 
