@@ -1007,10 +1007,11 @@ PaddingVerdict Analysis::run() {
       outs = apply(n);
     } catch (const Refuse& r) {
       if (involved) return {false, n.name(), n.op(), n.location().to_string(), r.reason};
-    } catch (const ir::Error&) {
+    } catch (const std::exception& e) {
+      // An attribute or shape the rules do not expect: not padded, never a failed compile.
       if (involved)
         return {false, n.name(), n.op(), n.location().to_string(),
-                "its attributes have no padding rule"};
+                std::string("its padding rule does not apply (") + e.what() + ")"};
     }
     for (size_t i = 0; i < n.outputs().size(); ++i) {
       Info o = i < outs.size() ? std::move(outs[i]) : fresh(n.output(i)->shape());
