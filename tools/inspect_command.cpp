@@ -202,6 +202,10 @@ ordered_json build_json(const std::string& path, uint64_t file_bytes, const art:
         const art::TensorSpec& t = (*sig)[(*list)[i]];
         arr.push_back({{"name", t.name},
                        {"type", declared_text(c, c.plan.values[t.value].dtype, (*declared)[i])}});
+        if (t.index_bound)
+          arr.back()["valid_range"] = {{"lo", t.index_bound->lo},
+                                       {"hi", t.index_bound->hi},
+                                       {"reason", t.index_bound->what}};
       }
       g[key] = arr;
     }
@@ -347,9 +351,13 @@ std::string text_report(const ordered_json& j) {
     for (const auto& [sym, how] : g["padding"].items())
       o << " " << sym << "=" << how.get<std::string>();
     o << " (Session::run picks the smallest bucket that fits)\n";
-    for (const auto& t : g["inputs"])
-      o << "    input  " << t["name"].get<std::string>() << ": " << t["type"].get<std::string>()
-        << "\n";
+    for (const auto& t : g["inputs"]) {
+      o << "    input  " << t["name"].get<std::string>() << ": " << t["type"].get<std::string>();
+      if (t.contains("valid_range"))
+        o << " in [" << t["valid_range"]["lo"] << ", " << t["valid_range"]["hi"]
+          << "): " << t["valid_range"]["reason"].get<std::string>();
+      o << "\n";
+    }
     for (const auto& t : g["outputs"])
       o << "    output " << t["name"].get<std::string>() << ": " << t["type"].get<std::string>()
         << "\n";
