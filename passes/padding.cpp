@@ -280,6 +280,13 @@ class Analysis {
     for (const ir::Dim& d : s) i.axes.push_back({factors_of(d), {}});
     return i;
   }
+  // The smallest extent `d` takes over its symbols' ranges.
+  int64_t smallest(const ir::Dim& d) const {
+    int64_t v = d.coeff;
+    for (ir::SymbolId s : g_.expand(ir::Monomial::of(d)).symbols)
+      v *= std::max<int64_t>(g_.symbol(s).min, 0);
+    return v;
+  }
   bool shape_uses_padded(const ir::Shape& s) const {
     for (const ir::Dim& d : s)
       for (const Factor& f : factors_of(d))
@@ -310,6 +317,18 @@ class Analysis {
   void join(const Axis& a, const Axis& b, const char* what) const;
   int64_t wrap(int64_t d, size_t rank) const { return d < 0 ? d + static_cast<int64_t>(rank) : d; }
   std::vector<int64_t> dims_attr(const ir::Node& n, const char* name, size_t rank) const;
+  // Refuses unless each padded dim of `v`, broadcast onto `out` (right-aligned), lands on a dim
+  // of the same extent.
+  void require_broadcast_onto(const ir::Value* v, const ir::Value* out) {
+    const Info& in = get(v);
+    const size_t r = out->shape().size(), ri = v->shape().size();
+    for (size_t j = 0; j < ri; ++j) {
+      if (!padded(in.axes[j])) continue;
+      if (j + r < ri || out->shape()[j + r - ri] != v->shape()[j])
+        throw Refuse{"it reads dim " + std::to_string(j) + " of '" + v->name() + "', which " +
+                     symbols_of(in.axes[j]) + " pads, at another extent than it writes"};
+    }
+  }
   // Refuses if any axis of `v` in `dims` is padded.
   void require_unpadded(const ir::Value* v, const std::vector<int64_t>& dims,
                         const std::string& why);
@@ -358,18 +377,7 @@ Info Analysis::elementwise(const ir::Node& n, const std::string& base) {
   std::vector<const ir::Value*> ops;
   for (const ir::Value* v : n.inputs())
     if (v) ops.push_back(v);
-  // Each padded operand axis must land on an output axis of the same extent.
-  for (const ir::Value* v : ops) {
-    const Info& in = get(v);
-    const size_t ri = v->shape().size();
-    for (size_t j = 0; j < ri; ++j) {
-      if (!padded(in.axes[j])) continue;
-      const size_t k = j + r - ri;
-      if (j + r < ri || out->shape()[k] != v->shape()[j])
-        throw Refuse{"it reads dim " + std::to_string(j) + " of '" + v->name() + "', which " +
-                     symbols_of(in.axes[j]) + " pads, at another extent than it writes"};
-    }
-  }
+  for (const ir::Value* v : ops) require_broadcast_onto(v, out);
   for (size_t k = 0; k < r; ++k) {
     const Axis* carrier = nullptr;
     std::vector<Slab> slabs;
@@ -661,15 +669,11 @@ Info Analysis::matmul(const ir::Node& n, const std::string& base) {
   }
   for (Axis& ax : o.axes) ax.slab = Slab{};
   if (bias) {
+    require_broadcast_onto(bias, out);
     const Info& ib2 = get(bias);
     const size_t rv = bias->shape().size();
-    for (size_t j = 0; j < rv; ++j) {
-      if (!padded(ib2.axes[j])) continue;
-      const size_t k = j + r - rv;
-      if (j + r < rv || bias->shape()[j] != out->shape()[k])
-        throw Refuse{"its addend is padded at another extent than the product"};
-      join(o.axes[k], ib2.axes[j], "it adds a bias");
-    }
+    for (size_t j = 0; j < rv; ++j)
+      if (padded(ib2.axes[j])) join(o.axes[j + r - rv], ib2.axes[j], "it adds a bias");
   }
   return o;
 }
@@ -816,7 +820,7 @@ std::vector<Info> Analysis::apply(const ir::Node& n) {
   if (one_of(base, {"expand", "expand_as", "broadcast_to", "expand_copy"})) return one(expand(n));
   if (one_of(base, {"slice", "narrow", "slice_copy"})) {
     const size_t r = in0->shape().size();
-    const int64_t d = wrap(base == "narrow" ? n.attr_int("dim") : n.attr_int("dim"), r);
+    const int64_t d = wrap(n.attr_int("dim"), r);
     Info o = same_axes(n.output(0), get(in0), in0->shape());
     const Axis& a = get(in0).axes.at(static_cast<size_t>(d));
     if (padded(a) && !(n.output(0)->shape()[d] == in0->shape()[d])) {
@@ -825,11 +829,7 @@ std::vector<Info> Analysis::apply(const ir::Node& n) {
       const double start = number_attr(n, "start").value_or(0);
       bool leading = od.is_constant() && start == 0 && number_attr(n, "step").value_or(1) == 1;
       if (leading) {
-        const ir::Dim id = in0->shape()[d];
-        int64_t min_real = id.coeff;
-        for (ir::SymbolId s : g_.expand(ir::Monomial::of(id)).symbols)
-          min_real *= std::max<int64_t>(g_.symbol(s).min, 0);
-        leading = suffix(a) && od.value() <= min_real;
+        leading = suffix(a) && od.value() <= smallest(in0->shape()[d]);
       }
       if (!leading)
         throw Refuse{"it slices dim " + std::to_string(d) + ", which " + symbols_of(a) +
@@ -844,10 +844,7 @@ std::vector<Info> Analysis::apply(const ir::Node& n) {
     const Axis& a = get(in0).axes.at(static_cast<size_t>(d));
     if (padded(a)) {
       const int64_t index = n.attr_int("index");
-      int64_t min_real = in0->shape()[d].coeff;
-      for (ir::SymbolId s : g_.expand(ir::Monomial::of(in0->shape()[d])).symbols)
-        min_real *= std::max<int64_t>(g_.symbol(s).min, 0);
-      if (!suffix(a) || index < 0 || index >= min_real)
+      if (!suffix(a) || index < 0 || index >= smallest(in0->shape()[d]))
         throw Refuse{"it selects index " + std::to_string(index) + " of dim " + std::to_string(d) +
                      ", which " + symbols_of(a) +
                      " pads (only an index below every real size reads real data)"};
