@@ -155,57 +155,24 @@ struct Session::Impl {
   }
 };
 
-// Copies the leading box min(src_shape, dst_shape) of a row-major tensor into another (the
-// rest of dst keeps its bytes): a padded input from a smaller one, or an output cut back.
+// Copies the leading box min(src_shape, dst_shape) of a row-major tensor into another: an output
+// cut back (dst smaller), or an input padded (dst larger and zeroed). Where `edge[d]`, dst
+// indices past src's extent along d read its last index (copies of the last real row); the
+// rest of dst keeps its bytes.
 void copy_box(const std::byte* src, const Shape& src_shape, std::byte* dst, const Shape& dst_shape,
-              size_t elem) {
-  const size_t r = src_shape.size();
+              size_t elem, const std::vector<bool>& edge) {
+  const size_t r = dst_shape.size();
   if (r == 0) {
     std::memcpy(dst, src, elem);
     return;
   }
-  Shape box(r);
-  for (size_t d = 0; d < r; ++d) box[d] = std::min(src_shape[d], dst_shape[d]);
-  if (numel(box) == 0) return;
+  if (numel(src_shape) == 0 || numel(dst_shape) == 0) return;
   std::vector<int64_t> src_stride(r, 1), dst_stride(r, 1);
   for (size_t d = r - 1; d > 0; --d) {
     src_stride[d - 1] = src_stride[d] * src_shape[d];
     dst_stride[d - 1] = dst_stride[d] * dst_shape[d];
   }
-  const size_t row = static_cast<size_t>(box[r - 1]) * elem;
-  std::vector<int64_t> at(r - 1, 0);  // the index over every dim but the last
-  while (true) {
-    int64_t so = 0, doff = 0;
-    for (size_t d = 0; d + 1 < r; ++d) {
-      so += at[d] * src_stride[d];
-      doff += at[d] * dst_stride[d];
-    }
-    std::memcpy(dst + doff * static_cast<int64_t>(elem), src + so * static_cast<int64_t>(elem),
-                row);
-    size_t d = r - 1;
-    for (; d > 0; --d) {
-      if (++at[d - 1] < box[d - 1]) break;
-      at[d - 1] = 0;
-    }
-    if (d == 0) return;
-  }
-}
-
-// Fills the zeroed `dst` from `src`, a leading box of it: where `edge[d]`, indices past src's
-// extent along d read its last index (copies of the last real row), elsewhere they stay zero.
-void pad_box(const std::byte* src, const Shape& src_shape, std::byte* dst, const Shape& dst_shape,
-             size_t elem, const std::vector<bool>& edge) {
-  const size_t r = dst_shape.size();
-  if (r == 0 || numel(src_shape) == 0) {
-    if (r == 0) std::memcpy(dst, src, elem);
-    return;
-  }
-  std::vector<int64_t> src_stride(r, 1), dst_stride(r, 1);
-  for (size_t d = r - 1; d > 0; --d) {
-    src_stride[d - 1] = src_stride[d] * src_shape[d];
-    dst_stride[d - 1] = dst_stride[d] * dst_shape[d];
-  }
-  const int64_t n_src = src_shape[r - 1], n_dst = dst_shape[r - 1];
+  const int64_t n_dst = dst_shape[r - 1], n_src = std::min(src_shape[r - 1], n_dst);
   std::vector<int64_t> at(r - 1, 0);
   while (true) {
     int64_t so = 0, doff = 0;
@@ -334,11 +301,7 @@ Result<Outputs> Session::Impl::run_bucket(const std::string& group,
   const art::ShapeBucket& b = *c.signature.entries[best].bucket;
   bool exact = true;
   for (size_t k = 0; k < b.symbols.size(); ++k) exact &= value[k] < 0 || b.values[k] == value[k];
-  if (exact) {
-    auto r = run(best, inputs, out_buffers);
-    stats.padded = false;
-    return r;
-  }
+  if (exact) return run(best, inputs, out_buffers);
 
   // 3. Pad: each input whose shape differs from the bucket's is copied into zeros.
   const EntryPlan& plan = m->entries[best];
@@ -369,8 +332,9 @@ Result<Outputs> Session::Impl::run_bucket(const std::string& group,
                                              art::BucketPadding::edge);
     }
     if (in.tensor.numel() > 0)
-      pad_box(static_cast<const std::byte*>(in.tensor.data()), in.tensor.shape(),
-              static_cast<std::byte*>(t.mutable_data()), want, dtype_size(in.tensor.dtype()), edge);
+      copy_box(static_cast<const std::byte*>(in.tensor.data()), in.tensor.shape(),
+               static_cast<std::byte*>(t.mutable_data()), want, dtype_size(in.tensor.dtype()),
+               edge);
     padded_inputs.push_back({in.name, t.view()});
   }
   auto big = run(best, padded_inputs, {});
@@ -407,7 +371,8 @@ Result<Outputs> Session::Impl::run_bucket(const std::string& group,
     }
     if (t.nbytes() > 0)
       copy_box(static_cast<const std::byte*>(full.data()), full.shape(),
-               static_cast<std::byte*>(t.mutable_data()), real, dtype_size(full.dtype()));
+               static_cast<std::byte*>(t.mutable_data()), real, dtype_size(full.dtype()),
+               std::vector<bool>(real.size(), false));
     result.names_.push_back(big->names_[o]);
     result.tensors_.push_back(std::move(t));
   }
