@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -487,8 +488,10 @@ struct ArtifactUnderConstruction {
 
 // Compiles `prog` into `u`: its inputs, outputs, steps, programs, constants and states (a state
 // another program of the artifact already added is shared, and must agree in dtype and shape).
-void compile_into(frontend::LoadedProgram& prog, const CompileRequest& req,
-                  ArtifactUnderConstruction& u, CompileResult& result) {
+// Returns the positions in the optimised graph's outputs of the signature outputs it added, in
+// their order.
+std::vector<size_t> compile_into(frontend::LoadedProgram& prog, const CompileRequest& req,
+                                 ArtifactUnderConstruction& u, CompileResult& result) {
   auto progress = [&](const std::string& s) {
     if (req.progress) req.progress(s);
   };
@@ -611,37 +614,44 @@ void compile_into(frontend::LoadedProgram& prog, const CompileRequest& req,
 
   // Signature outputs: the user outputs in order, then buffer mutations (named after the
   // buffer) so no result of the program is lost.
+  std::vector<size_t> signature_outputs;  // their positions in g.outputs()
   {
     // A user output keeps the name its value had on import, even when a pass forwarded it to
     // another value (a zero pad, an identity view); a program returning one tensor twice gets
     // "_<position>" on the repeats, so signature names stay unique.
     std::set<std::string> taken;
     size_t k = 0;
-    for (const ir::GraphOutput& o : g.outputs()) {
+    for (size_t i = 0; i < g.outputs().size(); ++i) {
+      const ir::GraphOutput& o = g.outputs()[i];
       if (o.role != ir::OutputRole::user_output || o.target == "debug") continue;
       std::string name = k < output_names.size() ? output_names[k] : o.value->name();
       if (!taken.insert(name).second) taken.insert(name += "_" + std::to_string(k));
       ++k;
       w.add_output(name, b.plan_value(o.value));
+      signature_outputs.push_back(i);
     }
   }
   // A state's mutation output is its new content, kept by the Session; other mutation outputs
   // (a user input written in place) are outputs named after what they wrote.
-  for (const ir::GraphOutput& o : g.outputs()) {
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    const ir::GraphOutput& o = g.outputs()[i];
     if (o.role == ir::OutputRole::user_output) continue;
     auto st = state_values.find(o.target);
-    if (o.role == ir::OutputRole::buffer_mutation && st != state_values.end())
+    if (o.role == ir::OutputRole::buffer_mutation && st != state_values.end()) {
       w.set_state_update(st->second, b.plan_value(o.value));
-    else
+    } else {
       w.add_output(o.target, b.plan_value(o.value));
+      signature_outputs.push_back(i);
+    }
   }
   for (const ir::Value* v : debug_outputs) w.add_output("debug:" + v->name(), b.plan_value(v));
+  return signature_outputs;
 }
 
-// Checks the device partitions of every program fit one NeuronCore's HBM, records the first
-// program's FLOPs and the memory plan, and writes the artifact.
-void finish(ArtifactUnderConstruction& u, const CompileRequest& req, double model_flops,
-            CompileResult& result) {
+// Checks the device partitions of every program fit one NeuronCore's HBM, records the model's
+// FLOPs (when given) and the memory plan, and writes the artifact.
+void finish(ArtifactUnderConstruction& u, const CompileRequest& req,
+            std::optional<double> model_flops, CompileResult& result) {
   auto progress = [&](const std::string& s) {
     if (req.progress) req.progress(s);
   };
@@ -656,7 +666,10 @@ void finish(ArtifactUnderConstruction& u, const CompileRequest& req, double mode
                     " NeuronCore has " + std::to_string(target.hbm_bytes_per_core) +
                     ": expected a model (at these shapes) that fits one NeuronCore's HBM");
   // The model's matmul FLOPs, for MFU in `neuronc bench` (extra options stay sorted by key).
-  c.options.extra.emplace_back("model_flops", std::to_string(static_cast<uint64_t>(model_flops)));
+  // Shape buckets record none: each bucket has its own, and bench estimates the one it times.
+  if (model_flops)
+    c.options.extra.emplace_back("model_flops",
+                                 std::to_string(static_cast<uint64_t>(*model_flops)));
   std::sort(c.options.extra.begin(), c.options.extra.end());
   c.memory_plan.sbuf_peak_bytes = arena.sbuf_peak;
   c.memory_plan.psum_peak_bytes = arena.psum_peak;
@@ -713,23 +726,11 @@ void compile_buckets(frontend::LoadedProgram& prog, const CompileRequest& req,
                             : b.pad_with == passes::PadWith::zeros ? art::BucketPadding::zeros
                                                                    : art::BucketPadding::edge);
   }
-  // Declared dims, in the order compile_into adds inputs and outputs.
-  std::set<std::string> states;
-  for (const ir::GraphInput& in : sym.inputs()) {
-    if (in.role == ir::InputRole::state) states.insert(in.target);
+  // Declared dims: the open graph's user inputs, in the order compile_into adds them.
+  for (const ir::GraphInput& in : sym.inputs())
     if (in.role == ir::InputRole::user_input)
       proto.input_dims.push_back(declared_dims(sym, in.value->shape(), plan.symbols, proto.symbols,
                                                req.dims, "input '" + in.value->name() + "'"));
-  }
-  for (const ir::GraphOutput& o : sym.outputs())
-    if (o.role == ir::OutputRole::user_output)
-      proto.output_dims.push_back(declared_dims(sym, o.value->shape(), plan.symbols, proto.symbols,
-                                                req.dims, "output '" + o.value->name() + "'"));
-  for (const ir::GraphOutput& o : sym.outputs())
-    if (o.role != ir::OutputRole::user_output &&
-        !(o.role == ir::OutputRole::buffer_mutation && states.count(o.target)))
-      proto.output_dims.push_back(declared_dims(sym, o.value->shape(), plan.symbols, proto.symbols,
-                                                req.dims, "output '" + o.target + "'"));
 
   write_metadata(u.w.contents(), prog, req, req.dims);
   u.has_metadata = true;
@@ -742,19 +743,25 @@ void compile_buckets(frontend::LoadedProgram& prog, const CompileRequest& req,
     r.dims.insert(values.begin(), values.end());
     const std::string name = bucket_entry_name(group, plan.symbols, values);
     u.w.begin_entry(name);
+    std::vector<size_t> outputs;
     try {
-      compile_into(copy, r, u, result);
+      outputs = compile_into(copy, r, u, result);
     } catch (const ir::Error& e) {
       throw ir::Error("shape bucket " + name + ": " + e.what());
     }
+    // The same pipeline ran on the open graph, so its outputs are the bucket's, position for
+    // position; their dims are the declared ones.
     art::ShapeBucket b = proto;
     for (const BucketSymbol& s : plan.symbols) b.values.push_back(values.at(s.name));
-    const art::EntrySpec& en = u.w.contents().signature.entries.back();
-    if (en.inputs.size() != b.input_dims.size() || en.outputs.size() != b.output_dims.size())
-      throw ir::Error(
-          "internal: shape bucket " + name + " has " + std::to_string(en.inputs.size()) +
-          " inputs and " + std::to_string(en.outputs.size()) + " outputs, but the open program " +
-          std::to_string(b.input_dims.size()) + " and " + std::to_string(b.output_dims.size()));
+    for (size_t i : outputs) {
+      if (i >= sym.outputs().size())
+        throw ir::Error("internal: shape bucket " + name + " has output " + std::to_string(i) +
+                        " but the open program " + std::to_string(sym.outputs().size()));
+      const ir::GraphOutput& o = sym.outputs()[i];
+      b.output_dims.push_back(
+          declared_dims(sym, o.value->shape(), plan.symbols, proto.symbols, req.dims,
+                        "output '" + (o.target.empty() ? o.value->name() : o.target) + "'"));
+    }
     u.w.set_entry_bucket(std::move(b));
   }
   result.specialized = req.dims;
@@ -776,11 +783,9 @@ CompileResult compile_program(frontend::LoadedProgram prog, const CompileRequest
     finish(u, req, result.flops, result);
     return result;
   }
-  double flops = 0;
   compile_buckets(prog, req, plan, u, result);
-  flops = result.flops;
   result.buckets = std::move(plan.symbols);
-  finish(u, req, flops, result);
+  finish(u, req, std::nullopt, result);
   return result;
 }
 

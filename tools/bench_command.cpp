@@ -546,7 +546,7 @@ json run_bench(const BenchOptions& o) {
   const PriceTable prices = load_price_table(o.prices_file);
 
   neuronc::Model model = load_model_or_exit(o.artifact);
-  const auto [contents, tl] = read_and_time(o.artifact);
+  auto [contents, tl] = read_and_time(o.artifact);
 
   const InstanceInfo* instance = resolve_instance(prices, o, tl);
 
@@ -560,6 +560,16 @@ json run_bench(const BenchOptions& o) {
       timing_only
           ? std::pair{std::vector<neuronc::RunStats>(static_cast<size_t>(o.iterations), timed), 0.0}
           : run_iterations(model, shapes, o);
+  // A model with shape buckets ran the bucket its shapes picked: the timeline (MFU, HBM bytes,
+  // utilisation) is that entry's.
+  for (size_t e = 1; e < contents.signature.entries.size() && !stats.empty(); ++e)
+    if (contents.signature.entries[e].name == stats[0].entry) {
+      try {
+        tl = simulate_timeline(contents, {.trace = false, .entry = e});
+      } catch (const std::exception& ex) {
+        throw CommandExit{kExitError, ex.what(), ""};
+      }
+    }
 
   std::vector<double> latency_us;
   double host_ns = 0, host_ops_ns = 0, device_ns = 0;

@@ -219,6 +219,12 @@ TEST(Bench, DimPicksTheShapeOfABucketedModel) {
   const json r = run_bench(o);
   EXPECT_EQ(r["entry"], "main[s43=4,s53=64]");
   EXPECT_EQ(r["inputs"][0]["shape"], json::array({3, 40}));
+  // The timeline is the bucket's that ran, not the first's (1 x 8).
+  o.dims = {{"s43", 1}, {"s53", 8}};
+  const json first = run_bench(o);
+  EXPECT_EQ(first["entry"], "main[s43=1,s53=8]");
+  EXPECT_GT(r["hbm_bytes"]["total"].get<double>(), first["hbm_bytes"]["total"].get<double>());
+  EXPECT_GT(r["model_flops"].get<double>(), first["model_flops"].get<double>());
   o.dims = {{"s53", 400}};
   try {
     run_bench(o);
