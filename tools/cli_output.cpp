@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <stdexcept>
+#include <utility>
 
 namespace neuronc::tools {
 
@@ -29,20 +30,53 @@ void progress_done() {
   std::fflush(stderr);
 }
 
+namespace {
+
+// "SYM=REST" of option `flag`: the symbol and the text after '='; a usage error otherwise.
+std::pair<std::string, std::string> split_binding(const std::string& item, const std::string& flag,
+                                                  const char* form) {
+  const size_t eq = item.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+    throw CommandExit{kExitUsage, flag + " '" + item + "': expected " + form, ""};
+  return {item.substr(0, eq), item.substr(eq + 1)};
+}
+
+// `text` as a whole integer; a usage error naming the option's `item` otherwise.
+int64_t whole_int(const std::string& text, const std::string& item, const std::string& flag) {
+  try {
+    size_t used = 0;
+    const int64_t v = std::stoll(text, &used);
+    if (used == text.size()) return v;
+  } catch (...) {
+  }
+  throw CommandExit{kExitUsage, flag + " '" + item + "': '" + text + "' is not an integer", ""};
+}
+
+}  // namespace
+
 std::map<std::string, int64_t> parse_dim_bindings(const std::vector<std::string>& items,
                                                   const std::string& flag) {
   std::map<std::string, int64_t> out;
   for (const std::string& d : items) {
-    const size_t eq = d.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == d.size())
-      throw CommandExit{kExitUsage,
-                        flag + " '" + d + "': expected SYMBOL=VALUE, e.g. " + flag + " s0=8", ""};
-    try {
-      size_t used = 0;
-      out[d.substr(0, eq)] = std::stoll(d.substr(eq + 1), &used);
-      if (used != d.size() - eq - 1) throw std::invalid_argument(d);
-    } catch (...) {
-      throw CommandExit{kExitUsage, flag + " '" + d + "': the value is not an integer", ""};
+    const auto [sym, value] =
+        split_binding(d, flag, ("SYMBOL=VALUE, e.g. " + flag + " s0=8").c_str());
+    out[sym] = whole_int(value, d, flag);
+  }
+  return out;
+}
+
+std::map<std::string, std::vector<int64_t>> parse_bucket_lists(
+    const std::vector<std::string>& items) {
+  std::map<std::string, std::vector<int64_t>> out;
+  for (const std::string& b : items) {
+    const auto [sym, list] =
+        split_binding(b, "--buckets", "SYMBOL=V1,V2,..., e.g. --buckets s0=8,32,128");
+    std::vector<int64_t>& values = out[sym];
+    for (size_t at = 0; at <= list.size();) {
+      size_t end = list.find(',', at);
+      if (end == std::string::npos) end = list.size();
+      values.push_back(whole_int(list.substr(at, end - at), b, "--buckets"));
+      at = end + 1;
     }
   }
   return out;

@@ -37,5 +37,8 @@ void progress_done();
 // `flag`.
 std::map<std::string, int64_t> parse_dim_bindings(const std::vector<std::string>& items,
                                                   const std::string& flag = "--dim");
+// `--buckets SYMBOL=V1,V2,...` options (repeatable) as a map of value lists.
+std::map<std::string, std::vector<int64_t>> parse_bucket_lists(
+    const std::vector<std::string>& items);
 
 }  // namespace neuronc::tools

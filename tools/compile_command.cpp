@@ -21,36 +21,6 @@ struct CompileCli {
   bool json = false;
 };
 
-// "--buckets s0=1,4,16" (repeatable): the values each named symbol gets an entry for.
-std::map<std::string, std::vector<int64_t>> parse_buckets(const std::vector<std::string>& specs) {
-  std::map<std::string, std::vector<int64_t>> out;
-  for (const std::string& b : specs) {
-    const size_t eq = b.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == b.size())
-      throw CommandExit{
-          kExitUsage,
-          "--buckets '" + b + "': expected SYMBOL=V1,V2,..., e.g. --buckets s0=8,32,128", ""};
-    std::vector<int64_t>& values = out[b.substr(0, eq)];
-    size_t at = eq + 1;
-    while (at <= b.size()) {
-      size_t end = b.find(',', at);
-      if (end == std::string::npos) end = b.size();
-      try {
-        size_t used = 0;
-        const std::string item = b.substr(at, end - at);
-        values.push_back(std::stoll(item, &used));
-        if (used != item.size()) throw std::invalid_argument(item);
-      } catch (...) {
-        throw CommandExit{
-            kExitUsage, "--buckets '" + b + "': '" + b.substr(at, end - at) + "' is not an integer",
-            ""};
-      }
-      at = end + 1;
-    }
-  }
-  return out;
-}
-
 void run_compile(const CompileCli& o) {
   compiler::CompileRequest req;
   req.model = o.model;
@@ -59,7 +29,7 @@ void run_compile(const CompileCli& o) {
   req.opt_level = o.opt_level;
   req.threads = o.threads;
   req.dims = parse_dim_bindings(o.dims);
-  req.buckets = parse_buckets(o.buckets);
+  req.buckets = parse_bucket_lists(o.buckets);
   if (!o.print_after.empty()) {
     size_t b = 0;
     while (b <= o.print_after.size()) {
