@@ -209,9 +209,11 @@ Status verify_contents(const ArtifactContents& c) {
   auto kind = device::parse_target(c.target);
   if (!kind) return invalid("target: " + kind.status().message());
   const device::Target& t = device::target(*kind);
-  if (c.num_cores < 1 || c.num_cores > static_cast<uint32_t>(t.cores_per_chip))
+  // A tensor-parallel artifact spans the cores of several chips of one instance.
+  if (c.num_cores > 0xffff ||
+      !device::valid_tensor_parallel_degree(t, static_cast<int>(c.num_cores)))
     return range("artifact uses " + to_string(c.num_cores) + " cores but " + std::string(t.name) +
-                 " has 1 to " + to_string(t.cores_per_chip));
+                 " instances run programs over " + device::tensor_parallel_degrees_text(t));
   if (!c.source.sha256.empty() && c.source.sha256.size() != 32)
     return invalid("source sha256 has " + to_string(c.source.sha256.size()) +
                    " bytes, expected 32");

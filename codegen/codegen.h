@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -175,6 +176,15 @@ CompiledPartition compile_partition(const ir::Graph& g, const std::vector<const 
                                     const std::vector<const ir::Value*>& inputs,
                                     const std::vector<const ir::Value*>& outputs,
                                     const device::Target& target, const CodegenOptions& opts);
+
+// The bytes `cb` (a constant of a program compiled from another graph of the same structure)
+// holds when the value it names is taken from `g` instead: the same layout over g's weights. A
+// tensor-parallel compile builds one program and fills each core's constants from its own
+// graph (passes::TensorParallel: the graphs differ only in their weights' bytes). Nullopt for a
+// constant codegen made up (a creation op's), which is the same in every such graph. Throws
+// codegen::Error when g has no such value or it is not computable from g's weights.
+std::optional<std::vector<std::byte>> constant_bytes_for(const ConstantBinding& cb,
+                                                         const ir::Graph& g);
 
 // IR dtype -> device dtype (i64 -> i32, bool -> u8, f64 -> f32). Throws for complex.
 device::DType device_dtype(ir::DType t);

@@ -272,6 +272,35 @@ std::vector<std::byte> constant_bytes(const ir::Value* v, const std::vector<doub
 
 }  // namespace
 
+std::optional<std::vector<std::byte>> constant_bytes_for(const ConstantBinding& cb,
+                                                         const ir::Graph& g) {
+  if (cb.origin.empty()) return std::nullopt;
+  const ir::Value* v = g.find_value(cb.name);
+  if (!v)
+    throw Error("constant '" + cb.name + "' (of " + cb.origin +
+                ") has no counterpart in the other program: expected graphs of one structure");
+  if (static_shape(v) != cb.shape || device_dtype(v->dtype()) != cb.dtype)
+    throw Error("constant '" + cb.name + "' differs in dtype or shape from the other program's");
+  if (v->payload() && !v->producer()) {
+    if (v->payload()->absent) return std::vector<std::byte>{};
+    return constant_bytes(v, nullptr, cb.transposed, cb.permutation, cb.row_interleave,
+                          cb.column_block);
+  }
+  // A compile-time dtype conversion of a weight (fold_constant).
+  const ir::Node* n = v->producer();
+  if (n && (n->op() == "aten._to_copy.default" || n->op() == "aten.to.dtype") &&
+      n->input(0)->payload() && !n->input(0)->producer()) {
+    if (n->input(0)->payload()->absent) return std::vector<std::byte>{};
+    const int64_t count = numel(static_shape(n->input(0)));
+    std::vector<double> values(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) values[i] = payload_element(n->input(0), i);
+    return constant_bytes(v, &values, cb.transposed, cb.permutation, cb.row_interleave,
+                          cb.column_block);
+  }
+  throw Error("constant '" + cb.name + "' (of " + cb.origin +
+              ") is computed from its weight in a way the other program cannot redo");
+}
+
 bool is_creation_op(const std::string& op) {
   static const char* kOps[] = {
       "aten.arange.default",        "aten.arange.start",      "aten.arange.start_step",
@@ -318,9 +347,9 @@ std::vector<double> creation_values(const ir::Node& n) {
 
 // Lowering for a compute node, or null.
 const Lowering* find_lowering(const std::string& op) {
-  for (auto f :
-       {matmul_lowering, elementwise_lowering, row_lowering, group_norm_lowering,
-        attention_lowering, gather_lowering, conv_lowering, pool_lowering, data_movement_lowering})
+  for (auto f : {matmul_lowering, elementwise_lowering, row_lowering, group_norm_lowering,
+                 attention_lowering, gather_lowering, conv_lowering, pool_lowering,
+                 data_movement_lowering, collective_lowering})
     if (const Lowering* l = f(op)) return l;
   return nullptr;
 }
@@ -359,6 +388,7 @@ class PartitionCompiler {
 
   CompiledPartition run() {
     check_static_shapes();
+    check_collective_ranks();
     bind_inputs();
     formation_ = form_kernels(scope_, target_, opts_);
     ctx_.read_through = formation_.read_through;
@@ -401,6 +431,20 @@ class PartitionCompiler {
     for (const ir::Value* v : inputs_) check_static(v, nullptr);
     for (const ir::Node* n : nodes_)
       for (const ir::Value* v : n->outputs()) check_static(v, n);
+  }
+  // The program runs on as many cores as its collectives have ranks: all must agree.
+  void check_collective_ranks() {
+    const ir::Node* first = nullptr;
+    for (const ir::Node* n : nodes_) {
+      if (!collective_lowering(n->op())) continue;
+      const int64_t ranks = n->attr_int("ranks");
+      if (first && ranks != static_cast<int64_t>(cores_))
+        fail(*n, "collective over " + std::to_string(ranks) + " ranks, but node '" + first->name() +
+                     "' runs over " + std::to_string(cores_) +
+                     ": a partition's collectives share its cores");
+      if (!first) first = n;
+      cores_ = static_cast<uint32_t>(ranks);
+    }
   }
 
   int new_buffer(Buffer::Region region, const ir::Value* v, int first, const char* what) {
@@ -837,6 +881,7 @@ class PartitionCompiler {
   // --- emission (sequential) and statistics -----------------------------------------------------
   void emit(std::vector<KernelCode> codes, const HbmPlan& plan) {
     ProgramEmitter emitter(target_);
+    emitter.set_cores(cores_);
     uint32_t next_sbuf = 0;
     std::vector<uint32_t> next_region(codes.size(), 0);
     for (size_t i = codes.size(); i-- > 0;) {
@@ -891,6 +936,7 @@ class PartitionCompiler {
   std::unordered_map<int, std::string> origin_of_buffer_;  // constant buffer -> its origin
   std::vector<Kernel> kernels_;
   std::vector<uint8_t> reordered_;
+  uint32_t cores_ = 1;  // the ranks of the partition's collectives (check_collective_ranks)
   CompiledPartition result_;
 };
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "codegen/codegen.h"
+#include "codegen/replicate.h"
 #include "codegen/scheduler.h"
 #include "device/simulator.h"
 
@@ -117,10 +118,13 @@ void ProgramEmitter::relocate_one(const KernelCode& k, uint32_t next_sbuf_bytes,
 void ProgramEmitter::place(PendingInstruction in) {
   int stream = static_cast<int>(in.engine);
   int thread = stream;
+  const bool collective = std::holds_alternative<device::Collective>(in.op);
   if (auto* d = std::get_if<device::DmaCopy>(&in.op)) {
     stream = static_cast<int>(dma_trigger_engine(in.role));
     d->queue = in.role == DmaRole::store ? kStoreQueue : kLoadQueue;
     thread = device::kNumEngines + d->queue;
+  } else if (collective) {
+    thread = kCollectiveThread;
   }
   const uint32_t seq = static_cast<uint32_t>(placed_[thread].size());
 
@@ -138,10 +142,13 @@ void ProgramEmitter::place(PendingInstruction in) {
   };
   for (const ByteRect& r : reads) scan(r, false);
   for (const ByteRect& r : writes) scan(r, true);
+  // Collectives complete in any order on the device: chain each to the previous one.
+  if (collective && seq > 0) need[thread] = std::max<int64_t>(need[thread], seq - 1);
 
-  // What the issuing stream already knows to be complete.
+  // What the issuing stream already knows to be complete (a DMA queue also completes in order;
+  // the collective unit only through the chain above).
   Clock know = known_[stream];
-  if (thread != stream)
+  if (thread != stream && !collective)
     for (int u = 0; u < kThreads; ++u) know[u] = std::max(know[u], known_[thread][u]);
   std::vector<device::SemaphoreWait> waits;
   for (int u = 0; u < kThreads; ++u) {
@@ -194,8 +201,8 @@ device::Program ProgramEmitter::build(std::vector<PendingInstruction> insts, uin
   for (PendingInstruction& in : insts) place(std::move(in));
   std::vector<std::vector<uint32_t>> rank(kThreads);
   for (int u = 0; u < kThreads; ++u) {
-    const uint32_t inc =
-        u >= device::kNumEngines ? static_cast<uint32_t>(t_.dma_semaphore_increment) : 1u;
+    const bool dma_queue = u >= device::kNumEngines && u < kCollectiveThread;
+    const uint32_t inc = dma_queue ? static_cast<uint32_t>(t_.dma_semaphore_increment) : 1u;
     rank[u].assign(needed_[u].size(), 0);
     uint32_t r = 0;
     for (size_t s = 0; s < needed_[u].size(); ++s) {
@@ -208,7 +215,9 @@ device::Program ProgramEmitter::build(std::vector<PendingInstruction> insts, uin
   }
   for (const WaitRef& w : wait_refs_)
     program_.cores[0].streams[w.stream][w.index].waits[w.wait_slot].value = rank[w.thread][w.seq];
-  program_.num_semaphores = kThreads;
+  // The collective unit's semaphore (the last) only when there is a collective, so programs
+  // without one keep their semaphore count.
+  program_.num_semaphores = placed_[kCollectiveThread].empty() ? kThreads - 1 : kThreads;
   program_.hbm_size = hbm_size;
   return std::move(program_);
 }
@@ -229,8 +238,9 @@ device::Program ProgramEmitter::finish(uint64_t hbm_size, bool forward, uint64_t
   so.functional = false;
   device::Simulator sim(t_, so);
   const auto time_of = [&](const device::Program& p) {
-    sim.reset(1);
-    const auto r = sim.run(p, {});
+    sim.reset(static_cast<int>(cores_));
+    const auto r = cores_ > 1 ? sim.run(replicate_cores(p, cores_, (hbm_size + 63) / 64 * 64), {})
+                              : sim.run(p, {});
     return r ? r.value().total_time_ns : std::numeric_limits<double>::infinity();
   };
   device::Program best;

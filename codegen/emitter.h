@@ -14,6 +14,11 @@
 //    instructions signal, so a wait value is the rank of its target among the signallers
 //    (times 16 for DMA queues, one write per DMA engine). Completions are in order per thread,
 //    which makes "semaphore >= rank" mean "that instruction is done".
+//  - collectives: triggered by the stream that holds them, they complete on the collective
+//    unit, a thread of its own (its semaphore follows the DMA queues' and exists only when the
+//    program has a collective). The device model completes collectives when every core has
+//    reached them, in no fixed order among themselves, so each collective waits for the
+//    previous one: completions stay in order.
 // Emission order is a topological order of all dependencies, so the program cannot deadlock.
 // Not thread-safe; deterministic.
 #pragma once
@@ -48,6 +53,11 @@ class ProgramEmitter {
                          const std::vector<RegionPolicy>& policies = {RegionPolicy::recent,
                                                                       RegionPolicy::ring});
 
+  // The cores the program runs on once replicated (replicate.h): the rank count of its
+  // collectives. Candidates are timed on that many cores (a one-core program with an all_gather
+  // over two ranks is not a valid program by itself). Default 1.
+  void set_cores(uint32_t cores) { cores_ = cores; }
+
   uint64_t waits() const { return waits_; }
   const ForwardingStats& forwarding() const { return forwarding_; }
   uint32_t sbuf_peak() const { return sbuf_peak_; }
@@ -59,7 +69,8 @@ class ProgramEmitter {
   // this many queues per engine, checked at construction).
   static constexpr uint16_t kLoadQueue = 0, kStoreQueue = 1;
   static constexpr int kQueues = 2;
-  static constexpr int kThreads = device::kNumEngines + kQueues;
+  static constexpr int kCollectiveThread = device::kNumEngines + kQueues;
+  static constexpr int kThreads = kCollectiveThread + 1;
 
   struct Placed {
     uint8_t stream;
@@ -107,6 +118,7 @@ class ProgramEmitter {
   ForwardingStats forwarding_;
   uint64_t waits_ = 0;
   bool scheduled_ = false;
+  uint32_t cores_ = 1;
   uint32_t sbuf_peak_ = 0;
   uint32_t psum_peak_ = 0;
 };

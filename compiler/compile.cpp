@@ -15,6 +15,7 @@
 #include "artifact_format/writer.h"
 #include "codegen/codegen.h"
 #include "codegen/hbm_plan.h"
+#include "codegen/replicate.h"
 #include "compiler/compiler.h"
 #include "compiler/index_bounds.h"
 #include "compiler/pipeline.h"
@@ -286,6 +287,42 @@ struct DeviceArena {
   std::map<std::string, uint64_t> placed;
 };
 
+// Tensor parallelism (--tp N): every device program is compiled once, for core 0, from the graph
+// the TensorParallel pass made for core 0; finish() replicates it over the cores (core r's HBM
+// region is core 0's moved by r x the arena's size) and fills each core's constants from the
+// graph made for that core. These are what finish() needs.
+struct TensorParallelBuild {
+  int cores = 1;
+  // A constant placed in core 0's region; `graph` indexes `graphs`.
+  struct Constant {
+    codegen::ConstantBinding layout;  // data kept only for one codegen made up (no origin)
+    uint64_t at = 0;
+    std::string name;
+    std::vector<art::Dim> dims;
+    size_t graph = 0;
+  };
+  // A binding of core `core`'s copy of a value, at `offset` in core 0's region.
+  struct Binding {
+    size_t step = 0;
+    bool output = false;
+    uint32_t value = 0;
+    uint64_t offset = 0;
+    int core = 0;
+  };
+  // Per compiled program: the graphs of cores 1..N-1 (empty for a weights-free program, whose
+  // cores differ in nothing).
+  std::vector<std::vector<std::unique_ptr<ir::Graph>>> graphs;
+  std::vector<Constant> constants;
+  std::vector<Binding> bindings;
+  // Per value of the program being compiled (core 0's graph): the plan values of its copies on
+  // cores 1..N-1 (states, and every device partition's results). Reset per program.
+  std::unordered_map<const ir::Value*, std::vector<uint32_t>> core_values;
+};
+
+std::string core_name(const std::string& base, int core) {
+  return base + "@core" + std::to_string(core);
+}
+
 // Codegen options for an optimisation level.
 codegen::CodegenOptions codegen_options(const CompileRequest& req) {
   codegen::CodegenOptions copts;
@@ -333,7 +370,7 @@ void write_metadata(art::ArtifactContents& c, const frontend::LoadedProgram& pro
   c.source.sha256 = hex_to_bytes(prog.sha256);
   c.source.file_name = std::filesystem::path(req.model).filename().string();
   c.target = req.target;
-  c.num_cores = 1;
+  c.num_cores = static_cast<uint32_t>(std::max(1, req.tp));
   c.options.auto_cast = passes::auto_cast_name(req.auto_cast);
   c.options.opt_level = req.opt_level;
   for (const auto& [name, value] : dims)
@@ -345,7 +382,7 @@ void write_metadata(art::ArtifactContents& c, const frontend::LoadedProgram& pro
 PartitionReport add_device_partition(const ir::Graph& g, const passes::Partition& p, size_t part_no,
                                      const device::Target& target, const CompileRequest& req,
                                      art::ArtifactWriter& w, ArtifactBuilder& b, DeviceArena& arena,
-                                     CompileResult& result) {
+                                     TensorParallelBuild& tp, CompileResult& result) {
   PartitionReport rep;
   rep.nodes = p.nodes.size();
   art::ArtifactContents& c = w.contents();
@@ -387,9 +424,22 @@ PartitionReport add_device_partition(const ir::Graph& g, const passes::Partition
   std::unordered_map<std::string, const ir::Value*> by_name;
   for (const ir::Value* v : p.inputs) by_name[v->name()] = v;
   for (const ir::Value* v : p.outputs) by_name[v->name()] = v;
+  std::vector<TensorParallelBuild::Binding> core_bindings;  // step set once the call is added
+  const size_t step = 0;
   for (const codegen::TensorBinding& tb : cp.inputs) {
     const ir::Value* v = by_name.at(tb.name);
     call.inputs.push_back({b.as_dtype(v, from_device_dtype(tb.dtype)), place.map(tb.offset)});
+    // Each core reads its own copy: of a state or an earlier partition's result, its core's; of
+    // anything else (a user input, a host op's result), the one value every core shares.
+    auto own = tp.core_values.find(v);
+    if (own != tp.core_values.end() && call.inputs.back().value != b.plan_value(v))
+      throw ir::Error("tensor parallelism: value '" + v->name() +
+                      "' would need a dtype conversion on each core, which is not supported");
+    for (int r = 1; r < tp.cores; ++r) {
+      const uint32_t value =
+          own != tp.core_values.end() ? own->second[r - 1] : call.inputs.back().value;
+      core_bindings.push_back({step, false, value, place.map(tb.offset), r});
+    }
   }
   for (size_t i = 0; i < cp.constants.size(); ++i) {
     const codegen::ConstantBinding& cb = cp.constants[i];
@@ -401,11 +451,20 @@ PartitionReport add_device_partition(const ir::Graph& g, const passes::Partition
     if (!keys[i].empty()) arena.placed.emplace(keys[i], at);
     if (cb.absent) {
       w.add_absent_constant(name, from_device_dtype(cb.dtype), plan_dims(shape), at);
+      if (tp.cores > 1)
+        tp.constants.push_back({cb, at, name, plan_dims(shape), tp.graphs.size() - 1});
       continue;
     }
     result.constant_bytes += cb.data.size();
     w.add_constant(name, from_device_dtype(cb.dtype), plan_dims(shape),
                    std::vector<std::byte>(cb.data), at);
+    if (tp.cores > 1) {
+      TensorParallelBuild::Constant k{cb, at, name, plan_dims(shape), tp.graphs.size() - 1};
+      // Core r's bytes come from core r's graph; a weights-free program has none, and every
+      // constant with bytes is then the same on every core (made from no weight).
+      if (!cb.origin.empty() && !tp.graphs.back().empty()) k.layout.data.clear();
+      tp.constants.push_back(std::move(k));
+    }
   }
   std::vector<std::pair<uint32_t, const ir::Value*>> casts_back;
   for (const codegen::TensorBinding& tb : cp.outputs) {
@@ -416,6 +475,12 @@ PartitionReport add_device_partition(const ir::Graph& g, const passes::Partition
       const uint32_t idx = w.add_value(v->name(), want, plan_dims(v->shape()));
       b.define(v, idx);
       call.outputs.push_back({idx, place.map(tb.offset)});
+      std::vector<uint32_t>& copies = tp.core_values[v];
+      for (int r = 1; r < tp.cores; ++r) {
+        copies.push_back(w.add_value(core_name(v->name(), r), want, plan_dims(v->shape())));
+        core_bindings.push_back({step, true, copies.back(), place.map(tb.offset), r});
+      }
+      if (tp.cores <= 1) tp.core_values.erase(v);
     } else {
       const uint32_t raw = w.add_value(v->name() + "@device", dev, plan_dims(tb.shape));
       call.outputs.push_back({raw, place.map(tb.offset)});
@@ -432,6 +497,10 @@ PartitionReport add_device_partition(const ir::Graph& g, const passes::Partition
     call.program = w.add_program(std::move(dp));
   }
   w.add_device_call(std::move(call));
+  for (TensorParallelBuild::Binding& cb : core_bindings) {
+    cb.step = c.plan.steps.size() - 1;
+    tp.bindings.push_back(cb);
+  }
   for (const auto& [raw, v] : casts_back) {
     const uint32_t idx = w.add_value(v->name(), to_tensor_dtype(v->dtype()), plan_dims(v->shape()));
     b.add_cast(raw, idx, to_tensor_dtype(v->dtype()));
@@ -484,7 +553,42 @@ struct ArtifactUnderConstruction {
   DeviceArena arena;
   std::set<std::string> constant_names;
   bool has_metadata = false;
+  TensorParallelBuild tp;
 };
+
+// Whether no constant or state of `g` carries bytes (a weights-free export): then the cores of
+// a tensor-parallel program differ in nothing.
+bool weights_free(const ir::Graph& g) {
+  for (const ir::GraphInput& in : g.inputs()) {
+    if (in.role == ir::InputRole::user_input) continue;
+    if (in.role == ir::InputRole::state) {
+      if (in.initial && !in.initial->absent) return false;
+      continue;
+    }
+    if (in.value->payload() && !in.value->payload()->absent) return false;
+  }
+  return true;
+}
+
+// The program core r runs must be core 0's instruction for instruction: the graphs the
+// TensorParallel pass made for them may differ only in their constants' bytes.
+void check_same_structure(const ir::Graph& a, const ir::Graph& b, int core) {
+  auto fail = [&](const std::string& what) {
+    throw ir::Error("internal: tensor parallelism: core " + std::to_string(core) +
+                    "'s program differs from core 0's (" + what + ")");
+  };
+  if (a.nodes().size() != b.nodes().size()) fail("node count");
+  for (size_t i = 0; i < a.nodes().size(); ++i) {
+    const ir::Node& x = *a.nodes()[i];
+    const ir::Node& y = *b.nodes()[i];
+    if (x.op() != y.op() || x.name() != y.name() || x.attrs() != y.attrs() ||
+        x.inputs().size() != y.inputs().size() || x.outputs().size() != y.outputs().size())
+      fail("node " + x.name());
+    for (size_t k = 0; k < x.outputs().size(); ++k)
+      if (x.output(k)->type() != y.output(k)->type() || x.output(k)->name() != y.output(k)->name())
+        fail("result of node " + x.name());
+  }
+}
 
 // Compiles `prog` into `u`: its inputs, outputs, steps, programs, constants and states (a state
 // another program of the artifact already added is shared, and must agree in dtype and shape).
@@ -523,6 +627,39 @@ std::vector<size_t> compile_into(frontend::LoadedProgram& prog, const CompileReq
   }
   popts.opt_level = req.opt_level;
   popts.auto_cast = req.auto_cast;
+  // --tp N: core 0's graph here, cores 1..N-1's (the same program over their weights' chunks)
+  // beside it.
+  TensorParallelBuild& tp = u.tp;
+  tp.core_values.clear();
+  std::vector<std::unique_ptr<ir::Graph>> core_graphs;
+  passes::TensorParallelStats tp_stats;
+  if (!device::valid_tensor_parallel_degree(target, req.tp))
+    throw ir::Error("--tp " + std::to_string(req.tp) + ": " + std::string(target.name) +
+                    " instances run tensor parallelism over " +
+                    device::tensor_parallel_degrees_text(target) + " NeuronCores");
+  if (req.tp > 1) {
+    if (req.debug_all_values)
+      throw ir::Error("--tp: per-node debug values are not available with tensor parallelism");
+    tp.cores = req.tp;
+    const passes::PlacementOracle oracle =
+        req.host_only ? host_first_oracle(target) : placement_oracle(target);
+    popts.tensor_parallel.ranks = req.tp;
+    popts.tensor_parallel.on_device = [oracle](const ir::Node& n) {
+      return oracle(n).kind == passes::Placement::device;
+    };
+    if (!weights_free(g)) {
+      for (int r = 1; r < req.tp; ++r) {
+        std::unique_ptr<ir::Graph> gr = g.clone();
+        PipelineOptions ro = popts;
+        ro.tensor_parallel.rank = r;
+        passes::PassManager rpm;
+        build_compile_pipeline(rpm, ro);
+        rpm.run(*gr);
+        core_graphs.push_back(std::move(gr));
+      }
+    }
+    popts.tensor_parallel_stats = &tp_stats;
+  }
   passes::PassManagerOptions pm_opts;
   pm_opts.print_after = req.print_after;
   passes::PassManager pm(pm_opts);
@@ -531,6 +668,16 @@ std::vector<size_t> compile_into(frontend::LoadedProgram& prog, const CompileReq
   for (const ir::GraphOutput& o : g.outputs())
     if (o.role == ir::OutputRole::user_output) output_names.push_back(o.value->name());
   pm.run(g);
+  for (size_t r = 0; r < core_graphs.size(); ++r)
+    check_same_structure(g, *core_graphs[r], static_cast<int>(r) + 1);
+  if (req.tp > 1) {
+    result.tensor_parallel.column_parallel += tp_stats.column_parallel;
+    result.tensor_parallel.row_parallel += tp_stats.row_parallel;
+    result.tensor_parallel.embeddings += tp_stats.embeddings;
+    result.tensor_parallel.all_reduces += tp_stats.all_reduces;
+    result.tensor_parallel.all_gathers += tp_stats.all_gathers;
+    for (const auto& [k, v] : tp_stats.split_states) result.tensor_parallel.split_states[k] = v;
+  }
   result.specialized = popts.dims;
   result.optimized_nodes = g.nodes().size();
   std::vector<const ir::Value*> debug_outputs;
@@ -555,6 +702,7 @@ std::vector<size_t> compile_into(frontend::LoadedProgram& prog, const CompileReq
   // A state (a buffer the program mutates) starts from its exported bytes; one exported with no
   // bytes (a meta export) starts from zeros, as PyTorch's loader fills an empty buffer.
   std::map<std::string, uint32_t> state_values;
+  std::map<std::string, std::vector<uint32_t>> core_states;  // --tp: per core, core 0 first
   for (const ir::GraphInput& in : g.inputs()) {
     if (in.role != ir::InputRole::state) continue;
     const ir::TensorType& t = in.value->type();
@@ -562,26 +710,40 @@ std::vector<size_t> compile_into(frontend::LoadedProgram& prog, const CompileReq
     if (!n || !n->is_constant())
       throw ir::Error("state '" + in.target + "' has the symbolic shape " +
                       g.shape_to_string(t.shape) + ": expected a static shape");
-    if (auto shared = w.find_state(in.target)) {
-      const art::Value& sv = c.plan.values[*shared];
-      if (sv.dtype != to_tensor_dtype(t.dtype) || sv.dims != plan_dims(t.shape))
-        throw ir::Error("state '" + in.target + "' is " + g.type_to_string(t) +
-                        " here but has another dtype or shape in an earlier program of the "
-                        "artifact: expected programs of one model over one state");
-      b.define(in.value, *shared);
-      state_values[in.target] = *shared;
-      continue;
+    // With --tp each core keeps its own state (its chunk, or a whole copy), "<fqn>@core<r>".
+    std::vector<uint32_t> values;
+    for (int r = 0; r < tp.cores; ++r) {
+      const std::string name = tp.cores > 1 ? core_name(in.target, r) : in.target;
+      const ir::GraphInput* src = &in;
+      if (r > 0 && !core_graphs.empty()) {
+        src = nullptr;
+        for (const ir::GraphInput& ci : core_graphs[r - 1]->inputs())
+          if (ci.role == ir::InputRole::state && ci.target == in.target) src = &ci;
+        if (!src) throw ir::Error("internal: tensor parallelism lost state '" + in.target + "'");
+      }
+      if (auto shared = w.find_state(name)) {
+        const art::Value& sv = c.plan.values[*shared];
+        if (sv.dtype != to_tensor_dtype(t.dtype) || sv.dims != plan_dims(t.shape))
+          throw ir::Error("state '" + in.target + "' is " + g.type_to_string(t) +
+                          " here but has another dtype or shape in an earlier program of the "
+                          "artifact: expected programs of one model over one state");
+        values.push_back(*shared);
+        continue;
+      }
+      std::optional<std::vector<std::byte>> initial;  // nullopt: absent (weights-free)
+      if (!src->initial)
+        initial.emplace(static_cast<size_t>(n->coeff) * ir::dtype_size(t.dtype));
+      else if (!src->initial->absent)
+        initial = payload_bytes(name, *src->initial, t);
+      values.push_back(w.add_state(name, to_tensor_dtype(t.dtype), plan_dims(t.shape),
+                                   b.unique_constant_name(name + ".initial"), std::move(initial)));
     }
-    std::optional<std::vector<std::byte>> initial;  // nullopt: absent (weights-free)
-    if (!in.initial)
-      initial.emplace(static_cast<size_t>(n->coeff) * ir::dtype_size(t.dtype));
-    else if (!in.initial->absent)
-      initial = payload_bytes(in.target, *in.initial, t);
-    const uint32_t v =
-        w.add_state(in.target, to_tensor_dtype(t.dtype), plan_dims(t.shape),
-                    b.unique_constant_name(in.target + ".initial"), std::move(initial));
-    b.define(in.value, v);
-    state_values[in.target] = v;
+    b.define(in.value, values[0]);
+    state_values[in.target] = values[0];
+    if (tp.cores > 1) {
+      tp.core_values[in.value] = std::vector<uint32_t>(values.begin() + 1, values.end());
+      core_states[in.target] = values;
+    }
   }
   for (const ir::GraphInput& in : g.inputs()) {
     if (in.role != ir::InputRole::user_input) continue;
@@ -591,6 +753,7 @@ std::vector<size_t> compile_into(frontend::LoadedProgram& prog, const CompileReq
       c.signature.inputs.back().index_bound = it->second;
   }
 
+  if (tp.cores > 1) tp.graphs.push_back(std::move(core_graphs));
   t0 = Clock::now();
   DeviceArena& arena = u.arena;
   size_t part_no = 0;
@@ -608,7 +771,7 @@ std::vector<size_t> compile_into(frontend::LoadedProgram& prog, const CompileReq
              std::to_string(plan.partitions.size()) + " (" + std::to_string(p.nodes.size()) +
              " nodes)");
     result.partitions.push_back(
-        add_device_partition(g, p, part_no, target, req, w, b, arena, result));
+        add_device_partition(g, p, part_no, target, req, w, b, arena, u.tp, result));
   }
   result.seconds_codegen += since(t0);
 
@@ -639,6 +802,16 @@ std::vector<size_t> compile_into(frontend::LoadedProgram& prog, const CompileReq
     auto st = state_values.find(o.target);
     if (o.role == ir::OutputRole::buffer_mutation && st != state_values.end()) {
       w.set_state_update(st->second, b.plan_value(o.value));
+      for (int r = 1; r < tp.cores; ++r) {
+        auto own = tp.core_values.find(o.value);
+        uint32_t update = b.plan_value(o.value);
+        if (own != tp.core_values.end())
+          update = own->second[r - 1];
+        else if (tp_stats.split_states.count(o.target))
+          throw ir::Error("tensor parallelism: state '" + o.target +
+                          "' is updated by the host, but each core keeps a chunk of it");
+        w.set_state_update(core_states.at(o.target)[r], update);
+      }
     } else {
       w.add_output(o.target, b.plan_value(o.value));
       signature_outputs.push_back(i);
@@ -646,6 +819,44 @@ std::vector<size_t> compile_into(frontend::LoadedProgram& prog, const CompileReq
   }
   for (const ir::Value* v : debug_outputs) w.add_output("debug:" + v->name(), b.plan_value(v));
   return signature_outputs;
+}
+
+// --tp N: every device program runs on N cores, core r's HBM region at r x the arena's size
+// (core 0's region is the arena compile laid out), its constants filled from core r's graph and
+// its states and partition results bound to core r's own plan values.
+void replicate_over_cores(ArtifactUnderConstruction& u) {
+  TensorParallelBuild& tp = u.tp;
+  art::ArtifactContents& c = u.w.contents();
+  const uint64_t region = std::max<uint64_t>(4096, (u.arena.end + 4095) / 4096 * 4096);
+  for (art::DeviceProgram& p : c.programs)
+    p.program = codegen::replicate_cores(p.program, static_cast<uint32_t>(tp.cores), region);
+  for (const TensorParallelBuild::Constant& k : tp.constants) {
+    const std::vector<std::unique_ptr<ir::Graph>>& graphs = tp.graphs.at(k.graph);
+    for (int r = 1; r < tp.cores; ++r) {
+      const std::string name = core_name(k.name, r);
+      const uint64_t at = k.at + static_cast<uint64_t>(r) * region;
+      const art::TensorDType dt = from_device_dtype(k.layout.dtype);
+      if (k.layout.absent) {
+        u.w.add_absent_constant(name, dt, k.dims, at);
+        continue;
+      }
+      std::optional<std::vector<std::byte>> bytes;
+      if (!graphs.empty()) bytes = codegen::constant_bytes_for(k.layout, *graphs[r - 1]);
+      if (!bytes) {
+        if (!k.layout.origin.empty() && !graphs.empty())
+          throw ir::Error("internal: tensor parallelism has no bytes of constant '" + k.name +
+                          "' for core " + std::to_string(r));
+        bytes = k.layout.data;
+      }
+      u.w.add_constant(name, dt, k.dims, std::move(*bytes), at);
+    }
+  }
+  for (const TensorParallelBuild::Binding& b : tp.bindings) {
+    auto& call = std::get<art::DeviceCall>(c.plan.steps.at(b.step));
+    (b.output ? call.outputs : call.inputs)
+        .push_back({b.value, b.offset + static_cast<uint64_t>(b.core) * region});
+  }
+  c.num_cores = static_cast<uint32_t>(tp.cores);
 }
 
 // Checks the device partitions of every program fit one NeuronCore's HBM, records the model's
@@ -673,6 +884,7 @@ void finish(ArtifactUnderConstruction& u, const CompileRequest& req,
   std::sort(c.options.extra.begin(), c.options.extra.end());
   c.memory_plan.sbuf_peak_bytes = arena.sbuf_peak;
   c.memory_plan.psum_peak_bytes = arena.psum_peak;
+  if (u.tp.cores > 1) replicate_over_cores(u);
 
   const auto t0 = Clock::now();
   progress("[4/4] writing the artifact");

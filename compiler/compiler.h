@@ -17,6 +17,7 @@
 #include "frontend/load.h"
 #include "passes/auto_cast.h"
 #include "passes/partition.h"
+#include "passes/tensor_parallel.h"
 
 namespace neuronc::compiler {
 
@@ -42,6 +43,9 @@ struct CompileRequest {
   // device: the reference side of differential testing (tests/difftest), whose host kernels
   // are an implementation independent of codegen's lowerings.
   bool host_only = false;
+  // `--tp N`: tensor parallelism over N NeuronCores (passes/tensor_parallel.h). The artifact
+  // holds one program per device partition run by every core over its own weights' chunks.
+  int tp = 1;
 };
 
 // A node result exposed by CompileRequest::debug_all_values, in execution order.
@@ -75,6 +79,7 @@ struct CompileResult {
   std::vector<DebugValue> debug_values;
   uint64_t constant_bytes = 0;
   double flops = 0;
+  passes::TensorParallelStats tensor_parallel;  // what --tp split (summed over programs)
   double seconds_frontend = 0, seconds_passes = 0, seconds_codegen = 0, seconds_write = 0;
 };
 

@@ -64,6 +64,8 @@ void build_compile_pipeline(passes::PassManager& pm, const PipelineOptions& o) {
   if (!o.dims.empty()) pm.add(std::make_unique<passes::SpecializeShapes>(o.dims));
   passes::PipelineOptions popts;
   popts.opt_level = o.opt_level;
+  popts.tensor_parallel = o.tensor_parallel;
+  popts.tensor_parallel_stats = o.tensor_parallel_stats;
   passes::build_pipeline(pm, popts);
   if (o.auto_cast != passes::AutoCastMode::none) {
     pm.add(std::make_unique<passes::AutoCast>(o.auto_cast));

@@ -12,6 +12,7 @@
 #include "ir/graph.h"
 #include "passes/auto_cast.h"
 #include "passes/pass_manager.h"
+#include "passes/tensor_parallel.h"
 
 namespace neuronc::compiler {
 
@@ -19,6 +20,8 @@ struct PipelineOptions {
   std::map<std::string, int64_t> dims;  // symbol bindings (one static shape bucket)
   int opt_level = 2;
   passes::AutoCastMode auto_cast = passes::AutoCastMode::none;
+  passes::TensorParallelOptions tensor_parallel;  // ranks > 1: one core's program of N
+  passes::TensorParallelStats* tensor_parallel_stats = nullptr;
 };
 
 // The free symbols some value's shape of `g` refers to (a product symbol stands for its

@@ -324,15 +324,25 @@ double CostModel::collective_ns(const Collective& c, int cores) const {
   const double beta = t_.collective_link_gbps;  // GB/s == B/ns
   const double src_bytes =
       static_cast<double>(c.src.free_size()) * c.src.partition_count * dtype_size(c.src.dtype);
+  // The steps of the algorithm the runtime picks for a message of `bytes` (§8.3): mesh 2 (one
+  // for each of an all-reduce's reduce-scatter and all-gather halves), recursive
+  // doubling-halving ceil(log2 N) per half, ring N - 1 per half. The data term is the ring's for
+  // every algorithm (each rank still sends (N - 1) / N of the buffer per half): only the latency
+  // steps follow the algorithm [assumption: no over-subscription, s = 1 in §8.4].
+  auto steps = [&](double bytes) {
+    if (bytes < static_cast<double>(t_.collective_mesh_max_bytes)) return 1.0;
+    if (bytes < static_cast<double>(t_.collective_rdh_max_bytes)) return std::ceil(std::log2(n));
+    return n - 1;
+  };
   switch (c.kind) {
     case CollectiveKind::all_reduce: {
       const double chunk = src_bytes / n;
-      return 2 * (n - 1) * hop + 2 * (n - 1) * chunk / beta;  // §8.4 ring all-reduce
+      return 2 * steps(src_bytes) * hop + 2 * (n - 1) * chunk / beta;  // §8.4
     }
-    case CollectiveKind::all_gather:
-      return (n - 1) * hop + (n - 1) * src_bytes / beta;  // §8.4, C = per-rank bytes
+    case CollectiveKind::all_gather:  // C = per-rank bytes; the message is the gathered buffer
+      return std::max(steps(n * src_bytes), 2.0) * hop + (n - 1) * src_bytes / beta;
     case CollectiveKind::reduce_scatter:
-      return (n - 1) * hop + (n - 1) * (src_bytes / n) / beta;
+      return std::max(steps(src_bytes), 2.0) * hop + (n - 1) * (src_bytes / n) / beta;
   }
   return 0;
 }
@@ -379,6 +389,9 @@ std::vector<Assumption> CostModel::assumptions() const {
        "ring per-hop latency 1-2 us (CC); midpoint"},
       {"collective_link_gbps", t_.collective_link_gbps, "GB/s",
        "on-chip collectives move data at the core's 16-engine large-packet DMA rate"},
+      {"collective_mesh_max_bytes", static_cast<double>(t_.collective_mesh_max_bytes), "bytes",
+       "mesh (2 steps) below 1 MB, RDH (log2 N steps) to 56 MB, ring above: the runtime's trn2 "
+       "thresholds (CC), taken for every target; data term the ring's (no over-subscription)"},
       {"psum_accumulation_order", 0, "", "fp32 accumulation in increasing K (§7)"},
       {"f8e4m3_format", 240, "max", "NKI float8_e4m3 follows ml_dtypes float8_e4m3 (§7)"},
   };

@@ -54,6 +54,8 @@ Target common() {
   t.engine_completion_latency_cycles = 64;   // assumption: MIN_II (§5.2)
   t.collective_hop_latency_ns = 1500.0;      // CC: 1-2 us per hop
   t.collective_step_overhead_ns = 0.0;       // assumption (§8.4 o = 0)
+  t.collective_mesh_max_bytes = 1u << 20;    // CC (trn2; assumption for trn1 and trn3)
+  t.collective_rdh_max_bytes = 56u << 20;    // CC (trn2; assumption for trn1 and trn3)
   return t;
 }
 
@@ -165,6 +167,16 @@ Result<TargetKind> parse_target(std::string_view name) {
   if (name == "trn3") return TargetKind::trn3;
   return invalid_argument("unknown target '" + std::string(name) +
                           "': expected one of trn1, trn2, trn3 (inf2 is an alias of trn1)");
+}
+
+bool valid_tensor_parallel_degree(const Target& t, int degree) {
+  if (t.core_generation == 2)
+    return degree == 1 || degree == 2 || degree == 8 || degree == 16 || degree == 32;
+  return degree >= 1 && degree <= 64;
+}
+
+std::string tensor_parallel_degrees_text(const Target& t) {
+  return t.core_generation == 2 ? "1, 2, 8, 16 or 32" : "1 to 64";
 }
 
 std::string_view target_name(TargetKind kind) {

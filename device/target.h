@@ -102,6 +102,11 @@ struct Target {
   double collective_hop_latency_ns;    // CC: 1-2 us per hop; default 1.5 us
   double collective_step_overhead_ns;  // assumption: o = 0
   double collective_link_gbps;         // assumption: on-chip collectives run at the core's DMA rate
+  // The runtime's algorithm by message size (§8.3, CC, given for trn2; trn1 and trn3 taken alike
+  // [assumption]): mesh (2 steps) below `collective_mesh_max_bytes`, recursive doubling-halving
+  // (log2 N steps) below `collective_rdh_max_bytes`, ring (N - 1 steps) above.
+  uint64_t collective_mesh_max_bytes;  // CC: < 1 MB
+  uint64_t collective_rdh_max_bytes;   // CC: 1-56 MB
 
   // --- Derived helpers ---------------------------------------------------------------------
   // Dense BF16 TensorE peak in FLOP/ns: rows x cols x 2 x clock (§2.3 rule).
@@ -122,5 +127,11 @@ const Target& target(TargetKind kind);
 Result<TargetKind> parse_target(std::string_view name);
 
 std::string_view target_name(TargetKind kind);
+
+// The tensor-parallel degrees (NeuronCores one model is split over) the target's instances run:
+// trn1 1, 2 (trn1.2xlarge), 8, 16, 32 (trn1.32xlarge, TRAINIUM.md §6.2); trn2 1 to 64
+// (trn2.48xlarge); trn3 as trn2 (assumption: no trn3 instance is published).
+bool valid_tensor_parallel_degree(const Target& t, int degree);
+std::string tensor_parallel_degrees_text(const Target& t);  // "1, 2, 8, 16 or 32"
 
 }  // namespace neuronc::device

@@ -303,6 +303,21 @@ std::unique_ptr<Graph> Graph::clone() const {
   return g;
 }
 
+void Graph::swap(Graph& other) noexcept {
+  std::swap(symbols_, other.symbols_);
+  std::swap(values_, other.values_);
+  std::swap(nodes_, other.nodes_);
+  std::swap(inputs_, other.inputs_);
+  std::swap(outputs_, other.outputs_);
+  std::swap(values_by_name_, other.values_by_name_);
+  std::swap(name_counters_, other.name_counters_);
+  std::swap(node_names_, other.node_names_);
+  for (Graph* g : {this, &other}) {
+    for (const auto& v : g->values_) v->graph_ = g;
+    for (const auto& n : g->nodes_) n->graph_ = g;
+  }
+}
+
 Value* Graph::new_value(std::string name, TensorType type) {
   if (name.empty() || values_by_name_.count(name)) name = unique_name(name);
   auto v = std::make_unique<Value>();

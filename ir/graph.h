@@ -171,6 +171,9 @@ class Graph {
   // A deep copy: the same symbols, values, nodes, names and name counters (so passes run on it
   // name what they create as on the original); constant payloads share their storage.
   std::unique_ptr<Graph> clone() const;
+  // Exchanges the whole contents of two graphs (values and nodes move with their graph): a pass
+  // that rebuilds a program into a new graph hands it back through the one it was given.
+  void swap(Graph& other) noexcept;
 
   // --- symbols ---------------------------------------------------------------------------
   SymbolId add_symbol(std::string name, int64_t min, int64_t max);

@@ -16,6 +16,7 @@ void register_elementwise_ops(OpRegistry& r);
 void register_reduction_and_norm_ops(OpRegistry& r);
 void register_data_movement_ops(OpRegistry& r);
 void register_creation_and_indexing_ops(OpRegistry& r);
+void register_collective_ops(OpRegistry& r);
 
 namespace shape_rules {
 

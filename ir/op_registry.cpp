@@ -39,6 +39,8 @@ const char* op_category_name(OpCategory c) {
       return "indexing";
     case OpCategory::metadata:
       return "metadata";
+    case OpCategory::collective:
+      return "collective";
   }
   return "?";
 }
@@ -351,6 +353,7 @@ OpRegistry::OpRegistry() {
   register_reduction_and_norm_ops(*this);
   register_data_movement_ops(*this);
   register_creation_and_indexing_ops(*this);
+  register_collective_ops(*this);
 }
 
 const OpRegistry& OpRegistry::global() {

@@ -63,7 +63,8 @@ enum class OpCategory : uint8_t {
   creation,
   comparison,
   indexing,
-  metadata,  // checks and aliases with no computation (_assert_tensor_metadata, dropout eval)
+  metadata,    // checks and aliases with no computation (_assert_tensor_metadata, dropout eval)
+  collective,  // across the cores of a multi-core device program (neuronc.all_reduce, ...)
 };
 const char* op_category_name(OpCategory c);
 

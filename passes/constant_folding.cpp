@@ -49,8 +49,9 @@ bool ConstantFolding::run(ir::Graph& g) {
   for (ir::Node* n : order) {
     const ir::OpInfo* info = n->info();
     if (!info || info->inplace || n->outputs().empty()) continue;
+    // A collective is communication between cores, never a value one core can compute.
     if (info->category == ir::OpCategory::matmul || info->category == ir::OpCategory::conv ||
-        info->category == ir::OpCategory::attention)
+        info->category == ir::OpCategory::attention || info->category == ir::OpCategory::collective)
       continue;
     if (!fits(*n)) continue;
     std::vector<const DenseTensor*> args;

@@ -23,6 +23,10 @@ void build_pipeline(PassManager& pm, const PipelineOptions& opts) {
   pm.add(std::make_unique<ConstantFolding>());
   pm.add(std::make_unique<FoldBatchNorm>());
   pm.add(std::make_unique<DeadCodeElimination>());
+  if (opts.tensor_parallel.ranks > 1) {
+    pm.add(std::make_unique<TensorParallel>(opts.tensor_parallel, opts.tensor_parallel_stats));
+    pm.add(std::make_unique<DeadCodeElimination>());
+  }
   if (opts.opt_level >= 1) {
     pm.add(std::make_unique<CommonSubexpressionElimination>());
     pm.add(std::make_unique<FuseSiblingLinears>());

@@ -14,9 +14,31 @@
 namespace neuronc::tools {
 namespace {
 
+nlohmann::ordered_json tensor_parallel_json(int tp, const passes::TensorParallelStats& s) {
+  nlohmann::ordered_json j;
+  j["cores"] = tp;
+  if (tp <= 1) return j;
+  j["column_parallel_linears"] = s.column_parallel;
+  j["row_parallel_linears"] = s.row_parallel;
+  j["split_embeddings"] = s.embeddings;
+  j["all_reduces"] = s.all_reduces;
+  j["all_gathers"] = s.all_gathers;
+  j["split_states"] = s.split_states;
+  return j;
+}
+
+void print_tensor_parallel(int tp, const passes::TensorParallelStats& s) {
+  if (tp <= 1) return;
+  std::printf(
+      "  tensor parallel over %d cores: %d column- and %d row-parallel linears, %d split "
+      "embeddings; %d all-reduces, %d all-gathers; %zu states split over the cores\n",
+      tp, s.column_parallel, s.row_parallel, s.embeddings, s.all_reduces, s.all_gathers,
+      s.split_states.size());
+}
+
 struct CompileCli {
   std::string model, output, target = "trn1", auto_cast = "none", print_after, report;
-  int opt_level = 2, threads = 0;
+  int opt_level = 2, threads = 0, tp = 1;
   std::vector<std::string> dims, buckets;
   bool json = false;
 };
@@ -28,6 +50,7 @@ void run_compile(const CompileCli& o) {
   req.auto_cast = *passes::parse_auto_cast(o.auto_cast);
   req.opt_level = o.opt_level;
   req.threads = o.threads;
+  req.tp = o.tp;
   req.dims = parse_dim_bindings(o.dims);
   req.buckets = parse_bucket_lists(o.buckets);
   if (!o.print_after.empty()) {
@@ -83,6 +106,7 @@ void run_compile(const CompileCli& o) {
     j["instructions"] = instructions;
     j["constant_bytes"] = r.constant_bytes;
     j["flops"] = r.flops;
+    j["tensor_parallel"] = tensor_parallel_json(o.tp, r.tensor_parallel);
     j["specialized_dims"] = r.specialized;
     j["buckets"] = buckets_json(r.buckets);
     j["host_nodes"] = nlohmann::ordered_json::array();
@@ -109,6 +133,7 @@ void run_compile(const CompileCli& o) {
                 static_cast<long long>(v), r.specialized_from.c_str());
   }
   print_buckets(r.buckets);
+  print_tensor_parallel(o.tp, r.tensor_parallel);
   for (const compiler::HostNodeReport& h : r.host_nodes) {
     std::printf("  host %s (%s): %s%s%s\n", h.node.c_str(), h.op.c_str(), h.reason.c_str(),
                 h.location.empty() ? "" : " at ", h.location.c_str());
@@ -151,6 +176,10 @@ void register_compile_command(CLI::App& app) {
       ->check(CLI::Range(0, 3));
   cmd->add_option("--threads", o->threads,
                   "Codegen worker threads (0 = all cores); output is identical for any value");
+  cmd->add_option("--tp", o->tp,
+                  "Tensor parallelism: split the model over N NeuronCores (trn1: 1, 2, 8, 16, 32; "
+                  "trn2 and trn3: 1 to 64). Linears split by columns then rows with an all-reduce, "
+                  "attention by heads, the KV cache by heads; every core keeps its own chunk");
   cmd->add_option("--dim", o->dims,
                   "Bind a symbolic dim to one value: SYMBOL=VALUE (repeatable; no buckets for it)");
   cmd->add_option("--buckets", o->buckets,

@@ -1,0 +1,179 @@
+// Tensor parallelism (issue 17, `compile --tp N`): each family's prefill + decode export compiled
+// over N NeuronCores (attention and MLP split Megatron-style, the KV cache split by heads where
+// they divide) generates transformers' 64 greedy tokens, as the one-core artifact does. The
+// fixtures have 4 query and 2 KV heads (GPT-NeoX 4 and 4), so TP 2 splits everything and TP 4
+// and 8 exercise the gathers that keep an indivisible part whole.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "compiler/compiler.h"
+#include "frontend/load.h"
+#include "neuronc/neuronc.h"
+#include "tools/npy.h"
+
+namespace neuronc {
+namespace {
+
+const std::filesystem::path kLlm = std::filesystem::path(NEURONC_SOURCE_DIR) / "models" / "llm";
+
+std::vector<int64_t> int64s(const tools::NpyArray& a) {
+  EXPECT_EQ(a.type, tools::NpyType::i64);
+  std::vector<int64_t> v(a.numel());
+  std::memcpy(v.data(), a.data.data(), v.size() * sizeof(int64_t));
+  return v;
+}
+
+int64_t argmax_at(const Tensor& logits, int64_t t) {
+  const int64_t vocab = logits.shape().back();
+  const float* l = static_cast<const float*>(logits.data()) + t * vocab;
+  int64_t best = 0;
+  for (int64_t i = 1; i < vocab; ++i)
+    if (l[i] > l[best]) best = i;
+  return best;
+}
+
+compiler::CompileResult compile(const std::string& family, const std::string& target, int tp) {
+  compiler::CompileRequest req;
+  req.model = (kLlm / family).string();
+  req.target = target;
+  req.tp = tp;
+  return compiler::compile_model(req);
+}
+
+// Prefill over the prompt padded to 16, then greedy decode steps: the 64 tokens.
+std::vector<int64_t> generate(const Model& model, Session& session,
+                              const std::vector<int64_t>& prompt, size_t count) {
+  const auto p = static_cast<int64_t>(prompt.size());
+  Tensor ids(DType::i64, {1, 16}), pos(DType::i64, {16});
+  for (int64_t t = 0; t < 16; ++t) {
+    static_cast<int64_t*>(ids.mutable_data())[t] = t < p ? prompt[static_cast<size_t>(t)] : 0;
+    static_cast<int64_t*>(pos.mutable_data())[t] = t;
+  }
+  auto filled =
+      session.run("prefill_16", {{"input_ids", ids.view()}, {"cache_position", pos.view()}});
+  EXPECT_TRUE(filled.is_ok()) << filled.status().message();
+  if (!filled.is_ok()) return {};
+  std::vector<int64_t> got = {argmax_at(filled->at(model.entries()[0].outputs[0].name), p - 1)};
+  Tensor one(DType::i64, {1, 1}), at(DType::i64, {1});
+  while (got.size() < count) {
+    *static_cast<int64_t*>(one.mutable_data()) = got.back();
+    *static_cast<int64_t*>(at.mutable_data()) = p + static_cast<int64_t>(got.size()) - 1;
+    auto out = session.run("decode", {{"input_ids", one.view()}, {"cache_position", at.view()}});
+    EXPECT_TRUE(out.is_ok()) << out.status().message();
+    if (!out.is_ok()) return got;
+    got.push_back(argmax_at(out->at(model.entries()[1].outputs[0].name), 0));
+  }
+  return got;
+}
+
+using Config = std::tuple<std::string, std::string, int>;  // family, target, cores
+
+class TensorParallelGeneration : public ::testing::TestWithParam<Config> {};
+
+TEST_P(TensorParallelGeneration, GeneratesTheReferenceTokens) {
+  const auto& [family, target, tp] = GetParam();
+  compiler::CompileResult r = compile(family, target, tp);
+  auto model = Model::load_from_memory(r.artifact);
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  EXPECT_EQ(model->info().num_cores, static_cast<uint32_t>(tp));
+  std::ifstream mf(kLlm / family / "manifest.json");
+  const nlohmann::json m = nlohmann::json::parse(mf);
+  const int64_t layers = m["layers"], kv_heads = m["kv_heads"];
+  // Each core keeps its own copy of every cache buffer: "<fqn>@core<r>".
+  ASSERT_EQ(model->states().size(), m["kv_cache"].size() * static_cast<size_t>(tp));
+  EXPECT_EQ(model->states()[0].name, m["kv_cache"][0]["name"].get<std::string>() + "@core0");
+  // Two all-reduces per layer (attention output, MLP down) in each of the two programs when the
+  // heads divide over the cores; else attention runs whole on every core (its inputs gathered)
+  // and only the MLP's down projection is row-parallel.
+  const int64_t per_layer = kv_heads % tp == 0 ? 2 : 1;
+  EXPECT_EQ(r.tensor_parallel.row_parallel, per_layer * 2 * layers);
+  EXPECT_EQ(r.tensor_parallel.all_reduces, per_layer * 2 * layers);
+  if (kv_heads % tp == 0) {
+    // The cache is split by its heads: each core's chunk is kv_heads / tp heads.
+    EXPECT_EQ(r.tensor_parallel.split_states.size(), m["kv_cache"].size());
+    EXPECT_EQ(model->states()[0].dims[1].value, kv_heads / tp);
+  }
+  const std::vector<int64_t> prompt =
+      int64s(tools::read_npy((kLlm / family / "reference" / "prompt.npy").string()));
+  const std::vector<int64_t> want =
+      int64s(tools::read_npy((kLlm / family / "reference" / "tokens.npy").string()));
+  Session session(*model);
+  ASSERT_TRUE(session.status().is_ok()) << session.status().message();
+  EXPECT_EQ(generate(*model, session, prompt, want.size()), want);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Families, TensorParallelGeneration,
+    ::testing::Values(Config{"llama_tiny", "trn1", 2}, Config{"mistral_tiny", "trn1", 2},
+                      Config{"qwen2_tiny", "trn1", 2}, Config{"gemma_tiny", "trn1", 2},
+                      Config{"phi3_tiny", "trn1", 2}, Config{"gpt_neox_tiny", "trn1", 2},
+                      Config{"llama_tiny", "trn2", 4}, Config{"phi3_tiny", "trn2", 4},
+                      Config{"gpt_neox_tiny", "trn2", 4}, Config{"llama_tiny", "trn2", 8},
+                      Config{"gpt_neox_tiny", "trn1", 8}),
+    [](const ::testing::TestParamInfo<Config>& i) {
+      return std::get<0>(i.param) + "_" + std::get<1>(i.param) + "_tp" +
+             std::to_string(std::get<2>(i.param));
+    });
+
+// The same decode step from the same cache on 1 and 2 cores: logits agree to fp32 rounding (the
+// all-reduce adds the two halves of each dot product in another order).
+TEST(TensorParallel, DecodeLogitsMatchOneCore) {
+  const std::string path = (kLlm / "llama_tiny" / "decode" / "model.pt2").string();
+  std::vector<std::vector<float>> logits;
+  for (int tp : {1, 2}) {
+    compiler::CompileRequest req;
+    req.model = path;
+    req.tp = tp;
+    auto model = Model::load_from_memory(
+        compiler::compile_program(frontend::load_program(path), req).artifact);
+    ASSERT_TRUE(model.is_ok()) << model.status().message();
+    Session session(*model);
+    Tensor ids(DType::i64, {1, 1}), pos(DType::i64, {1});
+    std::vector<float> last;
+    for (int64_t t = 0; t < 5; ++t) {
+      *static_cast<int64_t*>(ids.mutable_data()) = 3 + 7 * t;
+      *static_cast<int64_t*>(pos.mutable_data()) = t;
+      auto out = session.run({{"input_ids", ids.view()}, {"cache_position", pos.view()}});
+      ASSERT_TRUE(out.is_ok()) << out.status().message();
+      const Tensor& l = out->at(model->outputs()[0].name);
+      last.assign(static_cast<const float*>(l.data()),
+                  static_cast<const float*>(l.data()) + l.numel());
+    }
+    logits.push_back(last);
+  }
+  ASSERT_EQ(logits[0].size(), logits[1].size());
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < logits[0].size(); ++i) {
+    diff = std::max<double>(diff, std::fabs(logits[0][i] - logits[1][i]));
+    norm = std::max<double>(norm, std::fabs(logits[0][i]));
+  }
+  EXPECT_GT(norm, 0.1);
+  EXPECT_LT(diff, 1e-5 * norm) << "max |TP1 - TP2| " << diff;
+}
+
+// A degree the target's instances do not run, or debug values, are refused before compiling.
+TEST(TensorParallel, RefusesWhatItCannotDo) {
+  try {
+    compile("llama_tiny", "trn1", 4);
+    FAIL() << "trn1 has no 4-core tensor-parallel group";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("1, 2, 8, 16 or 32"), std::string::npos) << e.what();
+  }
+  const std::string path = (kLlm / "llama_tiny" / "decode" / "model.pt2").string();
+  compiler::CompileRequest req;
+  req.model = path;
+  req.tp = 2;
+  req.debug_all_values = true;
+  EXPECT_THROW(compiler::compile_program(frontend::load_program(path), req), std::exception);
+}
+
+}  // namespace
+}  // namespace neuronc
