@@ -47,10 +47,14 @@ struct StateConflict {
   std::string target;
 };
 
+// Where each core's chunk of a state lies: (axis, parts), kWhole for a whole copy. With `parts`
+// P < N chunks, core r keeps chunk r * P / N (cores share a chunk: replicated KV heads).
+using Placement = std::pair<int, int>;
+
 class Rewriter {
  public:
   Rewriter(const ir::Graph& old, const TensorParallelOptions& opts,
-           const std::map<std::string, int>& state_axes, TensorParallelStats& stats)
+           const std::map<std::string, Placement>& state_axes, TensorParallelStats& stats)
       : old_(old), opts_(opts), n_(opts.ranks), state_axes_(state_axes), stats_(stats) {}
 
   std::unique_ptr<ir::Graph> run() {
@@ -65,19 +69,18 @@ class Rewriter {
         axis_[map_[in.value]] = kWhole;
       } else if (in.role == ir::InputRole::state) {
         auto it = state_axes_.find(in.target);
-        if (it != state_axes_.end()) add_state(in, it->second);
+        if (it != state_axes_.end()) add_state(in, it->second.first, it->second.second);
       }
     }
     for (const auto& n : old_.nodes()) rewrite(*n);
     for (const ir::GraphInput& in : old_.inputs())
-      if (in.role == ir::InputRole::state && !map_.count(in.value)) add_state(in, kWhole);
+      if (in.role == ir::InputRole::state && !map_.count(in.value)) add_state(in, kWhole, n_);
     for (const ir::GraphOutput& o : old_.outputs()) {
       ir::Value* v = operand(o.value);
       if (o.role == ir::OutputRole::buffer_mutation && state_of_target(o.target)) {
-        const int want = chosen_states_.at(o.target);
-        const int have = axis_.at(v);
-        if (have != want) {
-          if (want != kWhole) throw StateConflict{o.target};
+        const Placement want = chosen_states_.at(o.target);
+        if (axis_.at(v) != want.first || (want.first != kWhole && parts_of(v) != want.second)) {
+          if (want.first != kWhole) throw StateConflict{o.target};
           v = whole(v);
         }
       } else {
@@ -88,7 +91,7 @@ class Rewriter {
     return std::move(ng_);
   }
 
-  const std::map<std::string, int>& chosen_states() const { return chosen_states_; }
+  const std::map<std::string, Placement>& chosen_states() const { return chosen_states_; }
 
  private:
   // --- values ----------------------------------------------------------------------------------
@@ -110,7 +113,7 @@ class Rewriter {
 
   // The payload of `p` (shape `dims`) narrowed to core rank's chunk of `axis`: a view.
   ir::ConstantPayload slice_payload(const ir::ConstantPayload& p, const std::vector<int64_t>& dims,
-                                    int axis) const {
+                                    int axis, int parts) const {
     if (p.absent) return ir::ConstantPayload::absent_bytes();
     ir::ConstantPayload s = p;
     if (s.strides.empty()) {
@@ -118,40 +121,46 @@ class Rewriter {
       for (int d = static_cast<int>(dims.size()) - 2; d >= 0; --d)
         s.strides[d] = s.strides[d + 1] * dims[d + 1];
     }
-    s.storage_offset += opts_.rank * (dims[axis] / n_) * s.strides[axis];
+    const int64_t chunk = static_cast<int64_t>(opts_.rank) * parts / n_;
+    s.storage_offset += chunk * (dims[axis] / parts) * s.strides[axis];
     return s;
   }
-  ir::TensorType local_type(const ir::TensorType& t, int axis) const {
+  ir::TensorType local_type(const ir::TensorType& t, int axis, int parts) const {
     ir::TensorType l = t;
-    if (axis != kWhole) l.shape[axis] = ir::Dim::constant(t.shape[axis].value() / n_);
+    if (axis != kWhole) l.shape[axis] = ir::Dim::constant(t.shape[axis].value() / parts);
     return l;
   }
-  bool splittable(const ir::Value* v, int axis) const {
+  bool splittable(const ir::Value* v, int axis, int parts) const {
     if (axis < 0 || axis >= static_cast<int>(v->shape().size())) return false;
     const int64_t g = v->shape()[axis].value();
-    return g >= n_ && g % n_ == 0;
+    return g >= parts && g % parts == 0;
   }
 
-  void add_state(const ir::GraphInput& in, int axis) {
-    ir::Value* v = ng_->add_input(in.value->name(), local_type(in.value->type(), axis), in.role,
-                                  in.target, in.persistent);
+  void add_state(const ir::GraphInput& in, int axis, int parts) {
+    ir::Value* v = ng_->add_input(in.value->name(), local_type(in.value->type(), axis, parts),
+                                  in.role, in.target, in.persistent);
     ir::GraphInput& ni = ng_->mutable_inputs().back();
     if (in.initial) {
-      ni.initial =
-          axis == kWhole ? *in.initial : slice_payload(*in.initial, static_dims(in.value), axis);
+      ni.initial = axis == kWhole ? *in.initial
+                                  : slice_payload(*in.initial, static_dims(in.value), axis, parts);
     }
     map_[in.value] = v;
     axis_[v] = axis;
-    chosen_states_[in.target] = axis;
+    parts_[v] = parts;
+    chosen_states_[in.target] = {axis, axis == kWhole ? n_ : parts};
     if (axis != kWhole) stats_.split_states[in.target] = axis;
   }
 
   // The new value for old value `v`; a state not placed yet takes chunks of `hint` when it can.
-  ir::Value* operand(const ir::Value* v, int hint = kWhole) {
+  ir::Value* operand(const ir::Value* v, int hint = kWhole, int hint_parts = 0) {
+    if (hint_parts == 0) hint_parts = n_;
     if (auto it = map_.find(v); it != map_.end()) return it->second;
     const ir::GraphInput* in = input_of(v);
     if (in && in->role == ir::InputRole::state) {
-      add_state(*in, splittable(v, hint) ? hint : kWhole);
+      if (splittable(v, hint, hint_parts))
+        add_state(*in, hint, hint_parts);
+      else
+        add_state(*in, kWhole, n_);
       return map_.at(v);
     }
     if (in) return constant(v, kWhole);
@@ -159,8 +168,10 @@ class Rewriter {
   }
   // Constant `v`, whole or as this core's chunk of `axis`; with rows = {start, count}, only those
   // rows of its first dim (one part of a fused projection's weight) are taken first.
-  ir::Value* constant(const ir::Value* v, int axis, std::pair<int64_t, int64_t> rows = {0, -1}) {
-    auto key = std::make_tuple(v, axis, rows.first, rows.second);
+  ir::Value* constant(const ir::Value* v, int axis, std::pair<int64_t, int64_t> rows = {0, -1},
+                      int parts = 0) {
+    if (parts == 0) parts = n_;
+    auto key = std::make_tuple(v, axis, rows.first, rows.second, parts);
     if (auto it = constants_.find(key); it != constants_.end()) return it->second;
     const ir::GraphInput* in = input_of(v);
     std::vector<int64_t> dims = static_dims(v);
@@ -182,13 +193,18 @@ class Rewriter {
     }
     if (axis != kWhole) name += ".tp";
     ir::Value* nv =
-        ng_->add_input(name, local_type(type, axis), in->role, in->target, in->persistent);
-    nv->set_payload(axis == kWhole ? payload : slice_payload(payload, dims, axis));
+        ng_->add_input(name, local_type(type, axis, parts), in->role, in->target, in->persistent);
+    nv->set_payload(axis == kWhole ? payload : slice_payload(payload, dims, axis, parts));
     axis_[nv] = axis;
+    parts_[nv] = parts;
     if (axis == kWhole && rows.second < 0) map_[v] = nv;
     return constants_[key] = nv;
   }
   int axis_of(const ir::Value* nv) const { return axis_.at(nv); }
+  int parts_of(const ir::Value* nv) const {
+    auto it = parts_.find(nv);
+    return it == parts_.end() ? n_ : it->second;
+  }
 
   // --- emission --------------------------------------------------------------------------------
   ir::Node* emit(const ir::Node& like, const std::string& op, std::vector<ir::Value*> inputs,
@@ -220,6 +236,14 @@ class Rewriter {
     };
     ir::Value* g = add("neuronc.all_gather.default", {nv}, {{"ranks", int64_t{n_}}});
     ++stats_.all_gathers;
+    // P < N chunks: cores r * N / P hold chunk r.
+    const int parts = parts_of(nv);
+    if (parts != n_)
+      g = add("aten.slice.Tensor", {g},
+              {{"dim", int64_t{0}},
+               {"start", int64_t{0}},
+               {"end", int64_t{n_}},
+               {"step", int64_t{n_ / parts}}});
     const size_t rank = nv->shape().size();
     if (a != 0) {
       std::vector<int64_t> perm;
@@ -230,7 +254,7 @@ class Rewriter {
       g = add("aten.permute.default", {g}, {{"dims", perm}});
     }
     std::vector<int64_t> shape = static_dims(nv);
-    shape[a] *= n_;
+    shape[a] *= parts;
     g = add("aten.reshape.default", {g}, {{"shape", shape}});
     axis_[g] = kWhole;
     return gathered_[nv] = g;
@@ -242,12 +266,14 @@ class Rewriter {
     axis_[n->output()] = kWhole;
     return n->output();
   }
-  void define(const ir::Node& old, const ir::Node* n, int axis) {
+  void define(const ir::Node& old, const ir::Node* n, int axis, int parts = 0) {
+    if (parts == 0) parts = n_;
     for (size_t i = 0; i < old.outputs().size(); ++i) {
       map_[old.output(i)] = n->output(i);
       axis_[n->output(i)] = axis;
+      parts_[n->output(i)] = parts;
       // An internal check: the chunk is what the rule promised.
-      const ir::TensorType want = local_type(old.output(i)->type(), axis);
+      const ir::TensorType want = local_type(old.output(i)->type(), axis, parts);
       if (n->output(i)->type() != want)
         throw ir::Error(old.describe() + ": tensor parallelism made " +
                         ng_->type_to_string(n->output(i)->type()) + ", expected " +
@@ -263,8 +289,8 @@ class Rewriter {
   // The node with its tensor operands replaced by `in` and the attributes `attrs`; every output
   // split on `axis`.
   void emit_split(const ir::Node& n, std::vector<ir::Value*> in, std::vector<ir::NamedAttr> attrs,
-                  int axis) {
-    define(n, emit(n, n.op(), std::move(in), std::move(attrs), true), axis);
+                  int axis, int parts = 0) {
+    define(n, emit(n, n.op(), std::move(in), std::move(attrs), true), axis, parts);
   }
   static std::vector<ir::NamedAttr> with_attr(std::vector<ir::NamedAttr> attrs,
                                               const std::string& name, ir::Attribute value) {
@@ -290,7 +316,7 @@ class Rewriter {
       const int last = static_cast<int>(n.output()->shape().size()) - 1;
       for (size_t i = 0; i < n.outputs().size(); ++i) {
         ir::Value* v = it->second.at(i);
-        if (v->type() != local_type(n.output(i)->type(), last))
+        if (v->type() != local_type(n.output(i)->type(), last, parts_of(v)))
           throw ir::Error(n.describe() + ": tensor parallelism carved a fused projection wrongly");
         map_[n.output(i)] = v;
       }
@@ -356,15 +382,17 @@ class Rewriter {
 
   bool pointwise(const ir::Node& n) {
     const size_t out_rank = n.output()->shape().size();
-    int axis = kWhole;
+    int axis = kWhole, parts = n_;
     for (const ir::Value* v : n.inputs()) {
       // Constants, and states no reader has placed yet, take whatever chunks the others have.
       if (!v || is_constant(v) || !map_.count(v)) continue;
       const int a = axis_of(map_.at(v));
       if (a == kWhole) continue;
       const int o = a + static_cast<int>(out_rank - v->shape().size());
-      if (axis != kWhole && axis != o) return false;
+      const int p = parts_of(map_.at(v));
+      if (axis != kWhole && (axis != o || parts != p)) return false;
       axis = o;
+      parts = p;
     }
     if (axis == kWhole) {
       std::vector<ir::Value*> in;
@@ -383,18 +411,18 @@ class Rewriter {
       if (is_constant(v)) {
         if (broadcast)
           in.push_back(constant(v, kWhole));
-        else if (splittable(v, local))
-          in.push_back(constant(v, local));
+        else if (splittable(v, local, parts))
+          in.push_back(constant(v, local, {0, -1}, parts));
         else
           return false;
         continue;
       }
-      ir::Value* nv = operand(v, broadcast ? kWhole : local);
+      ir::Value* nv = operand(v, broadcast ? kWhole : local, parts);
       const int a = axis_of(nv);
-      if (broadcast ? a != kWhole : a != local) return false;
+      if (broadcast ? a != kWhole : (a != local || parts_of(nv) != parts)) return false;
       in.push_back(nv);
     }
-    emit_split(n, std::move(in), n.attrs(), axis);
+    emit_split(n, std::move(in), n.attrs(), axis, parts);
     return true;
   }
 
@@ -408,7 +436,8 @@ class Rewriter {
     const int a = axis_of(nx);
     const int last = static_cast<int>(x->shape().size()) - 1;
     if (a == last) {  // row-parallel: partial products, then one all-reduce
-      if (!splittable(w, 1)) return false;
+      // Shared chunks (P < N) would be summed more than once.
+      if (parts_of(nx) != n_ || !splittable(w, 1, n_)) return false;
       ir::Node* mm = emit(n, n.op(), {nx, constant(w, 1), nullptr}, n.attrs(), b == nullptr);
       ir::Value* sum = all_reduce(n, mm->output());
       ++stats_.row_parallel;
@@ -422,14 +451,43 @@ class Rewriter {
       return true;
     }
     if (a != kWhole) {  // rows split on a batch axis: each core's rows, the whole weight
-      emit_split(n, {nx, constant(w, kWhole), b ? constant(b, kWhole) : nullptr}, n.attrs(), a);
+      emit_split(n, {nx, constant(w, kWhole), b ? constant(b, kWhole) : nullptr}, n.attrs(), a,
+                 parts_of(nx));
       return true;
     }
     if (fused_linear(n, nx)) return true;
-    if (!splittable(w, 0) || w->shape()[0].value() / n_ < 2) return false;
-    emit_split(n, {nx, constant(w, 0), b ? constant(b, 0) : nullptr}, n.attrs(), last);
+    const int parts = column_parts(n.output());
+    if (parts == 0 || !splittable(w, 0, parts) || w->shape()[0].value() / parts < 2) return false;
+    emit_split(n,
+               {nx, constant(w, 0, {0, -1}, parts), b ? constant(b, 0, {0, -1}, parts) : nullptr},
+               n.attrs(), last, parts);
     ++stats_.column_parallel;
     return true;
+  }
+
+  // How many chunks a column-parallel projection's features split into: N, unless a view of its
+  // result shows heads that do not divide by N (GQA's KV heads at a TP degree above them): then
+  // that many, each core keeping the head of its group of N / heads cores (NxD's KV
+  // replication). 0: do not split.
+  int column_parts(const ir::Value* out) const {
+    const int64_t features = out->shape().back().value();
+    int parts = features % n_ == 0 ? n_ : 0;
+    for (const ir::Use& u : out->uses()) {
+      const std::string op = base_name(u.node->op());
+      if (!one_of(op, {"view", "reshape", "_unsafe_view"})) continue;
+      // The dims the last axis becomes: the trailing output dims whose product is `features`.
+      const std::vector<int64_t> o = static_dims(u.node->output());
+      int64_t prod = 1;
+      size_t j = o.size();
+      while (j > 0 && prod < features) prod *= o[--j];
+      while (j < o.size() && o[j] == 1) ++j;
+      if (prod != features || j == o.size()) continue;
+      const int64_t heads = o[j];
+      if (heads % n_ == 0) return n_;
+      if (n_ % heads == 0) return static_cast<int>(heads);
+      return 0;
+    }
+    return parts;
   }
 
   // A fused projection (Phi-3's qkv_proj and gate_up_proj): a linear whose result is only carved
@@ -443,6 +501,7 @@ class Rewriter {
     if (old_.is_graph_output(out) || out->uses().empty()) return false;
     std::vector<std::pair<const ir::Node*, std::vector<std::pair<int64_t, int64_t>>>> carvers;
     std::set<std::pair<int64_t, int64_t>> parts;
+    std::map<std::pair<int64_t, int64_t>, int> part_chunks;  // range -> its chunk count
     for (const ir::Use& u : out->uses()) {
       const ir::Node& c = *u.node;
       if (u.operand != 0 || !c.info()) return false;
@@ -470,8 +529,13 @@ class Rewriter {
       } else {
         return false;
       }
-      for (const auto& [b, e] : ranges) {
-        if ((e - b) % n_ != 0 || e - b < n_) return false;
+      for (size_t k = 0; k < ranges.size(); ++k) {
+        // Each part splits as its own projection would: by heads when a view shows them.
+        const int p = column_parts(c.output(k));
+        const auto [b, e] = ranges[k];
+        if (p == 0 || (e - b) % p != 0 || e - b < p) return false;
+        auto [it, fresh] = part_chunks.emplace(std::make_pair(b, e), p);
+        if (!fresh && it->second != p) return false;
         parts.insert({b, e});
       }
       carvers.push_back({&c, std::move(ranges)});
@@ -487,11 +551,13 @@ class Rewriter {
     const ir::Value* b = n.inputs().size() > 2 ? n.input(2) : nullptr;
     std::map<std::pair<int64_t, int64_t>, ir::Value*> linears;
     for (const auto& [from, to] : parts) {
-      ir::Node* mm = emit(
-          n, n.op(),
-          {nx, constant(w, 0, {from, to - from}), b ? constant(b, 0, {from, to - from}) : nullptr},
-          n.attrs(), false);
+      const int p = part_chunks.at({from, to});
+      ir::Node* mm = emit(n, n.op(),
+                          {nx, constant(w, 0, {from, to - from}, p),
+                           b ? constant(b, 0, {from, to - from}, p) : nullptr},
+                          n.attrs(), false);
       axis_[mm->output()] = static_cast<int>(rank) - 1;
+      parts_[mm->output()] = p;
       linears[{from, to}] = mm->output();
       ++stats_.column_parallel;
     }
@@ -505,7 +571,7 @@ class Rewriter {
   // embedding(W[V, H], indices): the table split over H.
   bool embedding(const ir::Node& n) {
     const ir::Value* w = n.input(0);
-    if (!is_constant(w) || w->shape().size() != 2 || !splittable(w, 1)) return false;
+    if (!is_constant(w) || w->shape().size() != 2 || !splittable(w, 1, n_)) return false;
     ir::Value* idx = whole(operand(n.input(1)));
     emit_split(n, {constant(w, 1), idx}, n.attrs(),
                static_cast<int>(n.output()->shape().size()) - 1);
@@ -522,11 +588,23 @@ class Rewriter {
   bool reshape(const ir::Node& n, const std::string& op) {
     ir::Value* nx = operand(n.input(0));
     const int a = axis_of(nx);
+    const int parts = parts_of(nx);
     if (a == kWhole) {
       emit_split(n, {nx}, n.attrs(), kWhole);
       return true;
     }
     const std::vector<int64_t> in = static_dims(n.input(0)), out = static_dims(n.output());
+    const std::string new_op = one_of(op, {"view", "reshape", "_unsafe_view"})
+                                   ? n.op()
+                                   : std::string("aten.reshape.default");
+    const std::string size_attr = new_op == "aten.reshape.default" ? "shape" : "size";
+    if (auto g = gqa_.find(nx); g != gqa_.end()) {
+      // The [KV head, repeats] pair merging into query heads (see expand()).
+      std::vector<int64_t> local = out;
+      local[a] /= n_;
+      define(n, emit(n, new_op, {nx}, {{size_attr, local}}, true), a, n_);
+      return true;
+    }
     for (int64_t d : in)
       if (d == 0) return false;
     // Walk both shapes in groups of equal products; find the group holding the split axis.
@@ -548,20 +626,16 @@ class Rewriter {
           if (in[k] != 1) return false;
         size_t jj = j0;
         while (jj < j && out[jj] == 1) ++jj;
-        if (jj == j || out[jj] % n_ != 0) return false;
+        if (jj == j || out[jj] % parts != 0) return false;
         target = static_cast<int>(jj);
       }
     }
     if (target == kWhole) return false;
     std::vector<int64_t> local = out;
-    local[target] /= n_;
-    const std::string new_op = one_of(op, {"view", "reshape", "_unsafe_view"})
-                                   ? n.op()
-                                   : std::string("aten.reshape.default");
-    const std::string size_attr = new_op == "aten.reshape.default" ? "shape" : "size";
+    local[target] /= parts;
     std::vector<ir::NamedAttr> attrs;
     attrs.push_back({size_attr, local});
-    define(n, emit(n, new_op, {nx}, attrs, true), target);
+    define(n, emit(n, new_op, {nx}, attrs, true), target, parts);
     return true;
   }
 
@@ -584,7 +658,7 @@ class Rewriter {
         target = a == d0 ? static_cast<int>(d1) : a == d1 ? static_cast<int>(d0) : a;
       }
     }
-    emit_split(n, {nx}, n.attrs(), target);
+    emit_split(n, {nx}, n.attrs(), target, parts_of(nx));
     return true;
   }
 
@@ -595,12 +669,45 @@ class Rewriter {
       emit_split(n, {nx}, n.attrs(), kWhole);
       return true;
     }
+    const int parts = parts_of(nx);
     const int target =
         a + static_cast<int>(n.output()->shape().size() - n.input(0)->shape().size());
     std::vector<int64_t> local = static_dims(n.output());
-    local[target] /= n_;
-    emit_split(n, {nx}, with_attr(n.attrs(), "size", local), target);
+    if (parts < n_ && gqa_repeat(n, target, parts)) {
+      // KV heads shared by N / P cores each, repeated for the query heads (transformers'
+      // repeat_kv): each core needs only the repeats its own query heads read, and they are all
+      // copies of its one KV head, so it expands that head to H / N repeats; the reshape that
+      // merges [KV head, repeats] into query heads then yields its N-way chunk of the heads.
+      local[target] = 1;
+      local[target + 1] = local[target + 1] * parts / n_;
+      ir::Node* e = emit(n, n.op(), {nx}, with_attr(n.attrs(), "size", local), true);
+      map_[n.output()] = e->output();
+      axis_[e->output()] = target;
+      parts_[e->output()] = n_;
+      gqa_.insert(e->output());
+      return true;
+    }
+    local[target] /= parts;
+    emit_split(n, {nx}, with_attr(n.attrs(), "size", local), target, parts);
     return true;
+  }
+
+  // Whether expand `n` repeats each of P chunks of one KV head along the axis after `axis`, into
+  // a whole number of repeats per core, for one reshape that merges the two axes (repeat_kv).
+  bool gqa_repeat(const ir::Node& n, int axis, int parts) const {
+    const std::vector<int64_t> out = static_dims(n.output());
+    const size_t shift = out.size() - n.input(0)->shape().size();
+    const size_t rep = static_cast<size_t>(axis) + 1;
+    if (rep >= out.size() || rep < shift || n.input(0)->shape()[rep - shift].value() != 1 ||
+        out[static_cast<size_t>(axis)] != parts || (out[rep] * parts) % n_ != 0 ||
+        n.output()->uses().size() != 1 || old_.is_graph_output(n.output()))
+      return false;
+    const ir::Node& m = *n.output()->uses()[0].node;
+    if (!one_of(base_name(m.op()), {"view", "reshape", "_unsafe_view"})) return false;
+    std::vector<int64_t> merged = out;
+    merged[static_cast<size_t>(axis)] *= out[rep];
+    merged.erase(merged.begin() + static_cast<int64_t>(rep));
+    return static_dims(m.output()) == merged;
   }
 
   bool slice_like(const ir::Node& n, const std::string& op) {
@@ -615,39 +722,41 @@ class Rewriter {
     if (d == a) {
       // A slice that keeps every element of the split axis is an identity on each chunk.
       if (op == "slice" && n.output()->shape() == n.input(0)->shape()) {
-        define(n, emit(n, "aten.alias.default", {nx}, {}, true), a);
+        define(n, emit(n, "aten.alias.default", {nx}, {}, true), a, parts_of(nx));
         return true;
       }
       return false;
     }
-    emit_split(n, {nx}, n.attrs(), op == "select" && d < a ? a - 1 : a);
+    emit_split(n, {nx}, n.attrs(), op == "select" && d < a ? a - 1 : a, parts_of(nx));
     return true;
   }
 
   bool cat(const ir::Node& n, const std::string& op) {
     const size_t rank = n.input(0)->shape().size();
     const int64_t d = normalize(n.attr_int("dim"), op == "stack" ? rank + 1 : rank);
-    int axis = kWhole;
+    int axis = kWhole, parts = n_;
     for (const ir::Value* v : n.inputs()) {
       if (input_of(v)) continue;
-      const int a = axis_of(operand(v));
+      const ir::Value* nv = operand(v);
+      const int a = axis_of(nv);
       if (a == kWhole) continue;
-      if (axis != kWhole && a != axis) return false;
+      if (axis != kWhole && (a != axis || parts_of(nv) != parts)) return false;
       axis = a;
+      parts = parts_of(nv);
     }
     if (axis == kWhole || (op == "cat" && axis == d)) return false;
     std::vector<ir::Value*> in;
     for (const ir::Value* v : n.inputs()) {
       if (is_constant(v)) {
-        if (!splittable(v, axis)) return false;
-        in.push_back(constant(v, axis));
+        if (!splittable(v, axis, parts)) return false;
+        in.push_back(constant(v, axis, {0, -1}, parts));
         continue;
       }
-      ir::Value* nv = operand(v, axis);
-      if (axis_of(nv) != axis) return false;
+      ir::Value* nv = operand(v, axis, parts);
+      if (axis_of(nv) != axis || parts_of(nv) != parts) return false;
       in.push_back(nv);
     }
-    emit_split(n, std::move(in), n.attrs(), op == "stack" && d <= axis ? axis + 1 : axis);
+    emit_split(n, std::move(in), n.attrs(), op == "stack" && d <= axis ? axis + 1 : axis, parts);
     return true;
   }
 
@@ -660,7 +769,7 @@ class Rewriter {
     }
     const int64_t d = normalize(n.attr_int("dim"), n.input(0)->shape().size());
     if (d == a) return false;
-    emit_split(n, {nx}, n.attrs(), op == "unbind" && d < a ? a - 1 : a);
+    emit_split(n, {nx}, n.attrs(), op == "unbind" && d < a ? a - 1 : a, parts_of(nx));
     return true;
   }
 
@@ -691,7 +800,7 @@ class Rewriter {
       if (!is_constant(n.input(i))) return false;
       in.push_back(constant(n.input(i), kWhole));
     }
-    emit_split(n, std::move(in), n.attrs(), keeps_rank ? a : a - removed_before);
+    emit_split(n, std::move(in), n.attrs(), keeps_rank ? a : a - removed_before, parts_of(nx));
     return true;
   }
 
@@ -735,8 +844,10 @@ class Rewriter {
     const int oy = ay == kWhole ? kWhole : ay + static_cast<int>(ro - ry);
     const int batch = static_cast<int>(ro) - 2;
     int target = kWhole;
+    const int parts = ax != kWhole ? parts_of(nx) : parts_of(ny);
     if (ax != kWhole && ay != kWhole) {
-      if (ox != oy || ox >= batch) return false;  // a split contraction would need a sum
+      // A split contraction would need a sum; the batch axes must be chunked alike.
+      if (ox != oy || ox >= batch || parts_of(nx) != parts_of(ny)) return false;
       target = ox;
     } else if (ax != kWhole) {
       if (ax == static_cast<int>(rx) - 1) return false;
@@ -753,7 +864,7 @@ class Rewriter {
       }
       target = oy;
     }
-    emit_split(n, {nx, ny}, n.attrs(), target);
+    emit_split(n, {nx, ny}, n.attrs(), target, parts);
     return true;
   }
 
@@ -761,11 +872,12 @@ class Rewriter {
   bool attention(const ir::Node& n) {
     std::vector<ir::Value*> in;
     int axis = kWhole;
+    const int parts = parts_of(operand(n.input(0)));
     for (size_t i = 0; i < 3; ++i) {
       ir::Value* nv = operand(n.input(i));
       const int a = axis_of(nv);
       const int heads = static_cast<int>(n.input(i)->shape().size()) - 3;
-      if (a != heads || (axis != kWhole && a != axis)) return false;
+      if (a != heads || (axis != kWhole && a != axis) || parts_of(nv) != parts) return false;
       axis = a;
       in.push_back(nv);
     }
@@ -779,10 +891,11 @@ class Rewriter {
       const int local = axis - static_cast<int>(n.input(0)->shape().size() - m->shape().size());
       ir::Value* nm = operand(m);
       const bool broadcast = local < 0 || m->shape()[local].value() == 1;
-      if (broadcast ? axis_of(nm) != kWhole : axis_of(nm) != local) return false;
+      if (broadcast ? axis_of(nm) != kWhole : (axis_of(nm) != local || parts_of(nm) != parts))
+        return false;
       in.push_back(nm);
     }
-    emit_split(n, std::move(in), n.attrs(), axis);
+    emit_split(n, std::move(in), n.attrs(), axis, parts);
     return true;
   }
 
@@ -792,9 +905,10 @@ class Rewriter {
     const int a = axis_of(src);
     const int64_t d = normalize(n.attr_int("dim"), n.input(0)->shape().size());
     if (a == kWhole || a == d) return false;
-    ir::Value* self = operand(n.input(0), a);
-    if (axis_of(self) != a) return false;
-    emit_split(n, {self, whole(operand(n.input(1))), src}, n.attrs(), a);
+    const int parts = parts_of(src);
+    ir::Value* self = operand(n.input(0), a, parts);
+    if (axis_of(self) != a || parts_of(self) != parts) return false;
+    emit_split(n, {self, whole(operand(n.input(1))), src}, n.attrs(), a, parts);
     return true;
   }
 
@@ -810,30 +924,34 @@ class Rewriter {
     if (static_cast<size_t>(a) < num_idx && n.input(1 + static_cast<size_t>(a))) return false;
     for (size_t i = 0; i < num_idx && i < static_cast<size_t>(a); ++i)
       if (n.input(1 + i)) return false;  // an index before the split axis moves it
-    ir::Value* self = operand(n.input(0), a);
-    if (axis_of(self) != a) return false;
+    const int parts = parts_of(nvals);
+    ir::Value* self = operand(n.input(0), a, parts);
+    if (axis_of(self) != a || parts_of(self) != parts) return false;
     std::vector<ir::Value*> in{self};
     for (size_t i = 0; i < num_idx; ++i)
       in.push_back(n.input(1 + i) ? whole(operand(n.input(1 + i))) : nullptr);
     in.push_back(nvals);
-    emit_split(n, std::move(in), n.attrs(), a);
+    emit_split(n, std::move(in), n.attrs(), a, parts);
     return true;
   }
 
   const ir::Graph& old_;
   const TensorParallelOptions& opts_;
   const int n_;
-  const std::map<std::string, int>& state_axes_;
+  const std::map<std::string, Placement>& state_axes_;
   TensorParallelStats& stats_;
   std::unique_ptr<ir::Graph> ng_;
   std::unordered_map<const ir::Value*, const ir::GraphInput*> roles_;
   std::unordered_map<const ir::Value*, ir::Value*> map_;
   std::unordered_map<const ir::Value*, int> axis_;
-  std::map<std::tuple<const ir::Value*, int, int64_t, int64_t>, ir::Value*> constants_;
+  std::map<std::tuple<const ir::Value*, int, int64_t, int64_t, int>, ir::Value*> constants_;
+  std::unordered_map<const ir::Value*, int> parts_;  // P of a split value (absent: N)
   // Nodes carving a fused projection's result, and the values of their results (fused_linear).
   std::unordered_map<const ir::Node*, std::vector<ir::Value*>> carved_;
   std::unordered_map<const ir::Value*, ir::Value*> gathered_;
-  std::map<std::string, int> chosen_states_;
+  // Repeated KV heads, each core's own repeats (expand()): only their merging reshape reads them.
+  std::set<const ir::Value*> gqa_;
+  std::map<std::string, Placement> chosen_states_;
 };
 
 }  // namespace
@@ -847,7 +965,7 @@ bool TensorParallel::run(ir::Graph& g) {
   // A state's placement is decided by its first reader; once every state is placed the rewrite
   // runs again with them fixed (inputs in their order), and a state whose update disagrees
   // with its chunks is kept whole.
-  std::map<std::string, int> states;
+  std::map<std::string, Placement> states;
   size_t num_states = 0;
   for (const ir::GraphInput& in : g.inputs()) num_states += in.role == ir::InputRole::state;
   for (size_t attempt = 0; attempt < num_states + 2; ++attempt) {
@@ -858,7 +976,7 @@ bool TensorParallel::run(ir::Graph& g) {
       out = rw.run();
     } catch (const StateConflict& c) {
       states = rw.chosen_states();
-      states[c.target] = kWhole;
+      states[c.target] = {kWhole, opts_.ranks};
       continue;
     }
     if (rw.chosen_states().size() != states.size() || rw.chosen_states() != states) {

@@ -354,6 +354,23 @@ const InstanceInfo* resolve_instance(const PriceTable& prices, const BenchOption
                           "); add it with --prices FILE",
                       ""};
   }
+  // A tensor-parallel artifact needs an instance with its cores: the default is then the
+  // smallest such instance of the target (trn1.32xlarge for TP 32).
+  if (o.instance.empty() && instance && instance->neuron_cores < static_cast<int>(tl.num_cores)) {
+    const InstanceInfo* fit = nullptr;
+    for (const InstanceInfo& i : prices.instances)
+      if (i.target == tl.target && i.neuron_cores >= static_cast<int>(tl.num_cores) &&
+          (!fit || i.neuron_cores < fit->neuron_cores))
+        fit = &i;
+    instance = fit;
+  }
+  if (instance && instance->neuron_cores < static_cast<int>(tl.num_cores))
+    throw CommandExit{kExitUsage,
+                      "instance " + instance->instance + " has " +
+                          std::to_string(instance->neuron_cores) +
+                          " NeuronCores but the artifact runs on " + std::to_string(tl.num_cores) +
+                          ": pick an --instance with enough cores",
+                      ""};
   if (instance && instance->target != tl.target) {
     throw CommandExit{kExitUsage,
                       "instance " + instance->instance + " has " + instance->target +
@@ -709,7 +726,8 @@ json run_bench_generate(const BenchOptions& o) {
   r["output_tokens_per_s"] = tp;
   json util;
   for (size_t e = 0; e < kEngineNames.size(); ++e)
-    util[std::string(kEngineNames[e])] = decode_device_ns > 0 ? busy[e] / decode_device_ns : 0.0;
+    util[std::string(kEngineNames[e])] =  // busy time is summed over the cores
+        decode_device_ns > 0 ? busy[e] / (decode_device_ns * tl.num_cores) : 0.0;
   r["decode_engine_utilization"] = util;
   r["peaks"] = {{"tensor_bf16_flops_per_s", tl.peak_flops_per_ns * 1e9},
                 {"hbm_bytes_per_s", tl.hbm_bytes_per_ns * 1e9},

@@ -65,6 +65,8 @@ void run_generate(const GenerateCli& o) {
   const int64_t batch = gen.batch();
   const double tokens_per_s = g.tpot_ns > 0 ? 1e9 * static_cast<double>(batch) / g.tpot_ns : 0;
   const size_t n_new = g.tokens[0].size();
+  // Engine busy time is summed over the cores a tensor-parallel model runs on.
+  const double cores = std::max<double>(1, model.info().num_cores);
 
   if (!o.output.empty()) {
     NpyArray a;
@@ -93,14 +95,14 @@ void run_generate(const GenerateCli& o) {
     nlohmann::ordered_json util;
     for (size_t e = 0; e < kEngineNames.size(); ++e)
       util[std::string(kEngineNames[e])] =
-          g.decode_device_ns > 0 ? g.decode_busy_ns[e] / g.decode_device_ns : 0.0;
+          g.decode_device_ns > 0 ? g.decode_busy_ns[e] / (g.decode_device_ns * cores) : 0.0;
     j["decode_engine_utilization"] = util;
     j["steps"] = nlohmann::ordered_json::array();
     for (const GenerationStep& s : g.steps) {
       nlohmann::ordered_json u;
       for (size_t e = 0; e < kEngineNames.size(); ++e)
         u[std::string(kEngineNames[e])] =
-            s.stats.device_ns > 0 ? s.stats.engine_busy_ns[e] / s.stats.device_ns : 0.0;
+            s.stats.device_ns > 0 ? s.stats.engine_busy_ns[e] / (s.stats.device_ns * cores) : 0.0;
       j["steps"].push_back({{"position", s.position},
                             {"kind", s.kind},
                             {"latency_us", s.stats.latency_ns / 1e3},
@@ -125,8 +127,9 @@ void run_generate(const GenerateCli& o) {
       g.ttft_from.c_str(), g.tpot_ns / 1e6, tokens_per_s, static_cast<long long>(batch));
   std::printf("decode engine utilisation:");
   for (size_t e = 0; e < kEngineNames.size(); ++e)
-    std::printf(" %s %.1f%%", std::string(kEngineNames[e]).c_str(),
-                g.decode_device_ns > 0 ? 100.0 * g.decode_busy_ns[e] / g.decode_device_ns : 0.0);
+    std::printf(
+        " %s %.1f%%", std::string(kEngineNames[e]).c_str(),
+        g.decode_device_ns > 0 ? 100.0 * g.decode_busy_ns[e] / (g.decode_device_ns * cores) : 0.0);
   std::printf("\n");
   if (!o.output.empty()) std::printf("tokens -> %s\n", o.output.c_str());
 }

@@ -1,8 +1,9 @@
 // Tensor parallelism (issue 17, `compile --tp N`): each family's prefill + decode export compiled
 // over N NeuronCores (attention and MLP split Megatron-style, the KV cache split by heads where
 // they divide) generates transformers' 64 greedy tokens, as the one-core artifact does. The
-// fixtures have 4 query and 2 KV heads (GPT-NeoX 4 and 4), so TP 2 splits everything and TP 4
-// and 8 exercise the gathers that keep an indivisible part whole.
+// fixtures have 4 query and 2 KV heads (GPT-NeoX 4 and 4): TP 2 splits everything, TP 4 also
+// replicates each KV head over two cores (GQA), and TP 8 exercises the gathers that keep an
+// indivisible part (4 heads over 8 cores) whole.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -93,13 +94,16 @@ TEST_P(TensorParallelGeneration, GeneratesTheReferenceTokens) {
   // Two all-reduces per layer (attention output, MLP down) in each of the two programs when the
   // heads divide over the cores; else attention runs whole on every core (its inputs gathered)
   // and only the MLP's down projection is row-parallel.
-  const int64_t per_layer = kv_heads % tp == 0 ? 2 : 1;
+  const int64_t heads = m["attention_heads"];
+  const int64_t per_layer =
+      heads % tp == 0 && (kv_heads % tp == 0 || (tp % kv_heads == 0 && heads / tp >= 1)) ? 2 : 1;
   EXPECT_EQ(r.tensor_parallel.row_parallel, per_layer * 2 * layers);
   EXPECT_EQ(r.tensor_parallel.all_reduces, per_layer * 2 * layers);
-  if (kv_heads % tp == 0) {
-    // The cache is split by its heads: each core's chunk is kv_heads / tp heads.
+  if (per_layer == 2) {
+    // The cache is split by its heads: each core's chunk is kv_heads / tp heads, or with fewer
+    // KV heads than cores, the one head its group of cores shares (NxD's KV replication).
     EXPECT_EQ(r.tensor_parallel.split_states.size(), m["kv_cache"].size());
-    EXPECT_EQ(model->states()[0].dims[1].value, kv_heads / tp);
+    EXPECT_EQ(model->states()[0].dims[1].value, std::max<int64_t>(1, kv_heads / tp));
   }
   const std::vector<int64_t> prompt =
       int64s(tools::read_npy((kLlm / family / "reference" / "prompt.npy").string()));

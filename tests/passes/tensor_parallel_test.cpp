@@ -127,7 +127,8 @@ TEST(TensorParallel, HeadsFollowTheReshapeAndAttentionStaysSplit) {
             std::string::npos)
       << r.text;
   EXPECT_EQ(r.stats.all_gathers, 1) << r.text;  // the output only
-  // 4 heads over 8 cores: a head would be cut, so the view sees the gathered projection.
+  // 4 heads over 8 cores: each pair of cores shares a head (4 chunks), and the output gathers
+  // one core of each pair.
   Rewritten eight = rewrite(R"(graph {
   input %x : f32[1, 3, 8]
   param %wq : f32[16, 8] "q.weight"
@@ -136,9 +137,16 @@ TEST(TensorParallel, HeadsFollowTheReshapeAndAttentionStaysSplit) {
   output %v
 })",
                             8, 3, {{"wq", 128}});
-  EXPECT_NE(eight.text.find("%v : f32[1, 3, 4, 4] = aten.view.default(%reshape)"),
+  EXPECT_NE(eight.text.find("%v : f32[1, 3, 1, 4] = aten.view.default(%q) {size = [1, 3, 1, 4]}"),
             std::string::npos)
       << eight.text;
+  EXPECT_NE(
+      eight.text.find("aten.slice.Tensor(%all_gather) {dim = 0, start = 0, end = 8, step = 2}"),
+      std::string::npos)
+      << eight.text;
+  // Core 3 of 8 keeps head 1: rows 4..7 of the [16, 8] weight.
+  const std::vector<float> wq = iota(128);
+  EXPECT_EQ(constant(*eight.g, "wq.tp"), std::vector<double>(wq.begin() + 32, wq.begin() + 64));
 }
 
 // A fused projection carved by slices (Phi-3's qkv_proj) becomes one column-parallel linear per
