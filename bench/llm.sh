@@ -113,7 +113,7 @@ def full_section():
              "(the runtime's algorithm for the message size, 1.5 us per step) and are not "
              "calibrated against a measurement (§8.5's nccom-test figures include a launch cost a "
              "collective inside a program does not pay).", "",
-             "| model | target, TP | weights GB | compile s | TTFT P50 ms | published TTFT ms | "
+             "| model | target, TP | weight bytes on all cores GB | compile s | TTFT P50 ms | published TTFT ms | "
              "TPOT P50 ms | published TPOT ms | TTFT / TPOT vs published | per-core weight "
              "floor ms | decode engine utilisation (tensor / vector / scalar) |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]

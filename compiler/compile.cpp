@@ -532,7 +532,19 @@ CompileResult compile_model(const CompileRequest& req) {
   const auto t0 = Clock::now();
   if (req.progress) req.progress("[1/4] reading " + req.model);
   if (frontend::is_program_set(req.model)) {
-    auto programs = frontend::load_program_set(req.model);
+    frontend::ProgramSetHeads heads;
+    auto programs = frontend::load_program_set(req.model, &heads);
+    // Attention splits by heads: a degree that cuts a query head, or a KV head that neither
+    // divides over the cores nor is shared by a whole number of them, is refused.
+    if (req.tp > 1 && heads.attention > 0 &&
+        (heads.attention % req.tp != 0 ||
+         (heads.kv > 0 && heads.kv % req.tp != 0 && req.tp % heads.kv != 0)))
+      throw ir::Error("--tp " + std::to_string(req.tp) + ": the model's " +
+                      std::to_string(heads.attention) + " attention heads (" +
+                      std::to_string(heads.kv) + " KV heads) do not split over " +
+                      std::to_string(req.tp) +
+                      " cores: expected a degree that divides the attention heads and divides, "
+                      "or is a multiple of, the KV heads");
     const double seconds_frontend = since(t0);
     CompileResult result = compile_entries(std::move(programs), req);
     result.seconds_frontend = seconds_frontend;

@@ -4,7 +4,6 @@
 #include <sys/mman.h>
 
 #include <algorithm>
-
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -86,7 +85,8 @@ bool is_program_set(const std::string& path) {
          std::filesystem::is_regular_file(std::filesystem::path(path) / "manifest.json", ec);
 }
 
-std::vector<std::pair<std::string, LoadedProgram>> load_program_set(const std::string& dir) {
+std::vector<std::pair<std::string, LoadedProgram>> load_program_set(const std::string& dir,
+                                                                    ProgramSetHeads* heads) {
   const std::filesystem::path manifest = std::filesystem::path(dir) / "manifest.json";
   const std::string where = manifest.string();
   std::ifstream in(manifest);
@@ -97,10 +97,22 @@ std::vector<std::pair<std::string, LoadedProgram>> load_program_set(const std::s
   if (m.is_discarded() || !m.is_object()) throw Error(where + ": expected a JSON object");
   const std::string kFormat = "neuronc-causal-lm/1";
   if (!m.contains("format") || !m["format"].is_string() || m["format"] != kFormat)
-    throw Error(where + ": \"format\" is " + (m.contains("format") ? m["format"].dump() : "absent") +
-                ", expected \"" + kFormat + "\"");
+    throw Error(where + ": \"format\" is " +
+                (m.contains("format") ? m["format"].dump() : "absent") + ", expected \"" + kFormat +
+                "\"");
   if (!m.contains("programs") || !m["programs"].is_array() || m["programs"].empty())
     throw Error(where + ": expected a non-empty \"programs\" list");
+  if (heads) {
+    auto count = [&](const char* key) -> int64_t {
+      if (!m.contains(key)) return 0;
+      if (!m[key].is_number_integer() || m[key].get<int64_t>() < 1)
+        throw Error(where + ": \"" + key + "\" is " + m[key].dump() +
+                    ", expected a positive integer");
+      return m[key].get<int64_t>();
+    };
+    heads->attention = count("attention_heads");
+    heads->kv = count("kv_heads");
+  }
   std::vector<std::pair<std::string, LoadedProgram>> out;
   for (size_t i = 0; i < m["programs"].size(); ++i) {
     const nlohmann::json& p = m["programs"][i];

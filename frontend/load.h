@@ -52,6 +52,12 @@ bool is_program_set(const std::string& path);
 // The programs of such a directory, by name, in the manifest's order (the prefill buckets, then
 // decode). The manifest must say "format": "neuronc-causal-lm/1" and list each program's
 // "name" and "file" (relative, inside the directory); errors name the manifest and the field.
-std::vector<std::pair<std::string, LoadedProgram>> load_program_set(const std::string& dir);
+// `heads`, when given, receives the manifest's "attention_heads" and "kv_heads" (0 when absent),
+// which tensor parallelism checks its degree against.
+struct ProgramSetHeads {
+  int64_t attention = 0, kv = 0;
+};
+std::vector<std::pair<std::string, LoadedProgram>> load_program_set(
+    const std::string& dir, ProgramSetHeads* heads = nullptr);
 
 }  // namespace neuronc::frontend

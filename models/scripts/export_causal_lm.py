@@ -4,7 +4,8 @@ per prompt-length bucket, and a decode program, over a static KV cache.
 
     export_causal_lm.py HF_DIR OUT_DIR [--max-seq N] [--prefill-buckets 32,64,128] [--batch B]
                         [--meta] [--prompt-len P] [--new-tokens T]
-    export_causal_lm.py --random FAMILY OUT_DIR ...   (a small random model, for tests)
+    export_causal_lm.py --random FAMILY OUT_DIR [--heads H --kv-heads K] ...
+                                                      (a small random model, for tests)
 
 HF_DIR is a `save_pretrained` directory (with --meta, a directory holding only config.json).
 Runs with the user's PyTorch and transformers. OUT_DIR receives:
@@ -60,7 +61,15 @@ def load(a):
         if a.random not in FAMILIES:
             fail(f"unknown family '{a.random}', expected one of {', '.join(sorted(FAMILIES))}")
         cls, extra = FAMILIES[a.random]
-        cfg = getattr(transformers, cls)(**dict(SMALL, **extra))
+        config = dict(SMALL, **extra)
+        if a.heads:  # more heads (head dim 8), for tensor-parallel tests over 8 cores
+            config.update(num_attention_heads=a.heads, hidden_size=8 * a.heads,
+                          intermediate_size=16 * a.heads)
+            if "head_dim" in config:
+                config["head_dim"] = 8
+        if a.kv_heads:
+            config["num_key_value_heads"] = a.kv_heads
+        cfg = getattr(transformers, cls)(**config)
         torch.manual_seed(a.seed)
         m = transformers.AutoModelForCausalLM.from_config(cfg)
         # Variance-preserving weights: the library's small init makes every logit nearly equal,
@@ -155,6 +164,9 @@ def main():
     ap.add_argument("--prompt-len", type=int, default=12, help="the reference prompt's length")
     ap.add_argument("--new-tokens", type=int, default=64, help="the reference's new tokens")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--heads", type=int, default=0,
+                    help="with --random: attention heads (hidden = 8 x heads)")
+    ap.add_argument("--kv-heads", type=int, default=0, help="with --random: KV heads")
     a = ap.parse_args()
     if not a.random and not a.hf_dir:
         fail("expected HF_DIR or --random FAMILY")

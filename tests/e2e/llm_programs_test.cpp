@@ -235,7 +235,7 @@ TEST_P(LlmPrograms, OneArtifactPrefillsAndDecodesTheReferenceTokens) {
 
 INSTANTIATE_TEST_SUITE_P(Families, LlmPrograms,
                          ::testing::Values("llama_tiny", "mistral_tiny", "qwen2_tiny", "gemma_tiny",
-                                           "phi3_tiny", "gpt_neox_tiny"));
+                                           "phi3_tiny", "gpt_neox_tiny", "llama_heads8_tiny"));
 
 }  // namespace
 }  // namespace neuronc

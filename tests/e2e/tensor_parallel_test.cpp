@@ -1,9 +1,10 @@
 // Tensor parallelism (issue 17, `compile --tp N`): each family's prefill + decode export compiled
 // over N NeuronCores (attention and MLP split Megatron-style, the KV cache split by heads where
 // they divide) generates transformers' 64 greedy tokens, as the one-core artifact does. The
-// fixtures have 4 query and 2 KV heads (GPT-NeoX 4 and 4): TP 2 splits everything, TP 4 also
-// replicates each KV head over two cores (GQA), and TP 8 exercises the gathers that keep an
-// indivisible part (4 heads over 8 cores) whole.
+// fixtures have 4 query and 2 KV heads (GPT-NeoX 4 and 4): TP 2 splits everything and TP 4 also
+// replicates each KV head over two cores (GQA). llama_heads8_tiny (8 query, 4 KV heads) runs at
+// TP 2, 4 and 8, replicating its KV heads at 8. A decode program alone at TP 8 over 4 heads
+// exercises the gathers that keep an indivisible part whole.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -120,21 +121,25 @@ INSTANTIATE_TEST_SUITE_P(
                       Config{"qwen2_tiny", "trn1", 2}, Config{"gemma_tiny", "trn1", 2},
                       Config{"phi3_tiny", "trn1", 2}, Config{"gpt_neox_tiny", "trn1", 2},
                       Config{"llama_tiny", "trn2", 4}, Config{"phi3_tiny", "trn2", 4},
-                      Config{"gpt_neox_tiny", "trn2", 4}, Config{"llama_tiny", "trn2", 8},
-                      Config{"gpt_neox_tiny", "trn1", 8}),
+                      Config{"gpt_neox_tiny", "trn2", 4}, Config{"llama_heads8_tiny", "trn1", 2},
+                      Config{"llama_heads8_tiny", "trn2", 4},
+                      Config{"llama_heads8_tiny", "trn1", 8}),
     [](const ::testing::TestParamInfo<Config>& i) {
       return std::get<0>(i.param) + "_" + std::get<1>(i.param) + "_tp" +
              std::to_string(std::get<2>(i.param));
     });
 
-// The same decode step from the same cache on 1 and 2 cores: logits agree to fp32 rounding (the
-// all-reduce adds the two halves of each dot product in another order).
+// The same decode steps from the same cache on 1, 2 and 8 cores: logits agree to fp32 rounding
+// (the all-reduce adds each dot product's parts in another order). At 8 cores the 4 heads cannot
+// split 8 ways: pairs of cores share a head and attention's operands are gathered (a program
+// alone, with no manifest to refuse the degree).
 TEST(TensorParallel, DecodeLogitsMatchOneCore) {
   const std::string path = (kLlm / "llama_tiny" / "decode" / "model.pt2").string();
   std::vector<std::vector<float>> logits;
-  for (int tp : {1, 2}) {
+  for (int tp : {1, 2, 8}) {
     compiler::CompileRequest req;
     req.model = path;
+    req.target = tp == 8 ? "trn2" : "trn1";
     req.tp = tp;
     auto model = Model::load_from_memory(
         compiler::compile_program(frontend::load_program(path), req).artifact);
@@ -153,14 +158,16 @@ TEST(TensorParallel, DecodeLogitsMatchOneCore) {
     }
     logits.push_back(last);
   }
-  ASSERT_EQ(logits[0].size(), logits[1].size());
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < logits[0].size(); ++i) {
-    diff = std::max<double>(diff, std::fabs(logits[0][i] - logits[1][i]));
-    norm = std::max<double>(norm, std::fabs(logits[0][i]));
+  for (size_t k = 1; k < logits.size(); ++k) {
+    ASSERT_EQ(logits[0].size(), logits[k].size());
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < logits[0].size(); ++i) {
+      diff = std::max<double>(diff, std::fabs(logits[0][i] - logits[k][i]));
+      norm = std::max<double>(norm, std::fabs(logits[0][i]));
+    }
+    EXPECT_GT(norm, 0.1);
+    EXPECT_LT(diff, 1e-5 * norm) << "max |TP1 - TP" << (k == 1 ? 2 : 8) << "| " << diff;
   }
-  EXPECT_GT(norm, 0.1);
-  EXPECT_LT(diff, 1e-5 * norm) << "max |TP1 - TP2| " << diff;
 }
 
 // A degree the target's instances do not run, or debug values, are refused before compiling.
@@ -170,6 +177,15 @@ TEST(TensorParallel, RefusesWhatItCannotDo) {
     FAIL() << "trn1 has no 4-core tensor-parallel group";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("1, 2, 8, 16 or 32"), std::string::npos) << e.what();
+  }
+  // 8 cores would cut the fixture's 4 attention heads (trn2 runs 8).
+  try {
+    compile("llama_tiny", "trn2", 8);
+    FAIL() << "4 heads do not split over 8 cores";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("4 attention heads (2 KV heads) do not split over 8"),
+              std::string::npos)
+        << e.what();
   }
   const std::string path = (kLlm / "llama_tiny" / "decode" / "model.pt2").string();
   compiler::CompileRequest req;
