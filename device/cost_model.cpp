@@ -321,7 +321,10 @@ double CostModel::collective_ns(const Collective& c, int cores) const {
   if (cores <= 1) return t_.collective_hop_latency_ns;
   const double n = cores;
   const double hop = t_.collective_hop_latency_ns + t_.collective_step_overhead_ns;
-  const double beta = t_.collective_link_gbps;  // GB/s == B/ns
+  // GB/s == B/ns: one chip's DMA rate, or the NeuronLink bus bandwidth once ranks span chips.
+  const double beta = cores > t_.cores_per_chip
+                          ? std::min(t_.collective_link_gbps, t_.collective_interchip_gbps)
+                          : t_.collective_link_gbps;
   const double src_bytes =
       static_cast<double>(c.src.free_size()) * c.src.partition_count * dtype_size(c.src.dtype);
   // The steps of the algorithm the runtime picks for a message of `bytes` (§8.3): mesh 2 (one
@@ -389,6 +392,9 @@ std::vector<Assumption> CostModel::assumptions() const {
        "ring per-hop latency 1-2 us (CC); midpoint"},
       {"collective_link_gbps", t_.collective_link_gbps, "GB/s",
        "on-chip collectives move data at the core's 16-engine large-packet DMA rate"},
+      {"collective_interchip_gbps", t_.collective_interchip_gbps, "GB/s",
+       "ranks on several chips move data at nccom-test's 16-rank 512 MB bus bandwidth (trn1; "
+       "trn2 / trn3 scaled by their NeuronLink rate)"},
       {"collective_mesh_max_bytes", static_cast<double>(t_.collective_mesh_max_bytes), "bytes",
        "mesh (2 steps) below 1 MB, RDH (log2 N steps) to 56 MB, ring above: the runtime's trn2 "
        "thresholds (CC), taken for every target; data term the ring's (no over-subscription)"},

@@ -86,6 +86,7 @@ Target make_trn1() {
   t.dma_small_transfer_bytes_per_ns = 7.5;
   t.dma_engine_peak_bytes_per_ns = 27.2;  // DMA
   t.collective_link_gbps = 16 * 17.0;     // assumption: 16 DMA engines x large-packet rate
+  t.collective_interchip_gbps = 103.9;    // nccom-test 16 ranks, 512 MB bus bandwidth (§8.5)
   return t;
 }
 
@@ -111,6 +112,7 @@ Target make_trn2() {
   t.dma_small_transfer_bytes_per_ns = 23.0;  // assumption: no small-row anchor, flat curve
   t.dma_engine_peak_bytes_per_ns = 27.2;     // DMA
   t.collective_link_gbps = 16 * 23.0;        // assumption
+  t.collective_interchip_gbps = 103.9 * 320.0 / 96.0;  // assumption: trn1's, by link rate (§8.2)
   return t;
 }
 
@@ -141,6 +143,7 @@ Target make_trn3() {
   t.dma_engine_peak_bytes_per_ns = 38.4;     // DMA
   t.semaphores_per_core = 256;               // assumption: not public for v4
   t.collective_link_gbps = 16 * 33.0;        // assumption
+  t.collective_interchip_gbps = 103.9 * 640.0 / 96.0;  // assumption: 2.56 TB/s per chip / 4 (§8.2)
   return t;
 }
 

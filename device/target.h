@@ -105,6 +105,10 @@ struct Target {
   // The runtime's algorithm by message size (§8.3, CC, given for trn2; trn1 and trn3 taken alike
   // [assumption]): mesh (2 steps) below `collective_mesh_max_bytes`, recursive doubling-halving
   // (log2 N steps) below `collective_rdh_max_bytes`, ring (N - 1 steps) above.
+  // Bus bandwidth of a collective whose ranks span chips (over NeuronLink, not one chip's DMA):
+  // trn1 from nccom-test's 16-rank 512 MB all-reduce, 103.9 GB/s (§8.5); trn2 and trn3 scaled by
+  // their per-link rate over trn1's (§8.2: 320 and 640 vs 96 GB/s) [assumption].
+  double collective_interchip_gbps;
   uint64_t collective_mesh_max_bytes;  // CC: < 1 MB
   uint64_t collective_rdh_max_bytes;   // CC: 1-56 MB
 
