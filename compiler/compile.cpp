@@ -512,8 +512,10 @@ PartitionReport add_device_partition(const ir::Graph& g, const passes::Partition
   rep.hbm_bytes = cp.stats.hbm_bytes;
   rep.sbuf_peak_bytes = cp.stats.sbuf_peak_bytes;
   rep.psum_peak_bytes = cp.stats.psum_peak_bytes;
-  rep.flops = cp.stats.flops;
-  result.flops += cp.stats.flops;
+  // Every core runs the program: the model's FLOPs are all cores' (with replicated KV heads a
+  // few are computed twice).
+  rep.flops = cp.stats.flops * tp.cores;
+  result.flops += rep.flops;
   arena.sbuf_peak = std::max(arena.sbuf_peak, cp.stats.sbuf_peak_bytes);
   arena.psum_peak = std::max(arena.psum_peak, cp.stats.psum_peak_bytes);
   return rep;
