@@ -18,10 +18,14 @@
 #include "frontend/load.h"
 #include "neuronc/neuronc.h"
 #include "tests/difftest/difftest.h"
+#include "tests/e2e/llm_test_util.h"
 #include "tools/npy.h"
 
 namespace neuronc {
 namespace {
+
+using testing::argmax_at;
+using testing::int64s;
 
 const std::filesystem::path kLlm = std::filesystem::path(NEURONC_SOURCE_DIR) / "models" / "llm";
 
@@ -59,13 +63,6 @@ TEST_P(LlmPrograms, EachProgramMatchesPyTorch) {
     for (const std::string& f : r.failures) failures += "  " + f + "\n";
     EXPECT_TRUE(r.ok()) << path << ":\n" << failures;
   }
-}
-
-std::vector<int64_t> int64s(const tools::NpyArray& a) {
-  EXPECT_EQ(a.type, tools::NpyType::i64);
-  std::vector<int64_t> v(a.numel());
-  std::memcpy(v.data(), a.data.data(), v.size() * sizeof(int64_t));
-  return v;
 }
 
 // The decode program, fed the prompt one token at a time and then its own greedy choice, with
@@ -160,16 +157,6 @@ TEST_P(LlmPrograms, DecodeGeneratesTheReferenceTokensWithTheCacheAsSessionState)
   EXPECT_EQ(session.set_state("no.such.buffer", wrong.view()).code(), StatusCode::not_found);
 }
 
-// The first largest logit of token `t` (torch.argmax) in logits [1, tokens, vocab].
-int64_t argmax_at(const Tensor& logits, int64_t t) {
-  const int64_t vocab = logits.shape().back();
-  const float* l = static_cast<const float*>(logits.data()) + t * vocab;
-  int64_t best = 0;
-  for (int64_t i = 1; i < vocab; ++i)
-    if (l[i] > l[best]) best = i;
-  return best;
-}
-
 // `neuronc compile DIR` of the export: one artifact whose entries are the prefill and decode
 // programs over one state. The prefill entry, over the prompt padded to its 16-token bucket,
 // fills the session's KV cache in one call; the decode entry then generates transformers' 64
@@ -199,27 +186,10 @@ TEST_P(LlmPrograms, OneArtifactPrefillsAndDecodesTheReferenceTokens) {
       int64s(tools::read_npy((kLlm / GetParam() / "reference" / "prompt.npy").string()));
   const std::vector<int64_t> want =
       int64s(tools::read_npy((kLlm / GetParam() / "reference" / "tokens.npy").string()));
-  const auto p = static_cast<int64_t>(prompt.size());
-  ASSERT_LE(p, 16);
-
   Session session(*model);
+  const std::vector<int64_t> got =
+      testing::prefill_and_decode(*model, session, prompt, want.size());
   Tensor ids(DType::i64, {1, 16}), pos(DType::i64, {16});
-  for (int64_t t = 0; t < 16; ++t) {
-    static_cast<int64_t*>(ids.mutable_data())[t] = t < p ? prompt[static_cast<size_t>(t)] : 0;
-    static_cast<int64_t*>(pos.mutable_data())[t] = t;
-  }
-  auto filled =
-      session.run("prefill_16", {{"input_ids", ids.view()}, {"cache_position", pos.view()}});
-  ASSERT_TRUE(filled.is_ok()) << filled.status().message();
-  std::vector<int64_t> got = {argmax_at(filled->at(model->entries()[0].outputs[0].name), p - 1)};
-  Tensor one(DType::i64, {1, 1}), at(DType::i64, {1});
-  while (got.size() < want.size()) {
-    *static_cast<int64_t*>(one.mutable_data()) = got.back();
-    *static_cast<int64_t*>(at.mutable_data()) = p + static_cast<int64_t>(got.size()) - 1;
-    auto out = session.run("decode", {{"input_ids", one.view()}, {"cache_position", at.view()}});
-    ASSERT_TRUE(out.is_ok()) << out.status().message();
-    got.push_back(argmax_at(out->at(model->entries()[1].outputs[0].name), 0));
-  }
   EXPECT_EQ(got, want);
 
   // Each entry checks its own inputs; an unknown entry lists the entries.

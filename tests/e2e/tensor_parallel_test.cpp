@@ -19,28 +19,15 @@
 #include "compiler/compiler.h"
 #include "frontend/load.h"
 #include "neuronc/neuronc.h"
+#include "tests/e2e/llm_test_util.h"
 #include "tools/npy.h"
 
 namespace neuronc {
 namespace {
 
+using testing::int64s;
+
 const std::filesystem::path kLlm = std::filesystem::path(NEURONC_SOURCE_DIR) / "models" / "llm";
-
-std::vector<int64_t> int64s(const tools::NpyArray& a) {
-  EXPECT_EQ(a.type, tools::NpyType::i64);
-  std::vector<int64_t> v(a.numel());
-  std::memcpy(v.data(), a.data.data(), v.size() * sizeof(int64_t));
-  return v;
-}
-
-int64_t argmax_at(const Tensor& logits, int64_t t) {
-  const int64_t vocab = logits.shape().back();
-  const float* l = static_cast<const float*>(logits.data()) + t * vocab;
-  int64_t best = 0;
-  for (int64_t i = 1; i < vocab; ++i)
-    if (l[i] > l[best]) best = i;
-  return best;
-}
 
 compiler::CompileResult compile(const std::string& family, const std::string& target, int tp) {
   compiler::CompileRequest req;
@@ -48,32 +35,6 @@ compiler::CompileResult compile(const std::string& family, const std::string& ta
   req.target = target;
   req.tp = tp;
   return compiler::compile_model(req);
-}
-
-// Prefill over the prompt padded to 16, then greedy decode steps: the 64 tokens.
-std::vector<int64_t> generate(const Model& model, Session& session,
-                              const std::vector<int64_t>& prompt, size_t count) {
-  const auto p = static_cast<int64_t>(prompt.size());
-  Tensor ids(DType::i64, {1, 16}), pos(DType::i64, {16});
-  for (int64_t t = 0; t < 16; ++t) {
-    static_cast<int64_t*>(ids.mutable_data())[t] = t < p ? prompt[static_cast<size_t>(t)] : 0;
-    static_cast<int64_t*>(pos.mutable_data())[t] = t;
-  }
-  auto filled =
-      session.run("prefill_16", {{"input_ids", ids.view()}, {"cache_position", pos.view()}});
-  EXPECT_TRUE(filled.is_ok()) << filled.status().message();
-  if (!filled.is_ok()) return {};
-  std::vector<int64_t> got = {argmax_at(filled->at(model.entries()[0].outputs[0].name), p - 1)};
-  Tensor one(DType::i64, {1, 1}), at(DType::i64, {1});
-  while (got.size() < count) {
-    *static_cast<int64_t*>(one.mutable_data()) = got.back();
-    *static_cast<int64_t*>(at.mutable_data()) = p + static_cast<int64_t>(got.size()) - 1;
-    auto out = session.run("decode", {{"input_ids", one.view()}, {"cache_position", at.view()}});
-    EXPECT_TRUE(out.is_ok()) << out.status().message();
-    if (!out.is_ok()) return got;
-    got.push_back(argmax_at(out->at(model.entries()[1].outputs[0].name), 0));
-  }
-  return got;
 }
 
 using Config = std::tuple<std::string, std::string, int>;  // family, target, cores
@@ -112,7 +73,7 @@ TEST_P(TensorParallelGeneration, GeneratesTheReferenceTokens) {
       int64s(tools::read_npy((kLlm / family / "reference" / "tokens.npy").string()));
   Session session(*model);
   ASSERT_TRUE(session.status().is_ok()) << session.status().message();
-  EXPECT_EQ(generate(*model, session, prompt, want.size()), want);
+  EXPECT_EQ(testing::prefill_and_decode(*model, session, prompt, want.size()), want);
 }
 
 INSTANTIATE_TEST_SUITE_P(

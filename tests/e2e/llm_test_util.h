@@ -1,0 +1,62 @@
+// What the LLM end-to-end tests share: reading the reference tokens, a greedy pick from logits,
+// and generation with an artifact's prefill_16 and decode entries.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "neuronc/neuronc.h"
+#include "tools/npy.h"
+
+namespace neuronc::testing {
+
+inline std::vector<int64_t> int64s(const tools::NpyArray& a) {
+  EXPECT_EQ(a.type, tools::NpyType::i64);
+  std::vector<int64_t> v(a.numel());
+  std::memcpy(v.data(), a.data.data(), v.size() * sizeof(int64_t));
+  return v;
+}
+
+// The first largest logit of token `t` (torch.argmax) in logits [1, tokens, vocab].
+inline int64_t argmax_at(const Tensor& logits, int64_t t) {
+  const int64_t vocab = logits.shape().back();
+  const float* l = static_cast<const float*>(logits.data()) + t * vocab;
+  int64_t best = 0;
+  for (int64_t i = 1; i < vocab; ++i)
+    if (l[i] > l[best]) best = i;
+  return best;
+}
+
+// `count` greedy tokens: the prompt padded to the 16-token prefill entry fills the session's
+// KV cache in one call, then the decode entry takes one token at a time. Exact because the pad
+// positions follow the prompt: the causal mask hides them, and the decode steps overwrite them.
+inline std::vector<int64_t> prefill_and_decode(const Model& model, Session& session,
+                                               const std::vector<int64_t>& prompt, size_t count) {
+  const auto p = static_cast<int64_t>(prompt.size());
+  EXPECT_LE(p, 16);
+  Tensor ids(DType::i64, {1, 16}), pos(DType::i64, {16});
+  for (int64_t t = 0; t < 16; ++t) {
+    static_cast<int64_t*>(ids.mutable_data())[t] = t < p ? prompt[static_cast<size_t>(t)] : 0;
+    static_cast<int64_t*>(pos.mutable_data())[t] = t;
+  }
+  auto filled =
+      session.run("prefill_16", {{"input_ids", ids.view()}, {"cache_position", pos.view()}});
+  EXPECT_TRUE(filled.is_ok()) << filled.status().message();
+  if (!filled.is_ok()) return {};
+  std::vector<int64_t> got = {argmax_at(filled->at(model.entries()[0].outputs[0].name), p - 1)};
+  Tensor one(DType::i64, {1, 1}), at(DType::i64, {1});
+  while (got.size() < count) {
+    *static_cast<int64_t*>(one.mutable_data()) = got.back();
+    *static_cast<int64_t*>(at.mutable_data()) = p + static_cast<int64_t>(got.size()) - 1;
+    auto out = session.run("decode", {{"input_ids", one.view()}, {"cache_position", at.view()}});
+    EXPECT_TRUE(out.is_ok()) << out.status().message();
+    if (!out.is_ok()) return got;
+    got.push_back(argmax_at(out->at(model.entries()[1].outputs[0].name), 0));
+  }
+  return got;
+}
+
+}  // namespace neuronc::testing
