@@ -24,8 +24,11 @@
 // pass run with `rank` r slices them for core r (views of the original payload, never copies), so
 // the N programs are the same instructions over different weights.
 //
-// Requires static shapes. Attention heads must divide by N (no KV-head replication yet: a GQA
-// model with fewer KV heads than cores keeps K and V whole, gathered).
+// A split value may also be P < N chunks that groups of N / P cores share (core r keeps chunk
+// r * P / N): a projection whose view shows fewer heads than cores (GQA's KV heads at a high TP
+// degree) keeps one head per group, and repeat_kv's expand gives each core only the repeats its
+// own query heads read, so attention stays split N ways (NxD's KV replication). A row-parallel
+// linear needs N distinct chunks. Requires static shapes.
 #pragma once
 
 #include <cstdint>
