@@ -163,7 +163,12 @@ class Rewriter {
         add_state(*in, kWhole, n_);
       return map_.at(v);
     }
-    if (in) return constant(v, kWhole);
+    if (in && v->payload()) return constant(v, kWhole);
+    if (in) {  // an input with no bytes that is neither a user input nor a state: kept whole
+      ir::Value* nv = ng_->add_input(v->name(), v->type(), in->role, in->target, in->persistent);
+      axis_[nv] = kWhole;
+      return map_[v] = nv;
+    }
     throw ir::Error("tensor parallelism: value '" + v->name() + "' is used before it is defined");
   }
   // Constant `v`, whole or as this core's chunk of `axis`; with rows = {start, count}, only those
