@@ -355,13 +355,19 @@ const InstanceInfo* resolve_instance(const PriceTable& prices, const BenchOption
                       ""};
   }
   // A tensor-parallel artifact needs an instance with its cores: the default is then the
-  // smallest such instance of the target (trn1.32xlarge for TP 32).
+  // smallest such instance of the default's family (trn1.32xlarge for TP 8 to 32), else of any
+  // family with the target's NeuronCores.
   if (o.instance.empty() && instance && instance->neuron_cores < static_cast<int>(tl.num_cores)) {
+    const std::string family = instance->instance.substr(0, instance->instance.find('.') + 1);
     const InstanceInfo* fit = nullptr;
-    for (const InstanceInfo& i : prices.instances)
-      if (i.target == tl.target && i.neuron_cores >= static_cast<int>(tl.num_cores) &&
-          (!fit || i.neuron_cores < fit->neuron_cores))
-        fit = &i;
+    for (bool same_family : {true, false}) {
+      for (const InstanceInfo& i : prices.instances)
+        if (i.target == tl.target && i.neuron_cores >= static_cast<int>(tl.num_cores) &&
+            (!same_family || i.instance.rfind(family, 0) == 0) &&
+            (!fit || i.neuron_cores < fit->neuron_cores))
+          fit = &i;
+      if (fit) break;
+    }
     instance = fit;
   }
   if (instance && instance->neuron_cores < static_cast<int>(tl.num_cores))

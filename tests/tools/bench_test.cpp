@@ -17,6 +17,8 @@ namespace {
 using json = nlohmann::ordered_json;
 using testing::fixture_artifact;
 using testing::kFixtures;
+using testing::neuronc;
+using testing::Ran;
 using testing::scratch_dir;
 
 TEST(PriceTable, BuiltinEntriesCarrySourceDateAndFlag) {
@@ -194,6 +196,41 @@ TEST(Bench, PriceOverrideAndInstanceChoice) {
     FAIL() << "expected an unknown instance";
   } catch (const CommandExit& e) {
     EXPECT_NE(e.message.find("not in the price table"), std::string::npos) << e.message;
+  }
+}
+
+// A tensor-parallel artifact (compile --tp 8) is priced on the smallest instance of its target
+// with its cores, throughput per instance counts one copy per 8 cores, engine utilisation is
+// the cores' average, and an instance with fewer cores is refused.
+TEST(Bench, ATensorParallelArtifactIsPricedOnAnInstanceWithItsCores) {
+  const std::string art = (scratch_dir() / "llama_heads8_tp8.nca").string();
+  const Ran c = neuronc("compile " + std::string(NEURONC_SOURCE_DIR) +
+                        "/models/llm/llama_heads8_tiny --tp 8 -o " + art + " --json");
+  ASSERT_EQ(c.code, 0) << c.out;
+  const json cj = json::parse(c.out);
+  EXPECT_EQ(cj["tensor_parallel"]["cores"], 8);
+  EXPECT_EQ(cj["tensor_parallel"]["all_reduces"], 8);  // 2 per layer, 2 layers, 2 programs
+  BenchOptions o;
+  o.artifact = art;
+  o.iterations = 1;
+  o.generate = true;
+  o.prompt_len = 8;
+  o.new_tokens = 4;
+  const json r = run_bench_generate(o);
+  EXPECT_EQ(r["neuron_cores_per_inference"], 8);
+  EXPECT_EQ(r["output_tokens_per_s"]["instance"], "trn1.32xlarge");
+  EXPECT_NEAR(r["output_tokens_per_s"]["per_instance"].get<double>(),
+              4 * r["output_tokens_per_s"]["per_neuron_core"].get<double>() * 8, 1e-6);
+  for (const auto& [engine, u] : r["decode_engine_utilization"].items())
+    EXPECT_LE(u.get<double>(), 1.0) << engine;
+  o.instance = "trn1.2xlarge";
+  try {
+    (void)run_bench_generate(o);
+    FAIL() << "expected too few cores";
+  } catch (const CommandExit& e) {
+    EXPECT_EQ(e.code, kExitUsage);
+    EXPECT_NE(e.message.find("has 2 NeuronCores but the artifact runs on 8"), std::string::npos)
+        << e.message;
   }
 }
 
