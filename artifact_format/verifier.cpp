@@ -210,8 +210,7 @@ Status verify_contents(const ArtifactContents& c) {
   if (!kind) return invalid("target: " + kind.status().message());
   const device::Target& t = device::target(*kind);
   // A tensor-parallel artifact spans the cores of several chips of one instance.
-  if (c.num_cores > 0xffff ||
-      !device::valid_tensor_parallel_degree(t, static_cast<int>(c.num_cores)))
+  if (!device::valid_tensor_parallel_degree(t, static_cast<int>(c.num_cores)))
     return range("artifact uses " + to_string(c.num_cores) + " cores but " + std::string(t.name) +
                  " instances run programs over " + device::tensor_parallel_degrees_text(t));
   if (!c.source.sha256.empty() && c.source.sha256.size() != 32)

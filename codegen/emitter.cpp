@@ -6,6 +6,7 @@
 #include <string>
 
 #include "codegen/codegen.h"
+#include "codegen/hbm_plan.h"
 #include "codegen/replicate.h"
 #include "codegen/scheduler.h"
 #include "device/simulator.h"
@@ -239,8 +240,11 @@ device::Program ProgramEmitter::finish(uint64_t hbm_size, bool forward, uint64_t
   device::Simulator sim(t_, so);
   const auto time_of = [&](const device::Program& p) {
     sim.reset(static_cast<int>(cores_));
-    const auto r = cores_ > 1 ? sim.run(replicate_cores(p, cores_, (hbm_size + 63) / 64 * 64), {})
-                              : sim.run(p, {});
+    const auto r = cores_ > 1
+                       ? sim.run(replicate_cores(
+                                     p, cores_, (hbm_size + kHbmAlign - 1) / kHbmAlign * kHbmAlign),
+                                 {})
+                       : sim.run(p, {});
     return r ? r.value().total_time_ns : std::numeric_limits<double>::infinity();
   };
   device::Program best;

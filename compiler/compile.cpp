@@ -424,8 +424,8 @@ PartitionReport add_device_partition(const ir::Graph& g, const passes::Partition
   std::unordered_map<std::string, const ir::Value*> by_name;
   for (const ir::Value* v : p.inputs) by_name[v->name()] = v;
   for (const ir::Value* v : p.outputs) by_name[v->name()] = v;
-  std::vector<TensorParallelBuild::Binding> core_bindings;  // step set once the call is added
-  const size_t step = 0;
+  // Bindings of cores 1..N-1; their step is the call's, known once it is added.
+  std::vector<TensorParallelBuild::Binding> core_bindings;
   for (const codegen::TensorBinding& tb : cp.inputs) {
     const ir::Value* v = by_name.at(tb.name);
     call.inputs.push_back({b.as_dtype(v, from_device_dtype(tb.dtype)), place.map(tb.offset)});
@@ -438,7 +438,7 @@ PartitionReport add_device_partition(const ir::Graph& g, const passes::Partition
     for (int r = 1; r < tp.cores; ++r) {
       const uint32_t value =
           own != tp.core_values.end() ? own->second[r - 1] : call.inputs.back().value;
-      core_bindings.push_back({step, false, value, place.map(tb.offset), r});
+      core_bindings.push_back({0, false, value, place.map(tb.offset), r});
     }
   }
   for (size_t i = 0; i < cp.constants.size(); ++i) {
@@ -475,12 +475,11 @@ PartitionReport add_device_partition(const ir::Graph& g, const passes::Partition
       const uint32_t idx = w.add_value(v->name(), want, plan_dims(v->shape()));
       b.define(v, idx);
       call.outputs.push_back({idx, place.map(tb.offset)});
-      std::vector<uint32_t>& copies = tp.core_values[v];
       for (int r = 1; r < tp.cores; ++r) {
+        std::vector<uint32_t>& copies = tp.core_values[v];
         copies.push_back(w.add_value(core_name(v->name(), r), want, plan_dims(v->shape())));
-        core_bindings.push_back({step, true, copies.back(), place.map(tb.offset), r});
+        core_bindings.push_back({0, true, copies.back(), place.map(tb.offset), r});
       }
-      if (tp.cores <= 1) tp.core_values.erase(v);
     } else {
       const uint32_t raw = w.add_value(v->name() + "@device", dev, plan_dims(tb.shape));
       call.outputs.push_back({raw, place.map(tb.offset)});

@@ -811,7 +811,6 @@ class Rewriter {
 
   bool reduction(const ir::Node& n) {
     if (n.inputs().size() != 1) return false;
-    const size_t rank = n.input(0)->shape().size();
     std::vector<int64_t> dims;
     for (const char* name : {"dim", "dims"}) {
       const ir::Attribute* at = n.attr(name);
@@ -823,7 +822,6 @@ class Rewriter {
     }
     const ir::Attribute* kd = n.attr("keepdim");
     const bool keep = kd && std::holds_alternative<bool>(*kd) && std::get<bool>(*kd);
-    (void)rank;
     return along_dim(n, dims, keep);
   }
 
