@@ -7,12 +7,14 @@
 # These are the tiny random models the tests use (hidden 32, 2 layers): their figures show
 # what the serving path measures and where its time goes, not a full-size model's latency.
 #
-# Full-size rows: FULLSIZE="DIR:TARGET:TP ..." names weights-free exports (export_causal_lm.py
-# --meta of a config.json, e.g. models/llm_configs/*), each compiled to a timing-only artifact
-# with --auto-cast matmul for TARGET over TP NeuronCores (compile --tp) and benched with
-# --prompt-len 128 --new-tokens 64. Each row shows AWS's published TTFT / TPOT for the same
-# setup where TRAINIUM.md §6.2 has one, and the decode step beside the weight-streaming floor
-# (one core's share of the weight bytes over its DMA rate).
+# Full-size rows: FULLSIZE="DIR:TARGET:TP[:NEW] ..." names weights-free exports
+# (export_causal_lm.py --meta of a config.json, e.g. models/llm_configs/*), each compiled to a
+# timing-only artifact with --auto-cast matmul for TARGET over TP NeuronCores (compile --tp) and
+# benched with --prompt-len 128 --new-tokens NEW (default 64): the published runs' output length,
+# so TPOT P50 is the step at their median context (each step in its decode context-length
+# bucket). Each row shows AWS's published TTFT / TPOT for the same setup where TRAINIUM.md §6.2
+# has one, and the decode step beside the weight-streaming floor (one core's share of the weight
+# bytes over its DMA rate).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
@@ -25,14 +27,15 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 FULLSIZE="${FULLSIZE:-}"
 for spec in $FULLSIZE; do
-  IFS=: read -r dir t tp <<< "$spec"
+  IFS=: read -r dir t tp new <<< "$spec"
+  new="${new:-64}"
   m="$(basename "$dir")"
   key="$m.$t.tp$tp"
   echo "[$m, weights-free] $t TP $tp" >&2
   "$NEURONC" compile "$dir" -o "$tmp/full.$key.nca" --target "$t" --tp "$tp" --auto-cast matmul \
     --json > "$tmp/full.$key.compile.json"
   "$NEURONC" inspect "$tmp/full.$key.nca" --json > "$tmp/full.$key.inspect.json"
-  "$NEURONC" bench "$tmp/full.$key.nca" --generate --prompt-len 128 --new-tokens 64 \
+  "$NEURONC" bench "$tmp/full.$key.nca" --generate --prompt-len 128 --new-tokens "$new" \
     --iterations 1 --json > "$tmp/full.$key.bench.json"
   cp "$dir/manifest.json" "$tmp/full.$m.manifest.json"
 done
@@ -67,8 +70,13 @@ for path in sorted(glob.glob(os.path.join(tmp, "full.*.bench.json"))):
 
 # AWS's published figures for the same setup (TRAINIUM.md §6.2): (TTFT ms, TPOT ms, source).
 PUBLISHED = {
-    ("llama2_7b", "trn1", 32): (13.3, 6.70, "trn1.32xlarge TP 32, BS 1, 128-token prompt"),
-    ("llama3_8b", "trn1", 32): (14.75, 5.86, "trn1.32xlarge TP 32, BS 1, 128-token prompt"),
+    ("llama2_7b", "trn1", 32): (13.3, 6.70, "trn1.32xlarge TP 32, BS 1, 128-token prompt, "
+                                            "8064 new tokens (this export: 3968, the 4096 "
+                                            "positions Llama-2's config allows, so its median "
+                                            "context is shorter)"),
+    ("llama3_8b", "trn1", 32): (14.75, 5.86, "trn1.32xlarge TP 32, BS 1, 128-token prompt, "
+                                             "3968 new tokens, int8 weights (this export: bf16, "
+                                             "twice the weight bytes)"),
     ("llama32_1b_4layers", "trn1", 32): (1.40, 0.67, "NxD Inference's 4-layer TP 32 test, BS 2, "
                                                      "context 128 (prefill / decode step; its "
                                                      "prefill is 2.12 ms with logits out, and this "
@@ -105,11 +113,13 @@ def full_section():
     if not full:
         return ""
     lines = ["## Full-size models, weights-free, tensor parallel", "",
-             "Timing-only artifacts of `export_causal_lm.py --meta` exports (`--max-seq 1024 "
-             "--prefill-buckets 128`), `--auto-cast matmul`, compiled with `--tp` over the "
-             "NeuronCores of one instance and benched with `--prompt-len 128 --new-tokens 64`. "
-             "TTFT is the 128-token prefill; TPOT a decode step (the same at every position: "
-             "attention reads the whole 1024-position cache). Published figures are AWS's for the "
+             "Timing-only artifacts of `export_causal_lm.py --meta` exports (`--prefill-buckets "
+             "128`, the cache and decode context-length buckets in the table), `--auto-cast "
+             "matmul`, compiled with `--tp` over the NeuronCores of one instance and benched "
+             "with `--prompt-len 128` and the published run's new tokens. TTFT is the 128-token "
+             "prefill; TPOT P50 the decode step at the median position, in the smallest "
+             "context-length bucket beyond it (attention reads that much of the cache). "
+             "Published figures are AWS's for the "
              "same model, instance and TP degree (TRAINIUM.md §6.2); a ratio below 1 means the "
              "device model is faster than AWS's measured result. The floor is one core's share "
              "of the weight bytes over its DMA rate, which a decode step cannot beat; host ops "
@@ -117,10 +127,10 @@ def full_section():
              "(the runtime's algorithm for the message size, 1.5 us per step) and are not "
              "calibrated against a measurement (§8.5's nccom-test figures include a launch cost a "
              "collective inside a program does not pay).", "",
-             "| model | target, TP | weight bytes on all cores GB | compile s | TTFT P50 ms | published TTFT ms | "
-             "TPOT P50 ms | published TPOT ms | TTFT / TPOT vs published | per-core weight "
+             "| model | target, TP | weight bytes on all cores GB | cache positions (decode buckets) | prompt / new tokens | compile s | TTFT P50 ms | published TTFT ms | "
+             "TPOT P50 ms | TPOT mean ms | published TPOT ms | TTFT / TPOT vs published | per-core weight "
              "floor ms | decode engine utilisation (tensor / vector / scalar) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for m, t, tp, man, weights, b, c, i in full:
         floor = weights / tp / b["peaks"]["dma_bytes_per_s"] * 1e3
         u = b["decode_engine_utilization"]
@@ -128,11 +138,15 @@ def full_section():
         tpot = b["tpot_us"]["p50"] / 1e3
         pub = PUBLISHED.get((m, t, tp))
         lines.append("| %s (%s, %d layers, hidden %d, %d / %d heads, batch %d) | %s, TP %d | %.2f | "
-                     "%.0f | %.2f | %s | %.2f | %s | %s | %.2f | %.0f / %.0f / %.0f %% |" % (
+                     "%d (%s) | %d / %d | %.0f | %.2f | %s | %.2f | %.2f | %s | %s | %.2f | %.0f / %.0f / %.0f %% |" % (
                          m, man["family"], man["layers"], man["hidden_size"],
                          man["attention_heads"], man["kv_heads"], man["batch"], t, tp,
-                         weights / 1e9, sum(c["seconds"].values()), ttft,
-                         "%.2f" % pub[0] if pub else "—", tpot, "%.2f" % pub[1] if pub else "—",
+                         weights / 1e9, man["max_seq"],
+                         ", ".join(str(x) for x in man.get("decode_buckets", [man["max_seq"]])),
+                         b["prompt_tokens"], b["new_tokens"],
+                         sum(c["seconds"].values()), ttft,
+                         "%.2f" % pub[0] if pub else "—", tpot, b["tpot_us"]["mean"] / 1e3,
+                         "%.2f" % pub[1] if pub else "—",
                          "%.2fx / %.2fx" % (ttft / pub[0], tpot / pub[1]) if pub else "—",
                          floor, 100 * u["tensor"], 100 * u["vector"], 100 * u["scalar"]))
     sources = sorted({(m, t, tp, p[2]) for (m, t, tp), p in PUBLISHED.items()})

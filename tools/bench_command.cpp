@@ -693,7 +693,8 @@ json run_bench_generate(const BenchOptions& o) {
       for (int t = 0; t < o.prompt_len; ++t)
         row.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(gen.vocab())));
     const auto h0 = std::chrono::steady_clock::now();
-    // Timing-only: simulated once, the same for every prompt (no data, no positions).
+    // Timing-only: simulated once, the same for every prompt (no data; positions matter only
+    // through the decode bucket each step runs in).
     if (gen.timing_only() && !timed) timed = gen.time(o.prompt_len, o.new_tokens);
     const Generation g = timed ? *timed : gen.run(prompt, o.new_tokens);
     host_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - h0).count();
@@ -756,10 +757,17 @@ json run_bench_generate(const BenchOptions& o) {
       "bench_host_ops_time", 1, "measured",
       "host-fallback ops (input conversions) are timed on this machine's CPU and added to each "
       "step's simulated latency"));
+  const std::vector<int64_t> contexts = gen.decode_contexts();
+  std::string buckets;
+  for (int64_t c : contexts) buckets += (buckets.empty() ? "" : ", ") + std::to_string(c);
   as.push_back(assumption_json(
-      "bench_decode_time_per_position", 1, "same",
-      "a decode step's device time does not depend on its position: attention reads the whole "
-      "KV cache (no context-length buckets yet)"));
+      "bench_decode_context_buckets", static_cast<double>(contexts.size()), "buckets",
+      contexts.size() > 1
+          ? "a decode step reads the KV cache up to its context-length bucket (" + buckets +
+                " positions: the smallest beyond the step's position), and its device time "
+                "depends on the position only through that bucket"
+          : "a decode step reads the whole KV cache at every position (the artifact has no "
+            "context-length buckets: export with --decode-buckets)"));
   r["timing_only"] = gen.timing_only();
   if (gen.timing_only()) mark_host_ops_not_run(as, gen.model().info().host_ops);
   r["assumptions"] = as;

@@ -105,6 +105,7 @@ void run_generate(const GenerateCli& o) {
             s.stats.device_ns > 0 ? s.stats.engine_busy_ns[e] / (s.stats.device_ns * cores) : 0.0;
       j["steps"].push_back({{"position", s.position},
                             {"kind", s.kind},
+                            {"entry", s.entry},
                             {"latency_us", s.stats.latency_ns / 1e3},
                             {"device_us", s.stats.device_ns / 1e3},
                             {"host_ops_us", s.stats.host_ops_ns / 1e3},

@@ -2,8 +2,11 @@
 #include "tools/generation.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <map>
 #include <string_view>
 
 #include "tools/cli_output.h"
@@ -97,6 +100,25 @@ struct Program {
   bool own_session = false;  // another artifact: its own session, whose cache decode then takes
 };
 
+// A decode program: an entry with the one-token interface, and the cache positions it attends
+// over (export_causal_lm.py's `decode_<C>` reads the first C, any other decode entry all).
+struct DecodeProgram {
+  std::string entry;
+  int64_t context = 0;
+};
+
+// C of an entry named `decode_<C>`, or nullopt.
+std::optional<int64_t> bucket_context(const std::string& name) {
+  constexpr std::string_view kPrefix = "decode_";
+  if (name.size() <= kPrefix.size() || name.compare(0, kPrefix.size(), kPrefix) != 0)
+    return std::nullopt;
+  int64_t c = 0;
+  const char* end = name.data() + name.size();
+  auto [ptr, ec] = std::from_chars(name.data() + kPrefix.size(), end, c);
+  if (ec != std::errc() || ptr != end || c < 1) return std::nullopt;
+  return c;
+}
+
 bool same_spec(const TensorSpec& a, const TensorSpec& b) {
   if (a.name != b.name || a.dtype != b.dtype || a.dims.size() != b.dims.size()) return false;
   for (size_t i = 0; i < a.dims.size(); ++i)
@@ -172,9 +194,12 @@ struct Generator::Impl {
   explicit Impl(Model m) : model(std::move(m)) {}
   Model model;
   std::string path;
-  std::string decode_entry;
   ProgramInterface d;
+  std::vector<DecodeProgram> decodes;  // smallest context first; the last reads the whole cache
   std::vector<Program> prefills;
+
+  // The decode program a step at `position` runs: the smallest bucket beyond it.
+  const DecodeProgram& decode_at(int64_t position) const;
 
   // The smallest prefill bucket that holds a prompt of `p` tokens (null without prefill
   // programs), after checking that the prompt and `max_new_tokens` fit the cache.
@@ -185,6 +210,12 @@ struct Generator::Impl {
                           const std::string& entry) const;
   Generation summarise(Generation g, const Program* prefill) const;
 };
+
+const DecodeProgram& Generator::Impl::decode_at(int64_t position) const {
+  for (const DecodeProgram& dp : decodes)
+    if (dp.context > position) return dp;
+  return decodes.back();  // unreachable: choose_prefill bounds every position
+}
 
 const Program* Generator::Impl::choose_prefill(int64_t p, int max_new_tokens) const {
   if (max_new_tokens < 1)
@@ -213,6 +244,15 @@ const Program* Generator::Impl::choose_prefill(int64_t p, int max_new_tokens) co
                           std::to_string(p + max_new_tokens - 1) +
                           " cache positions, but the KV cache holds " +
                           std::to_string(*d.cache_capacity) + " (export with a larger --max-seq)",
+                      ""};
+  // Without a decode program over the whole cache, the largest bucket bounds the positions.
+  if (p + max_new_tokens - 1 > decodes.back().context)
+    throw CommandExit{kExitUsage,
+                      "a prompt of " + std::to_string(p) + " tokens and " +
+                          std::to_string(max_new_tokens) + " new ones need decode steps up to " +
+                          "position " + std::to_string(p + max_new_tokens - 2) +
+                          ", beyond the largest decode bucket (" + decodes.back().entry + ", " +
+                          std::to_string(decodes.back().context) + " positions)",
                       ""};
   return prefill;
 }
@@ -244,13 +284,39 @@ Generator::Generator(const std::string& artifact, const std::vector<std::string>
     : impl_(std::make_unique<Impl>(load_model_or_exit(artifact))) {
   impl_->path = artifact;
   const Model& model = impl_->model;
-  // The decode program: the artifact's one entry, or its decode entry among several.
-  std::optional<ProgramInterface> decode_io;
-  for (const EntryInfo& e : model.entries())
-    if (impl_->decode_entry.empty() && (decode_io = interface_of(model, e, /*decode=*/true)))
-      impl_->decode_entry = e.name;
-  if (impl_->decode_entry.empty()) throw no_program(model, artifact, /*decode=*/true);
-  impl_->d = *decode_io;
+  // The decode programs: the entries with the one-token interface, all alike.
+  std::optional<ProgramInterface> first;
+  std::string first_entry;
+  std::map<int64_t, std::string> contexts;  // context -> entry
+  for (const EntryInfo& e : model.entries()) {
+    const std::optional<ProgramInterface> io = interface_of(model, e, /*decode=*/true);
+    if (!io) continue;
+    if (!first) {
+      first = io;
+      first_entry = e.name;
+    } else if (!same_spec(*io->ids, *first->ids) || !same_spec(*io->position, *first->position) ||
+               !same_spec(*io->logits, *first->logits)) {
+      throw CommandExit{kExitUsage,
+                        "decode entries " + first_entry + " and " + e.name + " of " + artifact +
+                            " differ: input_ids " + spec_text(*first->ids) + " vs " +
+                            spec_text(*io->ids) + ", logits " + spec_text(*first->logits) + " vs " +
+                            spec_text(*io->logits),
+                        ""};
+    }
+    const int64_t whole = io->cache_capacity.value_or(std::numeric_limits<int64_t>::max());
+    const int64_t c = bucket_context(e.name).value_or(whole);
+    if (c > whole)
+      throw CommandExit{kExitUsage,
+                        "decode entry " + e.name + " of " + artifact + " names a context of " +
+                            std::to_string(c) + " positions, but the KV cache holds " +
+                            std::to_string(whole),
+                        ""};
+    contexts.emplace(c, e.name);  // the first entry of a context wins
+  }
+  if (!first) throw no_program(model, artifact, /*decode=*/true);
+  impl_->d = *first;
+  for (const auto& [c, entry] : contexts) impl_->decodes.push_back({entry, c});
+
   impl_->prefills = find_prefills(artifact, prefill_paths, model, impl_->d);
 }
 
@@ -303,13 +369,14 @@ Generation Generator::run(const std::vector<std::vector<int64_t>>& prompt, int m
   auto step = [&](const std::vector<int64_t>& tokens, int64_t pos, const char* kind) {
     std::memcpy(ids.mutable_data(), tokens.data(), tokens.size() * 8);
     std::memcpy(where.mutable_data(), &pos, 8);
-    auto out = session.run(impl_->decode_entry,
-                           {{d.ids->name, ids.view()}, {d.position->name, where.view()}});
+    const std::string& entry = impl_->decode_at(pos).entry;
+    auto out = session.run(entry, {{d.ids->name, ids.view()}, {d.position->name, where.view()}});
     if (!out.is_ok())
-      throw CommandExit{
-          kExitError,
-          "decode step at position " + std::to_string(pos) + ": " + out.status().message(), ""};
-    steps.push_back({pos, kind, session.stats()});
+      throw CommandExit{kExitError,
+                        "decode step at position " + std::to_string(pos) + " (" + entry +
+                            "): " + out.status().message(),
+                        ""};
+    steps.push_back({pos, kind, entry, session.stats()});
     return argmax_rows(out->at(d.logits->name));
   };
 
@@ -337,7 +404,7 @@ Generation Generator::run(const std::vector<std::vector<int64_t>>& prompt, int m
     if (!out.is_ok())
       throw CommandExit{kExitError, "prefill (" + prefill->where + "): " + out.status().message(),
                         ""};
-    steps.push_back({0, "prefill", ps.stats()});
+    steps.push_back({0, "prefill", prefill->entry, ps.stats()});
     // The logits of each row's last prompt token.
     const Tensor& all = out->at(prefill->io.logits->name);
     const NpyArray f = widen_to_f32(npy_of(all));
@@ -380,20 +447,35 @@ Generation Generator::time(int64_t prompt_len, int max_new_tokens) const {
     throw CommandExit{kExitUsage,
                       "prompt length " + std::to_string(prompt_len) + ": expected at least 1", ""};
   const Program* prefill = impl_->choose_prefill(prompt_len, max_new_tokens);
-  // Simulated time depends on no data and, with no context-length buckets, on no position:
-  // each program is timed once and that time stands for each of its calls.
+  // Simulated time depends on no data, and on the position only through the decode bucket the
+  // step runs in: each program is timed once and that time stands for each of its calls.
   Generation g;
-  const RunStats decode = impl_->simulated_call(impl_->path, impl_->model, impl_->decode_entry);
+  std::map<std::string, RunStats> timed;
+  auto decode = [&](int64_t position) -> GenerationStep {
+    const std::string& entry = impl_->decode_at(position).entry;
+    auto it = timed.find(entry);
+    if (it == timed.end())
+      it = timed.emplace(entry, impl_->simulated_call(impl_->path, impl_->model, entry)).first;
+    return {position, "decode", entry, it->second};
+  };
   if (prefill) {
-    g.steps.push_back({0, "prefill",
+    g.steps.push_back({0, "prefill", prefill->entry,
                        impl_->simulated_call(prefill->own_session ? prefill->where : impl_->path,
                                              prefill->model, prefill->entry)});
   } else {
-    for (int64_t t = 0; t < prompt_len; ++t) g.steps.push_back({t, "prompt", decode});
+    for (int64_t t = 0; t < prompt_len; ++t) {
+      g.steps.push_back(decode(t));
+      g.steps.back().kind = "prompt";
+    }
   }
-  for (int i = 0; i + 1 < max_new_tokens; ++i)
-    g.steps.push_back({prompt_len + i, "decode", decode});
+  for (int i = 0; i + 1 < max_new_tokens; ++i) g.steps.push_back(decode(prompt_len + i));
   return impl_->summarise(std::move(g), prefill);
+}
+
+std::vector<int64_t> Generator::decode_contexts() const {
+  std::vector<int64_t> out;
+  for (const DecodeProgram& dp : impl_->decodes) out.push_back(dp.context);
+  return out;
 }
 
 bool Generator::timing_only() const {

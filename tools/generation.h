@@ -1,6 +1,6 @@
-// Greedy generation with the programs models/scripts/export_causal_lm.py writes (a decode
-// program, prefill programs per prompt bucket, the KV cache as Session state): the loop of
-// `neuronc generate` and `neuronc bench --generate`.
+// Greedy generation with the programs models/scripts/export_causal_lm.py writes (decode
+// programs per context-length bucket, prefill programs per prompt bucket, the KV cache as
+// Session state): the loop of `neuronc generate` and `neuronc bench --generate`.
 #pragma once
 
 #include <neuronc/model.h>
@@ -20,6 +20,7 @@ namespace neuronc::tools {
 struct GenerationStep {
   int64_t position = 0;
   const char* kind = "decode";  // "prefill", "prompt" or "decode"
+  std::string entry;            // the artifact entry (or --prefill file) that ran
   neuronc::RunStats stats;
   bool before_first_token() const;
 };
@@ -38,9 +39,11 @@ struct Generation {
 
 class Generator {
  public:
-  // The decode program of `artifact` (its one entry, or its decode entry among several) and
-  // the prefill programs: its own prefill entries and those of `prefill_paths`, each checked
-  // against it. Throws CommandExit (usage) naming what is missing or does not match.
+  // The decode programs of `artifact` (its entries with the one-token interface: `decode_<C>`
+  // attends over the cache's first C positions, a context-length bucket, any other one over the
+  // whole cache) and the prefill programs: its own prefill entries and those of
+  // `prefill_paths`, each checked against them. A step at position t runs in the smallest
+  // bucket C > t. Throws CommandExit (usage) naming what is missing or does not match.
   Generator(const std::string& artifact, const std::vector<std::string>& prefill_paths);
   ~Generator();
   Generator(const Generator&) = delete;
@@ -60,6 +63,8 @@ class Generator {
   // on the data, so this is what run() would report for any prompt of that length; host ops
   // are not run, so their time is not in it. The one way to time a timing-only artifact.
   Generation time(int64_t prompt_len, int max_new_tokens) const;
+  // The decode programs' context lengths, smallest first (one, the cache's, without buckets).
+  std::vector<int64_t> decode_contexts() const;
   // Compiled from a weights-free export (ModelInfo::timing_only): only time() works.
   bool timing_only() const;
 

@@ -2,8 +2,9 @@
 """Exports a causal language model for serving with neuronc (issue 17): prefill programs, one
 per prompt-length bucket, and a decode program, over a static KV cache.
 
-    export_causal_lm.py HF_DIR OUT_DIR [--max-seq N] [--prefill-buckets 32,64,128] [--batch B]
-                        [--meta] [--prompt-len P] [--new-tokens T]
+    export_causal_lm.py HF_DIR OUT_DIR [--max-seq N] [--prefill-buckets 32,64,128]
+                        [--decode-buckets 128,256,...] [--batch B] [--meta] [--prompt-len P]
+                        [--new-tokens T]
     export_causal_lm.py --random FAMILY OUT_DIR [--heads H --kv-heads K] ...
                                                       (a small random model, for tests)
 
@@ -13,12 +14,18 @@ Runs with the user's PyTorch and transformers. OUT_DIR receives:
     manifest.json           family, sizes, buckets, cache layout, files, versions
     prefill_<S>/model.pt2   input_ids [B, S], cache_position [S] -> logits [B, S, vocab]
     decode/model.pt2        input_ids [B, 1], cache_position [1] -> logits [B, 1, vocab]
+    decode_<C>/model.pt2    the same, attending over the cache's first C positions only (a
+                            context-length bucket, for positions below C)
     reference/              prompt.npy [B, P] and tokens.npy [B, T]: transformers' greedy
                             generate() in fp32 (not with --meta)
 
 Every program holds the KV cache as mutable buffers (transformers' StaticCache, one key and one
 value buffer [B, kv_heads, max_seq, head_dim] per layer, written in place with index_copy_ at
-cache_position), so prefill fills the cache and each decode step reads and extends it. Each
+cache_position), so prefill fills the cache and each decode step reads and extends it. A decode
+step reads the whole cache unless it runs in a context-length bucket: decode_<C> writes its token
+at cache_position (which must be below C) and attends over positions 0 .. C-1 only, so a step
+early in a long cache reads a fraction of it (NxD Inference's token-generation buckets). The
+bucket of --max-seq is `decode`. Each
 program directory also holds input_<i>.npy and output_<i>.npy for `neuronc verify`: the
 program run once from the empty cache, as its file describes it.
 
@@ -94,7 +101,7 @@ def load(a):
     return m.eval(), cfg.model_type
 
 
-def wrapper(m, batch, max_seq):
+def wrapper(m, batch, max_seq, context=None):
     from transformers import GenerationConfig
     from transformers.integrations.executorch import TorchExportableModuleWithStaticCache
 
@@ -109,14 +116,29 @@ def wrapper(m, batch, max_seq):
         which it advances by the tokens of each call. Bound to a copy of cache_position's first
         element instead of a buffer, the write lands at cache_position, as the attention mask
         assumes, and the cache is the programs' only state: a prompt padded to a prefill bucket
-        stays exact (the pad positions are masked, and the decode steps overwrite them)."""
+        stays exact (the pad positions are masked, and the decode steps overwrite them).
+
+        With a `context` below max_seq (a context-length bucket) each layer still writes into
+        its whole buffer, but hands attention only the first `context` positions, and the mask
+        is that wide."""
 
         def forward(self, input_ids=None, cache_position=None):
             for i, layer in enumerate(self.static_cache.layers):
                 layer.keys = getattr(self, f"key_cache_{i}")
                 layer.values = getattr(self, f"value_cache_{i}")
                 layer.cumulative_length = cache_position[:1].clone().to(layer.keys.device)
+                if context is not None and context < max_seq:
+                    bucket(layer, context)
             return super().forward(input_ids=input_ids, cache_position=cache_position)
+
+    def bucket(layer, c):
+        update = type(layer).update
+
+        def update_in_bucket(key_states, value_states, *args, **kwargs):
+            keys, values = update(layer, key_states, value_states, *args, **kwargs)
+            return keys[:, :, :c], values[:, :, :c]
+        layer.update = update_in_bucket
+        layer.get_mask_sizes = lambda query_length: (c, 0)
 
     device = next(m.parameters()).device  # "meta" for a weights-free export
     m.generation_config = GenerationConfig(
@@ -130,20 +152,20 @@ def program_inputs(batch, length, start, vocab, gen):
     return ids, torch.arange(start, start + length)
 
 
-def export_program(m, a, out, name, length, start, gen):
+def export_program(m, a, out, name, length, start, gen, context=None):
     """Exports one program (a fresh cache, so the file's buffers hold the empty cache) and, with
     weights, its verify sample: the program run once on that cache."""
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
     ids, pos = program_inputs(a.batch, length, start, m.config.vocab_size, gen)
-    w = wrapper(m, a.batch, a.max_seq)
+    w = wrapper(m, a.batch, a.max_seq, context)
     ep = torch.export.export(w, (), {"input_ids": ids, "cache_position": pos}, strict=False)
     torch.export.save(ep, os.path.join(d, "model.pt2"))
     cache = [{"name": n, "shape": list(b.shape), "dtype": str(b.dtype).replace("torch.", "")}
              for n, b in w.named_buffers() if "cache" in n and b.dim() == 4]
     if not a.meta:
         with torch.no_grad():
-            logits = wrapper(m, a.batch, a.max_seq)(input_ids=ids, cache_position=pos)
+            logits = wrapper(m, a.batch, a.max_seq, context)(input_ids=ids, cache_position=pos)
         np.save(os.path.join(d, "input_0.npy"), ids.numpy())
         np.save(os.path.join(d, "input_1.npy"), pos.numpy())
         np.save(os.path.join(d, "output_0.npy"), np.ascontiguousarray(logits.float().numpy()))
@@ -159,6 +181,9 @@ def main():
     ap.add_argument("--random", metavar="FAMILY", help="a small random model of FAMILY, for tests")
     ap.add_argument("--max-seq", type=int, default=128, help="the KV cache length")
     ap.add_argument("--prefill-buckets", default="32,64,128")
+    ap.add_argument("--decode-buckets", default="",
+                    help="context lengths of the decode programs (default: 128, 256, ... below "
+                         "--max-seq, and --max-seq)")
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--meta", action="store_true", help="no weights: a timing-only export")
     ap.add_argument("--prompt-len", type=int, default=12, help="the reference prompt's length")
@@ -178,6 +203,16 @@ def main():
         fail(f"--prefill-buckets '{a.prefill_buckets}': expected comma-separated integers")
     if not buckets or buckets[0] < 1 or buckets[-1] > a.max_seq:
         fail(f"--prefill-buckets {buckets}: each must be in [1, --max-seq {a.max_seq}]")
+    if a.decode_buckets:
+        try:
+            contexts = sorted({int(b) for b in a.decode_buckets.split(",") if b})
+        except ValueError:
+            fail(f"--decode-buckets '{a.decode_buckets}': expected comma-separated integers")
+    else:
+        contexts = [c for c in (128 << i for i in range(24)) if c < a.max_seq]
+    contexts = sorted(set(contexts) | {a.max_seq})
+    if contexts[0] < 2 or contexts[-1] > a.max_seq:
+        fail(f"--decode-buckets {contexts}: each must be in [2, --max-seq {a.max_seq}]")
     if a.batch < 1:
         fail(f"--batch {a.batch}: expected at least 1")
     torch.set_num_threads(2)
@@ -191,12 +226,14 @@ def main():
     for s in buckets:
         p, cache = export_program(m, a, a.out, f"prefill_{s}", s, 0, gen)
         programs.append(dict(p, kind="prefill"))
-    p, _ = export_program(m, a, a.out, "decode", 1, buckets[0], gen)
-    programs.append(dict(p, kind="decode"))
+    for c in contexts:
+        name = "decode" if c == a.max_seq else f"decode_{c}"
+        p, _ = export_program(m, a, a.out, name, 1, min(buckets[0], c - 1), gen, c)
+        programs.append(dict(p, kind="decode", context=c))
     manifest = {
         "format": "neuronc-causal-lm/1", "family": family, "model_type": m.config.model_type,
         "weights": not a.meta, "batch": a.batch, "max_seq": a.max_seq,
-        "prefill_buckets": buckets, "vocab_size": m.config.vocab_size,
+        "prefill_buckets": buckets, "decode_buckets": contexts, "vocab_size": m.config.vocab_size,
         "layers": m.config.num_hidden_layers, "hidden_size": m.config.hidden_size,
         "attention_heads": m.config.num_attention_heads,
         "kv_heads": getattr(m.config, "num_key_value_heads", None) or m.config.num_attention_heads,
