@@ -349,7 +349,7 @@ std::vector<double> creation_values(const ir::Node& n) {
 const Lowering* find_lowering(const std::string& op) {
   for (auto f : {matmul_lowering, elementwise_lowering, row_lowering, group_norm_lowering,
                  attention_lowering, gather_lowering, conv_lowering, pool_lowering,
-                 data_movement_lowering, collective_lowering})
+                 data_movement_lowering, collective_lowering, topk_lowering})
     if (const Lowering* l = f(op)) return l;
   return nullptr;
 }

@@ -89,6 +89,7 @@ const Lowering* conv_lowering(const std::string& op);
 const Lowering* pool_lowering(const std::string& op);           // max / avg / adaptive-avg pooling
 const Lowering* data_movement_lowering(const std::string& op);  // cat, gathers, copies
 const Lowering* collective_lowering(const std::string& op);     // all_reduce, all_gather
+const Lowering* topk_lowering(const std::string& op);           // topk along the last dim
 
 // The column block (ConstantBinding::column_block) the matmul kernel of `linear` streams its
 // weight in: the n-block of a weight that does not stay in SBUF whole (not loaded once) and whose

@@ -207,12 +207,13 @@ void register_reduction_and_norm_ops(OpRegistry& r) {
           normalize_dim(c, c.get_int("dim"), x.rank());
           return {{sum_dtype(c, x.dtype), x.shape}};
         });
-  // Selection along a dim (a mixture-of-experts router's top-k): on the host, whose kernels
-  // order NaN and ties as PyTorch does.
+  // Selection along a dim (a mixture-of-experts router's top-k, an LLM sampler's): on the
+  // device along the last dim for k <= 64 (codegen/topk_kernel.cpp: sorted, ties by the lower
+  // index, as the host kernel orders them), else on the host.
   r.add(
       "topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> "
       "(Tensor values, Tensor indices)",
-      R, Placement::host, [](const ShapeContext& c) -> std::vector<TensorType> {
+      R, Placement::device, [](const ShapeContext& c) -> std::vector<TensorType> {
         TensorType t = c.input(0);
         const int64_t d = normalize_dim(c, c.get_int("dim"), t.rank());
         const int64_t k = c.get_int("k");

@@ -19,6 +19,7 @@ struct GenerateCli {
   std::vector<std::string> prefill;
   int max_new_tokens = 16;
   int64_t eos = -1;
+  Sampling sampling;
   bool json = false;
 };
 
@@ -59,7 +60,7 @@ void run_generate(const GenerateCli& o) {
   const std::vector<std::vector<int64_t>> prompt = read_prompt(o.input_ids, gen.batch());
   const auto p = static_cast<int64_t>(prompt[0].size());
   progress("generating with " + o.artifact);
-  const Generation g = gen.run(prompt, o.max_new_tokens, o.eos);
+  const Generation g = gen.run(prompt, o.max_new_tokens, o.eos, o.sampling);
   progress_done();
   const Model& model = gen.model();
   const int64_t batch = gen.batch();
@@ -86,7 +87,11 @@ void run_generate(const GenerateCli& o) {
     j["batch"] = batch;
     j["prompt_tokens"] = p;
     j["new_tokens"] = n_new;
-    j["decoding"] = "greedy";
+    j["decoding"] = o.sampling.greedy() ? "greedy" : "top-k sampling";
+    j["sampling"] = {{"top_k", o.sampling.top_k},
+                     {"temperature", o.sampling.temperature},
+                     {"seed", o.sampling.seed},
+                     {"on_device", gen.samples_on_device()}};
     j["tokens"] = g.tokens;
     j["ttft_us"] = g.ttft_ns / 1e3;
     j["ttft_from"] = g.ttft_from;
@@ -120,12 +125,20 @@ void run_generate(const GenerateCli& o) {
     for (int64_t t : g.tokens[b]) std::printf(" %lld", static_cast<long long>(t));
     std::printf("\n");
   }
+  const std::string decoding = o.sampling.greedy()
+                                   ? std::string("greedy")
+                                   : "top-" + std::to_string(o.sampling.top_k) +
+                                         " sampling at temperature " +
+                                         std::to_string(o.sampling.temperature) + ", seed " +
+                                         std::to_string(o.sampling.seed);
   std::printf(
-      "%zu new tokens after a %lld-token prompt, greedy, on %s\n"
+      "%zu new tokens after a %lld-token prompt, %s%s, on %s\n"
       "TTFT %.3f ms (%s)\n"
       "TPOT %.3f ms, %.1f tokens/s (batch %lld)\n",
-      n_new, static_cast<long long>(p), model.info().target.c_str(), g.ttft_ns / 1e6,
-      g.ttft_from.c_str(), g.tpot_ns / 1e6, tokens_per_s, static_cast<long long>(batch));
+      n_new, static_cast<long long>(p), decoding.c_str(),
+      gen.samples_on_device() ? " (on the device)" : "", model.info().target.c_str(),
+      g.ttft_ns / 1e6, g.ttft_from.c_str(), g.tpot_ns / 1e6, tokens_per_s,
+      static_cast<long long>(batch));
   std::printf("decode engine utilisation:");
   for (size_t e = 0; e < kEngineNames.size(); ++e)
     std::printf(
@@ -159,6 +172,14 @@ void register_generate_command(CLI::App& app) {
                   "padded to the smallest bucket that holds it, fills the cache in one call "
                   "(repeatable; without it the prompt goes through the decode program)");
   cmd->add_option("--eos-token-id", o->eos, "Stop once every row has produced this token");
+  cmd->add_option("--top-k", o->sampling.top_k,
+                  "Sample among the K largest logits (default 1: greedy); needs programs "
+                  "exported with --on-device-sampling, whose sampler runs on the device")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  cmd->add_option("--temperature", o->sampling.temperature, "Sampling temperature (default 1; > 0)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", o->sampling.seed,
+                  "Seed of the uniform draws (one per row and call, splitmix64; default 0)");
   cmd->add_option("-o,--output", o->output, "Write the new tokens [batch, n] as int64 .npy");
   cmd->add_flag("--json", o->json, "Print the report as JSON (fields in docs/CLI.md)");
   cmd->callback([o] { run_generate(*o); });

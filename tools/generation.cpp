@@ -35,15 +35,24 @@ bool is_static(const TensorSpec& s, std::initializer_list<int64_t> want_rank_dim
 }
 
 // A decode or prefill program's interface (models/scripts/export_causal_lm.py): input_ids
-// i64[batch, tokens], cache_position i64[tokens], logits [batch, tokens, vocab] first among the
-// outputs, the KV cache as state. `tokens` is 1 for decode, the bucket for prefill.
+// i64[batch, tokens], cache_position i64[tokens], the KV cache as state, and either logits
+// [batch, tokens, vocab] first among the outputs, or (--on-device-sampling) the sampler's
+// next_tokens i64[batch] first, from sampling_params f32[batch, 3] and, for a prefill,
+// last_token i64[1]. `tokens` is 1 for decode, the bucket for prefill.
 struct ProgramInterface {
   const TensorSpec* ids = nullptr;
   const TensorSpec* position = nullptr;
-  const TensorSpec* logits = nullptr;
+  const TensorSpec* params = nullptr;  // sampling programs
+  const TensorSpec* last = nullptr;    // sampling prefill programs
+  const TensorSpec* out = nullptr;     // logits, or the sampled tokens
+  bool sampling = false;
   int64_t batch = 0, tokens = 0, vocab = 0;
   std::optional<int64_t> cache_capacity;
 };
+
+bool is_float(DType t) {
+  return t == DType::f32 || t == DType::bf16 || t == DType::f16;
+}
 
 // The interface of entry `e` of `model`, if it has one; `decode` asks for one token per call,
 // otherwise more than one.
@@ -51,18 +60,30 @@ std::optional<ProgramInterface> interface_of(const Model& model, const EntryInfo
   ProgramInterface d;
   d.ids = find_spec(e.inputs, "input_ids");
   d.position = find_spec(e.inputs, "cache_position");
-  d.logits = e.outputs.empty() ? nullptr : &e.outputs[0];
-  const bool ok = d.ids && d.position && d.logits && e.inputs.size() == 2 &&
-                  !model.states().empty() && d.ids->dtype == DType::i64 &&
-                  is_static(*d.ids, {-1, -1}, 2) && d.position->dtype == DType::i64 &&
-                  is_static(*d.position, {d.ids->dims[1].value}, 1) &&
-                  is_static(*d.logits, {d.ids->dims[0].value, d.ids->dims[1].value, -1}, 3) &&
-                  (d.logits->dtype == DType::f32 || d.logits->dtype == DType::bf16 ||
-                   d.logits->dtype == DType::f16);
-  if (!ok || (d.ids->dims[1].value == 1) != decode) return std::nullopt;
-  d.batch = d.ids->dims[0].value;
-  d.tokens = d.ids->dims[1].value;
-  d.vocab = d.logits->dims[2].value;
+  d.params = find_spec(e.inputs, "sampling_params");
+  d.last = find_spec(e.inputs, "last_token");
+  d.out = e.outputs.empty() ? nullptr : &e.outputs[0];
+  d.sampling = d.params != nullptr;
+  bool ok = d.ids && d.position && d.out && !model.states().empty() && d.ids->dtype == DType::i64 &&
+            is_static(*d.ids, {-1, -1}, 2) && d.position->dtype == DType::i64 &&
+            is_static(*d.position, {d.ids->dims[1].value}, 1);
+  if (!ok) return std::nullopt;
+  const int64_t batch = d.ids->dims[0].value, tokens = d.ids->dims[1].value;
+  if (d.sampling) {
+    ok = e.inputs.size() == (tokens == 1 ? 3u : 4u) && d.params->dtype == DType::f32 &&
+         is_static(*d.params, {batch, 3}, 2) &&
+         (tokens == 1 || (d.last && d.last->dtype == DType::i64 && is_static(*d.last, {1}, 1))) &&
+         (d.out->dtype == DType::i64 || d.out->dtype == DType::i32) &&
+         is_static(*d.out, {batch}, 1) && d.ids->valid_range.has_value();
+    if (ok) d.vocab = d.ids->valid_range->hi;  // the embedding table's rows
+  } else {
+    ok =
+        e.inputs.size() == 2 && is_static(*d.out, {batch, tokens, -1}, 3) && is_float(d.out->dtype);
+    if (ok) d.vocab = d.out->dims[2].value;
+  }
+  if (!ok || (tokens == 1) != decode) return std::nullopt;
+  d.batch = batch;
+  d.tokens = tokens;
   // transformers' StaticCache layout [batch, kv heads, max_seq, head dim]: the positions the
   // cache holds. Other states (none in a causal LM export) do not bound generation.
   for (const TensorSpec& s : model.states())
@@ -85,7 +106,10 @@ CommandExit no_program(const Model& model, const std::string& path, bool decode)
                      std::string("generate needs a ") + (decode ? "decode" : "prefill") +
                          " program: inputs input_ids i64[batch, " + t +
                          "] and cache_position i64[" + t + "], logits [batch, " + t +
-                         ", vocab] as the first output and the KV cache as state, as "
+                         ", vocab] as the first output (or, with on-device sampling, input "
+                         "sampling_params f32[batch, 3]" +
+                         (decode ? "" : " and last_token i64[1]") +
+                         " and next_tokens i64[batch] first) and the KV cache as state, as "
                          "models/scripts/export_causal_lm.py writes; " +
                          path + " has" + has,
                      ""};
@@ -143,6 +167,14 @@ std::vector<Program> find_prefills(const std::string& artifact,
       for (size_t i = 0; states_match && i < m.states().size(); ++i)
         states_match = same_spec(m.states()[i], model.states()[i]);
       const std::string where = m.entries().size() > 1 ? "entry " + e.name + " of " + path : path;
+      if (io->sampling != d.sampling)
+        throw CommandExit{kExitUsage,
+                          "prefill program " + where +
+                              (io->sampling ? " ends in the sampler" : " returns logits") +
+                              ", but the decode program " +
+                              (d.sampling ? "ends in the sampler" : "returns logits") +
+                              ": export both with or both without --on-device-sampling",
+                          ""};
       if (io->batch != d.batch || io->vocab != d.vocab || !states_match)
         throw CommandExit{kExitUsage,
                           "prefill program " + where +
@@ -295,12 +327,12 @@ Generator::Generator(const std::string& artifact, const std::vector<std::string>
       first = io;
       first_entry = e.name;
     } else if (!same_spec(*io->ids, *first->ids) || !same_spec(*io->position, *first->position) ||
-               !same_spec(*io->logits, *first->logits)) {
+               !same_spec(*io->out, *first->out) || io->sampling != first->sampling) {
       throw CommandExit{kExitUsage,
                         "decode entries " + first_entry + " and " + e.name + " of " + artifact +
                             " differ: input_ids " + spec_text(*first->ids) + " vs " +
-                            spec_text(*io->ids) + ", logits " + spec_text(*first->logits) + " vs " +
-                            spec_text(*io->logits),
+                            spec_text(*io->ids) + ", first output " + spec_text(*first->out) +
+                            " vs " + spec_text(*io->out),
                         ""};
     }
     const int64_t whole = io->cache_capacity.value_or(std::numeric_limits<int64_t>::max());
@@ -333,9 +365,22 @@ int64_t Generator::vocab() const {
 }
 
 Generation Generator::run(const std::vector<std::vector<int64_t>>& prompt, int max_new_tokens,
-                          int64_t eos) const {
+                          int64_t eos, const Sampling& sampling) const {
   const ProgramInterface& d = impl_->d;
   Generation g;
+  if (sampling.top_k < 1 || !(sampling.temperature > 0) || !std::isfinite(sampling.temperature))
+    throw CommandExit{kExitUsage,
+                      "top-k " + std::to_string(sampling.top_k) + " and temperature " +
+                          std::to_string(sampling.temperature) +
+                          ": expected top-k >= 1 and a finite temperature > 0",
+                      ""};
+  if (!sampling.greedy() && !d.sampling)
+    throw CommandExit{kExitUsage,
+                      impl_->path +
+                          " returns logits: sampling runs on the device, in programs that end "
+                          "in the sampler (export with models/scripts/export_causal_lm.py "
+                          "--on-device-sampling); this artifact generates greedily only",
+                      ""};
   bool rows_ok =
       !prompt.empty() && static_cast<int64_t>(prompt.size()) == d.batch && !prompt[0].empty();
   for (const auto& row : prompt) rows_ok = rows_ok && row.size() == prompt[0].size();
@@ -365,19 +410,56 @@ Generation Generator::run(const std::vector<std::vector<int64_t>>& prompt, int m
   if (!session.status().is_ok()) throw CommandExit{kExitError, session.status().message(), ""};
   std::vector<GenerationStep>& steps = g.steps;
   Tensor ids(DType::i64, {d.batch, 1}), where(DType::i64, {1});
-  // Feeds one token per row at `pos`; returns the greedy choice per row.
+  // The sampler's parameters per row and call: (top_k, temperature, a fresh uniform draw).
+  UniformStream uniform(sampling.seed);
+  Tensor params(DType::f32, {d.batch, 3});
+  auto next_params = [&]() {
+    auto* q = static_cast<float*>(params.mutable_data());
+    for (int64_t b = 0; b < d.batch; ++b) {
+      q[3 * b] = static_cast<float>(sampling.top_k);
+      q[3 * b + 1] = static_cast<float>(sampling.temperature);
+      q[3 * b + 2] = uniform.next();
+    }
+    return params.view();
+  };
+  // The sampler's tokens, checked: a token outside the vocab means the logits held NaN.
+  auto sampled = [&](const Tensor& t, const std::string& call) {
+    const NpyArray a = npy_of(t);
+    std::vector<int64_t> out(static_cast<size_t>(d.batch));
+    for (size_t b = 0; b < out.size(); ++b) {
+      if (a.type == NpyType::i64) {
+        std::memcpy(&out[b], a.data.data() + 8 * b, 8);
+      } else {
+        int32_t w = 0;
+        std::memcpy(&w, a.data.data() + 4 * b, 4);
+        out[b] = w;
+      }
+      if (out[b] < 0 || out[b] >= d.vocab)
+        throw CommandExit{kExitError,
+                          call + ": the sampler chose token " + std::to_string(out[b]) +
+                              " for row " + std::to_string(b) + ", outside the vocab [0, " +
+                              std::to_string(d.vocab) + ") (the logits held NaN)",
+                          ""};
+    }
+    return out;
+  };
+  // Feeds one token per row at `pos`; returns the next token per row.
   auto step = [&](const std::vector<int64_t>& tokens, int64_t pos, const char* kind) {
     std::memcpy(ids.mutable_data(), tokens.data(), tokens.size() * 8);
     std::memcpy(where.mutable_data(), &pos, 8);
     const std::string& entry = impl_->decode_at(pos).entry;
-    auto out = session.run(entry, {{d.ids->name, ids.view()}, {d.position->name, where.view()}});
+    std::vector<NamedInput> in = {{d.ids->name, ids.view()}, {d.position->name, where.view()}};
+    if (d.sampling) in.push_back({d.params->name, next_params()});
+    auto out = session.run(entry, in);
     if (!out.is_ok())
       throw CommandExit{kExitError,
                         "decode step at position " + std::to_string(pos) + " (" + entry +
                             "): " + out.status().message(),
                         ""};
     steps.push_back({pos, kind, entry, session.stats()});
-    return argmax_rows(out->at(d.logits->name));
+    const Tensor& result = out->at(d.out->name);
+    return d.sampling ? sampled(result, "decode step at position " + std::to_string(pos))
+                      : argmax_rows(result);
   };
 
   std::vector<int64_t> next;
@@ -399,21 +481,33 @@ Generation Generator::run(const std::vector<std::vector<int64_t>>& prompt, int m
       for (int64_t t = 0; t < s; ++t)
         idp[b * s + t] = t < p ? prompt[static_cast<size_t>(b)][static_cast<size_t>(t)] : 0;
     for (int64_t t = 0; t < s; ++t) posp[t] = t;
-    auto out = ps.run(prefill->entry, {{prefill->io.ids->name, pids.view()},
-                                       {prefill->io.position->name, ppos.view()}});
+    std::vector<NamedInput> in = {{prefill->io.ids->name, pids.view()},
+                                  {prefill->io.position->name, ppos.view()}};
+    // The sampler reads the hidden state of the last prompt token only.
+    Tensor last_token(DType::i64, {1});
+    *static_cast<int64_t*>(last_token.mutable_data()) = p - 1;
+    if (d.sampling) {
+      in.push_back({prefill->io.params->name, next_params()});
+      in.push_back({prefill->io.last->name, last_token.view()});
+    }
+    auto out = ps.run(prefill->entry, in);
     if (!out.is_ok())
       throw CommandExit{kExitError, "prefill (" + prefill->where + "): " + out.status().message(),
                         ""};
     steps.push_back({0, "prefill", prefill->entry, ps.stats()});
-    // The logits of each row's last prompt token.
-    const Tensor& all = out->at(prefill->io.logits->name);
-    const NpyArray f = widen_to_f32(npy_of(all));
-    Tensor last(DType::f32, {d.batch, d.vocab});
-    for (int64_t b = 0; b < d.batch; ++b)
-      std::memcpy(static_cast<float*>(last.mutable_data()) + b * d.vocab,
-                  reinterpret_cast<const float*>(f.data.data()) + (b * s + p - 1) * d.vocab,
-                  static_cast<size_t>(d.vocab) * sizeof(float));
-    next = argmax_rows(last);
+    const Tensor& result = out->at(prefill->io.out->name);
+    if (d.sampling) {
+      next = sampled(result, "prefill (" + prefill->where + ")");
+    } else {
+      // The logits of each row's last prompt token.
+      const NpyArray f = widen_to_f32(npy_of(result));
+      Tensor last(DType::f32, {d.batch, d.vocab});
+      for (int64_t b = 0; b < d.batch; ++b)
+        std::memcpy(static_cast<float*>(last.mutable_data()) + b * d.vocab,
+                    reinterpret_cast<const float*>(f.data.data()) + (b * s + p - 1) * d.vocab,
+                    static_cast<size_t>(d.vocab) * sizeof(float));
+      next = argmax_rows(last);
+    }
     if (other)
       for (const TensorSpec& st : impl_->model.states()) {
         const Status set = session.set_state(st.name, other->state(st.name)->view());
@@ -476,6 +570,19 @@ std::vector<int64_t> Generator::decode_contexts() const {
   std::vector<int64_t> out;
   for (const DecodeProgram& dp : impl_->decodes) out.push_back(dp.context);
   return out;
+}
+
+bool Generator::samples_on_device() const {
+  return impl_->d.sampling;
+}
+
+float UniformStream::next() {
+  state_ += 0x9e3779b97f4a7c15ULL;
+  uint64_t z = state_;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  return static_cast<float>(z >> 40) * 0x1.0p-24f;
 }
 
 bool Generator::timing_only() const {

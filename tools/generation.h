@@ -25,6 +25,28 @@ struct GenerationStep {
   bool before_first_token() const;
 };
 
+// How each new token is chosen. top_k 1 is greedy (the first largest logit, as torch.argmax);
+// a larger top_k samples among that many largest logits at `temperature`, with one uniform draw
+// per row and call from a splitmix64 stream seeded with `seed`. Sampling runs in the programs
+// (export_causal_lm.py --on-device-sampling), so it takes programs that end in the sampler.
+struct Sampling {
+  int64_t top_k = 1;
+  double temperature = 1.0;
+  uint64_t seed = 0;
+  bool greedy() const { return top_k == 1; }
+};
+
+// The uniform draws of a Sampling, in [0, 1) with 24 bits (exact in fp32): splitmix64 (Steele,
+// Lea and Flood's SplittableRandom; export_causal_lm.py's `uniform` writes the same stream).
+class UniformStream {
+ public:
+  explicit UniformStream(uint64_t seed) : state_(seed) {}
+  float next();
+
+ private:
+  uint64_t state_;
+};
+
 struct Generation {
   std::vector<std::vector<int64_t>> tokens;  // [batch][new tokens]
   std::vector<GenerationStep> steps;
@@ -52,12 +74,15 @@ class Generator {
   const neuronc::Model& model() const;
   int64_t batch() const;
   int64_t vocab() const;
-  // Generates `max_new_tokens` greedy tokens per row of `prompt` ([batch][length]) on a fresh
-  // session, stopping early once every row has produced `eos` (when >= 0). Throws CommandExit:
-  // usage for a prompt outside the vocab, longer than the largest bucket or than the cache;
-  // error for a failing run.
+  // Generates `max_new_tokens` tokens per row of `prompt` ([batch][length]) on a fresh
+  // session, chosen as `sampling` says, stopping early once every row has produced `eos` (when
+  // >= 0). Throws CommandExit: usage for a prompt outside the vocab, longer than the largest
+  // bucket or than the cache, or sampling asked of programs without the sampler; error for a
+  // failing run.
   Generation run(const std::vector<std::vector<int64_t>>& prompt, int max_new_tokens,
-                 int64_t eos = -1) const;
+                 int64_t eos = -1, const Sampling& sampling = {}) const;
+  // The programs end in the sampler (on-device sampling): they return the next tokens.
+  bool samples_on_device() const;
   // The simulated timing of a generation of `max_new_tokens` after a `prompt_len`-token prompt,
   // without running it (no tokens: Generation::tokens is empty). Device time does not depend
   // on the data, so this is what run() would report for any prompt of that length; host ops

@@ -4,7 +4,7 @@ per prompt-length bucket, and a decode program, over a static KV cache.
 
     export_causal_lm.py HF_DIR OUT_DIR [--max-seq N] [--prefill-buckets 32,64,128]
                         [--decode-buckets 128,256,...] [--batch B] [--meta] [--prompt-len P]
-                        [--new-tokens T]
+                        [--new-tokens T] [--on-device-sampling [--max-top-k K]]
     export_causal_lm.py --random FAMILY OUT_DIR [--heads H --kv-heads K] ...
                                                       (a small random model, for tests)
 
@@ -17,7 +17,14 @@ Runs with the user's PyTorch and transformers. OUT_DIR receives:
     decode_<C>/model.pt2    the same, attending over the cache's first C positions only (a
                             context-length bucket, for positions below C)
     reference/              prompt.npy [B, P] and tokens.npy [B, T]: transformers' greedy
-                            generate() in fp32 (not with --meta)
+                            generate() in fp32 (not with --meta); with --on-device-sampling
+                            also sampled.npy, the tokens top-5 sampling at temperature 0.8
+                            draws with `neuronc generate --seed 7`'s uniform draws
+
+With --on-device-sampling each program ends in the sampler and returns next_tokens [B] instead
+of logits: it takes sampling_params [B, 3] (top-k, temperature and a uniform draw per row) and,
+for a prefill, last_token [1] (the last prompt position, whose hidden state alone reaches the LM
+head). top-k 1 is greedy; --max-top-k (default 50) bounds top-k (1: greedy only, the cheapest).
 
 Every program holds the KV cache as mutable buffers (transformers' StaticCache, one key and one
 value buffer [B, kv_heads, max_seq, head_dim] per layer, written in place with index_copy_ at
@@ -101,7 +108,81 @@ def load(a):
     return m.eval(), cfg.model_type
 
 
-def wrapper(m, batch, max_seq, context=None):
+def sample(logits, params, max_top_k):
+    """The next token per row of `logits` [B, vocab], chosen on the device: among the
+    min(top_k, max_top_k) largest logits (torch.topk's order), softmax at the row's temperature,
+    and the first whose cumulative probability reaches the row's uniform draw u. params [B, 3] is
+    (top_k, temperature, u); top_k 1 is greedy (the largest logit, at any temperature and u).
+    Written with element-wise ops and reductions only (the cumulative sum as a masked sum, the
+    pick as a one-hot sum), so that every step but the top-k itself lowers to device kernels
+    that keep fp32 under --auto-cast matmul."""
+    k_max = min(max_top_k, logits.shape[-1])
+    vals, idx = torch.topk(logits, k_max, dim=-1)
+    top_k, temperature, u = params[:, 0:1], params[:, 1:2], params[:, 2:3]
+    rank = torch.arange(k_max, dtype=torch.float32)
+    z = torch.where(rank[None, :] < top_k, vals / temperature, torch.full_like(vals, -float("inf")))
+    p = torch.softmax(z, dim=-1)
+    upper = (rank[:, None] <= rank[None, :]).float()  # [i, j]: i <= j
+    cumulative = (p[:, :, None] * upper[None]).sum(1)  # [B, K]: sum of p_i over i <= j
+    choice = torch.minimum((cumulative < u).float().sum(-1, keepdim=True), top_k - 1)
+    return (idx.float() * (rank[None, :] == choice).float()).sum(-1).long()
+
+
+class Uniform:
+    """The uniform draws `neuronc generate --seed S` feeds the sampler, one per row and call:
+    splitmix64 (Steele, Lea and Flood), the top 24 bits as a float in [0, 1)."""
+    MASK = (1 << 64) - 1
+
+    def __init__(self, seed):
+        self.state = seed & self.MASK
+
+    def next(self):
+        self.state = (self.state + 0x9E3779B97F4A7C15) & self.MASK
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & self.MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & self.MASK
+        z ^= z >> 31
+        return (z >> 40) / float(1 << 24)
+
+
+def sampled_reference(m, a, prompt, buckets, contexts, top_k, temperature, seed):
+    """The tokens `neuronc generate --top-k K --temperature T --seed S` must give: the exported
+    programs run eagerly in PyTorch, over one KV cache, the way generate runs them (the prompt
+    padded to the smallest prefill bucket, then each decode step in the smallest context-length
+    bucket beyond its position), with the same uniform draws."""
+    uniform = Uniform(seed)
+    vocab = m.config.vocab_size
+    p = prompt.shape[1]
+    s = next(b for b in buckets if b >= p)
+    programs = {c: wrapper(m, a.batch, a.max_seq, c, a.max_top_k) for c in contexts}
+    prefill = wrapper(m, a.batch, a.max_seq, None, a.max_top_k)
+    for w in programs.values():  # one cache: the prefill program's buffers
+        for name, buf in prefill.named_buffers():
+            if "cache" in name and buf.dim() == 4:
+                setattr(w, name, buf)
+
+    def params():
+        return torch.tensor([[float(top_k), temperature, uniform.next()] for _ in range(a.batch)],
+                            dtype=torch.float32)
+    ids = torch.zeros(a.batch, s, dtype=torch.long)
+    ids[:, :p] = prompt
+    tokens = []
+    with torch.no_grad():
+        nxt = prefill(input_ids=ids, cache_position=torch.arange(s), sampling_params=params(),
+                      last_token=torch.tensor([p - 1]))
+        for i in range(a.new_tokens):
+            assert bool(((nxt >= 0) & (nxt < vocab)).all())
+            tokens.append(nxt)
+            if i + 1 == a.new_tokens:
+                break
+            pos = p + i
+            c = next(c for c in contexts if c > pos)
+            nxt = programs[c](input_ids=nxt[:, None], cache_position=torch.tensor([pos]),
+                              sampling_params=params())
+    return torch.stack(tokens, dim=1)
+
+
+def wrapper(m, batch, max_seq, context=None, max_top_k=0):
     from transformers import GenerationConfig
     from transformers.integrations.executorch import TorchExportableModuleWithStaticCache
 
@@ -122,14 +203,33 @@ def wrapper(m, batch, max_seq, context=None):
         its whole buffer, but hands attention only the first `context` positions, and the mask
         is that wide."""
 
-        def forward(self, input_ids=None, cache_position=None):
+        def forward(self, input_ids=None, cache_position=None, sampling_params=None,
+                    last_token=None):
             for i, layer in enumerate(self.static_cache.layers):
                 layer.keys = getattr(self, f"key_cache_{i}")
                 layer.values = getattr(self, f"value_cache_{i}")
                 layer.cumulative_length = cache_position[:1].clone().to(layer.keys.device)
                 if context is not None and context < max_seq:
                     bucket(layer, context)
-            return super().forward(input_ids=input_ids, cache_position=cache_position)
+            hook = None
+            if last_token is not None:
+                # Prefill with on-device sampling: only the last prompt token's hidden state
+                # reaches the LM head (a one-hot sum over the positions, exact, where an index
+                # would be a run-time gather), so the logits are [B, 1, vocab].
+                onehot = torch.arange(input_ids.shape[1]) == last_token
+
+                def select_last(module, args):
+                    h = args[0]
+                    return ((h * onehot[None, :, None].to(h.dtype)).sum(1, keepdim=True),)
+                hook = m.get_output_embeddings().register_forward_pre_hook(select_last)
+            try:
+                logits = super().forward(input_ids=input_ids, cache_position=cache_position)
+            finally:
+                if hook is not None:
+                    hook.remove()
+            if sampling_params is None:
+                return logits
+            return sample(logits[:, -1, :].float(), sampling_params, max_top_k)
 
     def bucket(layer, c):
         update = type(layer).update
@@ -154,24 +254,39 @@ def program_inputs(batch, length, start, vocab, gen):
 
 def export_program(m, a, out, name, length, start, gen, context=None):
     """Exports one program (a fresh cache, so the file's buffers hold the empty cache) and, with
-    weights, its verify sample: the program run once on that cache."""
+    weights, its verify sample: the program run once on that cache. With on-device sampling the
+    sample draws top-k, temperature and u per row (top_k 1 for the first row: greedy), and a
+    prefill's last prompt token inside the bucket."""
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
     ids, pos = program_inputs(a.batch, length, start, m.config.vocab_size, gen)
-    w = wrapper(m, a.batch, a.max_seq, context)
-    ep = torch.export.export(w, (), {"input_ids": ids, "cache_position": pos}, strict=False)
+    inputs = {"input_ids": ids, "cache_position": pos}
+    vocab = m.config.vocab_size
+    if a.on_device_sampling:
+        top_k = torch.randint(2, min(a.max_top_k, vocab) + 1, (a.batch,), generator=gen).float()
+        top_k[0] = 1
+        temperature = 0.5 + torch.rand(a.batch, generator=gen)
+        u = torch.rand(a.batch, generator=gen)
+        inputs["sampling_params"] = torch.stack([top_k, temperature, u], dim=1)
+        if length > 1:
+            inputs["last_token"] = torch.randint(0, length, (1,), generator=gen)
+    w = wrapper(m, a.batch, a.max_seq, context, a.max_top_k)
+    ep = torch.export.export(w, (), dict(inputs), strict=False)
     torch.export.save(ep, os.path.join(d, "model.pt2"))
     cache = [{"name": n, "shape": list(b.shape), "dtype": str(b.dtype).replace("torch.", "")}
              for n, b in w.named_buffers() if "cache" in n and b.dim() == 4]
     if not a.meta:
         with torch.no_grad():
-            logits = wrapper(m, a.batch, a.max_seq, context)(input_ids=ids, cache_position=pos)
-        np.save(os.path.join(d, "input_0.npy"), ids.numpy())
-        np.save(os.path.join(d, "input_1.npy"), pos.numpy())
-        np.save(os.path.join(d, "output_0.npy"), np.ascontiguousarray(logits.float().numpy()))
-    return {"name": name, "file": f"{name}/model.pt2", "tokens": length,
-            "inputs": {"input_ids": [a.batch, length], "cache_position": [length]},
-            "logits": [a.batch, length, m.config.vocab_size]}, cache
+            result = wrapper(m, a.batch, a.max_seq, context, a.max_top_k)(**inputs)
+        for i, t in enumerate(inputs.values()):
+            np.save(os.path.join(d, f"input_{i}.npy"), t.numpy())
+        result = result if a.on_device_sampling else result.float()
+        np.save(os.path.join(d, "output_0.npy"), np.ascontiguousarray(result.numpy()))
+    shapes = {k: list(t.shape) for k, t in inputs.items()}
+    result = ({"next_tokens": [a.batch]} if a.on_device_sampling
+              else {"logits": [a.batch, length, vocab]})
+    return dict({"name": name, "file": f"{name}/model.pt2", "tokens": length, "inputs": shapes},
+                **result), cache
 
 
 def main():
@@ -185,6 +300,12 @@ def main():
                     help="context lengths of the decode programs (default: 128, 256, ... below "
                          "--max-seq, and --max-seq)")
     ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--on-device-sampling", action="store_true",
+                    help="programs end in the sampler (top-k, temperature, a uniform draw per "
+                         "row: input sampling_params [B, 3]) and return next_tokens [B]; a "
+                         "prefill also takes last_token [1], its last prompt position")
+    ap.add_argument("--max-top-k", type=int, default=50,
+                    help="with --on-device-sampling: the largest top-k a request may ask for")
     ap.add_argument("--meta", action="store_true", help="no weights: a timing-only export")
     ap.add_argument("--prompt-len", type=int, default=12, help="the reference prompt's length")
     ap.add_argument("--new-tokens", type=int, default=64, help="the reference's new tokens")
@@ -213,6 +334,8 @@ def main():
     contexts = sorted(set(contexts) | {a.max_seq})
     if contexts[0] < 2 or contexts[-1] > a.max_seq:
         fail(f"--decode-buckets {contexts}: each must be in [2, --max-seq {a.max_seq}]")
+    if a.max_top_k < 1:
+        fail(f"--max-top-k {a.max_top_k}: expected at least 1")
     if a.batch < 1:
         fail(f"--batch {a.batch}: expected at least 1")
     torch.set_num_threads(2)
@@ -233,7 +356,10 @@ def main():
     manifest = {
         "format": "neuronc-causal-lm/1", "family": family, "model_type": m.config.model_type,
         "weights": not a.meta, "batch": a.batch, "max_seq": a.max_seq,
-        "prefill_buckets": buckets, "decode_buckets": contexts, "vocab_size": m.config.vocab_size,
+        "prefill_buckets": buckets, "decode_buckets": contexts,
+        "sampling": ({"on_device": True, "max_top_k": min(a.max_top_k, m.config.vocab_size)}
+                     if a.on_device_sampling else {"on_device": False}),
+        "vocab_size": m.config.vocab_size,
         "layers": m.config.num_hidden_layers, "hidden_size": m.config.hidden_size,
         "attention_heads": m.config.num_attention_heads,
         "kv_heads": getattr(m.config, "num_key_value_heads", None) or m.config.num_attention_heads,
@@ -252,6 +378,14 @@ def main():
         np.save(os.path.join(d, "tokens.npy"), out[:, a.prompt_len:].numpy())
         manifest["reference"] = {"prompt": "reference/prompt.npy", "tokens": "reference/tokens.npy",
                                  "decoding": "greedy", "dtype": "float32"}
+        if a.on_device_sampling:
+            top_k, temperature, seed = min(5, a.max_top_k), 0.8, 7
+            sampled = sampled_reference(m, a, prompt, buckets, contexts, top_k, temperature, seed)
+            np.save(os.path.join(d, "sampled.npy"), sampled.numpy())
+            manifest["reference"]["sampled"] = {
+                "tokens": "reference/sampled.npy", "top_k": top_k, "temperature": temperature,
+                "seed": seed, "decoding": "the exported programs run eagerly in PyTorch with "
+                                          "generate's uniform draws (splitmix64)"}
     with open(os.path.join(a.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     print(f"{a.out}: {family}, {len(programs)} programs "

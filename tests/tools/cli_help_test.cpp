@@ -258,5 +258,41 @@ TEST(Cli, AWeightsFreeExportCompilesForTimingOnly) {
   EXPECT_EQ(gen.code, 2);
 }
 
+// generate --top-k / --temperature / --seed on an export with the sampler on the device: the
+// tokens PyTorch's run of the same programs chose with the same draws, and the JSON says how.
+// A logits artifact refuses to sample.
+TEST(Cli, GenerateSamplesOnTheDevice) {
+  const std::filesystem::path llm =
+      std::filesystem::path(NEURONC_SOURCE_DIR) / "models" / "llm" / "llama_sampling_tiny";
+  const std::string art = (scratch_dir() / "llama_sampling_tiny.nca").string();
+  ASSERT_EQ(neuronc("compile " + llm.string() + " -o " + art).code, 0);
+  const std::string prompt = (llm / "reference" / "prompt.npy").string();
+  const Ran r = neuronc("generate " + art + " --input-ids " + prompt +
+                        " --max-new-tokens 64 --top-k 5 --temperature 0.8 --seed 7 --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  const NpyArray want = read_npy((llm / "reference" / "sampled.npy").string());
+  std::vector<int64_t> flat;
+  for (const auto& row : j["tokens"])
+    for (int64_t t : row.get<std::vector<int64_t>>()) flat.push_back(t);
+  ASSERT_EQ(flat.size(), want.numel());
+  EXPECT_EQ(std::memcmp(flat.data(), want.data.data(), flat.size() * sizeof(int64_t)), 0);
+  EXPECT_EQ(j["decoding"], "top-k sampling");
+  EXPECT_EQ(j["sampling"]["top_k"], 5);
+  EXPECT_TRUE(j["sampling"]["on_device"].get<bool>());
+  // bench --generate runs it greedily.
+  EXPECT_EQ(neuronc("bench " + art + " --generate -n 1 --prompt-len 12 --new-tokens 4").code, 0);
+  // Sampling from a logits artifact, and a temperature of 0, are usage errors.
+  const std::string logits = (scratch_dir() / "llama_tiny_logits.nca").string();
+  const std::filesystem::path tiny =
+      std::filesystem::path(NEURONC_SOURCE_DIR) / "models" / "llm" / "llama_tiny";
+  ASSERT_EQ(neuronc("compile " + tiny.string() + " -o " + logits).code, 0);
+  EXPECT_EQ(neuronc("generate " + logits + " --input-ids " +
+                    (tiny / "reference" / "prompt.npy").string() + " --top-k 3")
+                .code,
+            2);
+  EXPECT_NE(neuronc("generate " + art + " --input-ids " + prompt + " --temperature 0").code, 0);
+}
+
 }  // namespace
 }  // namespace neuronc::tools
