@@ -78,11 +78,9 @@ PUBLISHED = {
                                              "3968 new tokens, int8 weights (this export: bf16, "
                                              "twice the weight bytes)"),
     ("llama32_1b_4layers", "trn1", 32): (1.40, 0.67, "NxD Inference's 4-layer TP 32 test, BS 2, "
-                                                     "context 128 (prefill / decode step; its "
-                                                     "prefill is 2.12 ms with logits out, and this "
-                                                     "export's prefill returns every position's "
-                                                     "logits, [2, 128, 128256] fp32, gathered from "
-                                                     "the 32 cores)"),
+                                                     "context 128 / seq 256 (prefill / decode "
+                                                     "step with the tokens out; 2.12 / 1.36 ms "
+                                                     "with the logits out)"),
 }
 
 def tokens(path):
@@ -114,7 +112,10 @@ def full_section():
         return ""
     lines = ["## Full-size models, weights-free, tensor parallel", "",
              "Timing-only artifacts of `export_causal_lm.py --meta` exports (`--prefill-buckets "
-             "128`, the cache and decode context-length buckets in the table), `--auto-cast "
+             "128`, the cache and decode context-length buckets in the table, and "
+             "`--on-device-sampling` with the top-k in the table: each program returns the next "
+             "tokens, a prefill computes the last prompt token's logits only, as NxD "
+             "Inference's on-device sampling does), `--auto-cast "
              "matmul`, compiled with `--tp` over the NeuronCores of one instance and benched "
              "with `--prompt-len 128` and the published run's new tokens. TTFT is the 128-token "
              "prefill; TPOT P50 the decode step at the median position, in the smallest "
@@ -127,10 +128,10 @@ def full_section():
              "(the runtime's algorithm for the message size, 1.5 us per step) and are not "
              "calibrated against a measurement (§8.5's nccom-test figures include a launch cost a "
              "collective inside a program does not pay).", "",
-             "| model | target, TP | weight bytes on all cores GB | cache positions (decode buckets) | prompt / new tokens | compile s | TTFT P50 ms | published TTFT ms | "
+             "| model | target, TP | weight bytes on all cores GB | cache positions (decode buckets) | sampler | prompt / new tokens | compile s | TTFT P50 ms | published TTFT ms | "
              "TPOT P50 ms | TPOT mean ms | published TPOT ms | TTFT / TPOT vs published | per-core weight "
              "floor ms | decode engine utilisation (tensor / vector / scalar) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for m, t, tp, man, weights, b, c, i in full:
         floor = weights / tp / b["peaks"]["dma_bytes_per_s"] * 1e3
         u = b["decode_engine_utilization"]
@@ -138,11 +139,13 @@ def full_section():
         tpot = b["tpot_us"]["p50"] / 1e3
         pub = PUBLISHED.get((m, t, tp))
         lines.append("| %s (%s, %d layers, hidden %d, %d / %d heads, batch %d) | %s, TP %d | %.2f | "
-                     "%d (%s) | %d / %d | %.0f | %.2f | %s | %.2f | %.2f | %s | %s | %.2f | %.0f / %.0f / %.0f %% |" % (
+                     "%d (%s) | %s | %d / %d | %.0f | %.2f | %s | %.2f | %.2f | %s | %s | %.2f | %.0f / %.0f / %.0f %% |" % (
                          m, man["family"], man["layers"], man["hidden_size"],
                          man["attention_heads"], man["kv_heads"], man["batch"], t, tp,
                          weights / 1e9, man["max_seq"],
                          ", ".join(str(x) for x in man.get("decode_buckets", [man["max_seq"]])),
+                         ("on the device, top-k <= %d" % man["sampling"]["max_top_k"]
+                          if man.get("sampling", {}).get("on_device") else "logits out"),
                          b["prompt_tokens"], b["new_tokens"],
                          sum(c["seconds"].values()), ttft,
                          "%.2f" % pub[0] if pub else "—", tpot, b["tpot_us"]["mean"] / 1e3,

@@ -118,8 +118,9 @@ def sample(logits, params, max_top_k):
     that keep fp32 under --auto-cast matmul."""
     k_max = min(max_top_k, logits.shape[-1])
     vals, idx = torch.topk(logits, k_max, dim=-1)
+    params = params.to(logits.device)  # the meta device in a weights-free export
     top_k, temperature, u = params[:, 0:1], params[:, 1:2], params[:, 2:3]
-    rank = torch.arange(k_max, dtype=torch.float32)
+    rank = torch.arange(k_max, dtype=torch.float32, device=logits.device)
     z = torch.where(rank[None, :] < top_k, vals / temperature, torch.full_like(vals, -float("inf")))
     p = torch.softmax(z, dim=-1)
     upper = (rank[:, None] <= rank[None, :]).float()  # [i, j]: i <= j
@@ -216,10 +217,9 @@ def wrapper(m, batch, max_seq, context=None, max_top_k=0):
                 # Prefill with on-device sampling: only the last prompt token's hidden state
                 # reaches the LM head (a one-hot sum over the positions, exact, where an index
                 # would be a run-time gather), so the logits are [B, 1, vocab].
-                onehot = torch.arange(input_ids.shape[1]) == last_token
-
                 def select_last(module, args):
-                    h = args[0]
+                    h = args[0]  # on the meta device in a weights-free export
+                    onehot = torch.arange(h.shape[1], device=h.device) == last_token.to(h.device)
                     return ((h * onehot[None, :, None].to(h.dtype)).sum(1, keepdim=True),)
                 hook = m.get_output_embeddings().register_forward_pre_hook(select_last)
             try:
@@ -263,7 +263,8 @@ def export_program(m, a, out, name, length, start, gen, context=None):
     inputs = {"input_ids": ids, "cache_position": pos}
     vocab = m.config.vocab_size
     if a.on_device_sampling:
-        top_k = torch.randint(2, min(a.max_top_k, vocab) + 1, (a.batch,), generator=gen).float()
+        k_max = min(a.max_top_k, vocab)
+        top_k = torch.randint(min(2, k_max), k_max + 1, (a.batch,), generator=gen).float()
         top_k[0] = 1
         temperature = 0.5 + torch.rand(a.batch, generator=gen)
         u = torch.rand(a.batch, generator=gen)

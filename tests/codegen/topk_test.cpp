@@ -93,6 +93,15 @@ TEST(CodegenTopK, WideBf16WithTiesAndMinusInfinity) {
   EXPECT_TRUE(std::isfinite(r.device_outputs.at("v").data.front()));
 }
 
+// k = 1, the greedy sampler (export_causal_lm.py --max-top-k 1): one round, no removal; in
+// both layouts, with bf16 ties (the first largest, as torch.argmax).
+TEST(CodegenTopK, KOneIsTheFirstLargest) {
+  exact("  input %x : bf16[3, 100]\n",
+        "  %v : bf16[3, 1], %i : i64[3, 1] = aten.topk.default(%x) {k = 1}\n");
+  exact("  input %x : bf16[2, 10000]\n",
+        "  %v : bf16[2, 1], %i : i64[2, 1] = aten.topk.default(%x) {k = 1}\n");
+}
+
 // What the device kernel does not take runs on the host, and support says why.
 TEST(CodegenTopK, RefusalsNameTheReason) {
   const device::Target& t = device::target(device::TargetKind::trn1);
