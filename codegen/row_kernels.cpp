@@ -131,6 +131,106 @@ std::optional<std::string> refuse_row(const ir::Node& n, const device::Target& t
   return std::nullopt;
 }
 
+// sum / mean over a group of dims with kept, contiguous dims inside it (x [outer, S, inner],
+// reducing S: mean pooling over a sequence, a one-hot selection of positions). Rows of the row
+// kernel would gather their S elements one by one, `inner` apart; instead each [S, inner] slab
+// loads as contiguous rows, S on the partitions, and a ones matmul on TensorE sums over the
+// partitions: out[1, w] = sum_s ones[s] * x[s, w] (products by one are exact; the sum is fp32
+// in PSUM). Returns false, emitting nothing, when the layout is not that.
+bool lower_middle_sum(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx, RowOp kind,
+                      const std::vector<bool>& reduced) {
+  if (kind != RowOp::sum && kind != RowOp::mean) return false;
+  const HbmView& x = ctx.view(n.input(0));
+  const HbmView& out = ctx.view(n.output());
+  if (!device::dtype_is_float(x.dtype) || !device::dtype_is_float(out.dtype)) return false;
+  const int64_t r = x.rank();
+  int64_t a = 0;
+  while (a < r && !reduced[a]) ++a;
+  int64_t b = a;
+  while (b < r && reduced[b]) ++b;
+  for (int64_t d = b; d < r; ++d)
+    if (reduced[d]) return false;      // one reduced group
+  if (a == r || b == r) return false;  // nothing reduced, or no kept dims inside it
+  // The reduced group as one (count, stride) level of x; the inner kept dims contiguous in x.
+  int64_t S = 1, inner = 1;
+  for (int64_t d = b; d < r; ++d) inner *= x.shape[d];
+  int64_t want = 1;
+  for (int64_t d = r - 1; d >= b; --d) {
+    if (x.shape[d] != 1 && x.strides[d] != want) return false;
+    want *= x.shape[d];
+  }
+  const int64_t s_stride = x.strides[b - 1];
+  for (int64_t d = b - 1; d >= a; --d) {
+    if (x.shape[d] != 1 && x.strides[d] != s_stride * S) return false;
+    S *= x.shape[d];
+  }
+  if (S < 2 || inner < 2) return false;
+  // The result: the kept dims, row-major and contiguous inside.
+  std::vector<int64_t> kept_shape;
+  for (int64_t d = 0; d < r; ++d)
+    if (!reduced[d]) kept_shape.push_back(x.shape[d]);
+  const std::optional<HbmView> o = out.reshape(kept_shape);
+  if (!o) return false;
+  const int64_t kept_rank = static_cast<int64_t>(kept_shape.size()), inner_rank = r - b;
+  int64_t want_o = 1;
+  for (int64_t d = kept_rank - 1; d >= kept_rank - inner_rank; --d) {
+    if (o->shape[d] != 1 && o->strides[d] != want_o) return false;
+    want_o *= o->shape[d];
+  }
+  const device::Target& t = kb.target();
+  const int64_t P = t.partitions;
+  const int64_t W = std::min<int64_t>(inner, t.psum_bank_elems_f32());
+  const int64_t schunks = ceil_div(S, P);
+  // Outer index -> element offsets of x and of the result (dims before the group).
+  int64_t outer = 1;
+  for (int64_t d = 0; d < a; ++d) outer *= x.shape[d];
+  const uint32_t es = device::dtype_size(x.dtype), eo = device::dtype_size(out.dtype);
+  const uint32_t ones_b = kb.alloc(KernelBuilder::aligned(es), "sum ones");
+  const uint32_t tile_b[2] = {kb.alloc(W * es, "sum slab"), kb.alloc(W * es, "sum slab")};
+  const uint32_t res_b[2] = {kb.alloc(W * eo, "sum result"), kb.alloc(W * eo, "sum result")};
+  device::Memset ms;
+  ms.dst = KernelBuilder::sb(ones_b, std::min(S, P), x.dtype, 1);
+  ms.value = 1.0;
+  kb.emit(Engine::vector, ms);
+  int iter = 0;
+  for (int64_t oi = 0; oi < outer; ++oi) {
+    int64_t xo = 0, oo = 0, rem = oi;
+    for (int64_t d = a - 1; d >= 0; --d) {
+      const int64_t i = rem % x.shape[d];
+      rem /= x.shape[d];
+      xo += i * x.strides[d];
+      oo += i * o->strides[d];
+    }
+    for (int64_t w0 = 0; w0 < inner; w0 += W) {
+      const int64_t wn = std::min(W, inner - w0);
+      const MemRef acc = KernelBuilder::ps(kb.psum_bank(), 1, wn);
+      for (int64_t c = 0; c < schunks; ++c) {
+        const int64_t s0 = c * P, sn = std::min(P, S - s0);
+        const MemRef slab = KernelBuilder::sb(tile_b[iter % 2], sn, x.dtype, wn);
+        ++iter;
+        kb.dma(slab,
+               KernelBuilder::hbm(x, xo + s0 * s_stride + w0, sn, s_stride,
+                                  {{1, static_cast<uint32_t>(wn)}}),
+               DmaRole::load);
+        device::MatMul mm;
+        mm.dst = acc;
+        mm.stationary = KernelBuilder::sb(ones_b, sn, x.dtype, 1);
+        mm.moving = slab;
+        mm.accumulate = c > 0;
+        kb.emit(Engine::tensor, mm);
+      }
+      const MemRef res = KernelBuilder::sb(res_b[iter % 2], 1, out.dtype, wn);
+      if (kind == RowOp::mean)
+        kb.tensor_scalar(res, acc, AluOp::multiply, static_cast<float>(1.0 / S));
+      else
+        kb.tensor_scalar(res, acc, AluOp::multiply, 1.0f);
+      kb.dma(KernelBuilder::hbm(*o, oo + w0, 1, 0, {{1, static_cast<uint32_t>(wn)}}), res,
+             DmaRole::store);
+    }
+  }
+  return true;
+}
+
 void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
   const std::string& op = n.op();
   const RowOp kind = row_op(op);
@@ -139,6 +239,7 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
   const int64_t r = x.rank();
   const std::vector<bool> reduced = reduced_dims(n, kind, r);
   const bool norm = is_norm(kind);
+  if (lower_middle_sum(kb, n, ctx, kind, reduced)) return;
 
   // Output view over x's shape: reduced dims get stride 0 for reductions.
   const HbmView& out = ctx.view(n.output());

@@ -215,12 +215,14 @@ def wrapper(m, batch, max_seq, context=None, max_top_k=0):
             hook = None
             if last_token is not None:
                 # Prefill with on-device sampling: only the last prompt token's hidden state
-                # reaches the LM head (a one-hot sum over the positions, exact, where an index
-                # would be a run-time gather), so the logits are [B, 1, vocab].
+                # reaches the LM head (a one-hot row times the hidden states, exact, where an
+                # index would be a run-time gather; a matmul, so it runs on TensorE, and under
+                # --auto-cast matmul it rounds the hidden state to bf16 as the LM head's own
+                # cast does), so the logits are [B, 1, vocab].
                 def select_last(module, args):
                     h = args[0]  # on the meta device in a weights-free export
                     onehot = torch.arange(h.shape[1], device=h.device) == last_token.to(h.device)
-                    return ((h * onehot[None, :, None].to(h.dtype)).sum(1, keepdim=True),)
+                    return (torch.matmul(onehot[None, None, :].to(h.dtype), h),)
                 hook = m.get_output_embeddings().register_forward_pre_hook(select_last)
             try:
                 logits = super().forward(input_ids=input_ids, cache_position=cache_position)

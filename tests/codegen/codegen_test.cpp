@@ -484,6 +484,33 @@ TEST(CodegenRow, ReductionsSoftmaxLayerNorm) {
         1e-5);
 }
 
+// Sum and mean over a middle dim ([B, S, H] over S: mean pooling, a one-hot selection of
+// positions): [S, H] slabs load as contiguous rows and a ones matmul sums over the partitions,
+// instead of rows gathered element by element H apart. S over one partition tile (300 = 128 +
+// 128 + 44, accumulating in PSUM), H over one PSUM bank (700 = 512 + 188), bf16, keepdim.
+TEST(CodegenRow, MiddleDimSumsOnTensorE) {
+  for (auto kind : {device::TargetKind::trn1, device::TargetKind::trn2}) {
+    const RunResult r = check(R"(graph {
+  input %x : f32[2, 300, 700]
+  input %y : bf16[3, 40, 64]
+  %s : f32[2, 700] = aten.sum.dim_IntList(%x) {dim = [1], keepdim = false}
+  %m : f32[2, 1, 700] = aten.mean.dim(%x) {dim = [1], keepdim = true}
+  %t : bf16[3, 64] = aten.sum.dim_IntList(%y) {dim = [1], keepdim = false}
+  output %s
+  output %m
+  output %t
+})",
+                              1e-5, kind);
+    size_t matmuls = 0;
+    for (const auto& stream : r.part.program.cores[0].streams)
+      for (const auto& in : stream) matmuls += std::holds_alternative<device::MatMul>(in.op);
+    // 2 x 2 x 3 slabs for each of s and m, 3 for t.
+    EXPECT_EQ(matmuls, 2u * 2 * 3 * 2 + 3) << device::target(kind).name;
+    // Whole rows per partition: 420,000 + 7,680 elements loaded, not one descriptor each.
+    EXPECT_LT(r.report.cores[0].dma_transfers, 200u) << device::target(kind).name;
+  }
+}
+
 TEST(CodegenRow, RmsNormAsEmittedByLlama) {
   check(R"(graph {
   input %x : f32[1, 7, 64]
