@@ -148,14 +148,8 @@ class TopK {
     kb_.emit(Engine::vector, sel);
     const MemRef vout = sb(vout_b, rows, vals_.dtype, s_.k);
     const MemRef iout = sb(iout_b, rows, idx_.dtype, s_.k);
-    device::TensorCopy cv;
-    cv.dst = vout;
-    cv.src = v32;
-    kb_.emit(Engine::vector, cv);
-    device::TensorCopy ci;
-    ci.dst = iout;
-    ci.src = i32f;
-    kb_.emit(Engine::vector, ci);
+    copy(vout, v32);
+    copy(iout, i32f);
     kb_.dma(KernelBuilder::hbm(
                 vals_, t.offset[1], t.chunk, t.split_stride[1],
                 {{static_cast<int32_t>(last_stride(vals_)), static_cast<uint32_t>(s_.k)}}),
@@ -166,31 +160,44 @@ class TopK {
             iout, DmaRole::store);
   }
 
+  // The SBUF every layout takes, for `free` elements of a row per partition.
+  struct Buffers {
+    uint32_t x, iota, v, i, vout, iout;
+  };
+  Buffers alloc_buffers(int64_t free) {
+    const int64_t k = s_.k;
+    Buffers b;
+    b.x = kb_.alloc(free * 4, "topk row");
+    b.iota = kb_.alloc(free * 4, "topk column index");
+    work_b_ = kb_.alloc(std::max<int64_t>(free, k) * 4, "topk work");
+    b.v = kb_.alloc(k * 4, "topk values");
+    b.i = kb_.alloc(k * 4, "topk indices");
+    b.vout = kb_.alloc(k * device::dtype_size(vals_.dtype), "topk values out");
+    b.iout = kb_.alloc(k * device::dtype_size(idx_.dtype), "topk indices out");
+    return b;
+  }
+  // Column indices in fp32 at `off` ([partitions, free]): element (p, c) is p * per_partition + c
+  // (an int32 iota through the work tile, then a cast).
+  void column_indices(uint32_t off, int64_t partitions, int64_t free, int64_t per_partition) {
+    device::Iota io;
+    io.dst = sb(work_b_, partitions, DType::i32, free);
+    io.channel_multiplier = static_cast<int32_t>(per_partition);
+    io.pattern = {1, 0, 0, 0};
+    kb_.emit(Engine::gpsimd, io);
+    copy(sb(off, partitions, DType::f32, free), io.dst);
+  }
+
   // Up to 128 rows per tile, one per partition.
   void rows_mode(const std::vector<RowTile>& tiles) {
     const int64_t V = s_.V, k = s_.k;
     int64_t max_rows = 1;
     for (const RowTile& t : tiles) max_rows = std::max(max_rows, t.rows);
-    const uint32_t x_b = kb_.alloc(V * 4, "topk row");
-    const uint32_t iota_b = kb_.alloc(V * 4, "topk column index");
-    work_b_ = kb_.alloc(std::max<int64_t>(V, k) * 4, "topk work");
-    const uint32_t v_b = kb_.alloc(k * 4, "topk values");
-    const uint32_t i_b = kb_.alloc(k * 4, "topk indices");
-    const uint32_t vout_b = kb_.alloc(k * device::dtype_size(vals_.dtype), "topk values out");
-    const uint32_t iout_b = kb_.alloc(k * device::dtype_size(idx_.dtype), "topk indices out");
+    const Buffers buf = alloc_buffers(V);
+    const uint32_t x_b = buf.x, iota_b = buf.iota, v_b = buf.v, i_b = buf.i;
+    const uint32_t vout_b = buf.vout, iout_b = buf.iout;
     const uint32_t m_b = kb_.alloc(4, "topk max");
     const uint32_t j_b = kb_.alloc(4, "topk argmax");
-    // Column indices 0 .. V-1 on every partition (int32, then fp32).
-    const MemRef iota_i = sb(work_b_, max_rows, DType::i32, V);
-    device::Iota io;
-    io.dst = iota_i;
-    io.pattern = {1, 0, 0, 0};
-    kb_.emit(Engine::gpsimd, io);
-    const MemRef iota_all = sb(iota_b, max_rows, DType::f32, V);
-    device::TensorCopy ic;
-    ic.dst = iota_all;
-    ic.src = iota_i;
-    kb_.emit(Engine::vector, ic);
+    column_indices(iota_b, max_rows, V, 0);  // 0 .. V-1 on every partition
 
     for (const RowTile& t : tiles) {
       const int64_t rows = t.rows;
@@ -224,13 +231,9 @@ class TopK {
     const int64_t C = wide_columns(V, kb_.target().partitions);
     const int64_t full = V / C, rest = V % C;
     const int64_t P = full + (rest ? 1 : 0);
-    const uint32_t x_b = kb_.alloc(C * 4, "topk row");
-    const uint32_t iota_b = kb_.alloc(C * 4, "topk column index");
-    work_b_ = kb_.alloc(std::max<int64_t>(C, k) * 4, "topk work");
-    const uint32_t v_b = kb_.alloc(k * 4, "topk values");
-    const uint32_t i_b = kb_.alloc(k * 4, "topk indices");
-    const uint32_t vout_b = kb_.alloc(k * device::dtype_size(vals_.dtype), "topk values out");
-    const uint32_t iout_b = kb_.alloc(k * device::dtype_size(idx_.dtype), "topk indices out");
+    const Buffers buf = alloc_buffers(C);
+    const uint32_t x_b = buf.x, iota_b = buf.iota, v_b = buf.v, i_b = buf.i;
+    const uint32_t vout_b = buf.vout, iout_b = buf.iout;
     const uint32_t part_b = kb_.alloc(4, "topk partition result");
     const uint32_t one_b = kb_.alloc(4, "topk scalar");
     const uint32_t bc_b = kb_.alloc(4, "topk broadcast");
@@ -239,17 +242,7 @@ class TopK {
     const MemRef x = sb(x_b, P, DType::f32, C);
     const MemRef iota = sb(iota_b, P, DType::f32, C);
     const MemRef work = sb(work_b_, P, DType::f32, C);
-    // Element (p, c) is column p * C + c of the row.
-    const MemRef iota_i = sb(work_b_, P, DType::i32, C);
-    device::Iota io;
-    io.dst = iota_i;
-    io.channel_multiplier = static_cast<int32_t>(C);
-    io.pattern = {1, 0, 0, 0};
-    kb_.emit(Engine::gpsimd, io);
-    device::TensorCopy ic;
-    ic.dst = iota;
-    ic.src = iota_i;
-    kb_.emit(Engine::vector, ic);
+    column_indices(iota_b, P, C, C);  // element (p, c) is column p * C + c of the row
     const MemRef ones = sb(ones_b, 1, DType::f32, P);
     device::Memset ms;
     ms.dst = ones;

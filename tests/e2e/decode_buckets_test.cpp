@@ -31,27 +31,13 @@ const std::filesystem::path kModel =
     std::filesystem::path(NEURONC_SOURCE_DIR) / "models" / "llm" / "llama_buckets_tiny";
 
 std::filesystem::path scratch() {
-  const std::filesystem::path d =
-      std::filesystem::temp_directory_path() /
-      ("neuronc_decode_buckets_" +
-       std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
-  std::filesystem::create_directories(d);
-  return d;
+  return testing::scratch_dir("neuronc_decode_buckets");
 }
 
 // Compiles the export directory `dir` for `target` over `tp` cores into a file; its path.
 std::string compile_dir(const std::filesystem::path& dir, const std::string& target, int tp,
                         const std::string& name) {
-  compiler::CompileRequest req;
-  req.model = dir.string();
-  req.target = target;
-  req.tp = tp;
-  const compiler::CompileResult r = compiler::compile_model(req);
-  const std::string path = (scratch() / name).string();
-  std::ofstream(path, std::ios::binary)
-      .write(reinterpret_cast<const char*>(r.artifact.data()),
-             static_cast<std::streamsize>(r.artifact.size()));
-  return path;
+  return testing::compile_to_file(dir, target, tp, scratch(), name);
 }
 
 std::vector<int64_t> reference(const char* file) {

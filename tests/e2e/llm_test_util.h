@@ -1,13 +1,19 @@
 // What the LLM end-to-end tests share: reading the reference tokens, a greedy pick from logits,
-// and generation with an artifact's prefill_16 and decode entries.
+// generation with an artifact's prefill_16 and decode entries, and artifacts written to a
+// scratch directory of the test process.
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <vector>
 
+#include "compiler/compiler.h"
 #include "neuronc/neuronc.h"
 #include "tools/npy.h"
 
@@ -57,6 +63,34 @@ inline std::vector<int64_t> prefill_and_decode(const Model& model, Session& sess
     got.push_back(argmax_at(out->at(model.entries()[1].outputs[0].name), 0));
   }
   return got;
+}
+
+// A directory of this test process (its pid: ctest runs tests, and CI's sanitizer builds,
+// side by side).
+inline std::filesystem::path scratch_dir(const std::string& prefix) {
+  const std::filesystem::path d = std::filesystem::temp_directory_path() /
+                                  (prefix + "_" + std::to_string(static_cast<long>(getpid())));
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+// Compiles `model` (a program or an export directory) for `target` over `tp` cores into
+// `dir`/`name`; its path.
+inline std::string compile_to_file(const std::filesystem::path& model, const std::string& target,
+                                   int tp, const std::filesystem::path& dir,
+                                   const std::string& name,
+                                   compiler::CompileResult* result = nullptr) {
+  compiler::CompileRequest req;
+  req.model = model.string();
+  req.target = target;
+  req.tp = tp;
+  compiler::CompileResult r = compiler::compile_model(req);
+  const std::string path = (dir / name).string();
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(r.artifact.data()),
+             static_cast<std::streamsize>(r.artifact.size()));
+  if (result) *result = std::move(r);
+  return path;
 }
 
 }  // namespace neuronc::testing

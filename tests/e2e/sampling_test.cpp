@@ -30,25 +30,14 @@ const std::filesystem::path kLlm = std::filesystem::path(NEURONC_SOURCE_DIR) / "
 const std::filesystem::path kModel = kLlm / "llama_sampling_tiny";
 
 std::filesystem::path scratch() {
-  const std::filesystem::path d =
-      std::filesystem::temp_directory_path() /
-      ("neuronc_sampling_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
-  std::filesystem::create_directories(d);
-  return d;
+  return testing::scratch_dir("neuronc_sampling");
 }
 
 std::string compile_to_file(const std::filesystem::path& model, const std::string& target, int tp,
                             const std::string& name) {
-  compiler::CompileRequest req;
-  req.model = model.string();
-  req.target = target;
-  req.tp = tp;
-  const compiler::CompileResult r = compiler::compile_model(req);
+  compiler::CompileResult r;
+  const std::string path = testing::compile_to_file(model, target, tp, scratch(), name, &r);
   EXPECT_TRUE(r.host_nodes.empty()) << "the sampler, top-k included, runs on the device";
-  const std::string path = (scratch() / name).string();
-  std::ofstream(path, std::ios::binary)
-      .write(reinterpret_cast<const char*>(r.artifact.data()),
-             static_cast<std::streamsize>(r.artifact.size()));
   return path;
 }
 
