@@ -9,6 +9,7 @@
 
 #include "tools/cli_output.h"
 #include "tools/commands.h"
+#include "tools/runner.h"
 #include "tools/trace_export.h"
 #include "tools/trace_timeline.h"
 
@@ -16,16 +17,30 @@ namespace neuronc::tools {
 namespace {
 
 struct ProfileCli {
-  std::string artifact, output;
+  std::string artifact, output, entry;
   bool json = false;
 };
+
+// The index of entry `name` of the artifact (the first entry when `name` is empty); a usage
+// error naming the entries when it has none of that name.
+size_t entry_index(const std::string& artifact, const std::string& name) {
+  if (name.empty()) return 0;
+  const Model model = load_model_or_exit(artifact);
+  std::string names;
+  for (size_t i = 0; i < model.entries().size(); ++i) {
+    if (model.entries()[i].name == name) return i;
+    names += (names.empty() ? "" : ", ") + model.entries()[i].name;
+  }
+  throw CommandExit{kExitUsage, "--entry " + name + ": " + artifact + " has entries " + names, ""};
+}
 
 void run_profile(const ProfileCli& o) {
   const TraceFormat format = trace_format_for(o.output);
   progress("simulating " + o.artifact);
   Timeline t;
   try {
-    t = simulate_artifact_file(o.artifact);
+    t = simulate_artifact_file(o.artifact,
+                               {.trace = true, .entry = entry_index(o.artifact, o.entry)});
   } catch (const std::exception& e) {
     throw CommandExit{kExitError, e.what(), ""};
   }
@@ -100,6 +115,8 @@ void register_profile_command(CLI::App& app) {
   cmd->add_option("-o,--output", o->output,
                   "Trace file: .json (Chrome trace events) or .pftrace (Perfetto)")
       ->required();
+  cmd->add_option("--entry", o->entry,
+                  "The entry to simulate, of an artifact with several (default: the first)");
   cmd->add_flag("--json", o->json, "Print a summary of the trace as JSON (fields in docs/CLI.md)");
   cmd->callback([o] { run_profile(*o); });
 }

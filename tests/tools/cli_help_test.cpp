@@ -59,6 +59,24 @@ TEST(Cli, ProfileWritesBothFormats) {
   EXPECT_EQ(neuronc("profile " + fixture_artifact("mlp") + " -o trace.txt").code, 2);
 }
 
+// profile --entry: one program of an artifact with several (the decode step of an LLM export),
+// and an unknown entry is a usage error.
+TEST(Cli, ProfileTakesAnEntry) {
+  const std::filesystem::path llm =
+      std::filesystem::path(NEURONC_SOURCE_DIR) / "models" / "llm" / "llama_tiny";
+  const std::string art = (scratch_dir() / "profile_llama_tiny.nca").string();
+  ASSERT_EQ(neuronc("compile " + llm.string() + " -o " + art).code, 0);
+  const std::string out = (scratch_dir() / "profile_decode.json").string();
+  const Ran prefill = neuronc("profile " + art + " -o " + out + " --json");
+  const Ran decode = neuronc("profile " + art + " --entry decode -o " + out + " --json");
+  ASSERT_EQ(prefill.code, 0);
+  ASSERT_EQ(decode.code, 0);
+  // The decode step is shorter than the 16-token prefill.
+  EXPECT_LT(nlohmann::json::parse(decode.out)["simulated_device_us"].get<double>(),
+            nlohmann::json::parse(prefill.out)["simulated_device_us"].get<double>());
+  EXPECT_EQ(neuronc("profile " + art + " --entry decode_7 -o " + out).code, 2);
+}
+
 TEST(Cli, CompileWritesTheReport) {
   const std::string nca = (scratch_dir() / "cli_mlp.nca").string();
   const std::string html = (scratch_dir() / "cli_mlp.html").string();
