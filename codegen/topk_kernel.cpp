@@ -140,12 +140,7 @@ class TopK {
     // A value at the clamp came in as -inf (or below -2.9e38): it goes out as -inf.
     const MemRef low = sb(work_b_, rows, DType::f32, s_.k);
     kb_.tensor_scalar(low, v32, AluOp::is_gt, kClamp);
-    device::Select sel;
-    sel.dst = v32;
-    sel.predicate = low;
-    sel.on_true = v32;
-    sel.on_false = -std::numeric_limits<float>::infinity();
-    kb_.emit(Engine::vector, sel);
+    select(v32, low, v32, -std::numeric_limits<float>::infinity());
     const MemRef vout = sb(vout_b, rows, vals_.dtype, s_.k);
     const MemRef iout = sb(iout_b, rows, idx_.dtype, s_.k);
     copy(vout, v32);
@@ -315,28 +310,28 @@ class TopK {
     kb_.emit(Engine::vector, c);
   }
 
+  // dst = predicate != 0 ? on_true : on_false (VectorE).
+  void select(const MemRef& dst, const MemRef& predicate, const MemRef& on_true, float on_false) {
+    device::Select sel;
+    sel.dst = dst;
+    sel.predicate = predicate;
+    sel.on_true = on_true;
+    sel.on_false = on_false;
+    kb_.emit(Engine::vector, sel);
+  }
+
   // j = the smallest column index whose element equals m (per partition; kNoIndex if none).
   void first_index_of(const MemRef& j, const MemRef& x, const MemRef& iota, const MemRef& work,
                       const MemRef& m) {
     kb_.tensor_scalar(work, x, AluOp::is_equal, m);
-    device::Select sel;
-    sel.dst = work;
-    sel.predicate = work;
-    sel.on_true = iota;
-    sel.on_false = kNoIndex;
-    kb_.emit(Engine::vector, sel);
+    select(work, work, iota, kNoIndex);
     kb_.tensor_reduce(j, work, ReduceOp::min);
   }
 
   // The element at column index j becomes the sentinel.
   void take(const MemRef& x, const MemRef& iota, const MemRef& work, const MemRef& j) {
     kb_.tensor_scalar(work, iota, AluOp::not_equal, j);
-    device::Select sel;
-    sel.dst = x;
-    sel.predicate = work;
-    sel.on_true = x;
-    sel.on_false = kSentinel;
-    kb_.emit(Engine::vector, sel);
+    select(x, work, x, kSentinel);
   }
 
   KernelBuilder& kb_;
