@@ -37,6 +37,14 @@ StepRange entry_steps(const ArtifactContents& c, size_t e) {
   return {en.first_step, en.num_steps};
 }
 
+std::optional<size_t> find_entry(const ArtifactContents& c, std::string_view name) {
+  if (c.signature.entries.empty())
+    return name == kImplicitEntryName ? std::optional<size_t>(0) : std::nullopt;
+  for (size_t i = 0; i < c.signature.entries.size(); ++i)
+    if (c.signature.entries[i].name == name) return i;
+  return std::nullopt;
+}
+
 bool ArtifactContents::timing_only() const {
   for (const Constant& k : constants)
     if (k.absent()) return true;

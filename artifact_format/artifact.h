@@ -278,6 +278,10 @@ struct StepRange {
   uint32_t count = 0;
 };
 StepRange entry_steps(const ArtifactContents& c, size_t e);
+// The name loaders give the one program of an artifact without entries.
+inline constexpr const char* kImplicitEntryName = "main";
+// The index of entry `name` of `c` (0 for kImplicitEntryName when it has no entries), or nullopt.
+std::optional<size_t> find_entry(const ArtifactContents& c, std::string_view name);
 
 // The lowest format minor (of kFormatMajor) whose readers understand `c`.
 uint16_t format_minor_needed(const ArtifactContents& c);

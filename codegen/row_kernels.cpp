@@ -179,7 +179,8 @@ bool lower_middle_sum(KernelBuilder& kb, const ir::Node& n, const PartitionConte
   }
   const device::Target& t = kb.target();
   const int64_t P = t.partitions;
-  const int64_t W = std::min<int64_t>(inner, t.psum_bank_elems_f32());
+  const int64_t W = std::min<int64_t>(
+      {inner, static_cast<int64_t>(t.psum_bank_elems_f32()), int64_t{t.matmul_max_moving}});
   const int64_t schunks = ceil_div(S, P);
   // Outer index -> element offsets of x and of the result (dims before the group).
   int64_t outer = 1;
@@ -220,10 +221,14 @@ bool lower_middle_sum(KernelBuilder& kb, const ir::Node& n, const PartitionConte
         kb.emit(Engine::tensor, mm);
       }
       const MemRef res = KernelBuilder::sb(res_b[iter % 2], 1, out.dtype, wn);
-      if (kind == RowOp::mean)
+      if (kind == RowOp::mean) {
         kb.tensor_scalar(res, acc, AluOp::multiply, static_cast<float>(1.0 / S));
-      else
-        kb.tensor_scalar(res, acc, AluOp::multiply, 1.0f);
+      } else {
+        device::TensorCopy cp;
+        cp.dst = res;
+        cp.src = acc;
+        kb.emit(Engine::vector, cp);
+      }
       kb.dma(KernelBuilder::hbm(*o, oo + w0, 1, 0, {{1, static_cast<uint32_t>(wn)}}), res,
              DmaRole::store);
     }

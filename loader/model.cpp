@@ -66,7 +66,7 @@ std::vector<EntryPlan> entry_plans(const artifact::ArtifactContents& c) {
   for (size_t e = 0; e < n; ++e) {
     EntryPlan p;
     if (sig.entries.empty()) {
-      p.info.name = "main";
+      p.info.name = artifact::kImplicitEntryName;
       for (uint32_t i = 0; i < sig.inputs.size(); ++i) p.inputs.push_back(i);
       for (uint32_t i = 0; i < sig.outputs.size(); ++i) p.outputs.push_back(i);
       for (const auto& s : sig.states) p.state_updates.push_back(s.update);

@@ -2,7 +2,6 @@
 // the programs of models/scripts/export_causal_lm.py, the KV cache kept by the Session.
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -38,20 +37,11 @@ std::vector<std::vector<int64_t>> read_prompt(const std::string& path, int64_t b
                           std::to_string(batch),
                       ""};
   if (a.shape[1] < 1) throw CommandExit{kExitUsage, "--input-ids " + path + " holds no token", ""};
+  const std::vector<int64_t> ids = widen_to_i64(a);
   std::vector<std::vector<int64_t>> rows(static_cast<size_t>(a.shape[0]));
   for (size_t b = 0; b < rows.size(); ++b)
-    for (int64_t t = 0; t < a.shape[1]; ++t) {
-      const size_t k = b * static_cast<size_t>(a.shape[1]) + static_cast<size_t>(t);
-      int64_t v = 0;
-      if (a.type == NpyType::i64) {
-        std::memcpy(&v, a.data.data() + 8 * k, 8);
-      } else {
-        int32_t w = 0;
-        std::memcpy(&w, a.data.data() + 4 * k, 4);
-        v = w;
-      }
-      rows[b].push_back(v);
-    }
+    rows[b].assign(ids.begin() + static_cast<std::ptrdiff_t>(b * a.shape[1]),
+                   ids.begin() + static_cast<std::ptrdiff_t>((b + 1) * a.shape[1]));
   return rows;
 }
 

@@ -118,6 +118,7 @@ CommandExit no_program(const Model& model, const std::string& path, bool decode)
 // A program generate runs: an entry of a model (the decode artifact's own, or another file's).
 struct Program {
   std::string where;  // "entry prefill_16 of decode.nca", or a path
+  std::string path;   // the artifact file
   Model model;
   std::string entry;
   ProgramInterface io;
@@ -142,6 +143,24 @@ std::optional<int64_t> bucket_context(const std::string& name) {
   if (ec != std::errc() || ptr != end || c < 1) return std::nullopt;
   return c;
 }
+
+// The uniform draws of a Sampling, in [0, 1) with 24 bits (exact in fp32): splitmix64 (Steele,
+// Lea and Flood's SplittableRandom; export_causal_lm.py's `Uniform` draws the same stream).
+class UniformStream {
+ public:
+  explicit UniformStream(uint64_t seed) : state_(seed) {}
+  float next() {
+    state_ += 0x9e3779b97f4a7c15ULL;
+    uint64_t z = state_;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return static_cast<float>(z >> 40) * 0x1.0p-24f;
+  }
+
+ private:
+  uint64_t state_;
+};
 
 bool same_spec(const TensorSpec& a, const TensorSpec& b) {
   if (a.name != b.name || a.dtype != b.dtype || a.dims.size() != b.dims.size()) return false;
@@ -183,7 +202,7 @@ std::vector<Program> find_prefills(const std::string& artifact,
                               (states_match ? "" : ", other states") + " against batch " +
                               std::to_string(d.batch) + ", vocab " + std::to_string(d.vocab),
                           ""};
-      out.push_back({where, m, e.name, *io, own});
+      out.push_back({where, path, m, e.name, *io, own});
     }
     return found;
   };
@@ -238,8 +257,8 @@ struct Generator::Impl {
   const Program* choose_prefill(int64_t p, int max_new_tokens) const;
   // Timing-only: the simulated statistics of one call of entry `entry` of the artifact at
   // `artifact_path` (device time from the device model's timing half; host ops not run).
-  RunStats simulated_call(const std::string& artifact_path, const Model& m,
-                          const std::string& entry) const;
+  std::map<std::string, RunStats> simulated_calls(const std::string& artifact_path,
+                                                  const std::vector<std::string>& entries) const;
   Generation summarise(Generation g, const Program* prefill) const;
 };
 
@@ -289,27 +308,27 @@ const Program* Generator::Impl::choose_prefill(int64_t p, int max_new_tokens) co
   return prefill;
 }
 
-RunStats Generator::Impl::simulated_call(const std::string& artifact_path, const Model& m,
-                                         const std::string& entry) const {
-  // The model's entries are the artifact's, in order.
-  size_t e = 0;
-  while (e < m.entries().size() && m.entries()[e].name != entry) ++e;
-  if (e == m.entries().size())
-    throw CommandExit{kExitError, artifact_path + " has no entry '" + entry + "'", ""};
-  Timeline tl;
+std::map<std::string, RunStats> Generator::Impl::simulated_calls(
+    const std::string& artifact_path, const std::vector<std::string>& entries) const {
+  std::vector<Timeline> timelines;
   try {
-    tl = simulate_artifact_file(artifact_path, {.trace = false, .entry = e});
+    timelines = simulate_artifact_entries(artifact_path, entries);
   } catch (const std::exception& ex) {
     throw CommandExit{kExitError, ex.what(), ""};
   }
-  RunStats st;
-  st.device_ns = tl.device_ns;
-  st.latency_ns = tl.device_ns;
-  st.instructions = tl.instructions;
-  st.dma_bytes = tl.hbm_bytes();
-  for (size_t k = 0; k < st.engine_busy_ns.size(); ++k) st.engine_busy_ns[k] = tl.engine_busy_ns[k];
-  for (const TimelineStep& step : tl.steps) (step.device ? st.device_calls : st.host_ops)++;
-  return st;
+  std::map<std::string, RunStats> out;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Timeline& tl = timelines[i];
+    RunStats& st = out[entries[i]];
+    st.device_ns = tl.device_ns;
+    st.latency_ns = tl.device_ns;
+    st.instructions = tl.instructions;
+    st.dma_bytes = tl.hbm_bytes();
+    for (size_t k = 0; k < st.engine_busy_ns.size(); ++k)
+      st.engine_busy_ns[k] = tl.engine_busy_ns[k];
+    for (const TimelineStep& step : tl.steps) (step.device ? st.device_calls : st.host_ops)++;
+  }
+  return out;
 }
 
 Generator::Generator(const std::string& artifact, const std::vector<std::string>& prefill_paths)
@@ -424,16 +443,8 @@ Generation Generator::run(const std::vector<std::vector<int64_t>>& prompt, int m
   };
   // The sampler's tokens, checked: a token outside the vocab means the logits held NaN.
   auto sampled = [&](const Tensor& t, const std::string& call) {
-    const NpyArray a = npy_of(t);
-    std::vector<int64_t> out(static_cast<size_t>(d.batch));
+    const std::vector<int64_t> out = widen_to_i64(npy_of(t));
     for (size_t b = 0; b < out.size(); ++b) {
-      if (a.type == NpyType::i64) {
-        std::memcpy(&out[b], a.data.data() + 8 * b, 8);
-      } else {
-        int32_t w = 0;
-        std::memcpy(&w, a.data.data() + 4 * b, 4);
-        out[b] = w;
-      }
       if (out[b] < 0 || out[b] >= d.vocab)
         throw CommandExit{kExitError,
                           call + ": the sampler chose token " + std::to_string(out[b]) +
@@ -542,27 +553,29 @@ Generation Generator::time(int64_t prompt_len, int max_new_tokens) const {
                       "prompt length " + std::to_string(prompt_len) + ": expected at least 1", ""};
   const Program* prefill = impl_->choose_prefill(prompt_len, max_new_tokens);
   // Simulated time depends on no data, and on the position only through the decode bucket the
-  // step runs in: each program is timed once and that time stands for each of its calls.
-  Generation g;
-  std::map<std::string, RunStats> timed;
-  auto decode = [&](int64_t position) -> GenerationStep {
-    const std::string& entry = impl_->decode_at(position).entry;
-    auto it = timed.find(entry);
-    if (it == timed.end())
-      it = timed.emplace(entry, impl_->simulated_call(impl_->path, impl_->model, entry)).first;
-    return {position, "decode", entry, it->second};
+  // step runs in: each program is timed once (the artifact read once) and that time stands for
+  // each of its calls.
+  std::vector<std::pair<int64_t, const char*>> calls;  // position, kind
+  if (!prefill)
+    for (int64_t t = 0; t < prompt_len; ++t) calls.push_back({t, "prompt"});
+  for (int i = 0; i + 1 < max_new_tokens; ++i) calls.push_back({prompt_len + i, "decode"});
+  std::vector<std::string> entries;
+  auto want = [&](const std::string& e) {
+    if (std::find(entries.begin(), entries.end(), e) == entries.end()) entries.push_back(e);
   };
-  if (prefill) {
+  for (const auto& [position, kind] : calls) want(impl_->decode_at(position).entry);
+  if (prefill && !prefill->own_session) want(prefill->entry);
+  std::map<std::string, RunStats> timed = impl_->simulated_calls(impl_->path, entries);
+  Generation g;
+  if (prefill)
     g.steps.push_back({0, "prefill", prefill->entry,
-                       impl_->simulated_call(prefill->own_session ? prefill->where : impl_->path,
-                                             prefill->model, prefill->entry)});
-  } else {
-    for (int64_t t = 0; t < prompt_len; ++t) {
-      g.steps.push_back(decode(t));
-      g.steps.back().kind = "prompt";
-    }
+                       prefill->own_session
+                           ? impl_->simulated_calls(prefill->path, {prefill->entry})[prefill->entry]
+                           : timed.at(prefill->entry)});
+  for (const auto& [position, kind] : calls) {
+    const std::string& entry = impl_->decode_at(position).entry;
+    g.steps.push_back({position, kind, entry, timed.at(entry)});
   }
-  for (int i = 0; i + 1 < max_new_tokens; ++i) g.steps.push_back(decode(prompt_len + i));
   return impl_->summarise(std::move(g), prefill);
 }
 
@@ -574,15 +587,6 @@ std::vector<int64_t> Generator::decode_contexts() const {
 
 bool Generator::samples_on_device() const {
   return impl_->d.sampling;
-}
-
-float UniformStream::next() {
-  state_ += 0x9e3779b97f4a7c15ULL;
-  uint64_t z = state_;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  z ^= z >> 31;
-  return static_cast<float>(z >> 40) * 0x1.0p-24f;
 }
 
 bool Generator::timing_only() const {

@@ -36,17 +36,6 @@ struct Sampling {
   bool greedy() const { return top_k == 1; }
 };
 
-// The uniform draws of a Sampling, in [0, 1) with 24 bits (exact in fp32): splitmix64 (Steele,
-// Lea and Flood's SplittableRandom; export_causal_lm.py's `uniform` writes the same stream).
-class UniformStream {
- public:
-  explicit UniformStream(uint64_t seed) : state_(seed) {}
-  float next();
-
- private:
-  uint64_t state_;
-};
-
 struct Generation {
   std::vector<std::vector<int64_t>> tokens;  // [batch][new tokens]
   std::vector<GenerationStep> steps;

@@ -6,10 +6,10 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <stdexcept>
 
 #include "tools/cli_output.h"
 #include "tools/commands.h"
-#include "tools/runner.h"
 #include "tools/trace_export.h"
 #include "tools/trace_timeline.h"
 
@@ -21,26 +21,14 @@ struct ProfileCli {
   bool json = false;
 };
 
-// The index of entry `name` of the artifact (the first entry when `name` is empty); a usage
-// error naming the entries when it has none of that name.
-size_t entry_index(const std::string& artifact, const std::string& name) {
-  if (name.empty()) return 0;
-  const Model model = load_model_or_exit(artifact);
-  std::string names;
-  for (size_t i = 0; i < model.entries().size(); ++i) {
-    if (model.entries()[i].name == name) return i;
-    names += (names.empty() ? "" : ", ") + model.entries()[i].name;
-  }
-  throw CommandExit{kExitUsage, "--entry " + name + ": " + artifact + " has entries " + names, ""};
-}
-
 void run_profile(const ProfileCli& o) {
   const TraceFormat format = trace_format_for(o.output);
   progress("simulating " + o.artifact);
   Timeline t;
   try {
-    t = simulate_artifact_file(o.artifact,
-                               {.trace = true, .entry = entry_index(o.artifact, o.entry)});
+    t = simulate_artifact_file(o.artifact, {.trace = true, .entry_name = o.entry});
+  } catch (const std::invalid_argument& e) {
+    throw CommandExit{kExitUsage, "--entry: " + o.artifact + " has " + e.what(), ""};
   } catch (const std::exception& e) {
     throw CommandExit{kExitError, e.what(), ""};
   }

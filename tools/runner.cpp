@@ -115,6 +115,22 @@ NpyArray widen_to_f32(const NpyArray& a) {
   return out;
 }
 
+std::vector<int64_t> widen_to_i64(const NpyArray& a) {
+  std::vector<int64_t> out;
+  if (a.type != NpyType::i64 && a.type != NpyType::i32) return out;
+  out.resize(a.numel());
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (a.type == NpyType::i64) {
+      std::memcpy(&out[i], a.data.data() + 8 * i, 8);
+    } else {
+      int32_t w = 0;
+      std::memcpy(&w, a.data.data() + 4 * i, 4);
+      out[i] = w;
+    }
+  }
+  return out;
+}
+
 std::vector<std::pair<std::string, NpyArray>> read_inputs(const neuronc::Model& model,
                                                           const std::vector<std::string>& args) {
   return read_inputs(model.inputs(), args);

@@ -23,6 +23,8 @@ neuronc::DType dtype_of(NpyType t);
 NpyArray as_input(const neuronc::TensorSpec& spec, NpyArray a);
 // A bf16 or f16 array as float32 (exact); any other array unchanged.
 NpyArray widen_to_f32(const NpyArray& a);
+// The elements of an int64 or int32 array (token ids) as int64; empty for any other type.
+std::vector<int64_t> widen_to_i64(const NpyArray& a);
 std::vector<std::pair<std::string, NpyArray>> read_inputs(const neuronc::Model& model,
                                                           const std::vector<std::string>& args);
 // The same for the inputs `specs` of one entry (Model::entries()).

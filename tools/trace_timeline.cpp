@@ -199,11 +199,23 @@ Timeline simulate_timeline(const art::ArtifactContents& c, const TimelineOptions
   t.assumptions = sim.cost_model().assumptions();
 
   TimelineObserver observer(t, sim.cost_model());
-  if (!c.signature.entries.empty() && options.entry >= c.signature.entries.size())
-    throw std::runtime_error("entry " + std::to_string(options.entry) + " but the artifact has " +
+  size_t entry = options.entry;
+  if (!options.entry_name.empty()) {
+    const std::optional<size_t> found = art::find_entry(c, options.entry_name);
+    if (!found) {
+      std::string names;
+      for (const auto& en : c.signature.entries) names += (names.empty() ? "" : ", ") + en.name;
+      throw std::invalid_argument("no entry '" + options.entry_name + "'; the artifact has " +
+                                  (names.empty()
+                                       ? std::string("one entry, ") + art::kImplicitEntryName
+                                       : "entries " + names));
+    }
+    entry = *found;
+  }
+  if (!c.signature.entries.empty() && entry >= c.signature.entries.size())
+    throw std::runtime_error("entry " + std::to_string(entry) + " but the artifact has " +
                              std::to_string(c.signature.entries.size()));
-  if (Status s = plan::walk_plan(c, sim, /*buffers=*/nullptr, observer,
-                                 art::entry_steps(c, options.entry));
+  if (Status s = plan::walk_plan(c, sim, /*buffers=*/nullptr, observer, art::entry_steps(c, entry));
       !s.is_ok())
     throw std::runtime_error(s.message());
 
@@ -241,6 +253,18 @@ Timeline simulate_artifact_file(const std::string& path, const TimelineOptions& 
   auto a = art::read_artifact(f->bytes());
   if (!a.is_ok()) throw std::runtime_error(path + ": " + a.status().message());
   return simulate_timeline(a->contents, options);
+}
+
+std::vector<Timeline> simulate_artifact_entries(const std::string& path,
+                                                const std::vector<std::string>& names, bool trace) {
+  auto f = art::MappedFile::open(path);
+  if (!f.is_ok()) throw std::runtime_error(f.status().message());
+  auto a = art::read_artifact(f->bytes());
+  if (!a.is_ok()) throw std::runtime_error(path + ": " + a.status().message());
+  std::vector<Timeline> out;
+  for (const std::string& name : names)
+    out.push_back(simulate_timeline(a->contents, {.trace = trace, .entry_name = name}));
+  return out;
 }
 
 std::string event_label(const Timeline& t, const TimelineEvent& e) {

@@ -86,6 +86,9 @@ struct Timeline {
 struct TimelineOptions {
   bool trace = true;  // record every instruction (TimelineEvent); off for aggregate numbers only
   size_t entry = 0;   // the entry whose steps are walked (artifact::entry_steps)
+  // The entry by name instead (when not empty); a name the artifact lacks throws
+  // std::invalid_argument naming its entries.
+  std::string entry_name{};
 };
 
 // Simulates every device call of `contents` (an artifact the reader has verified). Throws
@@ -96,6 +99,10 @@ Timeline simulate_timeline(const artifact::ArtifactContents& contents,
 // Reads and verifies the artifact at `path` (or in `bytes`), then simulates it. Throws
 // std::runtime_error with the reader's message on a bad file.
 Timeline simulate_artifact_file(const std::string& path, const TimelineOptions& options = {});
+// Entries `names` of the artifact at `path`, read and verified once: one Timeline each.
+std::vector<Timeline> simulate_artifact_entries(const std::string& path,
+                                                const std::vector<std::string>& names,
+                                                bool trace = false);
 Timeline simulate_artifact_bytes(std::span<const std::byte> bytes,
                                  const TimelineOptions& options = {});
 
