@@ -9,7 +9,8 @@ Every verify result is also written beside the table (coverage.json); with --onl
 models are verified again and the others keep their results from that file.
 
 A model counts as passing in an IR when both cast modes match PyTorch (fp32 within
-1e-4 + 1e-3·|ref|; bf16 cosine >= 0.999, neuronc verify's criteria). Families the sweep could
+1e-4 + 1e-3·|ref|, against PyTorch's float64 run where the sweep wrote one in ref64/; bf16
+cosine >= 0.999, neuronc verify's criteria). Families the sweep could
 not export, or whose random reference is degenerate, are listed apart: they say nothing about
 neuronc. Host-side, standard library only.
 """
@@ -26,10 +27,12 @@ import tempfile
 NODE = re.compile(r"node '([^']*)' \(([^)]*)\)")
 
 
-def verify(neuronc, model, cast):
+def verify(neuronc, model, cast, reference=None):
+    cmd = [neuronc, "verify", model, "--auto-cast", cast, "--json", "--no-intermediates"]
+    if reference:
+        cmd += ["--reference", reference]
     try:
-        p = subprocess.run([neuronc, "verify", model, "--auto-cast", cast, "--json",
-                            "--no-intermediates"], capture_output=True, text=True, timeout=900)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     except subprocess.TimeoutExpired:
         return {"result": "timeout"}
     if p.returncode in (0, 3) and p.stdout.strip().startswith("{"):
@@ -80,6 +83,9 @@ def main():
     commit = a.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"],
                                         capture_output=True, text=True).stdout.strip()
     rows, apart = [], []
+    # With --only, a model whose export is no longer in SWEEP_DIR keeps its row too.
+    present = set(os.listdir(a.sweep))
+    rows += [r for n, r in previous.items() if n not in present]
     for name in sorted(os.listdir(a.sweep)):
         d = os.path.join(a.sweep, name)
         meta_path = os.path.join(d, "meta.json")
@@ -90,18 +96,27 @@ def main():
             apart.append((name, meta["kind"], meta["status"], meta.get("reason", "")))
             continue
         r = {"name": name, "kind": meta["kind"], "parameters": meta.get("parameters"),
-             "torch_bf16": meta.get("pytorch_bf16_cosine")}
+             "torch_bf16": meta.get("pytorch_bf16_cosine"),
+             "input_rounding": meta.get("bf16_input_rounding_cosine")}
         if only and name not in only and name in previous:
-            rows.append(dict(previous[name], torch_bf16=r["torch_bf16"]))
+            rows.append(dict(previous[name], torch_bf16=r["torch_bf16"],
+                             input_rounding=r["input_rounding"]))
             continue
+        # fp32 is held against the float64 reference where the sweep wrote one (sweep.py's
+        # write_f64_reference); bf16's cosine against PyTorch's fp32 run.
+        ref64 = os.path.join(d, "ref64")
+        r["reference"] = "fp64" if os.path.isdir(ref64) else "fp32"
         for ir in ("model.pt2", "model_core.pt2"):
-            r[ir] = {cast: verify(a.neuronc, os.path.join(d, ir), cast) for cast in ("none", "matmul")}
+            r[ir] = {cast: verify(a.neuronc, os.path.join(d, ir), cast,
+                                  ref64 if cast == "none" and r["reference"] == "fp64" else None)
+                     for cast in ("none", "matmul")}
             for cast, v in r[ir].items():
                 v["analyze_agrees"] = analyze_agrees(a.neuronc, os.path.join(d, ir), cast, v)
         r["commit"] = commit
         rows.append(r)
         print(name, {ir: {c: v["result"] for c, v in r[ir].items()} for ir in ("model.pt2", "model_core.pt2")},
               flush=True)
+    rows.sort(key=lambda r: r["name"])
 
     def passed(r, ir):
         return all(v["result"] == "match" for v in r[ir].values())
@@ -115,7 +130,14 @@ def main():
         return b["result"] == "match" or (r["torch_bf16"] is not None and
                                           b["cosine"] >= r["torch_bf16"])
 
+    def reachable(r):
+        # Rounding only the inputs to bf16 keeps the fp32 model within cosine 0.999: otherwise
+        # no bf16 program can meet the bf16 criterion on this random model.
+        return r.get("input_rounding") is None or r["input_rounding"] >= 0.999
+
     n = len(rows)
+    known = [r for r in rows if "input_rounding" in r and r["kind"] == "vision"]
+    within = [r for r in rows if reachable(r)]
     checked = [(r["name"], ir, c) for r in rows for ir in ("model.pt2", "model_core.pt2")
                for c, v in r[ir].items() if v.get("analyze_agrees") is not None]
     disagree = [(r["name"], ir, c) for r in rows for ir in ("model.pt2", "model_core.pt2")
@@ -132,7 +154,11 @@ def main():
         "`models/scripts/sweep.py` (torch 2.14, transformers and torchvision families with small "
         "random configs; text models take input_ids 1×16, vision models 1×3×96² or their minimum "
         "size). trn1; a model passes an IR when `neuronc verify` matches PyTorch with "
-        "`--auto-cast none` (1e-4 + 1e-3·|ref|) and with `--auto-cast matmul` (cosine ≥ 0.999).",
+        "`--auto-cast none` (1e-4 + 1e-3·|ref|) and with `--auto-cast matmul` (cosine ≥ 0.999). "
+        "Rows marked ¹ hold fp32 against PyTorch's float64 run of the same program (`ref64/`): "
+        "PyTorch's own fp32 output is about 1e-4 off the exact function on the ResNet-50 "
+        "segmentation heads, which failed the absolute bound on near-zero outputs from rounding "
+        "alone; the others against PyTorch's fp32 run.",
         "",
         f"- training IR (`model.pt2`): **{sum(passed(r, 'model.pt2') for r in rows)} / {n}** pass",
         f"- core ATen (`model_core.pt2`): **{sum(passed(r, 'model_core.pt2') for r in rows)} / {n}** pass",
@@ -140,14 +166,20 @@ def main():
         f"(`torch.autocast('cpu', bfloat16)` on the same weights and input) as a pass: training IR "
         f"**{sum(as_close_as_torch(r, 'model.pt2') for r in rows)} / {n}**, core ATen "
         f"**{sum(as_close_as_torch(r, 'model_core.pt2') for r in rows)} / {n}**",
+        f"- the bf16 criterion is out of reach of any bf16 program on "
+        f"{len(rows) - len(within)} models: rounding only their inputs to bf16 (fp32 elsewhere, "
+        f"in PyTorch) already gives a cosine below 0.999 (column 'input rounding'; measured on "
+        f"{len(known)} vision models). On the other {len(within)}: training IR "
+        f"**{sum(passed(r, 'model.pt2') for r in within)} / {len(within)}**, core ATen "
+        f"**{sum(passed(r, 'model_core.pt2') for r in within)} / {len(within)}** pass",
         f"- `neuronc analyze` agrees with `neuronc compile` (supported exactly when it compiles) on "
         f"**{len(checked) - len(disagree)} / {len(checked)}** (model, IR, auto-cast) runs"
         + (": " + ", ".join(f"{m} {ir} {c}" for m, ir, c in disagree) + " disagree" if disagree else ""),
         f"- not counted: {len(apart)} families the sweep could not export or whose reference is degenerate (listed below)",
         "",
         "| model | kind | params | training IR fp32 | training IR bf16 | core fp32 | core bf16 | "
-        "PyTorch bf16 cosine | failing op / error |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "PyTorch bf16 cosine | input rounding | failing op / error |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         cells, why = [], ""
@@ -160,8 +192,10 @@ def main():
                     cells.append(v["result"])
                     why = why or (v.get("op") or v.get("error", ""))
         tb = f"{r['torch_bf16']:.5f}" if r["torch_bf16"] is not None else "—"
-        lines.append(f"| {r['name']} | {r['kind']} | {r['parameters']} | " + " | ".join(cells) +
-                     f" | {tb} | {why.replace('|', '/')} |")
+        ir_ = f"{r['input_rounding']:.5f}" if r.get("input_rounding") is not None else "—"
+        mark = "¹" if r.get("reference") == "fp64" else ""
+        lines.append(f"| {r['name']}{mark} | {r['kind']} | {r['parameters']} | " + " | ".join(cells) +
+                     f" | {tb} | {ir_} | {why.replace('|', '/')} |")
     lines += ["", "## Not counted", "", "| model | kind | status | reason |", "|---|---|---|---|"]
     for name, kind, status, reason in apart:
         reason = " ".join(reason.split())[:200].replace("|", "/")

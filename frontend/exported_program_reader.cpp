@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <unordered_map>
@@ -1081,15 +1082,9 @@ class Importer {
       inline_hop(node, inputs, outputs, scope, nesting, label);
       return;
     }
-    // torch.vmap inside the model (transformers' mask functions): the training IR keeps the
-    // batched region as predispatch calls whose tensors carry a hidden batch dim. Its shapes
-    // are not the tensors' own, so importing it would compute wrong results; core ATen has it
-    // lowered.
     if (target.starts_with("torch._functorch.predispatch.")) {
-      node.fail("node '" + label + "' (" + target +
-                ") is part of a torch.vmap region, which the training IR keeps unlowered: "
-                "expected plain ATen ops; export the core ATen program instead "
-                "(ep.run_decompositions()), where vmap is lowered");
+      read_vmap_node(node, target.substr(29), inputs, outputs, scope, label);
+      return;
     }
     if (!target.starts_with("torch.ops.")) {
       eval_sym_op(node, target, inputs, outputs, scope, label);
@@ -1542,6 +1537,12 @@ class Importer {
       }
     }
 
+    if (batch_depth(operands) > 0) {
+      emit_batched(node, op_name, info, std::move(operands), std::move(attrs), outputs, scope,
+                   label);
+      return;
+    }
+
     // Outputs, with the types the file recorded.
     std::vector<ir::TensorType> types;
     std::vector<std::string> out_names;
@@ -1582,11 +1583,336 @@ class Importer {
     }
   }
 
+  // --- torch.vmap regions -------------------------------------------------------------------
+  // The training IR keeps a torch.vmap region (transformers' mask functions, Mamba's scan) as
+  // predispatch calls: `_add_batch_dim(x, in_dim, level)` hides dim `in_dim` of x as the batch
+  // of vmap level `level`; the ops in between see the tensor without it; `_remove_batch_dim(y,
+  // level, size, out_dim)` brings it back at `out_dim`. The importer de-batches the region the
+  // way functorch's batching rules do, as plain ops on the physical tensors:
+  // - a value batched at depth d is held as [level 1, ..., level d, logical dims...], a level
+  //   the value does not vary over being a size-1 dim;
+  // - element-wise ops, comparisons, casts and aliases pad their operands to one depth and one
+  //   logical rank, so that broadcasting lines the batch dims up;
+  // - new_* factories make an unbatched tensor (their operand gives only the dtype);
+  // - anything else that takes a batched tensor is refused, naming the node: the file's shapes
+  //   are the logical ones, and guessing a batching rule could compute a wrong result.
+  void read_vmap_node(const J& node, const std::string& fn, const J& inputs, const J& outputs,
+                      Scope& scope, const std::string& label) {
+    (void)outputs;
+    std::vector<J> args = inputs.elements();
+    auto int_arg = [&](size_t k, const char* what) -> int64_t {
+      if (k >= args.size()) {
+        node.fail("node '" + label + "' (" + fn + "): missing argument '" + what + "'");
+      }
+      ConvertedArg c = convert_arg(args[k].at("arg"), scope, label);
+      const int64_t* v = std::get_if<int64_t>(&c.attr);
+      if (c.is_tensor || v == nullptr) {
+        node.fail("node '" + label + "' (" + fn + "): argument '" + what +
+                  "' must be a constant int");
+      }
+      return *v;
+    };
+    auto tensor_arg = [&]() -> ir::Value* {
+      if (args.empty()) node.fail("node '" + label + "' (" + fn + "): missing its tensor");
+      ConvertedArg c = convert_arg(args[0].at("arg"), scope, label);
+      if (!c.is_tensor || c.tensors.size() != 1 || c.tensors[0] == nullptr) {
+        node.fail("node '" + label + "' (" + fn + "): expected one tensor as its first argument");
+      }
+      return c.tensors[0];
+    };
+    auto define = [&](ir::Value* v, int depth) {
+      std::vector<J> outs = outputs.elements();
+      if (outs.size() != 1) node.fail("node '" + label + "' (" + fn + "): expected one output");
+      Tagged t = union_of(outs[0], "Argument", kArgumentTags);
+      if (t.tag != "as_tensor") node.fail("node '" + label + "' (" + fn + "): expected a tensor");
+      std::string n = tensor_name(t.value);
+      if (scope.values.count(n) != 0) outputs.fail("value '" + n + "' is defined twice");
+      if (depth_of(v) != depth) {  // no data movement was needed: the same tensor, seen anew
+        v = g_->append("aten.alias.default", {v}, {}, std::nullopt, {}, label)->output();
+      }
+      scope.values[n] = v;
+      if (depth > 0) batch_depth_[v] = depth;
+    };
+    if (fn == "lazy_load_decompositions") return;
+    if (fn == "_vmap_increment_nesting") {
+      ++vmap_depth_;
+      return;
+    }
+    if (fn == "_vmap_decrement_nesting") {
+      if (vmap_depth_ == 0)
+        node.fail("node '" + label + "': a vmap level closed that was never opened");
+      --vmap_depth_;
+      return;
+    }
+    if (fn == "_add_batch_dim") {
+      ir::Value* x = tensor_arg();
+      const int64_t in_dim = int_arg(1, "in_dim");
+      const int64_t level = int_arg(2, "level");
+      const int dx = depth_of(x);
+      const int64_t rank = x->type().rank() - dx;
+      if (level != vmap_depth_ || level <= dx) {
+        node.fail("node '" + label + "' (_add_batch_dim): level " + std::to_string(level) +
+                  " is not the innermost open vmap level (" + std::to_string(vmap_depth_) +
+                  ") above its tensor's (" + std::to_string(dx) + ")");
+      }
+      if (in_dim < 0 || in_dim >= rank) {
+        node.fail("node '" + label + "' (_add_batch_dim): in_dim " + std::to_string(in_dim) +
+                  " is outside the tensor's " + std::to_string(rank) + " dims");
+      }
+      ir::Value* v = unsqueeze_at(x, dx, static_cast<int>(level) - 1 - dx, label);
+      v = move_dim(v, level - 1 + in_dim, level - 1, label);
+      define(v, static_cast<int>(level));
+      return;
+    }
+    if (fn == "_remove_batch_dim") {
+      ir::Value* y = tensor_arg();
+      const int64_t level = int_arg(1, "level");
+      const int64_t size = int_arg(2, "batch_size");
+      const int64_t out_dim = int_arg(3, "out_dim");
+      const int dy = depth_of(y);
+      const int64_t rank = y->type().rank() - dy;
+      if (level != vmap_depth_ || dy > level) {
+        node.fail("node '" + label + "' (_remove_batch_dim): level " + std::to_string(level) +
+                  " is not the innermost open vmap level (" + std::to_string(vmap_depth_) + ")");
+      }
+      if (out_dim < 0 || out_dim > rank || size < 0) {
+        node.fail("node '" + label + "' (_remove_batch_dim): out_dim " + std::to_string(out_dim) +
+                  " for a tensor of " + std::to_string(rank) + " dims, batch size " +
+                  std::to_string(size));
+      }
+      ir::Value* v = unsqueeze_at(y, dy, static_cast<int>(level) - dy, label);
+      v = move_dim(v, level - 1, level - 1 + out_dim, label);
+      const ir::Dim& d = v->type().shape[static_cast<size_t>(level - 1 + out_dim)];
+      if (!(d == ir::Dim::constant(size))) {
+        if (!(d == ir::Dim::constant(1))) {
+          node.fail("node '" + label + "' (_remove_batch_dim): the batch dim is " +
+                    g_->dim_to_string(d) + ", expected " + std::to_string(size) + " or 1");
+        }
+        ir::Shape s = v->type().shape;
+        s[static_cast<size_t>(level - 1 + out_dim)] = ir::Dim::constant(size);
+        v = g_->append("aten.expand.default", {v}, {{"size", size_list(s)}}, std::nullopt, {},
+                       label + "_expand")
+                ->output();
+      }
+      define(v, static_cast<int>(level) - 1);
+      return;
+    }
+    node.fail("node '" + label + "' (torch._functorch.predispatch." + fn +
+              ") is not supported inside a torch.vmap region: expected lazy_load_decompositions, "
+              "_vmap_increment_nesting, _vmap_decrement_nesting, _add_batch_dim or "
+              "_remove_batch_dim");
+  }
+
+  int depth_of(const ir::Value* v) const {
+    auto it = batch_depth_.find(v);
+    return it == batch_depth_.end() ? 0 : it->second;
+  }
+  int batch_depth(const std::vector<ir::Value*>& operands) const {
+    int d = 0;
+    for (const ir::Value* v : operands) {
+      if (v != nullptr) d = std::max(d, depth_of(v));
+    }
+    return d;
+  }
+
+  static ir::Attribute size_list(const ir::Shape& s) {
+    std::vector<int64_t> ints;
+    for (const ir::Dim& d : s) {
+      if (!d.is_constant()) return ir::SymIntList{s};
+      ints.push_back(d.value());
+    }
+    return ints;
+  }
+
+  // `count` size-1 dims inserted at `pos`.
+  ir::Value* unsqueeze_at(ir::Value* v, int pos, int count, const std::string& label) {
+    for (int i = 0; i < count; ++i) {
+      v = g_->append("aten.unsqueeze.default", {v}, {{"dim", int64_t{pos}}}, std::nullopt, {},
+                     label + "_unbatch")
+              ->output();
+    }
+    return v;
+  }
+
+  // Dim `from` moved to position `to`, the others keeping their order.
+  ir::Value* move_dim(ir::Value* v, int64_t from, int64_t to, const std::string& label) {
+    if (from == to) return v;
+    std::vector<int64_t> perm;
+    for (int64_t i = 0; i < v->type().rank(); ++i) {
+      if (i != from) perm.push_back(i);
+    }
+    perm.insert(perm.begin() + to, from);
+    return g_
+        ->append("aten.permute.default", {v}, {{"dims", std::move(perm)}}, std::nullopt, {},
+                 label + "_unbatch")
+        ->output();
+  }
+
+  void emit_batched(const J& node, const std::string& op, const ir::OpInfo* info,
+                    std::vector<ir::Value*> operands, std::vector<ir::NamedAttr> attrs,
+                    const J& outputs, Scope& scope, const std::string& label) {
+    std::vector<std::string> names;
+    for (const J& o : outputs.elements()) {
+      Tagged t = union_of(o, "Argument", kArgumentTags);
+      if (t.tag == "as_tensor") names.push_back(tensor_name(t.value));
+    }
+    bool shifted = false;
+    try {
+      shifted = shift_dims(op, operands, attrs, label);
+    } catch (const ir::Error& e) {
+      node.fail("node '" + label + "' (" + op + ") inside a torch.vmap region: " + e.what());
+    }
+    if (shifted) {
+      const int depth = depth_of(operands[0]);
+      ir::Node* n = nullptr;
+      try {
+        n = g_->append(op, std::move(operands), std::move(attrs), std::nullopt, names, label);
+      } catch (const ir::Error& e) {
+        node.fail("cannot build node '" + label + "' (" + op +
+                  ") inside a torch.vmap region: " + e.what());
+      }
+      n->set_location(location_of(node));
+      define_batched(node, n, names, depth, outputs, scope, label, op);
+      return;
+    }
+    const bool factory = op.starts_with("aten.new_");
+    const bool pointwise =
+        info != nullptr && (info->category == ir::OpCategory::elementwise ||
+                            info->category == ir::OpCategory::comparison ||
+                            info->category == ir::OpCategory::metadata ||
+                            op.starts_with("aten.to.") || op == "aten._to_copy.default" ||
+                            op == "aten.clone.default" || op == "aten.lift_fresh_copy.default" ||
+                            op == "aten.detach.default" || op == "aten.detach_.default");
+    if (!factory && !pointwise) {
+      node.fail("node '" + label + "' (" + op +
+                ") takes a tensor batched by torch.vmap: inside a vmap region only element-wise "
+                "ops, comparisons, casts and new_* factories are de-batched; export the core ATen "
+                "program (ep.run_decompositions()), where vmap is lowered");
+    }
+    if (info->category == ir::OpCategory::metadata && names.empty()) {
+      ++dropped_;  // a check on the logical tensor (_assert_tensor_metadata)
+      return;
+    }
+    int depth = 0;
+    if (!factory) {
+      depth = batch_depth(operands);
+      int64_t rank = 0;
+      for (const ir::Value* v : operands) {
+        if (v != nullptr) rank = std::max(rank, v->type().rank() - depth_of(v));
+      }
+      for (ir::Value*& v : operands) {
+        if (v == nullptr) continue;
+        const int dv = depth_of(v);
+        const int64_t missing = (depth - dv) + (rank - (v->type().rank() - dv));
+        v = unsqueeze_at(v, dv, static_cast<int>(missing), label);
+      }
+    }
+    ir::Node* n = nullptr;
+    try {
+      n = g_->append(op, std::move(operands), std::move(attrs), std::nullopt, names, label);
+    } catch (const ir::Error& e) {
+      node.fail("cannot build node '" + label + "' (" + op +
+                ") inside a torch.vmap region: " + e.what());
+    }
+    n->set_location(location_of(node));
+    define_batched(node, n, names, depth, outputs, scope, label, op);
+  }
+
+  void define_batched(const J& node, ir::Node* n, const std::vector<std::string>& names, int depth,
+                      const J& outputs, Scope& scope, const std::string& label,
+                      const std::string& op) {
+    if (n->outputs().size() != names.size()) {
+      node.fail("node '" + label + "' (" + op + "): " + std::to_string(n->outputs().size()) +
+                " results, the file names " + std::to_string(names.size()));
+    }
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (scope.values.count(names[i]) != 0)
+        outputs.fail("value '" + names[i] + "' is defined twice");
+      scope.values[names[i]] = n->output(i);
+      if (depth > 0) batch_depth_[n->output(i)] = depth;
+    }
+  }
+
+  // The batching rule of a view that names dims or sizes of its one tensor: its dims move past
+  // the batch dims, and its sizes gain them in front. False for any other op.
+  bool shift_dims(const std::string& op, std::vector<ir::Value*>& operands,
+                  std::vector<ir::NamedAttr>& attrs, const std::string& label) {
+    static const std::map<std::string, std::vector<std::string>, std::less<>> kDimArgs = {
+        {"aten.unsqueeze.default", {"dim"}},
+        {"aten.squeeze.dim", {"dim"}},
+        {"aten.slice.Tensor", {"dim"}},
+        {"aten.select.int", {"dim"}},
+        {"aten.transpose.int", {"dim0", "dim1"}}};
+    const bool permute = op == "aten.permute.default";
+    const bool sizes =
+        op == "aten.view.default" || op == "aten.reshape.default" || op == "aten.expand.default";
+    auto it = kDimArgs.find(op);
+    if (it == kDimArgs.end() && !permute && !sizes) return false;
+    if (operands.size() != 1 || operands[0] == nullptr) return false;
+    ir::Value* x = operands[0];
+    const int depth = depth_of(x);
+    const ir::Shape& shape = x->type().shape;
+    const int64_t rank = x->type().rank() - depth;
+    auto find = [&](const std::string& name) -> ir::Attribute* {
+      for (ir::NamedAttr& a : attrs) {
+        if (a.name == name) return &a.value;
+      }
+      attrs.push_back({name, int64_t{0}});  // the schema default of slice's dim
+      return &attrs.back().value;
+    };
+    auto shift = [&](int64_t d, int64_t extent) {
+      if (d < 0) d += extent;
+      if (d < 0 || d >= extent) {
+        throw ir::Error("dim " + std::to_string(d) + " is outside the logical tensor's " +
+                        std::to_string(extent) + " dims");
+      }
+      return d + depth;
+    };
+    if (it != kDimArgs.end()) {
+      const int64_t extent = op == "aten.unsqueeze.default" ? rank + 1 : rank;
+      for (const std::string& name : it->second) {
+        ir::Attribute* a = find(name);
+        if (const int64_t* d = std::get_if<int64_t>(a)) *a = shift(*d, extent);
+      }
+      return true;
+    }
+    ir::Attribute* a = find(permute                                 ? "dims"
+                            : sizes && op == "aten.reshape.default" ? "shape"
+                                                                    : "size");
+    if (permute) {
+      const auto* dims = std::get_if<std::vector<int64_t>>(a);
+      if (dims == nullptr) return false;
+      std::vector<int64_t> p;
+      for (int i = 0; i < depth; ++i) p.push_back(i);
+      for (int64_t d : *dims) p.push_back(shift(d, rank));
+      *a = std::move(p);
+      return true;
+    }
+    std::vector<ir::Dim> want;
+    if (const auto* ints = std::get_if<std::vector<int64_t>>(a)) {
+      for (int64_t v : *ints) want.push_back(ir::Dim::constant(v));
+    } else if (const auto* syms = std::get_if<ir::SymIntList>(a)) {
+      want = syms->dims;
+    } else {
+      return false;
+    }
+    if (op == "aten.expand.default" && static_cast<int64_t>(want.size()) > rank) {
+      operands[0] = unsqueeze_at(x, depth, static_cast<int>(want.size() - rank), label);
+      batch_depth_[operands[0]] = depth;
+    }
+    ir::Shape full(shape.begin(), shape.begin() + depth);
+    full.insert(full.end(), want.begin(), want.end());
+    *a = size_list(full);
+    return true;
+  }
+
   const std::string& where_;
   int hint_major_;
   int major_ = 0;
   ir::Graph* g_ = nullptr;
   size_t dropped_ = 0;
+  int vmap_depth_ = 0;
+  std::unordered_map<const ir::Value*, int> batch_depth_;
 };
 
 StaticTensorMeta static_meta(const J& m, const std::string& what) {

@@ -168,6 +168,19 @@ void register_data_movement_ops(OpRegistry& r) {
           }
           return {{x.dtype, out}};
         });
+  // movedim(x, source, destination): dim `source` moved to `destination`, the others keeping
+  // their order (canonicalize makes it a permute).
+  r.add("movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)", M, D,
+        [](const ShapeContext& c) -> std::vector<TensorType> {
+          TensorType t = c.input(0);
+          if (t.rank() == 0) return {t};
+          const int64_t from = normalize_dim(c, c.get_int("source"), t.rank());
+          const int64_t to = normalize_dim(c, c.get_int("destination"), t.rank());
+          const Dim d = t.shape[static_cast<size_t>(from)];
+          t.shape.erase(t.shape.begin() + from);
+          t.shape.insert(t.shape.begin() + to, d);
+          return {t};
+        });
   r.add("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", M, D,
         [](const ShapeContext& c) -> std::vector<TensorType> {
           TensorType t = c.input(0);
@@ -175,6 +188,13 @@ void register_data_movement_ops(OpRegistry& r) {
           const int64_t a = normalize_dim(c, c.get_int("dim0"), t.rank());
           const int64_t b = normalize_dim(c, c.get_int("dim1"), t.rank());
           std::swap(t.shape[static_cast<size_t>(a)], t.shape[static_cast<size_t>(b)]);
+          return {t};
+        });
+  // x.T: every dim reversed (canonicalize makes it a permute).
+  r.add("numpy_T(Tensor(a) self) -> Tensor(a)", M, D,
+        [](const ShapeContext& c) -> std::vector<TensorType> {
+          TensorType t = c.input(0);
+          std::reverse(t.shape.begin(), t.shape.end());
           return {t};
         });
   r.add("t(Tensor(a) self) -> Tensor(a)", M, D,

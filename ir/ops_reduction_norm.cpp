@@ -362,7 +362,19 @@ void register_reduction_and_norm_ops(OpRegistry& r) {
                  " differs from value length " +
                  c.graph().dim_to_string(v.shape[v.shape.size() - 2]));
         }
-        if (q.rank() == 4 && !(q.shape[1] == k.shape[1])) {
+        // Batch dims broadcast, as PyTorch's attention does: a key/value dim of 1 serves every
+        // query row there (canonicalize expands it).
+        for (size_t i = 0; i + 2 < q.shape.size(); ++i) {
+          for (const TensorType* t : {&k, &v}) {
+            if (!(t->shape[i] == q.shape[i]) && !(t->shape[i] == Dim::constant(1)) &&
+                !(i == 1 && q.rank() == 4)) {
+              c.fail("key/value batch dim " + std::to_string(i) + " is " +
+                     c.graph().dim_to_string(t->shape[i]) + ", the query's " +
+                     c.graph().dim_to_string(q.shape[i]) + ": expected equal or 1");
+            }
+          }
+        }
+        if (q.rank() == 4 && !(q.shape[1] == k.shape[1]) && !(k.shape[1] == Dim::constant(1))) {
           const bool gqa = c.get_bool("enable_gqa");
           auto hq = q.shape[1].as_constant(), hk = k.shape[1].as_constant();
           if (!gqa || !hq || !hk || *hk == 0 || *hq % *hk != 0) {

@@ -113,6 +113,14 @@ class Canonicalizer {
       return true;
     }
     if (op == "aten.t.default" || op == "aten.transpose.int") return to_permute(n);
+    if (op == "aten.movedim.int") return movedim(n);
+    if (op == "aten.numpy_T.default") {
+      std::vector<int64_t> perm(n->input(0)->shape().size());
+      std::iota(perm.rbegin(), perm.rend(), 0);
+      permute(replace_node(g_, n, "aten.permute.default", {n->input(0)}, {{"dims", perm}}));
+      return true;
+    }
+    if (op == "aten.scaled_dot_product_attention.default") return broadcast_key_value(n);
     if (op == "aten.permute.default") return permute(n);
     if (op == "aten.softmax.int" || op == "aten.log_softmax.int") return softmax(n);
     if (op == "aten.native_layer_norm.default") return native_layer_norm(n);
@@ -202,6 +210,49 @@ class Canonicalizer {
     std::swap(perm[static_cast<size_t>(a)], perm[static_cast<size_t>(b)]);
     permute(replace_node(g_, n, "aten.permute.default", {x}, {{"dims", perm}}));
     return true;
+  }
+
+  bool movedim(Node* n) {
+    Value* x = n->input(0);
+    const int64_t rank = static_cast<int64_t>(x->shape().size());
+    if (rank == 0) {
+      forward_to(g_, n, x);
+      return true;
+    }
+    int64_t from = n->attr_int("source"), to = n->attr_int("destination");
+    if (from < 0) from += rank;
+    if (to < 0) to += rank;
+    std::vector<int64_t> perm;
+    for (int64_t i = 0; i < rank; ++i) {
+      if (i != from) perm.push_back(i);
+    }
+    perm.insert(perm.begin() + to, from);
+    permute(replace_node(g_, n, "aten.permute.default", {x}, {{"dims", perm}}));
+    return true;
+  }
+
+  // PyTorch's attention broadcasts the batch dims of key and value against the query's (Falcon's
+  // multi-query attention passes one key head for all query heads). The kernels take equal batch
+  // dims, or GQA's head groups: a size-1 dim that is neither is expanded here.
+  bool broadcast_key_value(Node* n) {
+    const ir::Shape& q = n->input(0)->shape();
+    bool changed = false;
+    for (size_t k = 1; k <= 2; ++k) {
+      Value* x = n->input(k);
+      const ir::Shape& s = x->shape();
+      if (s.size() != q.size() || q.size() < 3) continue;
+      ir::Shape want = s;
+      const bool gqa = n->attr_bool("enable_gqa");
+      for (size_t i = 0; i + 2 < q.size(); ++i) {
+        const bool group = gqa && i == 1 && q.size() == 4;
+        if (s[i] == ir::Dim::constant(1) && !(q[i] == s[i]) && !group) want[i] = q[i];
+      }
+      if (want == s) continue;
+      Node* e = g_.insert_before(n, "aten.expand.default", {x}, {{"size", shape_attr(want)}});
+      n->set_input(k, e->output());
+      changed = true;
+    }
+    return changed;
   }
 
   // A permute that moves only size-1 dims keeps the row-major order: a view.

@@ -84,6 +84,44 @@ TEST(Canonicalize, ShapeOpsBecomeViewsAndPermutes) {
   EXPECT_EQ(run_pass<Canonicalize>(before), after);
 }
 
+// x.T and movedim are permutes; attention's size-1 key/value batch dims (Falcon's one key head
+// for every query head) are expanded to the query's, a GQA head group is left as it is.
+TEST(Canonicalize, NumpyTMovedimAndBroadcastAttention) {
+  const std::string before = R"(graph {
+  input %x : f32[2, 3, 4]
+  input %q : f32[1, 4, 6, 8]
+  input %k : f32[1, 1, 6, 8]
+  input %g : f32[1, 2, 6, 8]
+  %t : f32[4, 3, 2] = aten.numpy_T.default(%x)
+  %m : f32[3, 4, 2] = aten.movedim.int(%x) {source = 0, destination = -1}
+  %a : f32[1, 4, 6, 8] = aten.scaled_dot_product_attention.default(%q, %k, %k, _)
+  %b : f32[1, 4, 6, 8] = aten.scaled_dot_product_attention.default(%q, %g, %g, _) {enable_gqa = true}
+  output %t
+  output %m
+  output %a
+  output %b
+}
+)";
+  const std::string after = R"(graph {
+  input %x : f32[2, 3, 4]
+  input %q : f32[1, 4, 6, 8]
+  input %k : f32[1, 1, 6, 8]
+  input %g : f32[1, 2, 6, 8]
+  %t : f32[4, 3, 2] = aten.permute.default(%x) {dims = [2, 1, 0]}
+  %m : f32[3, 4, 2] = aten.permute.default(%x) {dims = [1, 2, 0]}
+  %expand : f32[1, 4, 6, 8] = aten.expand.default(%k) {size = [1, 4, 6, 8]}
+  %expand_1 : f32[1, 4, 6, 8] = aten.expand.default(%k) {size = [1, 4, 6, 8]}
+  %a : f32[1, 4, 6, 8] = aten.scaled_dot_product_attention.default(%q, %expand, %expand_1, _)
+  %b : f32[1, 4, 6, 8] = aten.scaled_dot_product_attention.default(%q, %g, %g, _) {enable_gqa = true}
+  output %t
+  output %m
+  output %a
+  output %b
+}
+)";
+  EXPECT_EQ(run_pass<Canonicalize>(before), after);
+}
+
 // A permute that moves only size-1 dims is a view; a view of a view reads the first one's input.
 TEST(Canonicalize, OrderKeepingPermutesAndViewChainsBecomeOneView) {
   const std::string before = R"(graph {
