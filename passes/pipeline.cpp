@@ -9,6 +9,7 @@
 #include "passes/expand_composites.h"
 #include "passes/fold_batch_norm.h"
 #include "passes/functionalize.h"
+#include "passes/fuse_rms_norm.h"
 #include "passes/fuse_sibling_linears.h"
 #include "passes/lift_state.h"
 
@@ -29,6 +30,7 @@ void build_pipeline(PassManager& pm, const PipelineOptions& opts) {
   }
   if (opts.opt_level >= 1) {
     pm.add(std::make_unique<CommonSubexpressionElimination>());
+    pm.add(std::make_unique<FuseRmsNorm>());
     pm.add(std::make_unique<FuseSiblingLinears>());
     pm.add(std::make_unique<DeadCodeElimination>());
   }

@@ -528,6 +528,27 @@ TEST(CodegenRow, RmsNormAsEmittedByLlama) {
         1e-5);
 }
 
+// The bf16 LlamaRMSNorm as passes::FuseRmsNorm leaves it: the norm of the bf16 row, fp32
+// inside, one rounding at the end (the unfused casts beside it; a 2048-wide hidden state).
+TEST(CodegenRow, RmsNormOfBf16Rows) {
+  for (auto kind : {device::TargetKind::trn1, device::TargetKind::trn2}) {
+    check(R"(graph {
+  input %x0 : bf16[2, 9, 2048]
+  %q : bf16[2, 9, 2048] = aten.rms_norm.default(%x0, _) {normalized_shape = [2048], eps = 1e-05}
+  %x : f32[2, 9, 2048] = aten._to_copy.default(%x0) {dtype = #f32}
+  %p : f32[2, 9, 2048] = aten.pow.Tensor_Scalar(%x) {exponent = 2}
+  %m : f32[2, 9, 1] = aten.mean.dim(%p) {dim = [-1], keepdim = true}
+  %a : f32[2, 9, 1] = aten.add.Scalar(%m) {other = 1e-05}
+  %r : f32[2, 9, 1] = aten.rsqrt.default(%a)
+  %y : f32[2, 9, 2048] = aten.mul.Tensor(%x, %r)
+  %b : bf16[2, 9, 2048] = aten._to_copy.default(%y) {dtype = #bf16}
+  output %q
+  output %b
+})",
+          1e-2, kind);
+  }
+}
+
 }  // namespace
 }  // namespace neuronc::codegen::testing
 
