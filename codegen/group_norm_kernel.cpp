@@ -20,6 +20,7 @@
 // mean and rstd [N, G] (transposed through PSUM so each group is one element) when they are read.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "codegen/lowering.h"
 
@@ -71,6 +72,7 @@ struct NormPlan {
   const HbmView* mean = nullptr;    // [A, B] results of native_group_norm, when read
   const HbmView* rstd = nullptr;
   double eps = 1e-5;
+  bool rms = false;  // rms_norm: the mean is 0, not a statistic
 };
 
 struct Tile {
@@ -309,13 +311,21 @@ void emit_norm(KernelBuilder& kb, const NormPlan& p) {
       return acc;
     };
 
-    // 1. -mean on every row.
-    const MemRef sum = combine([&](const MemRef& dst, const MemRef& x,
-                                   int64_t) { kb.tensor_reduce(dst, x, device::ReduceOp::sum); },
-                               true);
+    // 1. -mean on every row (0 for an RMS norm).
     const MemRef negmean = col(cs.negmean, prow);
-    kb.tensor_scalar(negmean, sum, AluOp::multiply, -inv_r);
-    // 2. rstd = (sum((x - mean)^2) / R + eps)^-1/2.
+    if (p.rms) {
+      device::Memset ms;
+      ms.dst = negmean;
+      ms.value = 0.0;
+      kb.emit(Engine::vector, ms);
+    } else {
+      const MemRef sum = combine([&](const MemRef& dst, const MemRef& x,
+                                     int64_t) { kb.tensor_reduce(dst, x, device::ReduceOp::sum); },
+                                 true);
+      kb.tensor_scalar(negmean, sum, AluOp::multiply, -inv_r);
+    }
+    // 2. rstd = (sum((x - mean)^2) / R + eps)^-1/2 (the first pass that loads the input for
+    // an RMS norm).
     const MemRef ssq = combine(
         [&](const MemRef& dst, const MemRef& x, int64_t rows) {
           device::Activation a;
@@ -326,7 +336,7 @@ void emit_norm(KernelBuilder& kb, const NormPlan& p) {
           a.accumulate_dst = dst;
           kb.emit(Engine::scalar, a);
         },
-        false);
+        p.rms);
     const MemRef rstd = col(cs.rstd, prow);
     kb.tensor_scalar(rstd, ssq, AluOp::multiply, inv_r, AluOp::add, static_cast<float>(p.eps));
     {
@@ -492,13 +502,23 @@ void lower_group_norm(KernelBuilder& kb, const ir::Node& n, const PartitionConte
 
 }  // namespace
 
+bool large_layer_norm_walkable(const ir::Node& n, const PartitionContext& ctx) {
+  const int64_t k = static_cast<int64_t>(n.attr_ints("normalized_shape").size());
+  for (const ir::Value* v : {n.input(0), n.output()}) {
+    const HbmView& h = ctx.view(v);
+    if (!merged(h, 0, h.rank() - k) || !merged(h, h.rank() - k, h.rank())) return false;
+  }
+  return true;
+}
+
 void lower_large_layer_norm(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
   const HbmView& x = ctx.view(n.input(0));
   const HbmView& out = ctx.view(n.output());
   const int64_t r = x.rank();
   const int64_t k = static_cast<int64_t>(n.attr_ints("normalized_shape").size());
   NormPlan p;
-  p.eps = scalar_attr(n, "eps", 1e-5);
+  p.rms = n.op() == "aten.rms_norm.default";
+  p.eps = scalar_attr(n, "eps", p.rms ? std::numeric_limits<float>::epsilon() : 1e-5);
   p.elementwise_affine = true;
   int64_t D = 1;
   for (int64_t d = r - k; d < r; ++d) D *= x.shape[d];

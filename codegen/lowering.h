@@ -128,6 +128,9 @@ bool matmul_layer_norm_fits(const ir::Node& mm, const ir::Node& ln, const Partit
 // A layer norm whose normalised extent is too large for one SBUF row, lowered by the group-norm
 // kernel (statistics over partitions x chunks, group_norm_kernel.cpp).
 void lower_large_layer_norm(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx);
+// Whether lower_large_layer_norm can walk `n`'s input and output (leading and normalised dims
+// each with one stride).
+bool large_layer_norm_walkable(const ir::Node& n, const PartitionContext& ctx);
 
 // A 1-D or 2-D convolution seen as 2-D (a 1-D one has H = KH = Ho = 1).
 struct ConvGeometry {

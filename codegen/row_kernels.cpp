@@ -82,6 +82,10 @@ std::vector<bool> reduced_dims(const ir::Node& n, RowOp kind, int64_t r) {
 // One row tile holds the whole reduced extent (chunked reductions are not written yet); a layer
 // norm over more goes to the group-norm kernel.
 constexpr int64_t kMaxRowExtent = 12288;
+// Norms over at most this many rows of at least kLongNormRow elements spread each row over the
+// partitions (the group-norm kernel's layout) instead of putting it on one.
+constexpr int64_t kFewNormRows = 16;
+constexpr int64_t kLongNormRow = 1024;
 
 uint64_t aligned(uint64_t bytes) {
   return (bytes + 63) / 64 * 64;
@@ -111,7 +115,7 @@ std::optional<std::string> refuse_row(const ir::Node& n, const device::Target& t
   const std::vector<bool> reduced = reduced_dims(n, kind, static_cast<int64_t>(shape.size()));
   int64_t R = 1, rows = 1;
   for (size_t d = 0; d < reduced.size(); ++d) (reduced[d] ? R : rows) *= shape[d];
-  if (kind == RowOp::layer_norm && R > kMaxRowExtent) return std::nullopt;  // group-norm kernel
+  if (is_norm(kind) && R > kMaxRowExtent) return std::nullopt;  // group-norm kernel
   if (R > kMaxRowExtent)
     return "reduced extent " + std::to_string(R) + " exceeds the " + std::to_string(kMaxRowExtent) +
            " elements one SBUF row tile holds (chunked reductions are not implemented yet)";
@@ -293,8 +297,13 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
     fail(n, "reduction over " + std::to_string(free_levels) +
                 " non-adjacent dimension groups is not supported (at most 3)");
   const int64_t R = L.free_total;
-  if (kind == RowOp::layer_norm && R > kMaxRowExtent) {
-    // Statistics over partitions x chunks instead of one SBUF row.
+  int64_t rows_total = 1;
+  for (int64_t s : L.row_sizes) rows_total *= s;
+  // Statistics over partitions x chunks instead of one SBUF row: a row too long for one, or so
+  // few long rows that one per partition would leave the engines' lanes idle (a decode step's
+  // norms: one row of the hidden size per sequence).
+  if (norm && (R > kMaxRowExtent || (rows_total <= kFewNormRows && R >= kLongNormRow &&
+                                     large_layer_norm_walkable(n, ctx)))) {
     lower_large_layer_norm(kb, n, ctx);
     return;
   }

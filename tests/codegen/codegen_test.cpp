@@ -528,6 +528,40 @@ TEST(CodegenRow, RmsNormAsEmittedByLlama) {
         1e-5);
 }
 
+// A decode step's norms: few rows of a long hidden state, each row spread over the partitions
+// (the group-norm kernel's layout: RMS without the mean pass, layer norm with it), weights
+// along the row; f32 and bf16, and an RMS norm too long for one SBUF row.
+TEST(CodegenRow, FewLongRowsSpreadOverThePartitions) {
+  for (auto kind : {device::TargetKind::trn1, device::TargetKind::trn2}) {
+    const RunResult r = check(R"(graph {
+  input %x : f32[1, 2, 4096]
+  input %big : f32[2, 16384]
+  param %w : f32[4096] "norm.weight"
+  param %b : f32[4096] "ln.bias"
+  %q : f32[1, 2, 4096] = aten.rms_norm.default(%x, %w) {normalized_shape = [4096], eps = 1e-05}
+  %l : f32[1, 2, 4096] = aten.layer_norm.default(%x, %w, %b) {normalized_shape = [4096], eps = 1e-05}
+  %u : f32[2, 16384] = aten.rms_norm.default(%big, _) {normalized_shape = [16384]}
+  output %q
+  output %l
+  output %u
+})",
+                              1e-5, kind);
+    // The statistics are combined across partitions on TensorE (one matmul per row and pass:
+    // 2 + 2 x 2 + 2 x 1), not reduced along one partition's row.
+    size_t matmuls = 0;
+    for (const auto& stream : r.part.program.cores[0].streams)
+      for (const auto& in : stream) matmuls += std::holds_alternative<device::MatMul>(in.op);
+    EXPECT_GE(matmuls, 8u) << device::target(kind).name;
+    check(R"(graph {
+  input %h : bf16[3, 2048]
+  input %hw : bf16[2048]
+  %g : bf16[3, 2048] = aten.rms_norm.default(%h, %hw) {normalized_shape = [2048], eps = 1e-06}
+  output %g
+})",
+          1e-2, kind);
+  }
+}
+
 // The bf16 LlamaRMSNorm as passes::FuseRmsNorm leaves it: the norm of the bf16 row, fp32
 // inside, one rounding at the end (the unfused casts beside it; a 2048-wide hidden state).
 TEST(CodegenRow, RmsNormOfBf16Rows) {
