@@ -240,7 +240,9 @@ class SdpaLowering {
       st.rl = kb_.alloc(4, "attention 1/l");
     }
     for (int s = 0; s < kSlots; ++s) {
-      k_stage_[s] = kb_.alloc(D_ * device::dtype_size(tk_), "attention K staging");
+      // One staging row per 128-key chunk: a key tile's chunks load back to back instead of
+      // each waiting for the previous one's transpose to free the stage.
+      k_stage_[s] = kb_.alloc(nKC_ * D_ * device::dtype_size(tk_), "attention K staging");
       kT_[s] = kb_.alloc(nD_ * KT_ * es_, "attention K^T");
       vt_[s] = kb_.alloc(nKC_ * Dv_ * es_, "attention V");
       s_sb_[s] = kb_.alloc(KT_ * 4, "attention scores");
@@ -520,7 +522,9 @@ class SdpaLowering {
     auto kv = [&](int64_t k0, int64_t kt, int sl) {
       for (int64_t c0 = 0; c0 < kt; c0 += P_) {
         const int64_t cn = std::min(P_, kt - c0);
-        load_transposed(k_, tk_, hb.k, sk_s_, sk_d_, k0 + c0, cn, k_stage_[sl], kT_[sl], kt, c0);
+        const auto stage =
+            static_cast<uint32_t>(k_stage_[sl] + (c0 / P_) * D_ * device::dtype_size(tk_));
+        load_transposed(k_, tk_, hb.k, sk_s_, sk_d_, k0 + c0, cn, stage, kT_[sl], kt, c0);
         kb_.dma(KernelBuilder::sb(vt_[sl] + (c0 / P_) * Dv_ * es_, cn, mdt_, Dv_),
                 KernelBuilder::hbm(v_, hb.v + (k0 + c0) * sv_s_, cn, sv_s_,
                                    {{static_cast<int32_t>(sv_d_), static_cast<uint32_t>(Dv_)}}),
