@@ -19,6 +19,19 @@
 namespace neuronc::tools {
 namespace {
 
+// "NAME@coreK" -> (NAME, K), the name a tensor-parallel compile gives core K's copy of a value;
+// any other name -> (name, -1).
+std::pair<std::string, int> split_core_suffix(const std::string& name) {
+  const size_t at = name.rfind("@core");
+  if (at == std::string::npos || at + 5 == name.size()) return {name, -1};
+  int core = 0;
+  for (size_t i = at + 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9' || core > 100000) return {name, -1};
+    core = core * 10 + (name[i] - '0');
+  }
+  return {name.substr(0, at), core};
+}
+
 namespace art = ::neuronc::artifact;
 namespace d = ::neuronc::device;
 using nlohmann::ordered_json;
@@ -375,12 +388,25 @@ std::string text_report(const ordered_json& j) {
       o << "  output " << t["name"].get<std::string>() << ": " << t["type"].get<std::string>()
         << "\n";
   const bool has_entries = !j["signature"]["entries"].empty();
-  for (const auto& t : j["signature"]["states"])
-    o << "  state  " << t["name"].get<std::string>() << ": " << t["type"].get<std::string>()
-      << " (kept by the session; "
+  // A tensor-parallel artifact's per-core states (NAME@core0 .. NAME@coreN-1, one type) are one
+  // line; --json lists each.
+  const auto& states = j["signature"]["states"];
+  for (size_t i = 0; i < states.size();) {
+    const std::string name = states[i]["name"].get<std::string>();
+    const std::string type = states[i]["type"].get<std::string>();
+    const auto [base, core] = split_core_suffix(name);
+    size_t k = i + 1;
+    while (core == 0 && k < states.size() && states[k]["type"] == type &&
+           split_core_suffix(states[k]["name"].get<std::string>()) ==
+               std::pair<std::string, int>(base, static_cast<int>(k - i)))
+      ++k;
+    o << "  state  " << (k - i > 1 ? base + "@core0.." + std::to_string(k - i - 1) : name) << ": "
+      << type << " (kept by the session; "
       << (has_entries ? "each entry writes its own update"
-                      : "each run leaves " + t["update"].get<std::string>())
+                      : "each run leaves " + states[i]["update"].get<std::string>())
       << ")\n";
+    i = k;
+  }
   auto names = [](const ordered_json& a) {
     std::string s;
     for (const auto& n : a) s += (s.empty() ? "" : ", ") + n.get<std::string>();
@@ -399,13 +425,28 @@ std::string text_report(const ordered_json& j) {
     << " host\n";
   for (const auto& st : j["partitions"]["steps"]) {
     o << "  [" << st["step"] << "] ";
+    // A value bound once per core (NAME@coreK, or the same name at each core's offset) is
+    // listed once with its count; --json has every binding.
     auto list = [](const ordered_json& a) {
+      std::vector<std::pair<std::string, size_t>> seen;  // value (core suffix dropped), count
+      std::vector<std::string> first;
+      for (const auto& e : a) {
+        const std::string v = e.is_string() ? e.get<std::string>() : e["value"].get<std::string>();
+        const std::string key = split_core_suffix(v).first;
+        auto it =
+            std::find_if(seen.begin(), seen.end(), [&](const auto& s) { return s.first == key; });
+        if (it != seen.end()) {
+          ++it->second;
+          continue;
+        }
+        seen.emplace_back(key, 1);
+        first.push_back(e.is_string() ? v
+                                      : v + "@" + std::to_string(e["hbm_offset"].get<uint64_t>()));
+      }
       std::string r;
-      for (const auto& e : a)
-        r += (r.empty() ? "" : ", ") + (e.is_string()
-                                            ? e.get<std::string>()
-                                            : e["value"].get<std::string>() + "@" +
-                                                  std::to_string(e["hbm_offset"].get<uint64_t>()));
+      for (size_t i = 0; i < seen.size(); ++i)
+        r += (r.empty() ? "" : ", ") + first[i] +
+             (seen[i].second > 1 ? " (x" + std::to_string(seen[i].second) + ")" : "");
       return r;
     };
     if (st["kind"] == "device")

@@ -181,6 +181,19 @@ TEST(Cli, GenerateGivesTheReferenceTokens) {
   EXPECT_NE(jb["ttft_from"].get<std::string>().find("entry prefill_16"), std::string::npos);
   const auto inspected = nlohmann::json::parse(neuronc("inspect " + both + " --json").out);
   EXPECT_EQ(inspected["signature"]["entries"].size(), 2u);
+  // Tensor parallel over 2 cores: inspect's text names each per-core state and binding once
+  // (NAME@core0..1, "(x2)"); --json keeps every one.
+  const std::string tp2 = (scratch_dir() / "llama_tiny_tp2.nca").string();
+  ASSERT_EQ(neuronc("compile " + llm.string() + "/ --tp 2 -o " + tp2).code, 0);
+  const std::string text = neuronc("inspect " + tp2).out;
+  EXPECT_NE(text.find("@core0..1: "), std::string::npos) << text;
+  EXPECT_EQ(text.find("@core1: "), std::string::npos) << text;
+  EXPECT_NE(text.find(" (x2)"), std::string::npos) << text;
+  const auto tp2j = nlohmann::json::parse(neuronc("inspect " + tp2 + " --json").out);
+  size_t core1 = 0;
+  for (const auto& st : tp2j["signature"]["states"])
+    core1 += st["name"].get<std::string>().ends_with("@core1");
+  EXPECT_GT(core1, 0u);
   // analyze and verify take one program, and say so for the directory.
   EXPECT_EQ(neuronc("analyze " + llm.string()).code, 2);
   EXPECT_EQ(neuronc("verify " + llm.string() + "/").code, 2);
