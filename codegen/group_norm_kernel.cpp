@@ -68,6 +68,7 @@ struct NormPlan {
   int64_t A = 1, B = 1, K = 1, F = 1;
   Operand x, out;
   std::optional<Operand> gamma, beta;
+  std::optional<Operand> post;      // a fused epilogue's weight along F (norm_epilogue_weight)
   bool elementwise_affine = false;  // gamma/beta vary along F (layer norm)
   const HbmView* mean = nullptr;    // [A, B] results of native_group_norm, when read
   const HbmView* rstd = nullptr;
@@ -195,7 +196,8 @@ struct Columns {
 };
 // The kernel's SBUF tiles, two of each so two units are in flight.
 struct NormBuffers {
-  uint32_t xslot[2] = {0, 0}, oslot[2] = {0, 0}, work = 0, gslot[2] = {0, 0}, bslot[2] = {0, 0};
+  uint32_t xslot[2] = {0, 0}, oslot[2] = {0, 0}, work = 0, gslot[2] = {0, 0}, bslot[2] = {0, 0},
+           pslot[2] = {0, 0};
   Columns cols[2];
 };
 
@@ -219,6 +221,9 @@ NormBuffers alloc_norm_buffers(KernelBuilder& kb, const NormPlan& p, bool reside
       if (p.beta) nb.bslot[i] = kb.alloc(fc * device::dtype_size(p.beta->view->dtype), "norm beta");
     }
   }
+  if (p.post)
+    for (uint32_t& s : nb.pslot)
+      s = kb.alloc(fc * device::dtype_size(p.post->view->dtype), "norm epilogue weight");
   for (Columns& c : nb.cols) {
     c.part = kb.alloc(nch * 4, "norm partial sums");
     c.col = kb.alloc(4, "norm column");
@@ -262,6 +267,7 @@ void emit_norm(KernelBuilder& kb, const NormPlan& p) {
   const uint32_t work = nb.work;
   const auto& gslot = nb.gslot;
   const auto& bslot = nb.bslot;
+  const auto& pslot = nb.pslot;
   const auto& cols = nb.cols;
   const DType stat_dt = p.mean ? p.mean->dtype : DType::f32;
 
@@ -413,28 +419,30 @@ void emit_norm(KernelBuilder& kb, const NormPlan& p) {
         const int64_t f0 = c * fc, fn = std::min(fc, p.F - f0);
         const MemRef x = chunk(i, c, false);
         const MemRef o = KernelBuilder::sb(oslot[out_iter++ % 2], rows, odt, fn);
+        const int slot = param_iter++ % 2;
+        auto load_chunk = [&](const Operand& op, uint32_t off) {
+          for (const Run& r : runs) {
+            MemRef dst = KernelBuilder::sb(off, r.len, op.view->dtype, fn);
+            dst.partition_start = static_cast<uint16_t>(r.j0);
+            kb.dma(dst,
+                   KernelBuilder::hbm(*op.view, r.a * op.sa + r.local * op.sk + f0 * op.sf, r.len,
+                                      op.sk, chunk_levels(op, fn)),
+                   DmaRole::load);
+          }
+          return KernelBuilder::sb(off, rows, op.view->dtype, fn);
+        };
         if (per_row) {
           kb.tensor_scalar(o, x, AluOp::multiply, scale, AluOp::add, shift);
         } else {
           const MemRef w = KernelBuilder::sb(work, rows, DType::f32, fn);
           kb.tensor_scalar(w, x, AluOp::add, col(cs.negmean, rows), AluOp::multiply,
                            col(cs.rstd, rows));
-          const int slot = param_iter++ % 2;
-          auto load_chunk = [&](const Operand& op, uint32_t off) {
-            for (const Run& r : runs) {
-              MemRef dst = KernelBuilder::sb(off, r.len, op.view->dtype, fn);
-              dst.partition_start = static_cast<uint16_t>(r.j0);
-              kb.dma(dst,
-                     KernelBuilder::hbm(*op.view, r.a * op.sa + r.local * op.sk + f0 * op.sf, r.len,
-                                        op.sk, chunk_levels(op, fn)),
-                     DmaRole::load);
-            }
-            return KernelBuilder::sb(off, rows, op.view->dtype, fn);
-          };
           if (p.gamma)
             kb.tensor_tensor(p.beta ? w : o, w, load_chunk(*p.gamma, gslot[slot]), AluOp::multiply);
           if (p.beta) kb.tensor_tensor(o, w, load_chunk(*p.beta, bslot[slot]), AluOp::add);
         }
+        // A fused epilogue multiply by a weight along the row, on the rounded norm.
+        if (p.post) kb.tensor_tensor(o, o, load_chunk(*p.post, pslot[slot]), AluOp::multiply);
         kb.dma(KernelBuilder::hbm(*p.out.view, t.obase + t.r0 * p.out.sk + f0 * p.out.sf, rows,
                                   p.out.sk, chunk_levels(p.out, fn)),
                o, DmaRole::store);
@@ -502,9 +510,10 @@ void lower_group_norm(KernelBuilder& kb, const ir::Node& n, const PartitionConte
 
 }  // namespace
 
-bool large_layer_norm_walkable(const ir::Node& n, const PartitionContext& ctx) {
+bool large_layer_norm_walkable(const ir::Node& n, const ir::Value* out,
+                               const PartitionContext& ctx) {
   const int64_t k = static_cast<int64_t>(n.attr_ints("normalized_shape").size());
-  for (const ir::Value* v : {n.input(0), n.output()}) {
+  for (const ir::Value* v : {static_cast<const ir::Value*>(n.input(0)), out}) {
     const HbmView& h = ctx.view(v);
     if (!merged(h, 0, h.rank() - k) || !merged(h, h.rank() - k, h.rank())) return false;
   }
@@ -513,7 +522,8 @@ bool large_layer_norm_walkable(const ir::Node& n, const PartitionContext& ctx) {
 
 void lower_large_layer_norm(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
   const HbmView& x = ctx.view(n.input(0));
-  const HbmView& out = ctx.view(n.output());
+  const ir::Node* post = fused_nodes(kb).empty() ? nullptr : fused_nodes(kb).back();
+  const HbmView& out = ctx.view(post ? post->output() : n.output());
   const int64_t r = x.rank();
   const int64_t k = static_cast<int64_t>(n.attr_ints("normalized_shape").size());
   NormPlan p;
@@ -549,6 +559,7 @@ void lower_large_layer_norm(KernelBuilder& kb, const ir::Node& n, const Partitio
   p.out = operand(out, r - k);
   if (n.inputs().size() > 1 && n.input(1)) p.gamma = operand(ctx.view(n.input(1)), 0);
   if (n.inputs().size() > 2 && n.input(2)) p.beta = operand(ctx.view(n.input(2)), 0);
+  if (post) p.post = operand(ctx.view(norm_epilogue_weight(n, *post)), 0);
   emit_norm(kb, p);
 }
 

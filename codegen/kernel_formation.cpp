@@ -203,6 +203,9 @@ void KernelFormation::form_chains(const PartitionScope& s) {
     if (std::count(m->inputs().begin(), m->inputs().end(), v) != 1) continue;  // read once
     if (is_elementwise_kernel(*n) && is_elementwise_kernel(*m)) {
       absorbed_into_[n] = m;
+    } else if (!absorbed_into_.count(n) && norm_epilogue_weight(*n, *m)) {
+      absorbed_into_[n] = m;  // a norm's weight multiply, applied before its store
+      epilogue_of_[m] = n;
     } else if (!absorbed_into_.count(n) && epilogue_activation(*m) &&
                (matmul_lowering(n->op()) || conv_lowering(n->op()) ||
                 // an attention's float cast: its store DMA converts the rounded result

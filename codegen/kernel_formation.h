@@ -7,6 +7,7 @@
 //   - epilogues: a unary activation or float cast after a matmul, convolution or attention is
 //     applied by the kernel's PSUM evacuation or store;
 //   - residual epilogues: conv / matmul -> [cast] -> add -> [activation] -> [layer norm];
+//   - norm epilogues: a multiply of a norm's result by a weight along the row;
 //   - read-through casts: a float cast read only by matmul, convolution or attention operands is
 //     converted by their load DMAs;
 //   - channel scales: a squeeze-and-excitation mul read only by a convolution's input;

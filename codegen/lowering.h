@@ -128,9 +128,16 @@ bool matmul_layer_norm_fits(const ir::Node& mm, const ir::Node& ln, const Partit
 // A layer norm whose normalised extent is too large for one SBUF row, lowered by the group-norm
 // kernel (statistics over partitions x chunks, group_norm_kernel.cpp).
 void lower_large_layer_norm(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx);
-// Whether lower_large_layer_norm can walk `n`'s input and output (leading and normalised dims
-// each with one stride).
-bool large_layer_norm_walkable(const ir::Node& n, const PartitionContext& ctx);
+// A norm's epilogue: `m` multiplies the result of `n` (rms_norm or layer_norm over its last
+// dim) by a 1-D weight along that dim, all of one float dtype (transformers' bf16 LlamaRMSNorm:
+// weight * norm(x).to(bf16)). The norm kernel applies it to its rounded result before the store,
+// the same roundings as the separate multiply. Returns the weight, or null when `m` is not such
+// an epilogue of `n`.
+const ir::Value* norm_epilogue_weight(const ir::Node& n, const ir::Node& m);
+// Whether lower_large_layer_norm can walk `n`'s input and `out` (its output, or its fused
+// epilogue's): leading and normalised dims each with one stride.
+bool large_layer_norm_walkable(const ir::Node& n, const ir::Value* out,
+                               const PartitionContext& ctx);
 
 // A 1-D or 2-D convolution seen as 2-D (a 1-D one has H = KH = Ho = 1).
 struct ConvGeometry {

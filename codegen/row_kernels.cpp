@@ -86,6 +86,9 @@ constexpr int64_t kMaxRowExtent = 12288;
 // partitions (the group-norm kernel's layout) instead of putting it on one.
 constexpr int64_t kFewNormRows = 16;
 constexpr int64_t kLongNormRow = 1024;
+// The longest row a norm's fused epilogue multiply takes (its weight row and rounded result stay
+// in SBUF beside the norm's tiles).
+constexpr int64_t kMaxEpilogueRow = 8192;
 
 uint64_t aligned(uint64_t bytes) {
   return (bytes + 63) / 64 * 64;
@@ -250,8 +253,11 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
   const bool norm = is_norm(kind);
   if (lower_middle_sum(kb, n, ctx, kind, reduced)) return;
 
+  // A norm's fused epilogue (kernel formation's norm_epilogue: a multiply by a weight along the
+  // row) stores its result in place of the norm's.
+  const ir::Node* post = norm && !fused_nodes(kb).empty() ? fused_nodes(kb).back() : nullptr;
   // Output view over x's shape: reduced dims get stride 0 for reductions.
-  const HbmView& out = ctx.view(n.output());
+  const HbmView& out = ctx.view(post ? post->output() : n.output());
   const bool same_shape = keeps_shape(kind);
   HbmView out_full = out;
   if (!same_shape) {
@@ -267,22 +273,25 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
   if (norm && n.inputs().size() > 1 && n.input(1)) gamma = ctx.view(n.input(1)).expand(x.shape);
   if (kind == RowOp::layer_norm && n.inputs().size() > 2 && n.input(2))
     beta = ctx.view(n.input(2)).expand(x.shape);
+  std::optional<HbmView> post_w;
+  if (post) post_w = ctx.view(norm_epilogue_weight(n, *post)).expand(x.shape);
 
   Layout L;
   {
     std::vector<int64_t> rs, fs;
-    std::vector<std::vector<int64_t>> rst(4), fst(4);
+    std::vector<std::vector<int64_t>> rst(5), fst(5);
     auto stride_of = [&](int k, int64_t d) -> int64_t {
       if (k == 0) return x.strides[d];
       if (k == 1) return out_full.strides[d];
       if (k == 2) return gamma ? gamma->strides[d] : 0;
-      return beta ? beta->strides[d] : 0;
+      if (k == 3) return beta ? beta->strides[d] : 0;
+      return post_w ? post_w->strides[d] : 0;
     };
     for (int64_t d = 0; d < r; ++d) {
       auto& sz = reduced[d] ? fs : rs;
       auto& st = reduced[d] ? fst : rst;
       sz.push_back(x.shape[d]);
-      for (int k = 0; k < 4; ++k) st[k].push_back(stride_of(k, d));
+      for (int k = 0; k < 5; ++k) st[k].push_back(stride_of(k, d));
     }
     coalesce(rs, rst);
     coalesce(fs, fst);
@@ -302,8 +311,9 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
   // Statistics over partitions x chunks instead of one SBUF row: a row too long for one, or so
   // few long rows that one per partition would leave the engines' lanes idle (a decode step's
   // norms: one row of the hidden size per sequence).
-  if (norm && (R > kMaxRowExtent || (rows_total <= kFewNormRows && R >= kLongNormRow &&
-                                     large_layer_norm_walkable(n, ctx)))) {
+  if (norm && (R > kMaxRowExtent ||
+               (rows_total <= kFewNormRows && R >= kLongNormRow &&
+                large_layer_norm_walkable(n, post ? post->output() : n.output(), ctx)))) {
     lower_large_layer_norm(kb, n, ctx);
     return;
   }
@@ -336,12 +346,15 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
   };
   if (gamma) gamma_off = load_param(*gamma, 2);
   if (beta) beta_off = load_param(*beta, 3);
+  const uint32_t post_off = post_w ? load_param(*post_w, 4) : 0;
 
   struct Slot {
-    uint32_t x, work, out, c0, c1, c2;
+    uint32_t x, work, out, c0, c1, c2, norm = 0;
   };
   Slot slots[2];
   for (Slot& s : slots) {
+    if (post)
+      s.norm = kb.alloc(R * device::dtype_size(device_dtype(n.output()->dtype())), "row norm");
     s.x = kb.alloc(R * device::dtype_size(x.dtype), "row input");
     s.work = (same_shape) ? kb.alloc(R * 4, "row work") : 0;
     s.out = kb.alloc((same_shape ? R : 1) * device::dtype_size(out.dtype), "row output");
@@ -403,7 +416,12 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
         std::optional<MemRef> g, b;
         if (gamma) g = KernelBuilder::sb(gamma_off, rows, gamma->dtype, R);
         if (beta) b = KernelBuilder::sb(beta_off, rows, beta->dtype, R);
-        emit_row_norm(kb, kind == RowOp::layer_norm, xt, work, ot, {c0, c1, c2}, g, b, eps);
+        const MemRef nt =  // the norm's own result, rounded to its dtype
+            post ? KernelBuilder::sb(s.norm, rows, device_dtype(n.output()->dtype()), R) : ot;
+        emit_row_norm(kb, kind == RowOp::layer_norm, xt, work, nt, {c0, c1, c2}, g, b, eps);
+        if (post)
+          kb.tensor_tensor(ot, nt, KernelBuilder::sb(post_off, rows, post_w->dtype, R),
+                           AluOp::multiply);
         break;
       }
     }
@@ -414,6 +432,24 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
 }
 
 }  // namespace
+
+const ir::Value* norm_epilogue_weight(const ir::Node& n, const ir::Node& m) {
+  if (n.op() != "aten.rms_norm.default" && n.op() != "aten.layer_norm.default") return nullptr;
+  if (m.op() != "aten.mul.Tensor" || m.inputs().size() != 2 || n.outputs().size() != 1)
+    return nullptr;
+  const ir::Value* y = n.output();
+  if ((m.input(0) == y) == (m.input(1) == y)) return nullptr;  // reads the norm exactly once
+  const ir::Value* w = m.input(0) == y ? m.input(1) : m.input(0);
+  if (n.attr_ints("normalized_shape").size() != 1 || y->type().rank() < 1) return nullptr;
+  const ir::Dim& d = y->shape().back();
+  if (!d.is_constant() || d.value() > kMaxEpilogueRow) return nullptr;
+  if (w->type().rank() != 1 || !(w->shape()[0] == d)) return nullptr;
+  const ir::DType dt = y->dtype();
+  if (!ir::is_floating(dt) || w->dtype() != dt || m.output()->dtype() != dt ||
+      !(m.output()->shape() == y->shape()))
+    return nullptr;
+  return w;
+}
 
 MemRef load_broadcast_row(KernelBuilder& kb, const HbmView& v,
                           const std::vector<device::AccessLevel>& levels, int64_t rows,

@@ -562,6 +562,41 @@ TEST(CodegenRow, FewLongRowsSpreadOverThePartitions) {
   }
 }
 
+// The bf16 LlamaRMSNorm's weight multiply (weight * norm(x).to(bf16)) runs in the norm's
+// kernel: the norm rounded to bf16, then the product rounded again, as the separate multiply
+// does (KernelFormation.NormWeightMultiplyIsTheNormsEpilogue checks that it fuses). Many rows
+// (one per partition) and few long rows (spread over the partitions), fused and not.
+TEST(CodegenRow, NormWeightMultiplyIsTheNormsEpilogue) {
+  for (const char* shape : {"[2, 40, 256]", "[2, 1, 2048]"}) {
+    const std::string d = std::string(shape).substr(std::string(shape).rfind(' ') + 1);
+    const std::string D = d.substr(0, d.size() - 1);
+    const std::string text = std::string(R"(graph {
+  input %x : bf16)") + shape +
+                             R"(
+  input %w : bf16[)" + D + R"(]
+  input %g : f32[)" + D + R"(]
+  input %b : f32[)" + D + R"(]
+  input %f : f32)" + shape + R"(
+  %y : bf16)" + shape + R"( = aten.rms_norm.default(%x, _) {normalized_shape = [)" +
+                             D +
+                             R"(], eps = 1e-05}
+  %z : bf16)" + shape + R"( = aten.mul.Tensor(%w, %y)
+  %l : f32)" + shape + R"( = aten.layer_norm.default(%f, %g, %b) {normalized_shape = [)" +
+                             D +
+                             R"(], eps = 1e-05}
+  %m : f32)" + shape + R"( = aten.mul.Tensor(%l, %g)
+  output %z
+  output %m
+})";
+    for (auto kind : {device::TargetKind::trn1, device::TargetKind::trn2}) {
+      check(text, 1e-2, kind);
+      CodegenOptions unfused;
+      unfused.fuse = false;
+      check(text, 1e-2, kind, unfused);
+    }
+  }
+}
+
 // The bf16 LlamaRMSNorm as passes::FuseRmsNorm leaves it: the norm of the bf16 row, fp32
 // inside, one rounding at the end (the unfused casts beside it; a 2048-wide hidden state).
 TEST(CodegenRow, RmsNormOfBf16Rows) {

@@ -68,6 +68,33 @@ TEST(KernelFormation, ElementwiseChainIsOneKernelAtItsLastNode) {
   EXPECT_TRUE(h.absorbed(p["b"]));
 }
 
+// weight * norm(x) (bf16 LlamaRMSNorm, a layer norm's extra scale) is the norm kernel's
+// epilogue; a weight of another dtype, or a product of two norms, is not.
+TEST(KernelFormation, NormWeightMultiplyIsTheNormsEpilogue) {
+  Parsed p = parse(R"(graph {
+  input %x : bf16[2, 5, 64]
+  input %w : bf16[64]
+  input %v : f32[64]
+  %y : bf16[2, 5, 64] = aten.rms_norm.default(%x, _) {normalized_shape = [64], eps = 1e-05}
+  %z : bf16[2, 5, 64] = aten.mul.Tensor(%w, %y)
+  %y2 : bf16[2, 5, 64] = aten.rms_norm.default(%x, _) {normalized_shape = [64], eps = 1e-05}
+  %z2 : f32[2, 5, 64] = aten.mul.Tensor(%y2, %v)
+  %y3 : bf16[2, 5, 64] = aten.rms_norm.default(%x, _) {normalized_shape = [64], eps = 1e-05}
+  %z3 : bf16[2, 5, 64] = aten.mul.Tensor(%y3, %y3)
+  output %z
+  output %z2
+  output %z3
+})");
+  const PartitionScope scope(p.nodes, p.outputs);
+  const KernelFormation f = form_kernels(scope, trn1(), {});
+  EXPECT_TRUE(f.absorbed(p["y"]));
+  const KernelNodes k = f.kernel_at(p["z"]);
+  EXPECT_EQ(k.root, p["y"]);
+  EXPECT_THAT(k.fused, ElementsAre(p["z"]));
+  EXPECT_FALSE(f.absorbed(p["y2"]));
+  EXPECT_FALSE(f.absorbed(p["y3"]));
+}
+
 TEST(KernelFormation, ConvolutionResidualAndActivationAreItsEpilogue) {
   Parsed p = parse(R"(graph {
   input %x : f32[1, 8, 6, 6]
