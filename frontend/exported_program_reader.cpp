@@ -1764,15 +1764,8 @@ class Importer {
     }
     if (shifted) {
       const int depth = depth_of(operands[0]);
-      ir::Node* n = nullptr;
-      try {
-        n = g_->append(op, std::move(operands), std::move(attrs), std::nullopt, names, label);
-      } catch (const ir::Error& e) {
-        node.fail("cannot build node '" + label + "' (" + op +
-                  ") inside a torch.vmap region: " + e.what());
-      }
-      n->set_location(location_of(node));
-      define_batched(node, n, names, depth, outputs, scope, label, op);
+      append_batched(node, op, std::move(operands), std::move(attrs), names, depth, outputs, scope,
+                     label);
       return;
     }
     const bool factory = op.starts_with("aten.new_");
@@ -1807,6 +1800,15 @@ class Importer {
         v = unsqueeze_at(v, dv, static_cast<int>(missing), label);
       }
     }
+    append_batched(node, op, std::move(operands), std::move(attrs), names, depth, outputs, scope,
+                   label);
+  }
+
+  // Appends `op` on de-batched operands (result types inferred: the file's are the logical
+  // ones) and defines its results, batched at `depth`.
+  void append_batched(const J& node, const std::string& op, std::vector<ir::Value*> operands,
+                      std::vector<ir::NamedAttr> attrs, const std::vector<std::string>& names,
+                      int depth, const J& outputs, Scope& scope, const std::string& label) {
     ir::Node* n = nullptr;
     try {
       n = g_->append(op, std::move(operands), std::move(attrs), std::nullopt, names, label);
@@ -1815,12 +1817,6 @@ class Importer {
                 ") inside a torch.vmap region: " + e.what());
     }
     n->set_location(location_of(node));
-    define_batched(node, n, names, depth, outputs, scope, label, op);
-  }
-
-  void define_batched(const J& node, ir::Node* n, const std::vector<std::string>& names, int depth,
-                      const J& outputs, Scope& scope, const std::string& label,
-                      const std::string& op) {
     if (n->outputs().size() != names.size()) {
       node.fail("node '" + label + "' (" + op + "): " + std::to_string(n->outputs().size()) +
                 " results, the file names " + std::to_string(names.size()));

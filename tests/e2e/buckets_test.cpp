@@ -11,6 +11,7 @@
 
 #include "compiler/compiler.h"
 #include "neuronc/neuronc.h"
+#include "tests/e2e/llm_test_util.h"
 #include "tools/cli_output.h"
 #include "tools/npy.h"
 #include "tools/runner.h"
@@ -21,16 +22,6 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kBert = fs::path(NEURONC_SOURCE_DIR) / "models" / "bert_dynamic";
-
-std::vector<double> floats(const NpyArray& a) {
-  std::vector<double> v(a.numel());
-  for (size_t i = 0; i < v.size(); ++i) {
-    float x;
-    std::memcpy(&x, a.data.data() + i * 4, 4);
-    v[i] = x;
-  }
-  return v;
-}
 
 std::vector<std::pair<std::string, NpyArray>> inputs_of(const neuronc::Model& m,
                                                         const fs::path& dir) {
@@ -90,7 +81,7 @@ TEST_P(Buckets, OneArtifactRunsEveryReferenceShape) {
     for (size_t i = 0; i < out.outputs.size(); ++i) {
       const NpyArray want = read_npy((dir / ("output_" + std::to_string(i) + ".npy")).string());
       ASSERT_EQ(out.outputs[i].shape, want.shape) << out.names[i];
-      const std::vector<double> got = floats(out.outputs[i]), exp = floats(want);
+      const std::vector<double> got = testing::floats(out.outputs[i]), exp = testing::floats(want);
       double max_ref = 0, max_err = 0, dot = 0, ng = 0, ne = 0;
       for (size_t k = 0; k < exp.size(); ++k) {
         max_ref = std::max(max_ref, std::fabs(exp[k]));
@@ -155,7 +146,8 @@ TEST(BucketSweep, PaddedRunsEqualExactCompilesAcrossTheRange) {
       ASSERT_EQ(padded.outputs.size(), want.outputs.size());
       for (size_t i = 0; i < want.outputs.size(); ++i) {
         ASSERT_EQ(padded.outputs[i].shape, want.outputs[i].shape);
-        const std::vector<double> got = floats(padded.outputs[i]), exp = floats(want.outputs[i]);
+        const std::vector<double> got = testing::floats(padded.outputs[i]),
+                                  exp = testing::floats(want.outputs[i]);
         double max_ref = 0, max_err = 0;
         for (size_t k = 0; k < exp.size(); ++k) {
           max_ref = std::max(max_ref, std::fabs(exp[k]));

@@ -1,4 +1,4 @@
-// What the LLM end-to-end tests share: reading the reference tokens, a greedy pick from logits,
+// What the end-to-end tests share: float and token arrays read back, a greedy pick from logits,
 // generation with an artifact's prefill_16 and decode entries, and artifacts written to a
 // scratch directory of the test process.
 #pragma once
@@ -18,6 +18,17 @@
 #include "tools/npy.h"
 
 namespace neuronc::testing {
+
+inline std::vector<double> floats(const tools::NpyArray& a) {
+  EXPECT_EQ(a.type, tools::NpyType::f32);
+  std::vector<double> v(a.numel());
+  for (size_t i = 0; i < v.size(); ++i) {
+    float x;
+    std::memcpy(&x, a.data.data() + i * 4, 4);
+    v[i] = x;
+  }
+  return v;
+}
 
 inline std::vector<int64_t> int64s(const tools::NpyArray& a) {
   EXPECT_EQ(a.type, tools::NpyType::i64);

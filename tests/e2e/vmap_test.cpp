@@ -11,6 +11,7 @@
 #include <string>
 
 #include "compiler/compiler.h"
+#include "tests/e2e/llm_test_util.h"
 #include "tools/npy.h"
 #include "tools/runner.h"
 
@@ -20,17 +21,6 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kDir = fs::path(NEURONC_SOURCE_DIR) / "tests" / "corpus" / "vmap";
-
-std::vector<double> f32_values(const NpyArray& a) {
-  EXPECT_EQ(a.type, NpyType::f32);
-  std::vector<double> v(a.numel());
-  for (size_t i = 0; i < v.size(); ++i) {
-    float x;
-    std::memcpy(&x, a.data.data() + i * 4, 4);
-    v[i] = x;
-  }
-  return v;
-}
 
 std::vector<double> run(passes::AutoCastMode cast, const NpyArray& input) {
   compiler::CompileRequest req;
@@ -44,12 +34,12 @@ std::vector<double> run(passes::AutoCastMode cast, const NpyArray& input) {
   neuronc::Session session(*model);
   RunResult r = run_once(session, {{model->inputs()[0].name, as_input(model->inputs()[0], input)}});
   EXPECT_EQ(r.outputs.size(), 1u);
-  return r.outputs.empty() ? std::vector<double>{} : f32_values(r.outputs[0]);
+  return r.outputs.empty() ? std::vector<double>{} : testing::floats(r.outputs[0]);
 }
 
 TEST(Vmap, MambaScanInTheTrainingIrMatchesPyTorch) {
   const NpyArray input = read_npy((kDir / "input_0.npy").string());
-  const std::vector<double> want = f32_values(read_npy((kDir / "output_0.npy").string()));
+  const std::vector<double> want = testing::floats(read_npy((kDir / "output_0.npy").string()));
   ASSERT_EQ(want.size(), 1u * 16 * 32);
 
   const std::vector<double> fp32 = run(passes::AutoCastMode::none, input);

@@ -36,11 +36,11 @@ TEST(PassManager, PrintsAfterChosenPassesAndRecords) {
   EXPECT_EQ(pm.names(),
             (std::vector<std::string>{"functionalize", "lift-state", "canonicalize", "decompose",
                                       "expand-composites", "fold", "fold-batch-norm", "dce", "cse",
-                                      "fuse-sibling-linears", "dce"}));
+                                      "fuse-rms-norm", "fuse-sibling-linears", "dce"}));
   EXPECT_NE(os.str().find("// ----- IR after canonicalize -----"), std::string::npos);
   EXPECT_EQ(os.str().find("IR after cse"), std::string::npos);
   EXPECT_EQ(g->nodes().size(), 2u);  // relu + add after CSE
-  ASSERT_EQ(pm.records().size(), 11u);
+  ASSERT_EQ(pm.records().size(), 12u);
   EXPECT_FALSE(pm.records()[0].changed);  // nothing is written in place
   EXPECT_FALSE(pm.records()[1].changed);  // so no buffer is state
   EXPECT_TRUE(pm.records()[2].changed);

@@ -67,13 +67,19 @@ TEST(Cli, ProfileTakesAnEntry) {
   const std::string art = (scratch_dir() / "profile_llama_tiny.nca").string();
   ASSERT_EQ(neuronc("compile " + llm.string() + " -o " + art).code, 0);
   const std::string out = (scratch_dir() / "profile_decode.json").string();
-  const Ran prefill = neuronc("profile " + art + " -o " + out + " --json");
+  const Ran first = neuronc("profile " + art + " -o " + out + " --json");
+  const Ran prefill = neuronc("profile " + art + " --entry prefill_16 -o " + out + " --json");
   const Ran decode = neuronc("profile " + art + " --entry decode -o " + out + " --json");
+  ASSERT_EQ(first.code, 0);
   ASSERT_EQ(prefill.code, 0);
   ASSERT_EQ(decode.code, 0);
-  // The decode step is shorter than the 16-token prefill.
-  EXPECT_LT(nlohmann::json::parse(decode.out)["simulated_device_us"].get<double>(),
-            nlohmann::json::parse(prefill.out)["simulated_device_us"].get<double>());
+  // The default is the first entry (the prefill); the decode step is another program.
+  const auto jf = nlohmann::json::parse(first.out), jp = nlohmann::json::parse(prefill.out),
+             jd = nlohmann::json::parse(decode.out);
+  EXPECT_EQ(jf["simulated_device_us"], jp["simulated_device_us"]);
+  EXPECT_EQ(jf["plan_steps"], jp["plan_steps"]);
+  EXPECT_NE(jd["simulated_device_us"], jp["simulated_device_us"]);
+  EXPECT_NE(jd["plan_steps"], jp["plan_steps"]);
   EXPECT_EQ(neuronc("profile " + art + " --entry decode_7 -o " + out).code, 2);
 }
 
