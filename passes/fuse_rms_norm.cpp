@@ -21,10 +21,14 @@ class Matcher {
   }
 
   bool run() {
-    bool changed = false;
+    // The rsqrt nodes first: fusing erases later nodes of the graph (the multiply or cast the
+    // norm replaces), never an rsqrt, so this list stays valid while the snapshot would not.
+    std::vector<Node*> rsqrts;
     for (Node* n : node_snapshot(g_)) {
-      if (n->op() == "aten.rsqrt.default") changed |= fuse(n);
+      if (n->op() == "aten.rsqrt.default") rsqrts.push_back(n);
     }
+    bool changed = false;
+    for (Node* n : rsqrts) changed |= fuse(n);
     return changed;
   }
 
