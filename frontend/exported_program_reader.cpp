@@ -1598,7 +1598,6 @@ class Importer {
   //   are the logical ones, and guessing a batching rule could compute a wrong result.
   void read_vmap_node(const J& node, const std::string& fn, const J& inputs, const J& outputs,
                       Scope& scope, const std::string& label) {
-    (void)outputs;
     std::vector<J> args = inputs.elements();
     auto int_arg = [&](size_t k, const char* what) -> int64_t {
       if (k >= args.size()) {
@@ -1734,16 +1733,12 @@ class Importer {
     return v;
   }
 
-  // Dim `from` moved to position `to`, the others keeping their order.
+  // Dim `from` moved to position `to`, the others keeping their order (aten.movedim, which
+  // canonicalize makes a permute).
   ir::Value* move_dim(ir::Value* v, int64_t from, int64_t to, const std::string& label) {
     if (from == to) return v;
-    std::vector<int64_t> perm;
-    for (int64_t i = 0; i < v->type().rank(); ++i) {
-      if (i != from) perm.push_back(i);
-    }
-    perm.insert(perm.begin() + to, from);
     return g_
-        ->append("aten.permute.default", {v}, {{"dims", std::move(perm)}}, std::nullopt, {},
+        ->append("aten.movedim.int", {v}, {{"source", from}, {"destination", to}}, std::nullopt, {},
                  label + "_unbatch")
         ->output();
   }
