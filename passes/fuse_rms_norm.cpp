@@ -1,9 +1,7 @@
 // RMS norm recognition (see the header).
 #include "passes/fuse_rms_norm.h"
 
-#include <optional>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "passes/rewrite.h"
@@ -16,9 +14,7 @@ using ir::Value;
 
 class Matcher {
  public:
-  explicit Matcher(ir::Graph& g) : g_(g) {
-    for (const ir::GraphOutput& o : g.outputs()) outputs_.insert(o.value);
-  }
+  explicit Matcher(ir::Graph& g) : g_(g) {}
 
   bool run() {
     // The rsqrt nodes first: fusing erases later nodes of the graph (the multiply or cast the
@@ -35,22 +31,14 @@ class Matcher {
  private:
   // `v` is read by exactly one node and is not a graph output.
   bool private_value(const Value* v) const {
-    return v->uses().size() == 1 && outputs_.count(v) == 0;
-  }
-
-  static std::optional<double> scalar_of(const Node& n, const char* name) {
-    const ir::Attribute* a = n.attr(name);
-    if (a == nullptr) return std::nullopt;
-    if (const double* d = std::get_if<double>(a)) return *d;
-    if (const int64_t* i = std::get_if<int64_t>(a)) return static_cast<double>(*i);
-    return std::nullopt;
+    return v->uses().size() == 1 && !g_.is_graph_output(v);
   }
 
   static bool is_cast(const Node& n) { return n.op() == "aten._to_copy.default"; }
 
   // The x of pow(x, 2), mul(x, x) or square(x).
   static Value* squared(const Node& n) {
-    if (n.op() == "aten.pow.Tensor_Scalar" && scalar_of(n, "exponent") == 2.0) return n.input(0);
+    if (n.op() == "aten.pow.Tensor_Scalar" && n.attr_float("exponent") == 2.0) return n.input(0);
     if (n.op() == "aten.square.default") return n.input(0);
     if (n.op() == "aten.mul.Tensor" && n.input(0) == n.input(1)) return n.input(0);
     return nullptr;
@@ -60,12 +48,12 @@ class Matcher {
     // eps + mean: add.Scalar(mean, eps).
     Node* add = rs->input(0)->producer();
     if (add == nullptr || add->op() != "aten.add.Scalar" || !private_value(add->output()) ||
-        scalar_of(*add, "alpha").value_or(1.0) != 1.0)
+        add->attr_float("alpha") != 1.0)
       return false;
-    const std::optional<double> eps = scalar_of(*add, "other");
+    const double eps = add->attr_float("other");
     Node* mean = add->input(0)->producer();
-    if (!eps || mean == nullptr || mean->op() != "aten.mean.dim" ||
-        !private_value(mean->output()) || !mean->attr_bool("keepdim"))
+    if (mean == nullptr || mean->op() != "aten.mean.dim" || !private_value(mean->output()) ||
+        !mean->attr_bool("keepdim"))
       return false;
     if (const ir::Attribute* dt = mean->attr("dtype");
         dt != nullptr && !std::holds_alternative<ir::NoneAttr>(*dt))
@@ -89,7 +77,7 @@ class Matcher {
     // The bf16 form: x = float32(x0) and y read only by its cast back to x0's dtype. The norm
     // of x0 computes in fp32 and rounds once at the end, as that cast does.
     std::vector<ir::NamedAttr> attrs = {{"normalized_shape", std::vector<int64_t>{d.value()}},
-                                        {"eps", *eps}};
+                                        {"eps", eps}};
     if (Node* up = x->producer(); up != nullptr && is_cast(*up) && x->dtype() == ir::DType::f32 &&
                                   ir::is_floating(up->input(0)->dtype()) &&
                                   up->input(0)->dtype() != ir::DType::f32 &&
@@ -121,7 +109,6 @@ class Matcher {
   }
 
   ir::Graph& g_;
-  std::unordered_set<const Value*> outputs_;
 };
 
 }  // namespace

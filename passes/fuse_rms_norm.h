@@ -9,8 +9,8 @@
 // through HBM. The weight joins only when it multiplies y directly. In the bf16 LlamaRMSNorm,
 // x = float32(x0) and y is cast back to x0's dtype before the weight: that is rms_norm(x0)
 // (fp32 inside, one rounding at the end), and the weight's multiply keeps its own rounding
-// outside. The intermediate values must
-// have no other reader and not be graph outputs. -O1 and up (it is a fusion).
+// outside. The intermediate values must have no other reader and not be graph outputs.
+// -O1 and up (it is a fusion).
 #pragma once
 
 #include "passes/pass.h"
