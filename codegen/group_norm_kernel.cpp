@@ -522,7 +522,7 @@ bool large_layer_norm_walkable(const ir::Node& n, const ir::Value* out,
 
 void lower_large_layer_norm(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx) {
   const HbmView& x = ctx.view(n.input(0));
-  const ir::Node* post = fused_nodes(kb).empty() ? nullptr : fused_nodes(kb).back();
+  const ir::Node* post = fused_norm_epilogue(kb, n);
   const HbmView& out = ctx.view(post ? post->output() : n.output());
   const int64_t r = x.rank();
   const int64_t k = static_cast<int64_t>(n.attr_ints("normalized_shape").size());

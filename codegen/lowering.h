@@ -134,6 +134,9 @@ void lower_large_layer_norm(KernelBuilder& kb, const ir::Node& n, const Partitio
 // the same roundings as the separate multiply. Returns the weight, or null when `m` is not such
 // an epilogue of `n`.
 const ir::Value* norm_epilogue_weight(const ir::Node& n, const ir::Node& m);
+// The epilogue kernel formation fused into norm `n`'s kernel (`kb.fused`), or null. Fails on a
+// fused node that is not such an epilogue.
+const ir::Node* fused_norm_epilogue(const KernelBuilder& kb, const ir::Node& n);
 // Whether lower_large_layer_norm can walk `n`'s input and `out` (its output, or its fused
 // epilogue's): leading and normalised dims each with one stride.
 bool large_layer_norm_walkable(const ir::Node& n, const ir::Value* out,

@@ -255,7 +255,7 @@ void lower_row(KernelBuilder& kb, const ir::Node& n, const PartitionContext& ctx
 
   // A norm's fused epilogue (kernel formation's norm_epilogue: a multiply by a weight along the
   // row) stores its result in place of the norm's.
-  const ir::Node* post = norm && !fused_nodes(kb).empty() ? fused_nodes(kb).back() : nullptr;
+  const ir::Node* post = norm ? fused_norm_epilogue(kb, n) : nullptr;
   // Output view over x's shape: reduced dims get stride 0 for reductions.
   const HbmView& out = ctx.view(post ? post->output() : n.output());
   const bool same_shape = keeps_shape(kind);
@@ -449,6 +449,14 @@ const ir::Value* norm_epilogue_weight(const ir::Node& n, const ir::Node& m) {
       !(m.output()->shape() == y->shape()))
     return nullptr;
   return w;
+}
+
+const ir::Node* fused_norm_epilogue(const KernelBuilder& kb, const ir::Node& n) {
+  const std::vector<const ir::Node*>& f = fused_nodes(kb);
+  if (f.empty()) return nullptr;
+  if (f.size() != 1 || !norm_epilogue_weight(n, *f[0]))
+    fail(n, "internal: the nodes fused into a norm are not its weight multiply");
+  return f[0];
 }
 
 MemRef load_broadcast_row(KernelBuilder& kb, const HbmView& v,
