@@ -507,30 +507,41 @@ json bench_assumptions(const BenchOptions& o, const Timeline& tl) {
   return as;
 }
 
-// In a timing-only artifact's bench the host ops are not run (they need data): the
-// bench_host_ops_time assumption says so instead of "measured".
-void mark_host_ops_not_run(json& assumptions, uint32_t host_ops) {
+// In a timing-only bench the host ops are not run (they need data): the bench_host_ops_time
+// assumption says so instead of "measured". `artifact_is_timing_only`: the artifact has no
+// weights, else --timing-only asked for it.
+void mark_host_ops_not_run(json& assumptions, uint32_t host_ops, bool artifact_is_timing_only) {
+  const std::string why = artifact_is_timing_only
+                              ? "timing-only artifact (compiled from a weights-free export): its "
+                              : "--timing-only: the artifact's ";
   for (json& a : assumptions)
     if (a["name"] == "bench_host_ops_time")
       a = assumption_json("bench_host_ops_time", 0, "not run",
-                          "timing-only artifact (compiled from a weights-free export): its " +
-                              std::to_string(host_ops) +
+                          why + std::to_string(host_ops) +
                               " host-fallback steps need data and are left out of the latency; "
                               "device time does not depend on the data");
 }
 
 namespace {
 
-// The artifact's contents (its root table; no segment bytes) and its timing-only timeline (the
-// first entry's).
-std::pair<artifact::ArtifactContents, Timeline> read_and_time(const std::string& path) {
+// The artifact's contents (its root table; no segment bytes), its timing-only timeline (the
+// first entry's) and the host seconds the timing simulation took.
+struct TimedArtifact {
+  artifact::ArtifactContents contents;
+  Timeline timeline;
+  double simulation_s = 0;
+};
+
+TimedArtifact read_and_time(const std::string& path) {
   auto file = artifact::MappedFile::open(path);
   if (!file.is_ok()) throw CommandExit{kExitError, file.status().message(), ""};
   auto art = artifact::read_artifact(file->bytes());
   if (!art.is_ok()) throw CommandExit{kExitError, path + ": " + art.status().message(), ""};
   try {
+    const auto t0 = std::chrono::steady_clock::now();
     Timeline tl = simulate_timeline(art->contents, {.trace = false});
-    return {std::move(art->contents), std::move(tl)};
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return {std::move(art->contents), std::move(tl), s};
   } catch (const std::exception& e) {
     throw CommandExit{kExitError, e.what(), ""};
   }
@@ -569,16 +580,26 @@ json run_bench(const BenchOptions& o) {
   const PriceTable prices = load_price_table(o.prices_file);
 
   neuronc::Model model = load_model_or_exit(o.artifact);
-  auto [contents, tl] = read_and_time(o.artifact);
+  // A model with shape buckets runs the bucket its inputs pick, which only a run knows.
+  if (o.timing_only && !model.entries()[0].bucket_group.empty())
+    throw CommandExit{kExitUsage,
+                      "--timing-only times one program, but " + o.artifact + " holds " +
+                          std::to_string(model.entries().size()) +
+                          " shape buckets and the bucket that runs depends on the inputs; "
+                          "bench it without --timing-only",
+                      ""};
+  auto [contents, tl, simulation_s] = read_and_time(o.artifact);
 
   const InstanceInfo* instance = resolve_instance(prices, o, tl);
 
   const std::vector<InputShape> shapes = input_shapes(model, contents, o.int_high, o.dims);
-  // A timing-only artifact (weights-free) cannot run: its simulated time, which depends on no
-  // data, stands for every iteration, and host ops are left out.
-  const bool timing_only = model.info().timing_only;
+  // Timing-only (a weights-free artifact, which cannot run, or --timing-only): the simulated
+  // time, which depends on no data, stands for every iteration; host ops are left out, and the
+  // host time of an inference is the timing simulation's.
+  const bool timing_only = o.timing_only || model.info().timing_only;
   neuronc::RunStats timed;
   timed.latency_ns = timed.device_ns = tl.device_ns;
+  timed.host_wall_ns = simulation_s * 1e9;
   const auto [stats, wall_s] =
       timing_only
           ? std::pair{std::vector<neuronc::RunStats>(static_cast<size_t>(o.iterations), timed), 0.0}
@@ -662,7 +683,7 @@ json run_bench(const BenchOptions& o) {
 
   r["timing_only"] = timing_only;
   json as = bench_assumptions(o, tl);
-  if (timing_only) mark_host_ops_not_run(as, model.info().host_ops);
+  if (timing_only) mark_host_ops_not_run(as, model.info().host_ops, model.info().timing_only);
   r["assumptions"] = as;
   return r;
 }
@@ -676,7 +697,7 @@ json run_bench_generate(const BenchOptions& o) {
                       ""};
   const PriceTable prices = load_price_table(o.prices_file);
   const Generator gen(o.artifact, {});
-  const Timeline tl = read_and_time(o.artifact).second;
+  const Timeline tl = read_and_time(o.artifact).timeline;
   const InstanceInfo* instance = resolve_instance(prices, o, tl);
 
   // Iteration i: a prompt drawn from the vocab with seed (seed, i), then the greedy tokens.
@@ -695,7 +716,7 @@ json run_bench_generate(const BenchOptions& o) {
     const auto h0 = std::chrono::steady_clock::now();
     // Timing-only: simulated once, the same for every prompt (no data; positions matter only
     // through the decode bucket each step runs in).
-    if (gen.timing_only() && !timed) timed = gen.time(o.prompt_len, o.new_tokens);
+    if ((o.timing_only || gen.timing_only()) && !timed) timed = gen.time(o.prompt_len, o.new_tokens);
     const Generation g = timed ? *timed : gen.run(prompt, o.new_tokens);
     host_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - h0).count();
     ttft_us.push_back(g.ttft_ns / 1e3);
@@ -768,8 +789,9 @@ json run_bench_generate(const BenchOptions& o) {
                 "depends on the position only through that bucket"
           : "a decode step reads the whole KV cache at every position (the artifact has no "
             "context-length buckets: export with --decode-buckets)"));
-  r["timing_only"] = gen.timing_only();
-  if (gen.timing_only()) mark_host_ops_not_run(as, gen.model().info().host_ops);
+  r["timing_only"] = o.timing_only || gen.timing_only();
+  if (o.timing_only || gen.timing_only())
+    mark_host_ops_not_run(as, gen.model().info().host_ops, gen.timing_only());
   r["assumptions"] = as;
   return r;
 }
@@ -800,8 +822,8 @@ std::string format_bench_generate_text(const json& r) {
                 static_cast<unsigned long long>(r["seed"].get<uint64_t>()));
   s += buf;
   if (r.value("timing_only", false))
-    s += "  timing-only artifact (weights-free export): simulated device time, no tokens "
-         "computed, host ops left out\n";
+    s += "  timing-only (a weights-free artifact, or --timing-only): simulated device time, no "
+         "tokens computed, host ops left out\n";
   const json& ttft = r["ttft_us"];
   std::snprintf(buf, sizeof buf, "  TTFT  P50 %.2f us  P99 %.2f us  (%s)\n",
                 ttft["p50"].get<double>(), ttft["p99"].get<double>(),
@@ -858,8 +880,8 @@ std::string format_bench_text(const json& r) {
                 static_cast<unsigned long long>(r["seed"].get<uint64_t>()));
   s += buf;
   if (r.value("timing_only", false))
-    s += "  timing-only artifact (weights-free export): simulated device time, nothing run, host "
-         "ops left out\n";
+    s += "  timing-only (a weights-free artifact, or --timing-only): simulated device time, no "
+         "data computed, host ops left out\n";
   std::snprintf(
       buf, sizeof buf,
       "  simulated latency  P50 %.2f us  P99 %.2f us  (device %.2f us, host ops %.2f us)\n",
@@ -947,6 +969,10 @@ void register_bench_command(CLI::App& app) {
   cmd->add_option("--prompt-len", cli->o.prompt_len, "With --generate: prompt tokens (default 16)");
   cmd->add_option("--new-tokens", cli->o.new_tokens,
                   "With --generate: new tokens per generation (default 32)");
+  cmd->add_flag("--timing-only", cli->o.timing_only,
+                "Run the device model's timing alone, computing no data: the same simulated "
+                "device time, without the functional simulation's host cost (host-fallback ops "
+                "are left out)");
   cmd->add_flag("--json", cli->json, "Print the report as JSON (fields in docs/CLI.md)");
   cmd->callback([cli] { run_bench_cli(*cli); });
 }

@@ -63,6 +63,10 @@ struct BenchOptions {
   bool generate = false;
   int prompt_len = 16;
   int new_tokens = 32;
+  // --timing-only: the device model's timing alone, no data computed (any artifact; a
+  // weights-free one always is). Simulated device time depends on no data, so it is the same
+  // figure, found without the functional simulation; host-fallback ops are left out.
+  bool timing_only = false;
 };
 
 // Runs the benchmark and returns the `--json` document (fields in docs/CLI.md). Throws

@@ -271,5 +271,60 @@ TEST(Bench, DimPicksTheShapeOfABucketedModel) {
   }
 }
 
+// --timing-only: the device model's time without the data. It is the functional run's device
+// time exactly (simulated time depends on no data), on a model with host ops and without, and
+// the host-fallback steps are said to be left out rather than silently dropped.
+TEST(Bench, TimingOnlyGivesTheFunctionalRunsDeviceTime) {
+  for (const char* name : kFixtures) {
+    BenchOptions o;
+    o.artifact = fixture_artifact(name);
+    o.iterations = 2;
+    const json full = run_bench(o);
+    o.timing_only = true;
+    if (full.contains("entry")) {  // shape buckets: refused (TimingOnlyRefusesShapeBuckets)
+      EXPECT_THROW(run_bench(o), CommandExit) << name;
+      continue;
+    }
+    const json timed = run_bench(o);
+    EXPECT_TRUE(timed["timing_only"].get<bool>()) << name;
+    EXPECT_FALSE(full["timing_only"].get<bool>()) << name;
+    EXPECT_EQ(timed["simulated_latency_us"]["device"], full["simulated_latency_us"]["device"])
+        << name;
+    EXPECT_EQ(timed["simulated_latency_us"]["host_ops"].get<double>(), 0) << name;
+    EXPECT_EQ(timed["hbm_bytes"], full["hbm_bytes"]) << name;
+    EXPECT_EQ(timed["instructions"], full["instructions"]) << name;
+    EXPECT_GT(timed["host_seconds_per_inference"].get<double>(), 0) << name;
+    bool said = false;
+    for (const json& a : timed["assumptions"])
+      if (a["name"] == "bench_host_ops_time") {
+        said = true;
+        EXPECT_EQ(a["unit"], "not run") << name;
+        EXPECT_NE(a["why"].get<std::string>().find("--timing-only"), std::string::npos)
+            << a.dump();
+      }
+    EXPECT_TRUE(said) << name;
+  }
+  BenchOptions o;
+  o.artifact = fixture_artifact("fallback");
+  o.iterations = 1;
+  o.timing_only = true;
+  EXPECT_NE(format_bench_text(run_bench(o)).find("--timing-only"), std::string::npos);
+}
+
+// Which bucket runs depends on the inputs; --timing-only refuses rather than time another one.
+TEST(Bench, TimingOnlyRefusesShapeBuckets) {
+  BenchOptions o;
+  o.artifact = fixture_artifact("bert_dynamic");
+  o.iterations = 1;
+  o.timing_only = true;
+  try {
+    run_bench(o);
+    FAIL() << "a bucketed model was timed without running";
+  } catch (const CommandExit& e) {
+    EXPECT_EQ(e.code, kExitUsage);
+    EXPECT_NE(e.message.find("shape buckets"), std::string::npos) << e.message;
+  }
+}
+
 }  // namespace
 }  // namespace neuronc::tools
