@@ -716,7 +716,8 @@ json run_bench_generate(const BenchOptions& o) {
     const auto h0 = std::chrono::steady_clock::now();
     // Timing-only: simulated once, the same for every prompt (no data; positions matter only
     // through the decode bucket each step runs in).
-    if ((o.timing_only || gen.timing_only()) && !timed) timed = gen.time(o.prompt_len, o.new_tokens);
+    if ((o.timing_only || gen.timing_only()) && !timed)
+      timed = gen.time(o.prompt_len, o.new_tokens);
     const Generation g = timed ? *timed : gen.run(prompt, o.new_tokens);
     host_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - h0).count();
     ttft_us.push_back(g.ttft_ns / 1e3);

@@ -1,5 +1,6 @@
 // `neuronc run ARTIFACT`: one inference on .npy inputs, outputs written as .npy.
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -8,6 +9,7 @@
 #include "tools/cli_output.h"
 #include "tools/commands.h"
 #include "tools/runner.h"
+#include "tools/trace_timeline.h"
 
 namespace neuronc::tools {
 namespace {
@@ -15,8 +17,72 @@ namespace {
 struct RunCli {
   std::string artifact, output_dir = ".", model, output_dtype = "native", entry;
   std::vector<std::string> inputs;
-  bool json = false, check_races = false;
+  bool json = false, check_races = false, timing_only = false;
 };
+
+// --timing-only: the entry's simulated time from the device model's timing half, computing no
+// data (simulated time does not depend on it). No inputs are read and no outputs written;
+// host-fallback steps need data, so they are not run and the report says how many.
+void run_timing_only(const RunCli& o, const EntryInfo& entry) {
+  if (!o.inputs.empty() || !o.model.empty())
+    throw CommandExit{kExitUsage,
+                      "--timing-only computes no data and reads no inputs: drop --input and "
+                      "--model",
+                      ""};
+  if (!entry.bucket_group.empty() && entry.name != o.entry)
+    throw CommandExit{kExitUsage,
+                      "--timing-only times one program, but '" + entry.bucket_group +
+                          "' is a group of shape buckets whose inputs pick the one that runs; "
+                          "pass --entry with a bucket's own name (inspect lists them)",
+                      ""};
+  progress("timing " + o.artifact);
+  const auto t0 = std::chrono::steady_clock::now();
+  Timeline tl;
+  try {
+    tl = simulate_artifact_file(o.artifact, {.trace = false, .entry_name = entry.name});
+  } catch (const std::exception& e) {
+    throw CommandExit{kExitError, e.what(), ""};
+  }
+  const double wall_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  progress_done();
+  size_t host_steps = 0;
+  for (const TimelineStep& st : tl.steps) host_steps += !st.device;
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["artifact"] = o.artifact;
+    j["target"] = tl.target;
+    j["entry"] = entry.name;
+    j["timing_only"] = true;
+    j["simulated_latency_us"] = tl.device_ns / 1e3;
+    j["device_us"] = tl.device_ns / 1e3;
+    j["host_ops_not_run"] = host_steps;
+    j["host_wall_ms"] = wall_ms;
+    nlohmann::ordered_json util;
+    for (int e = 0; e < device::kNumEngines; ++e)
+      util[std::string(device::engine_name(static_cast<device::Engine>(e)))] =
+          tl.engine_utilization(static_cast<device::Engine>(e));
+    j["engine_utilization"] = util;
+    j["instructions"] = tl.instructions;
+    j["hbm_bytes"] = tl.hbm_bytes();
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::printf(
+      "timing-only: simulated device latency %.2f us on %s (entry %s; no data computed%s); "
+      "%llu instructions; %llu HBM bytes; host wall time %.2f ms\n",
+      tl.device_ns / 1e3, tl.target.c_str(), entry.name.c_str(),
+      host_steps ? (", " + std::to_string(host_steps) + " host-fallback steps not run").c_str()
+                 : "",
+      static_cast<unsigned long long>(tl.instructions),
+      static_cast<unsigned long long>(tl.hbm_bytes()), wall_ms);
+  std::printf("engine utilisation:");
+  for (int e = 0; e < device::kNumEngines; ++e)
+    std::printf(" %s %.1f%%",
+                std::string(device::engine_name(static_cast<device::Engine>(e))).c_str(),
+                100.0 * tl.engine_utilization(static_cast<device::Engine>(e)));
+  std::printf("\n");
+}
 
 void run_run(const RunCli& o) {
   neuronc::Model model = load_model_or_exit(o.artifact);
@@ -33,6 +99,7 @@ void run_run(const RunCli& o) {
       throw CommandExit{kExitUsage, "--entry '" + o.entry + "': the model's entries are " + names,
                         ""};
   }
+  if (o.timing_only) return run_timing_only(o, *entry);
   std::vector<std::pair<std::string, NpyArray>> inputs;
   if (!o.inputs.empty()) {
     // A shape bucket group's inputs by their declared dims (Model::inputs()).
@@ -161,6 +228,9 @@ void register_run_command(CLI::App& app) {
                   "Which program of a model that holds several (inspect lists the entries; "
                   "default: the first)");
   cmd->add_flag("--check-races", o->check_races, "Run the device model's race checker");
+  cmd->add_flag("--timing-only", o->timing_only,
+                "Only the simulated time, from the device model's timing half: no inputs read, "
+                "no data computed, no outputs written (host-fallback ops not run)");
   cmd->add_flag("--json", o->json, "Print the run report as JSON (fields in docs/CLI.md)");
   cmd->callback([o] { run_run(*o); });
 }

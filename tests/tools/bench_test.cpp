@@ -299,8 +299,7 @@ TEST(Bench, TimingOnlyGivesTheFunctionalRunsDeviceTime) {
       if (a["name"] == "bench_host_ops_time") {
         said = true;
         EXPECT_EQ(a["unit"], "not run") << name;
-        EXPECT_NE(a["why"].get<std::string>().find("--timing-only"), std::string::npos)
-            << a.dump();
+        EXPECT_NE(a["why"].get<std::string>().find("--timing-only"), std::string::npos) << a.dump();
       }
     EXPECT_TRUE(said) << name;
   }
@@ -324,6 +323,36 @@ TEST(Bench, TimingOnlyRefusesShapeBuckets) {
     EXPECT_EQ(e.code, kExitUsage);
     EXPECT_NE(e.message.find("shape buckets"), std::string::npos) << e.message;
   }
+}
+
+// run --timing-only: the functional run's device time, with no inputs read and no outputs
+// written; the host-fallback steps it leaves out are counted; a bucket group and inputs are
+// refused with the reason.
+TEST(Run, TimingOnlyGivesTheFunctionalRunsDeviceTime) {
+  const std::string art = fixture_artifact("fallback");
+  const std::string model = std::string(NEURONC_SOURCE_DIR) + "/models/fallback/model.pt2";
+  const std::filesystem::path out = scratch_dir() / "run_timing_only";
+  const Ran full = neuronc("run " + art + " --model " + model + " --output-dir " +
+                           (out / "full").string() + " --json");
+  ASSERT_EQ(full.code, 0) << full.out;
+  const Ran timed =
+      neuronc("run " + art + " --timing-only --output-dir " + (out / "timed").string() + " --json");
+  ASSERT_EQ(timed.code, 0) << timed.out;
+  const json f = json::parse(full.out), t = json::parse(timed.out);
+  EXPECT_TRUE(t["timing_only"].get<bool>());
+  EXPECT_EQ(t["device_us"], f["device_us"]);
+  EXPECT_EQ(t["instructions"], f["instructions"]);
+  EXPECT_EQ(t["host_ops_not_run"], f["host_ops"]);
+  EXPECT_GT(t["host_ops_not_run"].get<int>(), 0);
+  EXPECT_FALSE(std::filesystem::exists(out / "timed"));
+  EXPECT_NE(neuronc("run " + art + " --timing-only").out.find("host-fallback steps not run"),
+            std::string::npos);
+  EXPECT_EQ(neuronc("run " + art + " --timing-only --model " + model).code, 2);
+  const std::string buckets = fixture_artifact("dynamic_batch");
+  EXPECT_EQ(neuronc("run " + buckets + " --timing-only").code, 2);
+  const Ran one = neuronc("run " + buckets + " --timing-only --entry 'main[s77=2]' --json");
+  ASSERT_EQ(one.code, 0) << one.out;
+  EXPECT_EQ(json::parse(one.out)["entry"], "main[s77=2]");
 }
 
 }  // namespace
