@@ -76,9 +76,11 @@ def main():
                          "results from the rows file")
     a = ap.parse_args()
     rows_path = os.path.splitext(a.out)[0] + ".json"  # every verify result, for --only
-    previous = {}
+    previous, previous_apart = {}, []
     if a.only and os.path.exists(rows_path):
-        previous = {r["name"]: r for r in json.load(open(rows_path))["rows"]}
+        saved = json.load(open(rows_path))
+        previous = {r["name"]: r for r in saved["rows"]}
+        previous_apart = [tuple(x) for x in saved.get("apart", [])]
     only = set(filter(None, a.only.split(",")))
     commit = a.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"],
                                         capture_output=True, text=True).stdout.strip()
@@ -86,6 +88,7 @@ def main():
     # With --only, a model whose export is no longer in SWEEP_DIR keeps its row too.
     present = set(os.listdir(a.sweep))
     rows += [r for n, r in previous.items() if n not in present]
+    apart += [x for x in previous_apart if x[0] not in present]  # and so does a family set apart
     for name in sorted(os.listdir(a.sweep)):
         d = os.path.join(a.sweep, name)
         meta_path = os.path.join(d, "meta.json")
@@ -117,6 +120,7 @@ def main():
         print(name, {ir: {c: v["result"] for c, v in r[ir].items()} for ir in ("model.pt2", "model_core.pt2")},
               flush=True)
     rows.sort(key=lambda r: r["name"])
+    apart.sort()
 
     def passed(r, ir):
         return all(v["result"] == "match" for v in r[ir].values())
@@ -158,7 +162,12 @@ def main():
         "Rows marked ¹ hold fp32 against PyTorch's float64 run of the same program (`ref64/`): "
         "PyTorch's own fp32 output is about 1e-4 off the exact function on the ResNet-50 "
         "segmentation heads, which failed the absolute bound on near-zero outputs from rounding "
-        "alone; the others against PyTorch's fp32 run.",
+        "alone; the others against PyTorch's fp32 run. Weights are conditioned by "
+        "`models/scripts/zoo.py`'s `_meaningful_init`: zero parameters redrawn, batch norms "
+        "given random affines and measured statistics, and each residual branch that ends in a "
+        "batch norm has its weight scaled by 0.2, as trained ResNets start from (a random "
+        "BN-ReLU network amplifies bf16 rounding to half of its output's change between "
+        "inputs; from db5b241).",
         "",
         f"- training IR (`model.pt2`): **{sum(passed(r, 'model.pt2') for r in rows)} / {n}** pass",
         f"- core ATen (`model_core.pt2`): **{sum(passed(r, 'model_core.pt2') for r in rows)} / {n}** pass",
@@ -204,7 +213,7 @@ def main():
     with open(a.out, "w") as f:
         f.write("\n".join(lines) + "\n")
     with open(rows_path, "w") as f:
-        json.dump({"commit": commit, "rows": rows}, f, indent=1)
+        json.dump({"commit": commit, "rows": rows, "apart": apart}, f, indent=1)
     print("wrote", a.out)
 
 
