@@ -13,6 +13,8 @@
 // overlapping bytes, one a write, different threads) whose clocks are unordered are a race.
 #include "device/simulator.h"
 
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <cstring>
 #include <deque>
@@ -218,7 +220,11 @@ class Run {
   }
   void signal(double now, int core, const std::vector<SemaphoreSignal>& sigs, const Clock& snap);
   void prune();
-  ExecContext context(int core) {
+  // The context of the next instruction to execute, in completion order (`sequence` seeds
+  // stochastic rounding, so it is taken in that order whether the effect is applied now or
+  // deferred).
+  ExecContext context(int core) { return context_at(core, exec_seq_++); }
+  ExecContext context_at(int core, uint64_t sequence) {
     ExecContext c;
     c.target = &t_;
     c.hbm = hbm_.data();
@@ -226,10 +232,13 @@ class Run {
     c.core = &mem_[core];
     c.rounding = opt_.rounding;
     c.seed = opt_.stochastic_seed;
-    c.sequence = exec_seq_++;
+    c.sequence = sequence;
     c.parallel = opt_.parallel;
     return c;
   }
+  // Applies every deferred functional effect: each core's in completion order, the cores in
+  // parallel. The first error in completion order wins.
+  Status flush_deferred();
 
   const Target& t_;
   const SimulatorOptions& opt_;
@@ -241,6 +250,18 @@ class Run {
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   uint64_t seq_ = 0;
   uint64_t exec_seq_ = 0;
+  // Multi-core functional runs (with `parallel`) defer each instruction's effect to a per-core
+  // log, applied at the next collective and at the end. Cores meet only through collectives
+  // (each core's semaphores are its own; anything else that crosses cores is a race the race
+  // checker reports), so applying each log in order, the cores side by side, computes exactly
+  // what applying every effect at its completion does.
+  struct Deferred {
+    uint64_t sequence;
+    Engine engine;
+    uint32_t index;
+  };
+  bool defer_ = false;
+  std::vector<std::vector<Deferred>> deferred_;  // per core
   std::vector<CoreRun> cores_;
   std::vector<Clock> clocks_;  // per thread
   std::vector<Pending> pending_;
@@ -601,7 +622,9 @@ Status Run::on_complete(double now, uint32_t pid, bool dma) {
   free_pending_.push_back(pid);
   const Instruction& in = inst(p.core, p.engine, p.index);
   const Who who{p.core, p.engine, p.index, in.opcode()};
-  if (opt_.functional) {
+  if (opt_.functional && defer_) {
+    deferred_[p.core].push_back({exec_seq_++, p.engine, p.index});
+  } else if (opt_.functional) {
     Status st = execute(context(p.core), p.engine, in.op);
     if (!st.is_ok()) return st.with_context(who.str());
   }
@@ -628,6 +651,7 @@ Status Run::on_collective(double now, uint32_t g) {
     ops.push_back(std::get<Collective>(inst(p.core, p.engine, p.index).op));
   }
   if (opt_.functional) {
+    NEURONC_DEVICE_RETURN_IF_ERROR(flush_deferred());
     const Collective& a = ops[0];
     for (const Collective& b : ops)
       if (b.kind != a.kind || b.op != a.op)
@@ -658,9 +682,32 @@ Status Run::on_collective(double now, uint32_t g) {
   return Status::ok();
 }
 
+Status Run::flush_deferred() {
+  const size_t ncores = deferred_.size();
+  std::vector<Status> failed(ncores, Status::ok());
+  std::vector<uint64_t> failed_at(ncores, std::numeric_limits<uint64_t>::max());
+  tbb::parallel_for(size_t{0}, ncores, [&](size_t c) {
+    for (const Deferred& d : deferred_[c]) {
+      const Instruction& in = inst(int(c), d.engine, d.index);
+      Status st = execute(context_at(int(c), d.sequence), d.engine, in.op);
+      if (!st.is_ok()) {
+        failed[c] = st.with_context(Who{uint16_t(c), d.engine, d.index, in.opcode()}.str());
+        failed_at[c] = d.sequence;
+        return;
+      }
+    }
+  });
+  for (auto& log : deferred_) log.clear();
+  const size_t first =
+      size_t(std::min_element(failed_at.begin(), failed_at.end()) - failed_at.begin());
+  return ncores ? failed[first] : Status::ok();
+}
+
 Result<RunReport> Run::go() {
   const size_t ncores = prog_.cores.size();
   cores_.resize(ncores);
+  defer_ = opt_.functional && opt_.parallel && ncores > 1;
+  if (defer_) deferred_.assign(ncores, {});
   for (auto& c : cores_) {
     c.sems.resize(prog_.num_semaphores);
     if (opt_.check_races)
@@ -698,6 +745,7 @@ Result<RunReport> Run::go() {
     }
     if (!st.is_ok()) return st;
   }
+  if (defer_) NEURONC_DEVICE_RETURN_IF_ERROR(flush_deferred());
 
   // Anything left is blocked forever.
   for (size_t c = 0; c < ncores; ++c)

@@ -27,7 +27,7 @@ struct SimulatorOptions {
   bool check_races = false;  // race checker (tests turn it on)
   bool trace = false;        // record one TraceEvent per instruction and DMA transfer
   bool poison = false;       // fill SBUF/PSUM with NaN bytes (0xff) on reset (SIM debug mode)
-  bool parallel = true;      // oneTBB inside large instructions
+  bool parallel = true;      // oneTBB inside large instructions, and the cores side by side
   Rounding rounding = Rounding::nearest_even;  // stores to narrow types
   uint64_t stochastic_seed = 0;
   double model_flops = 0;  // FLOPs of the source graph, for MFU (0: MFU not reported)

@@ -131,6 +131,58 @@ TEST(TensorParallel, DecodeLogitsMatchOneCore) {
   }
 }
 
+// The cores of a multi-core program run side by side (each core's instructions in order, the
+// cores meeting at collectives): bit-identical to running every instruction in completion order
+// on one thread, in outputs, the KV cache the steps leave and simulated time, with the race
+// checker clean.
+TEST(TensorParallel, CoresSimulatedInParallelAreBitIdentical) {
+  const std::string path = (kLlm / "llama_tiny" / "decode" / "model.pt2").string();
+  compiler::CompileRequest req;
+  req.model = path;
+  req.target = "trn2";
+  req.tp = 8;
+  auto model = Model::load_from_memory(
+      compiler::compile_program(frontend::load_program(path), req).artifact);
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  struct Trace {
+    std::vector<std::vector<std::byte>> bytes;  // each step's outputs, then the states
+    std::vector<double> device_ns;
+  };
+  auto run = [&](bool parallel, bool check_races) {
+    SessionOptions so;
+    so.parallel = parallel;
+    so.check_races = check_races;
+    Session session(*model, so);
+    Trace tr;
+    Tensor ids(DType::i64, {1, 1}), pos(DType::i64, {1});
+    for (int64_t t = 0; t < 4; ++t) {
+      *static_cast<int64_t*>(ids.mutable_data()) = 5 + 11 * t;
+      *static_cast<int64_t*>(pos.mutable_data()) = t;
+      auto out = session.run({{"input_ids", ids.view()}, {"cache_position", pos.view()}});
+      EXPECT_TRUE(out.is_ok()) << out.status().message();
+      if (!out.is_ok()) return tr;
+      for (const auto& o : model->outputs()) {
+        const Tensor& v = out->at(o.name);
+        const auto* b = static_cast<const std::byte*>(v.data());
+        tr.bytes.emplace_back(b, b + v.nbytes());
+      }
+      tr.device_ns.push_back(session.stats().device_ns);
+    }
+    for (const auto& st : model->states()) {
+      const Tensor* v = session.state(st.name);
+      const auto* b = static_cast<const std::byte*>(v->data());
+      tr.bytes.emplace_back(b, b + v->nbytes());
+    }
+    return tr;
+  };
+  const Trace serial = run(false, false), parallel = run(true, false);
+  ASSERT_FALSE(serial.bytes.empty());
+  EXPECT_TRUE(serial.bytes == parallel.bytes);
+  EXPECT_EQ(serial.device_ns, parallel.device_ns);
+  const Trace checked = run(true, true);
+  EXPECT_TRUE(checked.bytes == parallel.bytes);
+}
+
 // A degree the target's instances do not run, or debug values, are refused before compiling.
 TEST(TensorParallel, RefusesWhatItCannotDo) {
   try {

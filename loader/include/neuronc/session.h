@@ -26,7 +26,8 @@ struct SessionOptions {
   // than the artifact needs is an error.
   int target_cores = 0;
   bool check_races = false;  // run the device model's race checker (slower)
-  bool parallel = true;      // let the device model use oneTBB inside large instructions
+  bool parallel = true;      // let the device model use oneTBB inside large instructions and
+                             // run the cores of a multi-core program side by side
 };
 
 struct NamedInput {
