@@ -228,6 +228,17 @@ TEST(Cli, GenerateGivesTheReferenceTokens) {
   EXPECT_NEAR(tps["per_neuron_core"].get<double>(), 1e6 / tpot, 1e-6 * 1e6 / tpot);
   EXPECT_NEAR(jg["cost_per_million_output_tokens_usd"].get<double>(),
               1.0 / 3600.0 / tps["per_instance"].get<double>() * 1e6, 1e-9);
+  // --timing-only: each program timed once, no tokens computed; the device time alone, so no
+  // more than the functional run's latency (which adds the measured host casts).
+  const Ran bt = neuronc("bench " + both +
+                         " --generate --timing-only -n 2 --prompt-len 12 --new-tokens 8 --json");
+  ASSERT_EQ(bt.code, 0) << bt.out;
+  const auto jt = nlohmann::json::parse(bt.out);
+  EXPECT_TRUE(jt["timing_only"].get<bool>());
+  EXPECT_FALSE(jg["timing_only"].get<bool>());
+  EXPECT_GT(jt["tpot_us"]["mean"].get<double>(), 0);
+  EXPECT_LE(jt["tpot_us"]["mean"].get<double>(), tpot);
+  EXPECT_LE(jt["ttft_us"]["p50"].get<double>(), jg["ttft_us"]["p50"].get<double>());
   // A program that is not a decode program is a usage error.
   EXPECT_EQ(neuronc("bench " + testing::fixture_artifact("mlp") + " --generate").code, 2);
   // A prompt longer than the largest bucket (16) is a usage error.
