@@ -300,6 +300,9 @@ struct TensorParallelBuild {
     std::string name;
     std::vector<art::Dim> dims;
     size_t graph = 0;
+    // A one-element constant's bytes on core 0: codegen makes such a constant an immediate of
+    // the program every core shares, so no other core may need another value.
+    std::optional<std::vector<std::byte>> scalar;
   };
   // A binding of core `core`'s copy of a value, at `offset` in core 0's region.
   struct Binding {
@@ -452,14 +455,17 @@ PartitionReport add_device_partition(const ir::Graph& g, const passes::Partition
     if (cb.absent) {
       w.add_absent_constant(name, from_device_dtype(cb.dtype), plan_dims(shape), at);
       if (tp.cores > 1)
-        tp.constants.push_back({cb, at, name, plan_dims(shape), tp.graphs.size() - 1});
+        tp.constants.push_back({cb, at, name, plan_dims(shape), tp.graphs.size() - 1, {}});
       continue;
     }
     result.constant_bytes += cb.data.size();
     w.add_constant(name, from_device_dtype(cb.dtype), plan_dims(shape),
                    std::vector<std::byte>(cb.data), at);
     if (tp.cores > 1) {
-      TensorParallelBuild::Constant k{cb, at, name, plan_dims(shape), tp.graphs.size() - 1};
+      TensorParallelBuild::Constant k{cb, at, name, plan_dims(shape), tp.graphs.size() - 1, {}};
+      int64_t count = 1;
+      for (int64_t d : cb.shape) count *= d;
+      if (count == 1) k.scalar = cb.data;
       // Core r's bytes come from core r's graph; a weights-free program has none, and every
       // constant with bytes is then the same on every core (made from no weight).
       if (!cb.origin.empty() && !tp.graphs.back().empty()) k.layout.data.clear();
@@ -861,6 +867,10 @@ void replicate_over_cores(ArtifactUnderConstruction& u) {
                           "' for core " + std::to_string(r));
         bytes = k.layout.data;
       }
+      if (k.scalar && *bytes != *k.scalar)
+        throw ir::Error("internal: tensor parallelism gives the one-element constant '" + k.name +
+                        "' another value on core " + std::to_string(r) +
+                        ", but the cores share its value as an immediate");
       u.w.add_constant(name, dt, k.dims, std::move(*bytes), at);
     }
   }
