@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Host time per simulated inference beside PyTorch eager on the same CPU and the same inputs
+# (issue 19): writes bench/results/simulator.md.
+#
+#   sudo bench/simulator.sh                 # resnet50 resnet101 bert_base bert_large
+#   MODELS="resnet50" sudo bench/simulator.sh
+#
+# Needs the full-size zoo (models/export_all.sh --full --no-intermediates), a release build
+# (NEURONC, default build/tools/neuronc) and, for the PyTorch column, the export chroot
+# (NEURONC_SID_CHROOT, default /var/tmp/neuronc-sid, with libopenblas0-pthread). Columns:
+#   functional s    neuronc bench: mean wall time of one Session::run (data and timing)
+#   timing-only s   neuronc bench --timing-only: the timing simulation alone
+#   eager s         PyTorch eager of the exported program (ExportedProgram.module()) on the
+#                   model's saved inputs: 2 threads, flush-denormal on, OpenBLAS; median of 7
+#                   runs after 2 warm-ups, fp32
+# Both sides run one after the other in this script, on the same machine, so their ratio is
+# what to read (these machines are noisy).
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+NEURONC="${NEURONC:-$ROOT/build/tools/neuronc}"
+OUT="${OUT:-$ROOT/bench/results/simulator.md}"
+MODELS="${MODELS:-resnet50 resnet101 bert_base bert_large}"
+SID_DIR="${NEURONC_SID_CHROOT:-/var/tmp/neuronc-sid}"
+[[ -x "$NEURONC" ]] || { echo "simulator.sh: build neuronc first ($NEURONC)" >&2; exit 2; }
+[[ -x "$SID_DIR/usr/bin/python3" ]] || { echo "simulator.sh: no export chroot at $SID_DIR" >&2; exit 2; }
+tmp="$(mktemp -d)"
+stage="$SID_DIR/tmp/neuronc_simulator_bench"
+trap 'rm -rf "$tmp" "$stage"' EXIT
+mkdir -p "$stage"
+for m in $MODELS; do
+  dir="$ROOT/models/full/$m"
+  [[ -f "$dir/model.pt2" ]] || { echo "simulator.sh: $dir/model.pt2 missing (models/export_all.sh --full)" >&2; exit 2; }
+  echo "[$m] compile" >&2
+  "$NEURONC" compile "$dir/model.pt2" -o "$tmp/$m.nca" --target trn1 --auto-cast matmul > /dev/null
+  echo "[$m] functional and timing-only" >&2
+  "$NEURONC" bench "$tmp/$m.nca" --iterations 3 --json > "$tmp/$m.functional.json"
+  "$NEURONC" bench "$tmp/$m.nca" --iterations 3 --timing-only --json > "$tmp/$m.timing.json"
+  rm -f "$tmp/$m.nca"
+  mkdir -p "$stage/$m"
+  cp "$dir/model.pt2" "$dir"/input_*.npy "$stage/$m/"
+done
+echo "[pytorch] eager" >&2
+chroot "$SID_DIR" python3 - $MODELS > "$tmp/eager.json" <<'PY'
+import glob, json, statistics, sys, time
+import numpy as np
+import torch
+torch.set_num_threads(2)
+torch.set_flush_denormal(True)
+import os
+out = {"torch": torch.__version__,
+       "blas": os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3"), "models": {}}
+for name in sys.argv[1:]:
+    d = f"/tmp/neuronc_simulator_bench/{name}"
+    m = torch.export.load(f"{d}/model.pt2").module()
+    args = [torch.from_numpy(np.load(p)) for p in sorted(glob.glob(f"{d}/input_*.npy"))]
+    with torch.no_grad():
+        for _ in range(2):
+            m(*args)
+        times = []
+        for _ in range(7):
+            t0 = time.perf_counter()
+            m(*args)
+            times.append(time.perf_counter() - t0)
+    out["models"][name] = statistics.median(times)
+print(json.dumps(out))
+PY
+python3 - "$tmp" "$OUT" "$(git -C "$ROOT" rev-parse --short HEAD)" "$MODELS" <<'PY'
+import datetime, json, sys
+tmp, out, commit, models = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split()
+eager = json.load(open(f"{tmp}/eager.json"))
+rows = []
+for m in models:
+    f = json.load(open(f"{tmp}/{m}.functional.json"))
+    t = json.load(open(f"{tmp}/{m}.timing.json"))
+    fs, ts, es = f["host_seconds_per_inference"], t["host_seconds_per_inference"], eager["models"][m]
+    assert f["simulated_latency_us"]["device"] == t["simulated_latency_us"]["device"], m
+    rows.append(f"| {m} | {f['simulated_latency_us']['device'] / 1e3:.3f} | {fs:.3f} | {ts:.4f} | "
+                f"{fs / ts:.0f}× | {es:.3f} | {fs / es:.1f}× |")
+with open(out, "w") as o:
+    o.write("# Host time per simulated inference beside PyTorch eager\n\n")
+    o.write(f"Measured {datetime.date.today()} at commit {commit} by `bench/simulator.sh` on this "
+            "2-core machine: trn1, batch 1, `--auto-cast matmul`, the full-size zoo's random-weight "
+            "exports and their saved inputs. functional = `neuronc bench` (mean of 3 `Session::run`s, "
+            "data and timing); timing-only = `neuronc bench --timing-only` (the same device time, "
+            "checked equal; no data computed); eager = PyTorch "
+            f"{eager['torch']} running the exported program in fp32, 2 threads, flush-denormal, "
+            f"BLAS {eager['blas']}, median of 7 after 2 warm-ups, in the export chroot, one after "
+            "the other. "
+            "ONNX Runtime is not measured yet (issue 19 asks for it beside PyTorch).\n\n")
+    o.write("| model | simulated device ms | functional host s | timing-only host s | functional / timing-only | PyTorch eager s | functional / eager |\n")
+    o.write("|---|---|---|---|---|---|---|\n")
+    o.write("\n".join(rows) + "\n")
+print("wrote", out)
+PY
