@@ -44,6 +44,14 @@ void block_scalar(int mr, int nr, int K, const float* Ap, int a_step, const floa
   }
 }
 
+// The mb x nb block of a micro-kernel tile (computed from zero) into C, added to it or not:
+// what the kernel's own store does for a whole tile.
+void keep_block(const float* tile, int ld, int mb, int nb, float* C, size_t ldc, bool accumulate) {
+  for (int i = 0; i < mb; ++i)
+    for (int j = 0; j < nb; ++j)
+      C[i * ldc + j] = accumulate ? C[i * ldc + j] + tile[i * ld + j] : tile[i * ld + j];
+}
+
 #ifdef NEURONC_X86
 // AVX-512: 8 rows x 32 columns = 16 zmm accumulators, written out so they stay in registers
 // (a c[8][2] array is kept in memory at -O2).
@@ -269,7 +277,10 @@ void pack_bf16_pairs(const GemmOperand& x, int K, int c0, int cb, int width, uin
   }
 }
 
-// The fp32 reference for one block of packed pairs (edges): the same FMA sequence in K.
+// The fp32 reference for one block of packed pairs (edges): the same FMA sequence in K. This
+// path runs only when every product of two bf16 values is exact in fp32 (no subnormal or
+// overflowing product: bf16_exact), so a*b + acc rounds once, exactly as fma(a, b, acc)
+// does, without a call into libm.
 void block_scalar_pairs(int mr, int nr, int pairs, const uint32_t* Ap, const uint32_t* Bp, float* C,
                         size_t ldc, bool accumulate) {
   auto hi = [](uint32_t v) { return bf16_to_f32(static_cast<uint16_t>(v >> 16)); };
@@ -279,8 +290,8 @@ void block_scalar_pairs(int mr, int nr, int pairs, const uint32_t* Ap, const uin
       float acc = 0.0f;
       for (int q = 0; q < pairs; ++q) {
         const uint32_t a = Ap[q * 8 + i], b = Bp[q * 32 + j];
-        acc = std::fma(hi(a), hi(b), acc);
-        acc = std::fma(lo(a), lo(b), acc);
+        acc = hi(a) * hi(b) + acc;
+        acc = lo(a) * lo(b) + acc;
       }
       C[i * ldc + j] = accumulate ? C[i * ldc + j] + acc : acc;
     }
@@ -318,6 +329,12 @@ void gemm_bf16_pairs(int M, int N, int K, const GemmOperand& A, const GemmOperan
           kernel_bf16_8x32(pairs, ap, b, c, ldc, accumulate);
           continue;
         }
+        // An edge: the panels are zero-padded, so the kernel computes the whole tile and the
+        // block's part is kept (each element depends only on its own row and column).
+        alignas(64) float tile[mr * nr];
+        kernel_bf16_8x32(pairs, ap, b, tile, nr, false);
+        keep_block(tile, nr, mb, nb, c, ldc, accumulate);
+        continue;
 #endif
         block_scalar_pairs(mb, nb, pairs, ap, b, c, ldc, accumulate);
       }
@@ -363,6 +380,17 @@ void compute_panels(int M, int N, int p0, int p1, int K, const float* Ap, const 
       }
       if (which == Isa::avx2 && mb == 6 && nb == 16) {
         kernel_avx2_6x16(K, ap, b, nr, c, ldc, accumulate);
+        continue;
+      }
+      // An edge: the panels are zero-padded, so the kernel computes the whole tile and the
+      // block's part is kept (each element depends only on its own row and column).
+      if (which == Isa::avx512 || which == Isa::avx2) {
+        alignas(64) float tile[8 * 32];
+        if (which == Isa::avx512)
+          kernel_avx512_8x32(K, ap, b, nr, tile, nr, false);
+        else
+          kernel_avx2_6x16(K, ap, b, nr, tile, nr, false);
+        keep_block(tile, nr, mb, nb, c, ldc, accumulate);
         continue;
       }
 #endif

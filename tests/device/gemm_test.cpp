@@ -180,5 +180,31 @@ TEST(Gemm, Fp32PathMatchesFmaReference) {
       }
 }
 
+// Full-precision fp32 operands (products not exact, so an FMA and a multiply-then-add differ):
+// every block, the edges included, is the fma chain in increasing K, bit for bit.
+TEST(Gemm, Fp32EdgesAreTheFmaChain) {
+  uint64_t state = 12345;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<float>(static_cast<int64_t>(state >> 33) % 20001 - 10000) / 997.0f;
+  };
+  for (int K : {1, 3, 77})
+    for (int M : {1, 5, 8, 9, 13})
+      for (int N : {1, 15, 17, 31, 33, 50}) {
+        std::vector<float> a(size_t(K) * M), b(size_t(K) * N), c(size_t(M) * N);
+        for (float& x : a) x = next();
+        for (float& x : b) x = next();
+        gemm_at_b_f32(M, N, K, a.data(), M, b.data(), N, c.data(), N);
+        for (int m = 0; m < M; ++m)
+          for (int n = 0; n < N; ++n) {
+            float acc = 0.0f;
+            for (int k = 0; k < K; ++k)
+              acc = std::fma(a[size_t(k) * M + m], b[size_t(k) * N + n], acc);
+            ASSERT_EQ(bits_of(c[size_t(m) * N + n]), bits_of(acc))
+                << "K=" << K << " M=" << M << " N=" << N << " at " << m << "," << n;
+          }
+      }
+}
+
 }  // namespace
 }  // namespace neuronc::device
