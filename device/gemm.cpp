@@ -44,6 +44,7 @@ void block_scalar(int mr, int nr, int K, const float* Ap, int a_step, const floa
   }
 }
 
+#ifdef NEURONC_X86
 // The mb x nb block of a micro-kernel tile (computed from zero) into C, added to it or not:
 // what the kernel's own store does for a whole tile.
 void keep_block(const float* tile, int ld, int mb, int nb, float* C, size_t ldc, bool accumulate) {
@@ -52,7 +53,6 @@ void keep_block(const float* tile, int ld, int mb, int nb, float* C, size_t ldc,
       C[i * ldc + j] = accumulate ? C[i * ldc + j] + tile[i * ld + j] : tile[i * ld + j];
 }
 
-#ifdef NEURONC_X86
 // AVX-512: 8 rows x 32 columns = 16 zmm accumulators, written out so they stay in registers
 // (a c[8][2] array is kept in memory at -O2).
 #define NEURONC_ROW512(i)                       \
@@ -232,13 +232,6 @@ bool has_bf16_dot() {
 #endif
 }
 
-// Reads row k of a bf16 operand as raw bits.
-inline uint16_t bf16_bits(const GemmOperand& x, int k, int i) {
-  uint16_t v;
-  std::memcpy(&v, x.data + k * x.row_bytes + size_t(i) * 2, 2);
-  return v;
-}
-
 // Whether the bf16 x bf16 tile A^T B can go through VDPBF16PS bit-exactly (see the top).
 bool bf16_exact(int M, int N, int K, const GemmOperand& A, const GemmOperand& B) {
 #ifdef NEURONC_X86
@@ -260,6 +253,17 @@ bool bf16_exact(int M, int N, int K, const GemmOperand& A, const GemmOperand& B)
 #endif
 }
 
+#ifdef NEURONC_X86
+// The bf16-pair path exists only where VDPBF16PS does (has_bf16_dot); its edge blocks run the
+// same micro-kernel as whole ones.
+
+// Reads row k of a bf16 operand as raw bits.
+inline uint16_t bf16_bits(const GemmOperand& x, int k, int i) {
+  uint16_t v;
+  std::memcpy(&v, x.data + k * x.row_bytes + size_t(i) * 2, 2);
+  return v;
+}
+
 // Packs rows [0, K) x columns [c0, c0 + cb) of a bf16 operand into width-wide pair panels
 // [K/2][width]; odd K pads the last pair's even half with -0 (A) or +0 (B), whose product -0
 // leaves every sum unchanged, and columns past cb are zero.
@@ -274,27 +278,6 @@ void pack_bf16_pairs(const GemmOperand& x, int K, int c0, int cb, int width, uin
       row[c] = (uint32_t{bf16_bits(x, k, c0 + c)} << 16) | lo;
     }
     std::fill(row + cb, row + width, 0u);
-  }
-}
-
-// The fp32 reference for one block of packed pairs (edges): the same FMA sequence in K. This
-// path runs only when every product of two bf16 values is exact in fp32 (no subnormal or
-// overflowing product: bf16_exact), so a*b + acc rounds once, exactly as fma(a, b, acc)
-// does, without a call into libm.
-void block_scalar_pairs(int mr, int nr, int pairs, const uint32_t* Ap, const uint32_t* Bp, float* C,
-                        size_t ldc, bool accumulate) {
-  auto hi = [](uint32_t v) { return bf16_to_f32(static_cast<uint16_t>(v >> 16)); };
-  auto lo = [](uint32_t v) { return bf16_to_f32(static_cast<uint16_t>(v & 0xffff)); };
-  for (int i = 0; i < mr; ++i) {
-    for (int j = 0; j < nr; ++j) {
-      float acc = 0.0f;
-      for (int q = 0; q < pairs; ++q) {
-        const uint32_t a = Ap[q * 8 + i], b = Bp[q * 32 + j];
-        acc = hi(a) * hi(b) + acc;
-        acc = lo(a) * lo(b) + acc;
-      }
-      C[i * ldc + j] = accumulate ? C[i * ldc + j] + acc : acc;
-    }
   }
 }
 
@@ -324,7 +307,6 @@ void gemm_bf16_pairs(int M, int N, int K, const GemmOperand& A, const GemmOperan
         const int mb = std::min(mr, M - m);
         const uint32_t* ap = Ap + size_t(m / mr) * pairs * mr;
         float* c = C + size_t(m) * ldc + n0;
-#ifdef NEURONC_X86
         if (mb == mr && nb == nr) {
           kernel_bf16_8x32(pairs, ap, b, c, ldc, accumulate);
           continue;
@@ -334,14 +316,12 @@ void gemm_bf16_pairs(int M, int N, int K, const GemmOperand& A, const GemmOperan
         alignas(64) float tile[mr * nr];
         kernel_bf16_8x32(pairs, ap, b, tile, nr, false);
         keep_block(tile, nr, mb, nb, c, ldc, accumulate);
-        continue;
-#endif
-        block_scalar_pairs(mb, nb, pairs, ap, b, c, ldc, accumulate);
       }
     }
   };
   for_panel_tasks(double(M) * N * K, bpanels, run);
 }
+#endif
 
 struct Shape {
   int mr, nr;  // micro-tile; A is packed in mr-wide panels
@@ -415,10 +395,12 @@ void gemm_at_b(int M, int N, int K, const GemmOperand& A, const GemmOperand& B, 
       for (int m = 0; m < M; ++m) std::fill(C + m * ldc, C + m * ldc + N, 0.0f);
     return;
   }
+#ifdef NEURONC_X86
   if (gemm_uses_bf16_dot(M, N, K, A, B)) {
     gemm_bf16_pairs(M, N, K, A, B, C, ldc, accumulate);
     return;
   }
+#endif
   const size_t a_size = dtype_size(A.dtype);
   const size_t b_size = dtype_size(B.dtype);
   // Packs (and widens) A into mr-wide panels [k][mr], zero-padded at the edge.

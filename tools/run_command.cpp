@@ -5,7 +5,10 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
+#include "artifact_format/mapped_file.h"
+#include "artifact_format/reader.h"
 #include "tools/cli_output.h"
 #include "tools/commands.h"
 #include "tools/runner.h"
@@ -21,27 +24,52 @@ struct RunCli {
 };
 
 // --timing-only: the entry's simulated time from the device model's timing half, computing no
-// data (simulated time does not depend on it). No inputs are read and no outputs written;
-// host-fallback steps need data, so they are not run and the report says how many.
-void run_timing_only(const RunCli& o, const EntryInfo& entry) {
+// data (simulated time does not depend on it). The artifact's root table is read once and its
+// weights never loaded; no inputs are read and no outputs written. Host-fallback steps need
+// data, so they are not run and the report says how many.
+void run_timing_only(const RunCli& o) {
   if (!o.inputs.empty() || !o.model.empty())
     throw CommandExit{kExitUsage,
                       "--timing-only computes no data and reads no inputs: drop --input and "
                       "--model",
                       ""};
-  if (!entry.bucket_group.empty() && entry.name != o.entry)
+  auto file = artifact::MappedFile::open(o.artifact);
+  if (!file.is_ok()) throw CommandExit{kExitError, file.status().message(), ""};
+  auto art = artifact::read_artifact(file->bytes());
+  if (!art.is_ok()) throw CommandExit{kExitError, o.artifact + ": " + art.status().message(), ""};
+  const artifact::ArtifactContents& c = art->contents;
+  const std::vector<artifact::EntrySpec>& entries = c.signature.entries;
+  // The entry: --entry, else the first; a group of shape buckets is refused (its inputs pick
+  // the bucket that runs).
+  std::optional<size_t> e =
+      o.entry.empty() ? std::optional<size_t>{0} : artifact::find_entry(c, o.entry);
+  std::string group = e && !entries.empty() && entries[*e].bucket && o.entry.empty()
+                          ? entries[*e].bucket->group
+                          : "";
+  std::string names;
+  for (const artifact::EntrySpec& en : entries) {
+    names += (names.empty() ? "" : ", ") + en.name;
+    if (!e && en.bucket && en.bucket->group == o.entry) group = o.entry;
+  }
+  if (!group.empty())
     throw CommandExit{kExitUsage,
-                      "--timing-only times one program, but '" + entry.bucket_group +
+                      "--timing-only times one program, but '" + group +
                           "' is a group of shape buckets whose inputs pick the one that runs; "
                           "pass --entry with a bucket's own name (inspect lists them)",
                       ""};
+  if (!e)
+    throw CommandExit{kExitUsage,
+                      "--entry '" + o.entry + "': the model's entries are " +
+                          (names.empty() ? std::string(artifact::kImplicitEntryName) : names),
+                      ""};
+  const std::string entry = entries.empty() ? artifact::kImplicitEntryName : entries[*e].name;
   progress("timing " + o.artifact);
   const auto t0 = std::chrono::steady_clock::now();
   Timeline tl;
   try {
-    tl = simulate_artifact_file(o.artifact, {.trace = false, .entry_name = entry.name});
-  } catch (const std::exception& e) {
-    throw CommandExit{kExitError, e.what(), ""};
+    tl = simulate_timeline(c, {.trace = false, .entry = *e});
+  } catch (const std::exception& ex) {
+    throw CommandExit{kExitError, ex.what(), ""};
   }
   const double wall_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -52,7 +80,7 @@ void run_timing_only(const RunCli& o, const EntryInfo& entry) {
     nlohmann::ordered_json j;
     j["artifact"] = o.artifact;
     j["target"] = tl.target;
-    j["entry"] = entry.name;
+    j["entry"] = entry;
     j["timing_only"] = true;
     j["simulated_latency_us"] = tl.device_ns / 1e3;
     j["device_us"] = tl.device_ns / 1e3;
@@ -71,7 +99,7 @@ void run_timing_only(const RunCli& o, const EntryInfo& entry) {
   std::printf(
       "timing-only: simulated device latency %.2f us on %s (entry %s; no data computed%s); "
       "%llu instructions; %llu HBM bytes; host wall time %.2f ms\n",
-      tl.device_ns / 1e3, tl.target.c_str(), entry.name.c_str(),
+      tl.device_ns / 1e3, tl.target.c_str(), entry.c_str(),
       host_steps ? (", " + std::to_string(host_steps) + " host-fallback steps not run").c_str()
                  : "",
       static_cast<unsigned long long>(tl.instructions),
@@ -85,6 +113,7 @@ void run_timing_only(const RunCli& o, const EntryInfo& entry) {
 }
 
 void run_run(const RunCli& o) {
+  if (o.timing_only) return run_timing_only(o);
   neuronc::Model model = load_model_or_exit(o.artifact);
   // The entry to run: --entry, else the first (the model's only one, usually).
   const EntryInfo* entry = &model.entries()[0];
@@ -99,7 +128,6 @@ void run_run(const RunCli& o) {
       throw CommandExit{kExitUsage, "--entry '" + o.entry + "': the model's entries are " + names,
                         ""};
   }
-  if (o.timing_only) return run_timing_only(o, *entry);
   std::vector<std::pair<std::string, NpyArray>> inputs;
   if (!o.inputs.empty()) {
     // A shape bucket group's inputs by their declared dims (Model::inputs()).

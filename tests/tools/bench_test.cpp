@@ -350,6 +350,8 @@ TEST(Run, TimingOnlyGivesTheFunctionalRunsDeviceTime) {
   EXPECT_EQ(neuronc("run " + art + " --timing-only --model " + model).code, 2);
   const std::string buckets = fixture_artifact("dynamic_batch");
   EXPECT_EQ(neuronc("run " + buckets + " --timing-only").code, 2);
+  EXPECT_EQ(neuronc("run " + buckets + " --timing-only --entry main").code, 2);  // the group
+  EXPECT_EQ(neuronc("run " + buckets + " --timing-only --entry nope").code, 2);
   const Ran one = neuronc("run " + buckets + " --timing-only --entry 'main[s77=2]' --json");
   ASSERT_EQ(one.code, 0) << one.out;
   EXPECT_EQ(json::parse(one.out)["entry"], "main[s77=2]");
