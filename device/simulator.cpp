@@ -218,7 +218,9 @@ class Run {
     const auto index = static_cast<uint32_t>(tag);
     return {core, engine, index, inst(core, engine, index).opcode()};
   }
-  void signal(double now, int core, const std::vector<SemaphoreSignal>& sigs, const Clock& snap);
+  // Delivers `sigs`. A signal to another core is where two cores meet outside a collective: a
+  // deferred run applies (and, split over processes, swaps) every logged effect there first.
+  Status signal(double now, int core, const std::vector<SemaphoreSignal>& sigs, const Clock& snap);
   void prune();
   // The context of the next instruction to execute, in completion order (`sequence` seeds
   // stochastic rounding, so it is taken in that order whether the effect is applied now or
@@ -239,6 +241,9 @@ class Run {
   // Applies every deferred functional effect: each core's in completion order, the cores in
   // parallel. The first error in completion order wins.
   Status flush_deferred();
+  // With processes: swaps this process's HBM `written` ranges (and its first failure, at
+  // completion sequence `failed_at`) with the other processes'.
+  Status swap_writes(std::vector<ByteRange> written, const Status& failure, uint64_t failed_at);
 
   const Target& t_;
   const SimulatorOptions& opt_;
@@ -250,11 +255,11 @@ class Run {
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   uint64_t seq_ = 0;
   uint64_t exec_seq_ = 0;
-  // Multi-core functional runs (with `parallel`) defer each instruction's effect to a per-core
-  // log, applied at the next collective and at the end. Cores meet only through collectives
-  // (each core's semaphores are its own; anything else that crosses cores is a race the race
-  // checker reports), so applying each log in order, the cores side by side, computes exactly
-  // what applying every effect at its completion does.
+  // Multi-core functional runs (with `parallel`, or split over processes) defer each
+  // instruction's effect to a per-core log, applied at the next collective, the next signal
+  // one core sends another, and the end. Cores meet only there (anything else that crosses
+  // cores is a race the race checker reports), so applying each log in order, the cores side
+  // by side, computes exactly what applying every effect at its completion does.
   struct Deferred {
     uint64_t sequence;
     Engine engine;
@@ -262,6 +267,8 @@ class Run {
   };
   bool defer_ = false;
   std::vector<std::vector<Deferred>> deferred_;  // per core
+  ProcessGroup* group_ = nullptr;                // opt_.processes
+  std::vector<char> owned_;                      // per core: this process computes it
   std::vector<CoreRun> cores_;
   std::vector<Clock> clocks_;  // per thread
   std::vector<Pending> pending_;
@@ -603,10 +610,11 @@ void Run::prune() {
   prune_at_ = std::max<size_t>(4096, 2 * records_.size());
 }
 
-void Run::signal(double now, int core, const std::vector<SemaphoreSignal>& sigs,
-                 const Clock& snap) {
+Status Run::signal(double now, int core, const std::vector<SemaphoreSignal>& sigs,
+                   const Clock& snap) {
   for (const SemaphoreSignal& s : sigs) {
     const int target = s.core == kThisCore ? core : s.core;
+    if (defer_ && target != core) NEURONC_DEVICE_RETURN_IF_ERROR(flush_deferred());
     Semaphore& sem = cores_[target].sems[s.semaphore];
     sem.value += s.increment;
     sem.history.emplace_back(now, sem.value);
@@ -614,6 +622,7 @@ void Run::signal(double now, int core, const std::vector<SemaphoreSignal>& sigs,
     for (uint8_t e : sem.waiters) push(now, EventKind::ready, target, e, 0);
     sem.waiters.clear();
   }
+  return Status::ok();
 }
 
 Status Run::on_complete(double now, uint32_t pid, bool dma) {
@@ -633,7 +642,7 @@ Status Run::on_complete(double now, uint32_t pid, bool dma) {
         check_races(p, operands(in.op), p.snapshot, p.snapshot[p.thread]));
   }
   (void)dma;
-  signal(now, p.core, in.signals, p.snapshot);
+  NEURONC_DEVICE_RETURN_IF_ERROR(signal(now, p.core, in.signals, p.snapshot));
   end_time_ = std::max(end_time_, now);
   return Status::ok();
 }
@@ -676,7 +685,8 @@ Status Run::on_collective(double now, uint32_t g) {
       NEURONC_DEVICE_RETURN_IF_ERROR(
           check_races(p, operands(inst(p.core, p.engine, p.index).op), snap, snap[p.thread]));
     }
-    signal(now, p.core, inst(p.core, p.engine, p.index).signals, snap);
+    NEURONC_DEVICE_RETURN_IF_ERROR(
+        signal(now, p.core, inst(p.core, p.engine, p.index).signals, snap));
   }
   end_time_ = std::max(end_time_, now);
   return Status::ok();
@@ -686,7 +696,9 @@ Status Run::flush_deferred() {
   const size_t ncores = deferred_.size();
   std::vector<Status> failed(ncores, Status::ok());
   std::vector<uint64_t> failed_at(ncores, std::numeric_limits<uint64_t>::max());
+  std::vector<std::vector<ByteRange>> written(group_ ? ncores : 0);
   tbb::parallel_for(size_t{0}, ncores, [&](size_t c) {
+    if (!owned_[c]) return;
     for (const Deferred& d : deferred_[c]) {
       const Instruction& in = inst(int(c), d.engine, d.index);
       Status st = execute(context_at(int(c), d.sequence), d.engine, in.op);
@@ -695,19 +707,163 @@ Status Run::flush_deferred() {
         failed_at[c] = d.sequence;
         return;
       }
+      if (group_)
+        for (const MemRef& w : operands(in.op).writes)
+          if (w.memory == MemoryKind::hbm) written[c].push_back(footprint(w));
     }
   });
   for (auto& log : deferred_) log.clear();
   const size_t first =
       size_t(std::min_element(failed_at.begin(), failed_at.end()) - failed_at.begin());
-  return ncores ? failed[first] : Status::ok();
+  const Status mine = ncores ? failed[first] : Status::ok();
+  if (!group_) return mine;
+  std::vector<ByteRange> all;
+  for (auto& w : written) all.insert(all.end(), w.begin(), w.end());
+  return swap_writes(std::move(all), mine, ncores ? failed_at[first] : failed_at.size());
+}
+
+// The message processes swap at a collective: the first failure of this process's cores (its
+// completion sequence, code and message), then the HBM ranges its cores wrote and their bytes.
+class Wire {
+ public:
+  template <typename T>
+  void put(const T& v) {
+    const auto* p = reinterpret_cast<const std::byte*>(&v);
+    bytes_.insert(bytes_.end(), p, p + sizeof(T));
+  }
+  void put_bytes(std::span<const std::byte> b) { bytes_.insert(bytes_.end(), b.begin(), b.end()); }
+  std::vector<std::byte>& bytes() { return bytes_; }
+
+ private:
+  std::vector<std::byte> bytes_;
+};
+
+class WireReader {
+ public:
+  explicit WireReader(std::span<const std::byte> b) : b_(b) {}
+  template <typename T>
+  bool get(T& v) {
+    if (b_.size() - at_ < sizeof(T)) return false;
+    std::memcpy(&v, b_.data() + at_, sizeof(T));
+    at_ += sizeof(T);
+    return true;
+  }
+  std::span<const std::byte> take(uint64_t n) {
+    if (b_.size() - at_ < n) return {};
+    const auto s = b_.subspan(at_, n);
+    at_ += n;
+    return s;
+  }
+  bool done() const { return at_ == b_.size(); }
+
+ private:
+  std::span<const std::byte> b_;
+  size_t at_ = 0;
+};
+
+Status Run::swap_writes(std::vector<ByteRange> written, const Status& failure, uint64_t failed_at) {
+  // This process's writes, merged.
+  std::sort(written.begin(), written.end(),
+            [](const ByteRange& a, const ByteRange& b) { return a.begin < b.begin; });
+  std::vector<ByteRange> merged;
+  for (const ByteRange& r : written) {
+    if (r.end <= r.begin) continue;
+    if (!merged.empty() && r.begin <= merged.back().end)
+      merged.back().end = std::max(merged.back().end, r.end);
+    else
+      merged.push_back(r);
+  }
+  Wire w;
+  w.put(failure.is_ok() ? std::numeric_limits<uint64_t>::max() : failed_at);
+  w.put(static_cast<uint32_t>(failure.code()));
+  w.put(static_cast<uint64_t>(failure.message().size()));
+  w.put_bytes(std::as_bytes(std::span(failure.message())));
+  w.put(static_cast<uint64_t>(merged.size()));
+  for (const ByteRange& r : merged) {
+    w.put(r.begin);
+    w.put(r.end);
+  }
+  for (const ByteRange& r : merged) w.put_bytes(hbm_.subspan(r.begin, r.end - r.begin));
+  auto gathered = group_->all_gather(w.bytes());
+  if (!gathered) return gathered.status().with_context("swapping hbm writes between processes");
+  const std::vector<std::vector<std::byte>>& all = *gathered;
+  if (all.size() != static_cast<size_t>(group_->size()))
+    return failed_precondition("swapping hbm writes: expected " + to_string(group_->size()) +
+                               " processes' messages, received " + to_string(all.size()));
+  // Decode every message; the first failure in completion order, over all processes, wins.
+  struct Sent {
+    int process;
+    ByteRange range;
+    std::span<const std::byte> bytes;
+  };
+  std::vector<Sent> sent;
+  uint64_t first_at = std::numeric_limits<uint64_t>::max();
+  Status first = Status::ok();
+  for (size_t k = 0; k < all.size(); ++k) {
+    WireReader rd(all[k]);
+    const std::string bad = "swapping hbm writes: process " + to_string(k) + "'s message is ";
+    uint64_t at = 0, len = 0, n = 0;
+    uint32_t code = 0;
+    if (!rd.get(at) || !rd.get(code) || !rd.get(len)) return failed_precondition(bad + "truncated");
+    const auto msg = rd.take(len);
+    if (msg.size() != len || !rd.get(n) || n > all[k].size() / 16)
+      return failed_precondition(bad + "truncated");
+    if (at < first_at) {
+      first_at = at;
+      if (code == 0 || code > static_cast<uint32_t>(StatusCode::unimplemented))
+        return failed_precondition(bad + "a failure with unknown code " + to_string(code));
+      first = Status(static_cast<StatusCode>(code),
+                     std::string(reinterpret_cast<const char*>(msg.data()), msg.size()));
+    }
+    std::vector<ByteRange> ranges(n);
+    for (ByteRange& r : ranges)
+      if (!rd.get(r.begin) || !rd.get(r.end)) return failed_precondition(bad + "truncated");
+    for (const ByteRange& r : ranges) {
+      if (r.begin < 0 || r.end <= r.begin || static_cast<uint64_t>(r.end) > hbm_.size())
+        return failed_precondition(bad + "hbm bytes [" + to_string(r.begin) + ", " +
+                                   to_string(r.end) + ") outside the " + to_string(hbm_.size()) +
+                                   "-byte arena");
+      const auto len = static_cast<uint64_t>(r.end - r.begin);
+      const auto b = rd.take(len);
+      if (b.size() != len) return failed_precondition(bad + "truncated");
+      sent.push_back({int(k), r, b});
+    }
+    if (!rd.done()) return failed_precondition(bad + "longer than its contents");
+  }
+  if (!first.is_ok()) return first;
+  // A process's own ranges are disjoint, so any overlap is between two processes' cores.
+  std::sort(sent.begin(), sent.end(),
+            [](const Sent& a, const Sent& b) { return a.range.begin < b.range.begin; });
+  // Sorted by start, a range that starts before the furthest end so far overlaps the range
+  // that reaches it.
+  for (size_t i = 1, reach = 0; i < sent.size(); ++i) {
+    if (sent[i].range.begin < sent[reach].range.end)
+      return failed_precondition(
+          "the cores of processes " + to_string(sent[reach].process) + " and " +
+          to_string(sent[i].process) + " wrote overlapping hbm bytes [" +
+          to_string(sent[i].range.begin) + ", " +
+          to_string(std::min(sent[i].range.end, sent[reach].range.end)) +
+          ") before the same collective, so the run cannot be split over processes");
+    if (sent[i].range.end > sent[reach].range.end) reach = i;
+  }
+  for (const Sent& s : sent)
+    if (s.process != group_->rank())
+      std::memcpy(hbm_.data() + s.range.begin, s.bytes.data(), s.bytes.size());
+  return Status::ok();
 }
 
 Result<RunReport> Run::go() {
   const size_t ncores = prog_.cores.size();
   cores_.resize(ncores);
-  defer_ = opt_.functional && opt_.parallel && ncores > 1;
+  // Split over processes, every run defers: the effects are applied, and the writes swapped,
+  // at the collectives and at the end.
+  group_ = opt_.functional ? opt_.processes : nullptr;
+  defer_ = opt_.functional && ((opt_.parallel && ncores > 1) || group_);
   if (defer_) deferred_.assign(ncores, {});
+  owned_.assign(ncores, 1);
+  if (group_)
+    for (size_t c = 0; c < ncores; ++c)
+      owned_[c] = owner_process(int(c), int(ncores), group_->size()) == group_->rank();
   for (auto& c : cores_) {
     c.sems.resize(prog_.num_semaphores);
     if (opt_.check_races)
@@ -795,6 +951,10 @@ Result<RunReport> Run::go() {
 }
 
 }  // namespace
+
+int owner_process(int core, int cores, int processes) {
+  return static_cast<int>(static_cast<int64_t>(core) * processes / std::max(cores, 1));
+}
 
 Simulator::Simulator(const Target& target, SimulatorOptions options)
     : target_(target), options_(options), cost_(target_), memories_(std::make_unique<Memories>()) {}

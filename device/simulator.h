@@ -22,6 +22,8 @@
 
 namespace neuronc::device {
 
+class ProcessGroup;
+
 struct SimulatorOptions {
   bool functional = true;    // compute data; false = timing only (no memory is touched)
   bool check_races = false;  // race checker (tests turn it on)
@@ -31,7 +33,31 @@ struct SimulatorOptions {
   Rounding rounding = Rounding::nearest_even;  // stores to narrow types
   uint64_t stochastic_seed = 0;
   double model_flops = 0;  // FLOPs of the source graph, for MFU (0: MFU not reported)
+  // Functional runs split over processes (not owned; null: this process computes every core).
+  ProcessGroup* processes = nullptr;
 };
+
+// The processes a functional run's cores are split over (`mpirun -np K neuronc ...`: the MPI
+// ranks). Every process runs the same program on its own copy of HBM. Process r computes the
+// instructions of the cores it owns (core c belongs to process c x size / cores) and times every
+// core; at each collective and at the end of the run the processes swap the HBM bytes their
+// cores wrote. So every process ends each run with the HBM bytes and the report one process
+// computes, and fails with the error one process gives. The cores of different processes may
+// not write overlapping HBM bytes between two collectives (cores that do are racing, or their
+// writes cannot be told apart: the run fails saying so).
+class ProcessGroup {
+ public:
+  virtual ~ProcessGroup() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Every process calls it at the same points, each with its own bytes; each gets all of them,
+  // in rank order.
+  virtual Result<std::vector<std::vector<std::byte>>> all_gather(
+      std::span<const std::byte> mine) = 0;
+};
+
+// The process that computes core `core` of a `cores`-core program split over `processes`.
+int owner_process(int core, int cores, int processes);
 
 // One row of the timeline. `unit` is an engine name ("tensor", ...) or "dma.q<N>" or
 // "collective"; times are in ns from the start of the run.

@@ -116,11 +116,31 @@ Tensor Outputs::release(std::string_view name) {
 // ---------------------------------------------------------------------------------------------
 // Session.
 
+// The device model's view of the caller's ProcessGroup.
+class DeviceProcesses final : public device::ProcessGroup {
+ public:
+  explicit DeviceProcesses(neuronc::ProcessGroup& g) : g_(g) {}
+  int rank() const override { return g_.rank(); }
+  int size() const override { return g_.size(); }
+  device::Result<std::vector<std::vector<std::byte>>> all_gather(
+      std::span<const std::byte> mine) override {
+    auto all = g_.all_gather(mine);
+    if (!all.is_ok())
+      return device::failed_precondition("all-gather between processes failed: " +
+                                         all.status().message());
+    return std::move(*all);
+  }
+
+ private:
+  neuronc::ProcessGroup& g_;
+};
+
 struct Session::Impl {
   Model model;
   const Model::Impl* m = nullptr;
   SessionOptions options;
   Status status;
+  std::unique_ptr<DeviceProcesses> processes;
   std::unique_ptr<device::Simulator> sim;
   std::unique_ptr<std::byte, FreeDeleter> hbm;
   uint64_t hbm_size = 0;
@@ -401,6 +421,15 @@ Status Session::Impl::init() {
   so.functional = true;
   so.check_races = options.check_races;
   so.parallel = options.parallel;
+  if (options.processes) {
+    const int rank = options.processes->rank(), size = options.processes->size();
+    if (size < 1 || rank < 0 || rank >= size)
+      return Status(StatusCode::invalid_argument,
+                    "the session's process group says this is process " + to_string(rank) + " of " +
+                        to_string(size) + ": expected 0 <= rank < size");
+    processes = std::make_unique<DeviceProcesses>(*options.processes);
+    so.processes = processes.get();
+  }
   sim = std::make_unique<device::Simulator>(*m->target, so);
   hbm_size = c.memory_plan.hbm_arena_bytes;
   // calloc: the kernel hands out zero pages lazily, so untouched arena costs no RSS.

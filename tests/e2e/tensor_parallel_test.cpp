@@ -13,6 +13,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "frontend/load.h"
 #include "neuronc/neuronc.h"
 #include "tests/e2e/llm_test_util.h"
+#include "tests/testing/thread_rendezvous.h"
 #include "tools/npy.h"
 
 namespace neuronc {
@@ -181,6 +183,78 @@ TEST(TensorParallel, CoresSimulatedInParallelAreBitIdentical) {
   EXPECT_EQ(serial.device_ns, parallel.device_ns);
   const Trace checked = run(true, true);
   EXPECT_TRUE(checked.bytes == parallel.bytes);
+}
+
+// The cores split over processes (`mpirun -np K neuronc generate`; threads stand in for the
+// ranks here, tests/tools/generate_mpi_test.sh runs mpirun): every process generates the
+// reference tokens and ends with one process's KV cache bytes and simulated times, 4 cores over
+// 2 processes and unevenly over 3.
+TEST(TensorParallel, CoresSplitOverProcessesGiveOneProcesssTokensCacheAndTime) {
+  compiler::CompileResult r = compile("llama_tiny", "trn2", 4);
+  auto model = Model::load_from_memory(r.artifact);
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  const std::vector<int64_t> prompt =
+      int64s(tools::read_npy((kLlm / "llama_tiny" / "reference" / "prompt.npy").string()));
+  const std::vector<int64_t> want =
+      int64s(tools::read_npy((kLlm / "llama_tiny" / "reference" / "tokens.npy").string()));
+  struct Run {
+    std::vector<int64_t> tokens;
+    std::vector<std::vector<std::byte>> cache;
+    double device_ns = 0;  // of the last step
+    uint64_t instructions = 0;
+  };
+  auto generate = [&](Session& session, Run& out) {
+    out.tokens = testing::prefill_and_decode(*model, session, prompt, 24);
+    out.device_ns = session.stats().device_ns;
+    out.instructions = session.stats().instructions;
+    for (const auto& st : model->states()) {
+      const Tensor* v = session.state(st.name);
+      const auto* b = static_cast<const std::byte*>(v->data());
+      out.cache.emplace_back(b, b + v->nbytes());
+    }
+  };
+  Run one;
+  {
+    Session session(*model);
+    ASSERT_TRUE(session.status().is_ok()) << session.status().message();
+    generate(session, one);
+  }
+  ASSERT_EQ(one.tokens, std::vector<int64_t>(want.begin(), want.begin() + 24));
+  class ThreadProcess final : public ProcessGroup {
+   public:
+    ThreadProcess(testing::ThreadRendezvous& r, int rank) : r_(r), rank_(rank) {}
+    int rank() const override { return rank_; }
+    int size() const override { return r_.size(); }
+    Result<std::vector<std::vector<std::byte>>> all_gather(
+        std::span<const std::byte> mine) override {
+      return r_.all_gather(rank_, mine);
+    }
+
+   private:
+    testing::ThreadRendezvous& r_;
+    int rank_;
+  };
+  for (int processes : {2, 3}) {
+    testing::ThreadRendezvous rendezvous(processes);
+    std::vector<Run> runs(processes);
+    std::vector<std::thread> threads;
+    for (int k = 0; k < processes; ++k)
+      threads.emplace_back([&, k] {
+        ThreadProcess group(rendezvous, k);
+        SessionOptions so;
+        so.processes = &group;
+        Session session(*model, so);
+        if (session.status().is_ok()) generate(session, runs[k]);
+      });
+    for (auto& t : threads) t.join();
+    for (int k = 0; k < processes; ++k) {
+      SCOPED_TRACE("process " + std::to_string(k) + " of " + std::to_string(processes));
+      EXPECT_EQ(runs[k].tokens, one.tokens);
+      EXPECT_TRUE(runs[k].cache == one.cache);
+      EXPECT_EQ(runs[k].device_ns, one.device_ns);
+      EXPECT_EQ(runs[k].instructions, one.instructions);
+    }
+  }
 }
 
 // A degree the target's instances do not run, or debug values, are refused before compiling.

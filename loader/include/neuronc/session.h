@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,23 @@
 
 namespace neuronc {
 
+// The processes a Session's NeuronCores are split over (`mpirun -np K neuronc generate ...`: the
+// MPI ranks). Each process makes a Session of the same model with its own ProcessGroup and makes
+// the same calls with the same inputs. Process r computes the cores it owns (core c belongs to
+// process c x size / cores) and times every core; at each collective and at the end of a device
+// call the processes swap the HBM bytes their cores wrote. So every process gets the outputs,
+// states, simulated times and errors one process would; each holds the whole model.
+class ProcessGroup {
+ public:
+  virtual ~ProcessGroup() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Every process calls it at the same points, each with its own bytes; each gets all of them,
+  // in rank order. An error fails the run that called it.
+  virtual Result<std::vector<std::vector<std::byte>>> all_gather(
+      std::span<const std::byte> mine) = 0;
+};
+
 struct SessionOptions {
   // NeuronCores this session may use; 0 = as many as the artifact was compiled for. Fewer
   // than the artifact needs is an error.
@@ -28,6 +46,9 @@ struct SessionOptions {
   bool check_races = false;  // run the device model's race checker (slower)
   bool parallel = true;      // let the device model use oneTBB inside large instructions and
                              // run the cores of a multi-core program side by side
+  // Splits the cores over processes (not owned; must outlive the Session). Null: this process
+  // computes every core.
+  ProcessGroup* processes = nullptr;
 };
 
 struct NamedInput {
