@@ -13,6 +13,25 @@ if(NEURONC_BUILD_BENCH)
   find_package(benchmark CONFIG REQUIRED)   # benchmark::benchmark
 endif()
 
+# MPI (Debian's OpenMPI: libopenmpi-dev, openmpi-bin) is optional: with it, `mpirun -np K neuronc
+# generate` splits a tensor-parallel model's cores over the ranks.
+set(NEURONC_HAVE_MPI OFF)
+if(NOT NEURONC_WITH_MPI STREQUAL "OFF")
+  if(NEURONC_WITH_MPI STREQUAL "ON")
+    find_package(MPI COMPONENTS C REQUIRED)
+  else()
+    find_package(MPI COMPONENTS C QUIET)
+  endif()
+  if(MPI_C_FOUND)
+    set(NEURONC_HAVE_MPI ON)
+  endif()
+endif()
+if(NEURONC_HAVE_MPI)
+  message(STATUS "neuronc: MPI ranks ON (${MPI_C_LIBRARY_VERSION_STRING})")
+else()
+  message(STATUS "neuronc: MPI ranks OFF (MPI not found or NEURONC_WITH_MPI=OFF; install libopenmpi-dev for mpirun -np K neuronc generate)")
+endif()
+
 # libtorch 1.13 (Debian libtorch-dev) is optional and used only by the TorchScript reader.
 set(NEURONC_HAVE_TORCH OFF)
 if(NOT NEURONC_WITH_TORCH STREQUAL "OFF")

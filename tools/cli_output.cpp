@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "tools/mpi_processes.h"
+
 namespace neuronc::tools {
 
 bool stderr_is_terminal() {
@@ -14,7 +16,12 @@ bool stderr_is_terminal() {
 }
 
 void print_error(const std::string& message, const std::string& location) {
-  std::fprintf(stderr, "neuronc: error: %s\n", message.c_str());
+  // One of several MPI ranks other than 0 says which (every rank may report the same error).
+  const MpiLaunch launch = mpi_launch();
+  const std::string who = launch.rank > 0 ? "neuronc (MPI rank " + std::to_string(launch.rank) +
+                                                " of " + std::to_string(launch.size) + ")"
+                                          : "neuronc";
+  std::fprintf(stderr, "%s: error: %s\n", who.c_str(), message.c_str());
   if (!location.empty()) std::fprintf(stderr, "  at %s\n", location.c_str());
 }
 

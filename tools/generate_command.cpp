@@ -8,6 +8,7 @@
 #include "tools/cli_output.h"
 #include "tools/commands.h"
 #include "tools/generation.h"
+#include "tools/mpi_processes.h"
 #include "tools/runner.h"
 
 namespace neuronc::tools {
@@ -49,8 +50,11 @@ void run_generate(const GenerateCli& o) {
   const Generator gen(o.artifact, o.prefill);
   const std::vector<std::vector<int64_t>> prompt = read_prompt(o.input_ids, gen.batch());
   const auto p = static_cast<int64_t>(prompt[0].size());
-  progress("generating with " + o.artifact);
-  const Generation g = gen.run(prompt, o.max_new_tokens, o.eos, o.sampling);
+  // Under mpirun the cores split over the ranks; only rank 0 prints and writes.
+  neuronc::ProcessGroup* processes = mpi_processes();
+  const bool speaks = !processes || processes->rank() == 0;
+  if (speaks) progress("generating with " + o.artifact);
+  const Generation g = gen.run(prompt, o.max_new_tokens, o.eos, o.sampling, processes);
   progress_done();
   const Model& model = gen.model();
   const int64_t batch = gen.batch();
@@ -59,6 +63,7 @@ void run_generate(const GenerateCli& o) {
   // Engine busy time is summed over the cores a tensor-parallel model runs on.
   const double cores = std::max<double>(1, model.info().num_cores);
 
+  if (!speaks) return;
   if (!o.output.empty()) {
     NpyArray a;
     a.type = NpyType::i64;
@@ -87,6 +92,7 @@ void run_generate(const GenerateCli& o) {
     j["ttft_from"] = g.ttft_from;
     j["tpot_us"] = g.tpot_ns / 1e3;
     j["tokens_per_s"] = tokens_per_s;
+    j["processes"] = processes ? processes->size() : 1;
     nlohmann::ordered_json util;
     for (size_t e = 0; e < kEngineNames.size(); ++e)
       util[std::string(kEngineNames[e])] =
@@ -129,6 +135,9 @@ void run_generate(const GenerateCli& o) {
       gen.samples_on_device() ? " (on the device)" : "", model.info().target.c_str(),
       g.ttft_ns / 1e6, g.ttft_from.c_str(), g.tpot_ns / 1e6, tokens_per_s,
       static_cast<long long>(batch));
+  if (processes)
+    std::printf("%u NeuronCores simulated by %d MPI processes\n", model.info().num_cores,
+                processes->size());
   std::printf("decode engine utilisation:");
   for (size_t e = 0; e < kEngineNames.size(); ++e)
     std::printf(

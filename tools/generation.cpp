@@ -384,7 +384,8 @@ int64_t Generator::vocab() const {
 }
 
 Generation Generator::run(const std::vector<std::vector<int64_t>>& prompt, int max_new_tokens,
-                          int64_t eos, const Sampling& sampling) const {
+                          int64_t eos, const Sampling& sampling,
+                          neuronc::ProcessGroup* processes) const {
   const ProgramInterface& d = impl_->d;
   Generation g;
   if (sampling.top_k < 1 || !(sampling.temperature > 0) || !std::isfinite(sampling.temperature))
@@ -425,7 +426,9 @@ Generation Generator::run(const std::vector<std::vector<int64_t>>& prompt, int m
                               ", outside the vocab [0, " + std::to_string(d.vocab) + ")",
                           ""};
 
-  Session session(impl_->model);
+  SessionOptions so;
+  so.processes = processes;
+  Session session(impl_->model, so);
   if (!session.status().is_ok()) throw CommandExit{kExitError, session.status().message(), ""};
   std::vector<GenerationStep>& steps = g.steps;
   Tensor ids(DType::i64, {d.batch, 1}), where(DType::i64, {1});
@@ -481,7 +484,7 @@ Generation Generator::run(const std::vector<std::vector<int64_t>>& prompt, int m
     // another artifact's session hands its cache over (as if in one device's HBM, so moving it
     // costs no simulated time).
     std::optional<Session> other;
-    if (prefill->own_session) other.emplace(prefill->model);
+    if (prefill->own_session) other.emplace(prefill->model, so);
     Session& ps = other ? *other : session;
     if (!ps.status().is_ok()) throw CommandExit{kExitError, ps.status().message(), ""};
     const int64_t s = prefill->io.tokens;

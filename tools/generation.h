@@ -68,8 +68,10 @@ class Generator {
   // >= 0). Throws CommandExit: usage for a prompt outside the vocab, longer than the largest
   // bucket or than the cache, or sampling asked of programs without the sampler; error for a
   // failing run.
+  // With `processes`, the sessions split the cores over them (each process calls run() alike).
   Generation run(const std::vector<std::vector<int64_t>>& prompt, int max_new_tokens,
-                 int64_t eos = -1, const Sampling& sampling = {}) const;
+                 int64_t eos = -1, const Sampling& sampling = {},
+                 neuronc::ProcessGroup* processes = nullptr) const;
   // The programs end in the sampler (on-device sampling): they return the next tokens.
   bool samples_on_device() const;
   // The simulated timing of a generation of `max_new_tokens` after a `prompt_len`-token prompt,

@@ -7,6 +7,7 @@
 #include "tools/cli_output.h"
 #include "tools/commands.h"
 #include "tools/inspect_command.h"
+#include "tools/mpi_processes.h"
 
 int main(int argc, char** argv) {
   using namespace neuronc::tools;
@@ -22,6 +23,19 @@ int main(int argc, char** argv) {
   register_bench_command(app);
   register_profile_command(app);
   register_generate_command(app);
+  // Under `mpirun -np K` (K > 1) each rank runs the command: only generate splits its work over
+  // them; any other command would run K times over the same files.
+  if (const MpiLaunch launch = mpi_launch(); launch.size > 1) {
+    std::string command;
+    for (int i = 1; i < argc && command.empty(); ++i)
+      if (argv[i][0] != '-') command = argv[i];
+    if (command != "generate") {
+      print_error("neuronc " + command + " was launched as " + std::to_string(launch.size) +
+                  " MPI processes: only `neuronc generate` splits its work over MPI ranks; run "
+                  "this command as one process");
+      return kExitUsage;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -36,10 +50,12 @@ int main(int argc, char** argv) {
   } catch (const CommandExit& e) {
     progress_done();
     if (!e.message.empty()) print_error(e.message, e.location);
+    if (e.code != kExitOk) abort_mpi_launch(e.code);
     return e.code;
   } catch (const std::exception& e) {
     progress_done();
     print_error(e.what());
+    abort_mpi_launch(kExitError);
     return kExitError;
   }
   return kExitOk;
