@@ -51,10 +51,6 @@ const ValueInfo& PartitionContext::info(const ir::Value* v) const {
   return it->second;
 }
 
-namespace {
-double payload_element(const ir::Value* v, int64_t i);
-}
-
 int64_t stored_to_logical(int64_t k, const std::vector<int64_t>& shape,
                           const std::vector<int64_t>& perm, int64_t row_interleave) {
   const size_t r = shape.size();
@@ -76,39 +72,6 @@ int64_t stored_to_logical(int64_t k, const std::vector<int64_t>& shape,
   int64_t off = 0;
   for (size_t d = 0; d < r; ++d) off = off * shape[d] + idx[d];
   return off;
-}
-
-std::optional<std::vector<double>> PartitionContext::constant_values(const ir::Value* v) const {
-  const ValueInfo& vi = info(v);
-  auto it = constant_buffers.find(vi.buffer);
-  // Absent bytes are unknown; a column-blocked weight has no strided view (only its matmul
-  // reads it, through the layout).
-  if (it == constant_buffers.end() || it->second.absent || it->second.column_block > 0)
-    return std::nullopt;
-  const ir::Value* src = it->second.value;
-  std::vector<int64_t> sshape;
-  for (const ir::Dim& d : src->shape()) sshape.push_back(d.value());
-  const std::vector<double>* syn = nullptr;
-  if (auto s = synthetic.find(src); s != synthetic.end()) syn = &s->second;
-  // Element k of the buffer (its stored layout) as a value of `src`.
-  auto buffer_element = [&](int64_t k) {
-    if (it->second.transposed) k = (k % sshape[0]) * sshape[1] + k / sshape[0];
-    if (!it->second.permutation.empty() || it->second.row_interleave > 0)
-      k = stored_to_logical(k, sshape, it->second.permutation, it->second.row_interleave);
-    return syn ? (*syn)[k] : payload_element(src, k);
-  };
-  const HbmView& view = vi.view;
-  const int64_t n = view.numel();
-  std::vector<double> out(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t rem = i, off = view.offset;
-    for (int64_t d = view.rank() - 1; d >= 0; --d) {
-      off += (rem % view.shape[d]) * view.strides[d];
-      rem /= view.shape[d];
-    }
-    out[i] = buffer_element(off);
-  }
-  return out;
 }
 
 [[noreturn]] void fail(const ir::Node& n, const std::string& message) {
@@ -188,26 +151,65 @@ uint64_t checked_bytes(int64_t n, DType dt, const std::string& what) {
   return bytes;
 }
 
-// Reads element `i` (row-major over the value's shape) of a payload as double.
-double payload_element(const ir::Value* v, int64_t i) {
-  const ir::ConstantPayload& p = *v->payload();
-  const std::vector<int64_t> shape = static_shape(v);
-  int64_t off = p.storage_offset;
-  if (p.strides.empty()) {
-    off += i;
-  } else {
-    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
-      off += (i % shape[d]) * p.strides[d];
-      i /= shape[d];
+// Reads the elements of a constant's payload (row-major over the value's shape) as double, the
+// shape and strides taken once, not per element.
+class PayloadReader {
+ public:
+  explicit PayloadReader(const ir::Value* v)
+      : v_(v),
+        p_(*v->payload()),
+        shape_(static_shape(v)),
+        es_(ir::dtype_size(v->dtype())),
+        type_(ir::element_type(v->dtype())) {
+    if (ir::is_complex(v->dtype())) throw Error("constant '" + v->name() + "' is complex");
+    contiguous_ = p_.strides.empty();
+    if (!contiguous_ && p_.strides.size() == shape_.size()) {
+      contiguous_ = true;
+      int64_t expect = 1;
+      for (size_t d = shape_.size(); d-- > 0;) {
+        if (shape_[d] != 1 && p_.strides[d] != expect) contiguous_ = false;
+        expect *= shape_[d];
+      }
     }
   }
-  const size_t es = ir::dtype_size(v->dtype());
-  if (static_cast<size_t>(off + 1) * es > p.nbytes)
-    throw Error("constant '" + v->name() + "' payload holds " + std::to_string(p.nbytes) +
-                " bytes but element offset " + std::to_string(off) + " needs more");
-  const std::byte* q = p.data + off * es;
-  if (!ir::is_complex(v->dtype())) return kernels::load_double(q, ir::element_type(v->dtype()));
-  throw Error("constant '" + v->name() + "' is complex");
+  double operator()(int64_t i) const { return kernels::load_double(at(i), type_); }
+  // The bytes of the first element when the payload is contiguous f32 and holds every element,
+  // so element i is 4 bytes on from it; null otherwise.
+  const std::byte* contiguous_f32() const {
+    if (!contiguous_ || v_->dtype() != ir::DType::f32) return nullptr;
+    const int64_t n = numel(shape_);
+    if (n == 0) return nullptr;
+    (void)at(n - 1);  // the bounds check
+    return p_.data + p_.storage_offset * static_cast<int64_t>(es_);
+  }
+
+ private:
+  const std::byte* at(int64_t i) const {
+    int64_t off = p_.storage_offset;
+    if (contiguous_) {
+      off += i;
+    } else {
+      for (int64_t d = static_cast<int64_t>(shape_.size()) - 1; d >= 0; --d) {
+        off += (i % shape_[d]) * p_.strides[d];
+        i /= shape_[d];
+      }
+    }
+    if (static_cast<size_t>(off + 1) * es_ > p_.nbytes)
+      throw Error("constant '" + v_->name() + "' payload holds " + std::to_string(p_.nbytes) +
+                  " bytes but element offset " + std::to_string(off) + " needs more");
+    return p_.data + off * static_cast<int64_t>(es_);
+  }
+  const ir::Value* v_;
+  const ir::ConstantPayload& p_;
+  std::vector<int64_t> shape_;
+  size_t es_;
+  ::neuronc::DType type_;
+  bool contiguous_ = false;
+};
+
+// Element `i` (row-major over the value's shape) of a payload as double.
+double payload_element(const ir::Value* v, int64_t i) {
+  return PayloadReader(v)(i);
 }
 
 void store_element(std::byte* dst, DType t, double x) {
@@ -242,35 +244,83 @@ std::vector<std::byte> constant_bytes(const ir::Value* v, const std::vector<doub
     std::memcpy(out.data(), p.data + p.storage_offset * es, out.size());
     return out;
   }
-  if (column_block > 0) {  // the transpose [K, N] of [N, K] in column blocks
-    for (int64_t j = 0; j < n; ++j) {
-      const int64_t i = column_blocked_to_logical(j, shape[0], shape[1], column_block);
-      const double x = values ? (*values)[i] : payload_element(v, i);
-      store_element(out.data() + j * es, dt, x);
+  // Element i of the logical tensor: given values, the payload's f32 elements read directly,
+  // or any payload through its reader (all give the same doubles).
+  auto lay_out = [&](auto element) {
+    if (column_block > 0) {  // the transpose [K, N] of [N, K] in column blocks
+      for (int64_t j = 0; j < n; ++j)
+        store_element(out.data() + j * es, dt,
+                      element(column_blocked_to_logical(j, shape[0], shape[1], column_block)));
+      return;
     }
+    if (!perm.empty() || row_interleave > 0) {
+      for (int64_t j = 0; j < n; ++j)
+        store_element(out.data() + j * es, dt,
+                      element(stored_to_logical(j, shape, perm, row_interleave)));
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t j = i;
+      if (transposed) {  // out[c][r] = in[r][c] for in [R, C]
+        const int64_t r = i / shape[1], c = i % shape[1];
+        j = c * shape[0] + r;
+      }
+      store_element(out.data() + j * es, dt, element(i));
+    }
+  };
+  if (values) {
+    lay_out([values](int64_t i) { return (*values)[i]; });
     return out;
   }
-  if (!perm.empty() || row_interleave > 0) {
-    for (int64_t j = 0; j < n; ++j) {
-      const int64_t i = stored_to_logical(j, shape, perm, row_interleave);
-      const double x = values ? (*values)[i] : payload_element(v, i);
-      store_element(out.data() + j * es, dt, x);
-    }
-    return out;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t j = i;
-    if (transposed) {  // out[c][r] = in[r][c] for in [R, C]
-      const int64_t r = i / shape[1], c = i % shape[1];
-      j = c * shape[0] + r;
-    }
-    const double x = values ? (*values)[i] : payload_element(v, i);
-    store_element(out.data() + j * es, dt, x);
+  const PayloadReader reader(v);
+  if (const std::byte* f = reader.contiguous_f32()) {
+    lay_out([f](int64_t i) {
+      float x;
+      std::memcpy(&x, f + 4 * i, 4);
+      return static_cast<double>(x);
+    });
+  } else {
+    lay_out(reader);
   }
   return out;
 }
 
 }  // namespace
+
+std::optional<std::vector<double>> PartitionContext::constant_values(const ir::Value* v) const {
+  const ValueInfo& vi = info(v);
+  auto it = constant_buffers.find(vi.buffer);
+  // Absent bytes are unknown; a column-blocked weight has no strided view (only its matmul
+  // reads it, through the layout).
+  if (it == constant_buffers.end() || it->second.absent || it->second.column_block > 0)
+    return std::nullopt;
+  const ir::Value* src = it->second.value;
+  std::vector<int64_t> sshape;
+  for (const ir::Dim& d : src->shape()) sshape.push_back(d.value());
+  const std::vector<double>* syn = nullptr;
+  if (auto s = synthetic.find(src); s != synthetic.end()) syn = &s->second;
+  std::optional<PayloadReader> reader;
+  if (!syn) reader.emplace(src);
+  // Element k of the buffer (its stored layout) as a value of `src`.
+  auto buffer_element = [&](int64_t k) {
+    if (it->second.transposed) k = (k % sshape[0]) * sshape[1] + k / sshape[0];
+    if (!it->second.permutation.empty() || it->second.row_interleave > 0)
+      k = stored_to_logical(k, sshape, it->second.permutation, it->second.row_interleave);
+    return syn ? (*syn)[k] : (*reader)(k);
+  };
+  const HbmView& view = vi.view;
+  const int64_t n = view.numel();
+  std::vector<double> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i, off = view.offset;
+    for (int64_t d = view.rank() - 1; d >= 0; --d) {
+      off += (rem % view.shape[d]) * view.strides[d];
+      rem /= view.shape[d];
+    }
+    out[i] = buffer_element(off);
+  }
+  return out;
+}
 
 std::optional<std::vector<std::byte>> constant_bytes_for(const ConstantBinding& cb,
                                                          const ir::Graph& g) {
@@ -293,7 +343,8 @@ std::optional<std::vector<std::byte>> constant_bytes_for(const ConstantBinding& 
     if (n->input(0)->payload()->absent) return std::vector<std::byte>{};
     const int64_t count = numel(static_shape(n->input(0)));
     std::vector<double> values(static_cast<size_t>(count));
-    for (int64_t i = 0; i < count; ++i) values[i] = payload_element(n->input(0), i);
+    const PayloadReader reader(n->input(0));
+    for (int64_t i = 0; i < count; ++i) values[i] = reader(i);
     return constant_bytes(v, &values, cb.transposed, cb.permutation, cb.row_interleave,
                           cb.column_block);
   }

@@ -687,6 +687,14 @@ std::vector<size_t> compile_into(frontend::LoadedProgram& prog, const CompileReq
   for (const ir::GraphOutput& o : g.outputs())
     if (o.role == ir::OutputRole::user_output) output_names.push_back(o.value->name());
   pm.run(g);
+  for (const passes::PassRecord& rec : pm.records()) {
+    auto it = std::find_if(result.pass_seconds.begin(), result.pass_seconds.end(),
+                           [&](const auto& p) { return p.first == rec.name; });
+    if (it == result.pass_seconds.end())
+      result.pass_seconds.emplace_back(rec.name, rec.seconds);
+    else
+      it->second += rec.seconds;
+  }
   for (size_t r = 0; r < core_graphs.size(); ++r)
     check_same_structure(g, *core_graphs[r], static_cast<int>(r) + 1);
   if (req.tp > 1) {

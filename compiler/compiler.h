@@ -81,6 +81,8 @@ struct CompileResult {
   double flops = 0;
   passes::TensorParallelStats tensor_parallel;  // what --tp split (summed over programs)
   double seconds_frontend = 0, seconds_passes = 0, seconds_codegen = 0, seconds_write = 0;
+  // Each pass of core 0's pipeline and its wall time, in order (summed over entries).
+  std::vector<std::pair<std::string, double>> pass_seconds;
 };
 
 // The target named `name` ("trn1", "trn2", "trn3", or the alias "inf2"); an unknown name throws

@@ -165,6 +165,7 @@ void wr(std::byte* p, T v) {
 }  // namespace
 
 uint16_t f32_to_bf16(float x, Rounding r, uint32_t random) {
+  if (r == Rounding::nearest_even) return f32_to_bf16_nearest(x);
   return static_cast<uint16_t>(narrow<8, 7>(x, r, random));
 }
 uint16_t f32_to_f16(float x, Rounding r, uint32_t random) {
@@ -305,7 +306,7 @@ void store_f32_n(std::byte* dst, DType t, const float* src, size_t n, Rounding r
       case DType::bf16: {
         auto* d = reinterpret_cast<unsigned char*>(dst);
         for (size_t i = 0; i < n; ++i) {
-          uint16_t b = f32_to_bf16(src[i]);
+          const uint16_t b = f32_to_bf16_nearest(src[i]);
           d[2 * i] = static_cast<unsigned char>(b & 0xff);
           d[2 * i + 1] = static_cast<unsigned char>(b >> 8);
         }

@@ -8,6 +8,7 @@
 // All functions are pure and thread-safe; a StochasticRounder is not (one per thread or run).
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -38,6 +39,13 @@ class StochasticRounder {
 // under RNE (IEEE), and stochastic rounding never rounds past the largest finite value unless
 // the input already exceeds it.
 uint16_t f32_to_bf16(float x, Rounding r = Rounding::nearest_even, uint32_t random = 0);
+// f32_to_bf16 under RNE, inline so loops over it vectorise: bf16 is f32's top half, so RNE adds
+// half an ulp (less one when the kept half is even) and truncates; NaN stays a quiet NaN.
+inline uint16_t f32_to_bf16_nearest(float x) {
+  const uint32_t bits = std::bit_cast<uint32_t>(x);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
+  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
 uint16_t f32_to_f16(float x, Rounding r = Rounding::nearest_even, uint32_t random = 0);
 uint8_t f32_to_f8e4m3(float x, Rounding r = Rounding::nearest_even, uint32_t random = 0);
 uint8_t f32_to_f8e5m2(float x, Rounding r = Rounding::nearest_even, uint32_t random = 0);

@@ -1,7 +1,9 @@
 // Sibling-linear fusion (see the header).
 #include "passes/fuse_sibling_linears.h"
 
+#include <cstring>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -68,64 +70,78 @@ class Fuser {
     return !has_bias(a) || a.input(2)->dtype() == b.input(2)->dtype();
   }
 
-  ir::Value* add_constant(const std::string& base, const HostTensor& t) {
-    return add_constant_input(g_, base, "fused." + base, t);
-  }
-
-  static bool absent(const ir::Value* v) { return v && v->payload() && v->payload()->absent; }
-  // A constant of `dtype` and `shape` whose bytes are absent (a weights-free export's).
-  ir::Value* add_absent_constant(const std::string& base, ir::DType dtype,
-                                 std::vector<int64_t> shape) {
+  // A constant input named after `base`: `bytes` (owned by its payload), or absent bytes when
+  // `bytes` is null (a weights-free export's).
+  ir::Value* add_constant(const std::string& base, ir::DType dtype,
+                          const std::vector<int64_t>& shape,
+                          std::shared_ptr<std::vector<std::byte>> bytes) {
     ir::TensorType type;
     type.dtype = dtype;
     for (int64_t d : shape) type.shape.push_back(ir::Dim::constant(d));
     ir::Value* c =
         g_.add_input(g_.unique_name(base), type, ir::InputRole::constant, "fused." + base);
-    c->set_payload(ir::ConstantPayload::absent_bytes());
+    c->set_payload(bytes ? ir::ConstantPayload{bytes->data(), bytes->size(), 0, {}, bytes}
+                         : ir::ConstantPayload::absent_bytes());
     return c;
   }
 
+  static bool absent(const ir::Value* v) { return v && v->payload() && v->payload()->absent; }
+
+  // The siblings' weights (and biases) stacked along the output features: their bytes one after
+  // another, copied once from the payloads (the rows of [N_i, K] weights of one dtype, so the
+  // stack is the concatenation). Null when a payload is not dense.
+  static std::shared_ptr<std::vector<std::byte>> stacked(const std::vector<ir::Node*>& group,
+                                                         size_t input) {
+    std::vector<DenseTensor> parts;
+    size_t total = 0;
+    for (ir::Node* n : group) {
+      if (ir::is_complex(n->input(input)->dtype())) return nullptr;
+      std::optional<DenseTensor> d = dense_constant(*n->input(input));
+      if (!d) return nullptr;
+      total += d->nbytes();
+      parts.push_back(std::move(*d));
+    }
+    auto bytes = std::make_shared<std::vector<std::byte>>(total);
+    size_t at = 0;
+    for (const DenseTensor& d : parts) {
+      if (d.nbytes()) std::memcpy(bytes->data() + at, d.data, d.nbytes());
+      at += d.nbytes();
+    }
+    return bytes;
+  }
+
   bool fuse(const std::vector<ir::Node*>& group) {
-    HostTensor w, b;
-    std::vector<int64_t> widths;
     // Weights-free: the fused weight and bias are absent too, with the shapes they would have.
     bool any_absent = false;
     for (ir::Node* n : group)
       any_absent = any_absent || absent(n->input(1)) || (has_bias(*n) && absent(n->input(2)));
-    if (any_absent) {
-      const ir::Value* w0 = group[0]->input(1);
-      w = HostTensor{w0->dtype(), {0, w0->type().shape[1].value()}, {}};
-      for (ir::Node* n : group) {
-        widths.push_back(n->input(1)->type().shape[0].value());
-        w.shape[0] += widths.back();
-      }
-      if (has_bias(*group[0])) b = HostTensor{group[0]->input(2)->dtype(), {w.shape[0]}, {}};
+    const ir::Value* w0 = group[0]->input(1);
+    std::vector<int64_t> w_shape = {0, w0->type().shape[1].value()};
+    std::vector<int64_t> widths;
+    for (ir::Node* n : group) {
+      widths.push_back(n->input(1)->type().shape[0].value());
+      w_shape[0] += widths.back();
+      // fusible(): a bias is a rank-1 constant; it must have the weight's rows.
+      if (has_bias(*n) && n->input(2)->type().shape[0] != n->input(1)->type().shape[0])
+        return false;
     }
+    std::shared_ptr<std::vector<std::byte>> w_bytes, b_bytes;
     if (!any_absent) {
-      for (ir::Node* n : group) {
-        auto wi = read_constant(*n->input(1));
-        if (!wi) return false;
-        if (w.shape.empty()) {
-          w = HostTensor{wi->dtype, {0, wi->shape[1]}, {}};
-        }
-        w.shape[0] += wi->shape[0];
-        w.data.insert(w.data.end(), wi->data.begin(), wi->data.end());
-        widths.push_back(wi->shape[0]);
-        if (has_bias(*n)) {
-          auto bi = read_constant(*n->input(2));
-          if (!bi || bi->shape[0] != wi->shape[0]) return false;
-          if (b.shape.empty()) b = HostTensor{bi->dtype, {0}, {}};
-          b.shape[0] += bi->shape[0];
-          b.data.insert(b.data.end(), bi->data.begin(), bi->data.end());
-        }
+      w_bytes = stacked(group, 1);
+      if (!w_bytes) return false;
+      if (has_bias(*group[0])) {
+        b_bytes = stacked(group, 2);
+        if (!b_bytes) return false;
       }
     }
     ir::Node* first = group[0];
-    auto constant = [&](const std::string& base, const HostTensor& t) {
-      return any_absent ? add_absent_constant(base, t.dtype, t.shape) : add_constant(base, t);
-    };
-    std::vector<ir::Value*> in = {first->input(0), constant(first->name() + "_fused_weight", w)};
-    in.push_back(has_bias(*first) ? constant(first->name() + "_fused_bias", b) : nullptr);
+    std::vector<ir::Value*> in = {
+        first->input(0),
+        add_constant(first->name() + "_fused_weight", w0->dtype(), w_shape, std::move(w_bytes))};
+    in.push_back(has_bias(*first)
+                     ? add_constant(first->name() + "_fused_bias", first->input(2)->dtype(),
+                                    {w_shape[0]}, std::move(b_bytes))
+                     : nullptr);
     ir::Node* fused = g_.insert_before(first, "aten.linear.default", in, {}, std::nullopt,
                                        {first->output()->name() + "_fused"});
     fused->set_location(first->location());

@@ -118,6 +118,8 @@ void run_compile(const CompileCli& o) {
                     {"passes", r.seconds_passes},
                     {"codegen", r.seconds_codegen},
                     {"write", r.seconds_write}};
+    j["pass_seconds"] = nlohmann::ordered_json::object();
+    for (const auto& [name, sec] : r.pass_seconds) j["pass_seconds"][name] = sec;
     std::cout << j.dump(2) << "\n";
     return;
   }

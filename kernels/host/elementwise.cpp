@@ -361,6 +361,11 @@ Status cast(const HostOpContext& c) {
     if (x->nbytes()) std::memcpy(o.data, x->data, x->nbytes());
   } else if (dtype_is_integral(x->dtype) && dtype_is_integral(o.dtype)) {
     from_int64(o, to_int64(*x));
+  } else if (x->dtype == TensorDType::f32 && dtype_is_float(o.dtype) &&
+             o.dtype != TensorDType::f64) {
+    // The common weight cast (f32 -> bf16 under --auto-cast), in one pass: the same rounding
+    // as through double, since an f32 value is exact there.
+    kernels::store_f32_n(o.data, o.dtype, x->as<const float>(), static_cast<size_t>(x->numel()));
   } else {
     from_double(o, to_double(*x));
   }
