@@ -173,10 +173,10 @@ class PayloadReader {
     }
   }
   double operator()(int64_t i) const { return kernels::load_double(at(i), type_); }
-  // The bytes of the first element when the payload is contiguous f32 and holds every element,
-  // so element i is 4 bytes on from it; null otherwise.
-  const std::byte* contiguous_f32() const {
-    if (!contiguous_ || v_->dtype() != ir::DType::f32) return nullptr;
+  // The bytes of the first element when the payload is contiguous and holds every element, so
+  // element i is i elements on from it; null otherwise.
+  const std::byte* contiguous_data() const {
+    if (!contiguous_) return nullptr;
     const int64_t n = numel(shape_);
     if (n == 0) return nullptr;
     (void)at(n - 1);  // the bounds check
@@ -213,6 +213,11 @@ double payload_element(const ir::Value* v, int64_t i) {
 }
 
 void store_element(std::byte* dst, DType t, double x) {
+  if (t == DType::bf16) {  // the common weight dtype, inline (device::store_f32's RNE)
+    const uint16_t b = kernels::f32_to_bf16_nearest(static_cast<float>(x));
+    std::memcpy(dst, &b, 2);
+    return;
+  }
   if (device::dtype_is_float(t)) {
     device::store_f32(dst, t, static_cast<float>(x));
   } else {
@@ -231,10 +236,10 @@ std::vector<std::byte> constant_bytes(const ir::Value* v, const std::vector<doub
   const DType dt = device_dtype(v->dtype());
   const size_t es = device::dtype_size(dt);
   std::vector<std::byte> out(static_cast<size_t>(n) * es);
+  const bool same_bytes = ir::dtype_size(v->dtype()) == es && v->dtype() != ir::DType::f64 &&
+                          v->dtype() != ir::DType::i64;
   const bool raw = values == nullptr && v->payload()->strides.empty() && !transposed &&
-                   column_block == 0 && perm.empty() && row_interleave == 0 &&
-                   ir::dtype_size(v->dtype()) == es && v->dtype() != ir::DType::f64 &&
-                   v->dtype() != ir::DType::i64;
+                   column_block == 0 && perm.empty() && row_interleave == 0 && same_bytes;
   if (raw) {
     const ir::ConstantPayload& p = *v->payload();
     const size_t need = static_cast<size_t>(p.storage_offset + n) * es;
@@ -244,19 +249,15 @@ std::vector<std::byte> constant_bytes(const ir::Value* v, const std::vector<doub
     std::memcpy(out.data(), p.data + p.storage_offset * es, out.size());
     return out;
   }
-  // Element i of the logical tensor: given values, the payload's f32 elements read directly,
-  // or any payload through its reader (all give the same doubles).
-  auto lay_out = [&](auto element) {
+  // Stored element j gets logical element i: put(j, i) for every element of the layout.
+  auto lay_out = [&](auto put) {
     if (column_block > 0) {  // the transpose [K, N] of [N, K] in column blocks
       for (int64_t j = 0; j < n; ++j)
-        store_element(out.data() + j * es, dt,
-                      element(column_blocked_to_logical(j, shape[0], shape[1], column_block)));
+        put(j, column_blocked_to_logical(j, shape[0], shape[1], column_block));
       return;
     }
     if (!perm.empty() || row_interleave > 0) {
-      for (int64_t j = 0; j < n; ++j)
-        store_element(out.data() + j * es, dt,
-                      element(stored_to_logical(j, shape, perm, row_interleave)));
+      for (int64_t j = 0; j < n; ++j) put(j, stored_to_logical(j, shape, perm, row_interleave));
       return;
     }
     for (int64_t i = 0; i < n; ++i) {
@@ -265,23 +266,32 @@ std::vector<std::byte> constant_bytes(const ir::Value* v, const std::vector<doub
         const int64_t r = i / shape[1], c = i % shape[1];
         j = c * shape[0] + r;
       }
-      store_element(out.data() + j * es, dt, element(i));
+      put(j, i);
     }
   };
+  std::byte* o = out.data();
   if (values) {
-    lay_out([values](int64_t i) { return (*values)[i]; });
+    lay_out([&](int64_t j, int64_t i) { store_element(o + j * es, dt, (*values)[i]); });
     return out;
   }
+  // The payload's elements are the stored bytes already (the dtype the device keeps): moved,
+  // not converted (a conversion through double gives the same bytes).
   const PayloadReader reader(v);
-  if (const std::byte* f = reader.contiguous_f32()) {
-    lay_out([f](int64_t i) {
+  if (same_bytes) {
+    if (const std::byte* src = reader.contiguous_data()) {
+      lay_out([&](int64_t j, int64_t i) { std::memcpy(o + j * es, src + i * es, es); });
+      return out;
+    }
+  }
+  if (const std::byte* f = v->dtype() == ir::DType::f32 ? reader.contiguous_data() : nullptr) {
+    lay_out([&](int64_t j, int64_t i) {
       float x;
       std::memcpy(&x, f + 4 * i, 4);
-      return static_cast<double>(x);
+      store_element(o + j * es, dt, static_cast<double>(x));
     });
-  } else {
-    lay_out(reader);
+    return out;
   }
+  lay_out([&](int64_t j, int64_t i) { store_element(o + j * es, dt, reader(i)); });
   return out;
 }
 

@@ -445,7 +445,7 @@ PartitionReport add_device_partition(const ir::Graph& g, const passes::Partition
     }
   }
   for (size_t i = 0; i < cp.constants.size(); ++i) {
-    const codegen::ConstantBinding& cb = cp.constants[i];
+    codegen::ConstantBinding& cb = cp.constants[i];
     if (shared[i]) continue;  // read where an earlier partition placed it
     std::vector<int64_t> shape = cb.shape;
     if (cb.transposed && shape.size() == 2) std::swap(shape[0], shape[1]);
@@ -459,8 +459,9 @@ PartitionReport add_device_partition(const ir::Graph& g, const passes::Partition
       continue;
     }
     result.constant_bytes += cb.data.size();
+    // The writer takes the bytes (tensor parallelism still reads them below: a copy).
     w.add_constant(name, from_device_dtype(cb.dtype), plan_dims(shape),
-                   std::vector<std::byte>(cb.data), at);
+                   tp.cores > 1 ? std::vector<std::byte>(cb.data) : std::move(cb.data), at);
     if (tp.cores > 1) {
       TensorParallelBuild::Constant k{cb, at, name, plan_dims(shape), tp.graphs.size() - 1, {}};
       int64_t count = 1;
