@@ -2,6 +2,7 @@
 #include "passes/fold_batch_norm.h"
 
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <set>
 #include <string>
@@ -37,12 +38,16 @@ class Folder {
  private:
   // The constant behind `v` (a parameter/buffer/constant input with a payload that the graph
   // does not mutate), or nullopt.
-  std::optional<HostTensor> constant(const ir::Value* v) const {
-    if (!v || v->producer() || !v->payload()) return std::nullopt;
+  bool is_constant(const ir::Value* v) const {
+    if (!v || v->producer() || !v->payload()) return false;
     for (const ir::GraphInput& in : g_.inputs()) {
       if (in.value != v) continue;
-      if (in.role == ir::InputRole::user_input || mutated_.count(in.target)) return std::nullopt;
+      if (in.role == ir::InputRole::user_input || mutated_.count(in.target)) return false;
     }
+    return true;
+  }
+  std::optional<HostTensor> constant(const ir::Value* v) const {
+    if (!is_constant(v)) return std::nullopt;
     return read_constant(*v);
   }
 
@@ -94,13 +99,39 @@ class Folder {
     if (!conv || !is_conv(conv->op()) || y->uses().size() != 1 || g_.is_graph_output(y))
       return false;
     if (conv->attr("transposed") && conv->attr_bool("transposed")) return false;
+    const int64_t O = static_cast<int64_t>(s.size());
+    // An f32 weight (the usual one) scales in one pass over its bytes: the same rounding as
+    // through double (w * s is computed in double and rounded once to f32 either way).
+    if (conv->input(1)->dtype() == ir::DType::f32 && is_constant(conv->input(1))) {
+      std::optional<DenseTensor> d = dense_constant(*conv->input(1));
+      if (d && !d->shape.empty() && d->shape[0] == O) {
+        const ir::Value* bias_v = conv->inputs().size() > 2 ? conv->input(2) : nullptr;
+        std::optional<HostTensor> b;
+        if (bias_v && !(b = constant(bias_v))) return false;
+        const size_t n = d->nbytes() / 4, per = n / static_cast<size_t>(O);
+        auto bytes = std::make_shared<std::vector<std::byte>>(d->nbytes());
+        float* out = reinterpret_cast<float*>(bytes->data());
+        for (int64_t o = 0; o < O; ++o)
+          for (size_t k = 0; k < per; ++k) {
+            float v;
+            std::memcpy(&v, d->data + (o * per + k) * 4, 4);
+            out[o * per + k] = static_cast<float>(static_cast<double>(v) * s[o]);
+          }
+        HostTensor b2{ir::DType::f32, {O}, std::vector<double>(static_cast<size_t>(O))};
+        for (int64_t o = 0; o < O; ++o)
+          b2.data[o] = round_to(b2.dtype, (b ? b->data[o] : 0.0) * s[o] + t[o]);
+        ir::Value* wv = add_constant_input(g_, y->name() + "_weight", target + ".weight",
+                                           ir::DType::f32, d->shape, std::move(bytes));
+        ir::Value* bv = add_constant(y->name() + "_bias", target + ".bias", std::move(b2));
+        return replace_conv(bn, conv, wv, bv);
+      }
+    }
     auto w = constant(conv->input(1));
     if (!w) return false;
     const ir::Value* bias_v = conv->inputs().size() > 2 ? conv->input(2) : nullptr;
     std::optional<HostTensor> b;
     if (bias_v && !(b = constant(bias_v))) return false;
-    const int64_t O = w->shape[0];
-    if (O != static_cast<int64_t>(s.size())) return false;
+    if (w->shape.empty() || w->shape[0] != O) return false;
     const int64_t per = static_cast<int64_t>(w->data.size()) / O;
     HostTensor w2 = *w;
     for (int64_t o = 0; o < O; ++o)
@@ -113,6 +144,11 @@ class Folder {
       b2.data[o] = round_to(b2.dtype, (b ? b->data[o] : 0.0) * s[o] + t[o]);
     ir::Value* wv = add_constant(y->name() + "_weight", target + ".weight", std::move(w2));
     ir::Value* bv = add_constant(y->name() + "_bias", target + ".bias", std::move(b2));
+    return replace_conv(bn, conv, wv, bv);
+  }
+
+  // `bn` becomes `conv` with weight `wv` and bias `bv`.
+  bool replace_conv(ir::Node* bn, ir::Node* conv, ir::Value* wv, ir::Value* bv) {
     std::vector<ir::Value*> in = conv->inputs();
     in.resize(std::max<size_t>(in.size(), 3));
     in[1] = wv;

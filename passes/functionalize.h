@@ -8,9 +8,9 @@
 // of the base. One forward walk keeps, for every value, where it came from:
 //  - a view (slice, select, view/reshape/flatten/unflatten/squeeze/unsqueeze, permute/
 //    transpose/t, split/chunk/tensor_split/unbind results, alias/detach/contiguous, a
-//    same-dtype `to`) records its parent and the node that made it; the chain of parents ends at a root, a
-//    value no view produced (a graph input, or any other op's result: clone and _to_copy are
-//    copies, so writes to a clone never reach its source);
+//    same-dtype `to`) records its parent and the node that made it; the chain of parents ends at a
+//    root, a value no view produced (a graph input, or any other op's result: clone and _to_copy
+//    are copies, so writes to a clone never reach its source);
 //  - each root has a version, bumped by every write to it or to a view of it, and the value
 //    that holds its current content.
 // An in-place op `op_(self, ...)` becomes the functional `op(...)` (copy_ and fill_.Tensor

@@ -70,19 +70,10 @@ class Fuser {
     return !has_bias(a) || a.input(2)->dtype() == b.input(2)->dtype();
   }
 
-  // A constant input named after `base`: `bytes` (owned by its payload), or absent bytes when
-  // `bytes` is null (a weights-free export's).
   ir::Value* add_constant(const std::string& base, ir::DType dtype,
                           const std::vector<int64_t>& shape,
                           std::shared_ptr<std::vector<std::byte>> bytes) {
-    ir::TensorType type;
-    type.dtype = dtype;
-    for (int64_t d : shape) type.shape.push_back(ir::Dim::constant(d));
-    ir::Value* c =
-        g_.add_input(g_.unique_name(base), type, ir::InputRole::constant, "fused." + base);
-    c->set_payload(bytes ? ir::ConstantPayload{bytes->data(), bytes->size(), 0, {}, bytes}
-                         : ir::ConstantPayload::absent_bytes());
-    return c;
+    return add_constant_input(g_, base, "fused." + base, dtype, shape, std::move(bytes));
   }
 
   static bool absent(const ir::Value* v) { return v && v->payload() && v->payload()->absent; }

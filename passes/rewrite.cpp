@@ -95,12 +95,19 @@ ir::Attribute shape_attr(const ir::Shape& s) {
 
 ir::Value* add_constant_input(ir::Graph& g, const std::string& base, const std::string& target,
                               const HostTensor& t) {
-  auto bytes = std::make_shared<std::vector<std::byte>>(encode(t));
+  return add_constant_input(g, base, target, t.dtype, t.shape,
+                            std::make_shared<std::vector<std::byte>>(encode(t)));
+}
+
+ir::Value* add_constant_input(ir::Graph& g, const std::string& base, const std::string& target,
+                              ir::DType dtype, const std::vector<int64_t>& shape,
+                              std::shared_ptr<std::vector<std::byte>> bytes) {
   ir::TensorType type;
-  type.dtype = t.dtype;
-  for (int64_t d : t.shape) type.shape.push_back(ir::Dim::constant(d));
+  type.dtype = dtype;
+  for (int64_t d : shape) type.shape.push_back(ir::Dim::constant(d));
   ir::Value* c = g.add_input(g.unique_name(base), type, ir::InputRole::constant, target);
-  c->set_payload(ir::ConstantPayload{bytes->data(), bytes->size(), 0, {}, bytes});
+  c->set_payload(bytes ? ir::ConstantPayload{bytes->data(), bytes->size(), 0, {}, bytes}
+                       : ir::ConstantPayload::absent_bytes());
   return c;
 }
 

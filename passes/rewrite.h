@@ -49,6 +49,11 @@ void forward_to(ir::Graph& g, ir::Node* n, ir::Value* v);
 // `base` and bound to the parameter FQN `target`.
 ir::Value* add_constant_input(ir::Graph& g, const std::string& base, const std::string& target,
                               const HostTensor& t);
+// The same for bytes already in `dtype` (its payload owns them); null `bytes`: a constant whose
+// bytes are absent (a weights-free export's).
+ir::Value* add_constant_input(ir::Graph& g, const std::string& base, const std::string& target,
+                              ir::DType dtype, const std::vector<int64_t>& shape,
+                              std::shared_ptr<std::vector<std::byte>> bytes);
 
 // The attributes of the aten.slice.Tensor that narrow node `n` (dim, start, length) is: a
 // negative start counted from the end, end = start + length. Throws ir::Error when a symbolic
