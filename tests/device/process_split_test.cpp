@@ -22,21 +22,8 @@ namespace {
 using ::testing::HasSubstr;
 using namespace device_test;
 
-class ThreadProcess final : public ProcessGroup {
- public:
-  ThreadProcess(testing::ThreadRendezvous& r, int rank) : r_(r), rank_(rank) {}
-  int rank() const override { return rank_; }
-  int size() const override { return r_.size(); }
-  Result<std::vector<std::vector<std::byte>>> all_gather(std::span<const std::byte> mine) override {
-    ++calls;
-    return r_.all_gather(rank_, mine);
-  }
-  int calls = 0;
-
- private:
-  testing::ThreadRendezvous& r_;
-  int rank_;
-};
+using ThreadProcess =
+    testing::ThreadProcess<ProcessGroup, Result<std::vector<std::vector<std::byte>>>>;
 
 struct Outcome {
   std::vector<std::byte> hbm;

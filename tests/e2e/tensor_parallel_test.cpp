@@ -220,20 +220,8 @@ TEST(TensorParallel, CoresSplitOverProcessesGiveOneProcesssTokensCacheAndTime) {
     generate(session, one);
   }
   ASSERT_EQ(one.tokens, std::vector<int64_t>(want.begin(), want.begin() + 24));
-  class ThreadProcess final : public ProcessGroup {
-   public:
-    ThreadProcess(testing::ThreadRendezvous& r, int rank) : r_(r), rank_(rank) {}
-    int rank() const override { return rank_; }
-    int size() const override { return r_.size(); }
-    Result<std::vector<std::vector<std::byte>>> all_gather(
-        std::span<const std::byte> mine) override {
-      return r_.all_gather(rank_, mine);
-    }
-
-   private:
-    testing::ThreadRendezvous& r_;
-    int rank_;
-  };
+  using ThreadProcess =
+      testing::ThreadProcess<ProcessGroup, Result<std::vector<std::vector<std::byte>>>>;
   for (int processes : {2, 3}) {
     testing::ThreadRendezvous rendezvous(processes);
     std::vector<Run> runs(processes);

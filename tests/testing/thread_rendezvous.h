@@ -1,7 +1,6 @@
 // Threads standing in for the processes (MPI ranks) a run is split over, in tests: each thread
-// is one process, and all_gather is a rendezvous of all of them. The device model's and the
-// loader's ProcessGroup interfaces wrap it (tests/device/process_split_test.cpp,
-// tests/e2e/tensor_parallel_test.cpp).
+// is one process, and all_gather is a rendezvous of all of them (tests/device/
+// process_split_test.cpp, tests/e2e/tensor_parallel_test.cpp).
 #pragma once
 
 #include <barrier>
@@ -27,6 +26,25 @@ class ThreadRendezvous {
  private:
   std::vector<std::vector<std::byte>> slots_;
   std::barrier<> barrier_;
+};
+
+// Rank `rank` of a rendezvous as a ProcessGroup: `Group` is device::ProcessGroup or the
+// loader's neuronc::ProcessGroup, `Gathered` its all_gather's result type. Counts its calls.
+template <typename Group, typename Gathered>
+class ThreadProcess final : public Group {
+ public:
+  ThreadProcess(ThreadRendezvous& r, int rank) : r_(r), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int size() const override { return r_.size(); }
+  Gathered all_gather(std::span<const std::byte> mine) override {
+    ++calls;
+    return r_.all_gather(rank_, mine);
+  }
+  int calls = 0;
+
+ private:
+  ThreadRendezvous& r_;
+  int rank_;
 };
 
 }  // namespace neuronc::testing

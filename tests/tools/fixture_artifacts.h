@@ -57,16 +57,15 @@ inline std::string fixture_artifact(const std::string& name) {
   return p.string();
 }
 
-// Runs the built `neuronc` command with `args` (stderr discarded): exit code and stdout.
+// Runs `cmd` in the shell: exit code and stdout (stderr after it with `with_stderr`, else
+// discarded).
 struct Ran {
   int code = -1;
   std::string out;
 };
-inline Ran neuronc(const std::string& args) {
-  const std::string cmd =
-      std::string(NEURONC_BINARY_DIR) + "/tools/neuronc " + args + " 2>/dev/null";
+inline Ran run_shell(const std::string& cmd, bool with_stderr = false) {
   Ran r;
-  FILE* p = popen(cmd.c_str(), "r");
+  FILE* p = popen((cmd + (with_stderr ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
   if (!p) return r;
   std::array<char, 4096> buf;
   size_t n;
@@ -74,6 +73,11 @@ inline Ran neuronc(const std::string& args) {
   const int status = pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// Runs the built `neuronc` command with `args` (stderr discarded): exit code and stdout.
+inline Ran neuronc(const std::string& args) {
+  return run_shell(std::string(NEURONC_BINARY_DIR) + "/tools/neuronc " + args);
 }
 
 }  // namespace neuronc::tools::testing

@@ -3,10 +3,7 @@
 // so they may differ), rank 0 alone printing; a command other than generate is refused under
 // mpirun. Runs OpenMPI's mpirun on this machine (the build found MPI).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -23,22 +20,8 @@ const std::filesystem::path kFamily =
     std::filesystem::path(NEURONC_SOURCE_DIR) / "models" / "llm" / "llama_heads8_tiny";
 const std::string kNeuronc = std::string(NEURONC_BINARY_DIR) + "/tools/neuronc";
 
-struct Ran {
-  int code = -1;
-  std::string out;  // stdout, then stderr when `with_stderr`
-};
-
-Ran shell(const std::string& cmd, bool with_stderr) {
-  Ran r;
-  FILE* p = popen((cmd + (with_stderr ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using testing::Ran;
+using testing::run_shell;
 
 // Under AddressSanitizer the ranks run without LeakSanitizer: OpenMPI's MCA plugins leak at
 // MPI_Finalize and are unloaded by then, so their frames cannot be named in a suppression. The
@@ -62,9 +45,9 @@ std::string compiled(const std::string& target, int tp) {
   const std::filesystem::path out =
       testing::scratch_dir() / ("heads8_" + target + "_tp" + std::to_string(tp) + ".nca");
   if (!std::filesystem::exists(out)) {
-    const Ran r = shell(kNeuronc + " compile " + kFamily.string() + " --target " + target +
-                            " --tp " + std::to_string(tp) + " -o " + out.string(),
-                        true);
+    const Ran r = run_shell(kNeuronc + " compile " + kFamily.string() + " --target " + target +
+                                " --tp " + std::to_string(tp) + " -o " + out.string(),
+                            true);
     EXPECT_EQ(r.code, 0) << r.out;
   }
   return out.string();
@@ -84,7 +67,7 @@ TEST(GenerateMpi, RanksGiveOneProcesssTokensAndDeviceTimes) {
     const std::string nca = compiled(c.target, c.tp);
     const std::string args =
         " generate " + nca + " --input-ids " + prompt + " --max-new-tokens 32 --json";
-    const Ran one = shell(kNeuronc + args, true);
+    const Ran one = run_shell(kNeuronc + args, true);
     ASSERT_EQ(one.code, 0) << one.out;
     const auto a = nlohmann::json::parse(one.out);
     EXPECT_EQ(a["tokens"][0].get<std::vector<int64_t>>(),
@@ -94,7 +77,7 @@ TEST(GenerateMpi, RanksGiveOneProcesssTokensAndDeviceTimes) {
       SCOPED_TRACE(std::string(c.target) + " TP " + std::to_string(c.tp) + ", " +
                    std::to_string(k) + " ranks");
       // stdout only: rank 0 prints the one JSON document.
-      const Ran split = shell(mpirun(k) + kNeuronc + args, false);
+      const Ran split = run_shell(mpirun(k) + kNeuronc + args, false);
       ASSERT_EQ(split.code, 0) << split.out;
       const auto b = nlohmann::json::parse(split.out);
       EXPECT_EQ(b["processes"], k);
@@ -110,7 +93,7 @@ TEST(GenerateMpi, RanksGiveOneProcesssTokensAndDeviceTimes) {
 }
 
 TEST(GenerateMpi, OtherCommandsAreRefusedUnderMpirun) {
-  const Ran r = shell(mpirun(2) + kNeuronc + " inspect " + compiled("trn2", 4), true);
+  const Ran r = run_shell(mpirun(2) + kNeuronc + " inspect " + compiled("trn2", 4), true);
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.out.find("neuronc inspect was launched as 2 MPI processes: only `neuronc "
                        "generate` splits its work over MPI ranks"),
