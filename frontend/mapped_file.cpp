@@ -44,6 +44,13 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::string& path) {
   return f;
 }
 
+void MappedFile::drop_pages(const std::byte* p, size_t n) {
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 std::shared_ptr<MappedFile> MappedFile::from_bytes(std::span<const std::byte> bytes,
                                                    std::string name) {
   std::shared_ptr<MappedFile> f(new MappedFile());

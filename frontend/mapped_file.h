@@ -25,6 +25,11 @@ class MappedFile {
   const std::byte* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // True when the bytes are the file mapped read-only (not a heap copy).
+  bool mapped() const { return mapped_; }
+  // Drops the pages wholly inside [p, p + n) of a read-only file mapping from this process: they
+  // read back from the file when touched again. Only for bytes of a mapped() file.
+  static void drop_pages(const std::byte* p, size_t n);
 
  private:
   MappedFile() = default;

@@ -207,6 +207,7 @@ void bind_weights(ir::Graph& g, const std::string& file_name, WeightSource* weig
       p.owner = t->owner;
     } else {
       p.owner = file;
+      if (file->mapped()) p.drop_pages = &MappedFile::drop_pages;
     }
     in.value->set_payload(std::move(p));
   }

@@ -39,6 +39,10 @@ struct ConstantPayload {
   int64_t storage_offset = 0;         // in elements
   std::vector<int64_t> strides;       // in elements; empty means contiguous
   std::shared_ptr<const void> owner;  // keeps `data` valid
+  // Set (by the frontend) when `data` lies in a read-only file mapping: drops the pages wholly
+  // inside [p, p + n) from the process. A pass may call it on bytes it has read for the last
+  // time; touching them again reads them back from the file, so it never changes a value.
+  void (*drop_pages)(const std::byte* p, size_t n) = nullptr;
   // A weight whose bytes the export did not carry (a weights-free or meta export): its dtype
   // and shape are known, its values are not (`data` is null). Such a program compiles to a
   // timing-only artifact; passes that would compute from the bytes carry the absence instead.

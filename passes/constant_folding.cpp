@@ -85,6 +85,7 @@ bool ConstantFolding::run(ir::Graph& g) {
     // the same kernel reports it.
     Result<std::vector<DenseTensor>> result = evaluate_on_host(*n, args);
     if (!result.is_ok()) continue;
+    const std::vector<ir::Value*> inputs = n->inputs();
     for (size_t i = 0; i < n->outputs().size(); ++i) {
       ir::Value* out = n->outputs()[i];
       DenseTensor& t = result.value()[i];
@@ -96,6 +97,13 @@ bool ConstantFolding::run(ir::Graph& g) {
     }
     g.erase(n);
     changed = true;
+    // A mapped weight read for the last time (a cast folded into its bf16 copy) leaves this
+    // process's memory: the model's bytes are not held twice.
+    for (ir::Value* v : inputs)
+      if (v && !v->producer() && v->uses().empty() && v->payload() && v->payload()->drop_pages) {
+        known.erase(v);
+        v->payload()->drop_pages(v->payload()->data, v->payload()->nbytes);
+      }
   }
   if (changed) g.erase_unused_constant_inputs();
   return changed;
