@@ -162,15 +162,8 @@ class PayloadReader {
         es_(ir::dtype_size(v->dtype())),
         type_(ir::element_type(v->dtype())) {
     if (ir::is_complex(v->dtype())) throw Error("constant '" + v->name() + "' is complex");
+    // A payload with explicit strides (a tensor-parallel slice, say) is read through them.
     contiguous_ = p_.strides.empty();
-    if (!contiguous_ && p_.strides.size() == shape_.size()) {
-      contiguous_ = true;
-      int64_t expect = 1;
-      for (size_t d = shape_.size(); d-- > 0;) {
-        if (shape_[d] != 1 && p_.strides[d] != expect) contiguous_ = false;
-        expect *= shape_[d];
-      }
-    }
   }
   double operator()(int64_t i) const { return kernels::load_double(at(i), type_); }
   // The bytes of the first element when the payload is contiguous and holds every element, so
