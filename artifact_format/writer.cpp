@@ -23,9 +23,11 @@ uint64_t align_up(uint64_t v, uint64_t a) {
 
 constexpr uint64_t kPackedAlignment = 64;
 
-// Header + root + zero padding + segments, handed to `sink` in order.
+// Header + root + zero padding + segments, handed to `sink` in order, after `size` (when given)
+// is told the file's total size (so an in-memory writer reserves it once instead of growing).
 void emit(const ArtifactContents& contents, std::span<const std::span<const std::byte>> payloads,
-          bool keep_segment_table, const std::function<void(std::span<const std::byte>)>& sink) {
+          bool keep_segment_table, const std::function<void(std::span<const std::byte>)>& sink,
+          const std::function<void(uint64_t)>& size = nullptr) {
   ArtifactContents c = contents;
   uint64_t off = 0;
   for (size_t i = 0; i < payloads.size() && i < c.segments.size(); ++i) {
@@ -48,6 +50,7 @@ void emit(const ArtifactContents& contents, std::span<const std::span<const std:
   h.segments_size = off;
   std::array<std::byte, kHeaderSize> hb{};
   encode_header(h, hb);
+  if (size) size(h.segments_offset + h.segments_size);
   sink(hb);
   sink(root);
   static const std::vector<std::byte> kZeros(kSegmentAlignment);
@@ -75,8 +78,10 @@ std::vector<std::byte> encode_artifact(const ArtifactContents& contents,
                                        std::span<const std::span<const std::byte>> payloads,
                                        bool keep_segment_table) {
   std::vector<std::byte> out;
-  emit(contents, payloads, keep_segment_table,
-       [&](std::span<const std::byte> b) { out.insert(out.end(), b.begin(), b.end()); });
+  emit(
+      contents, payloads, keep_segment_table,
+      [&](std::span<const std::byte> b) { out.insert(out.end(), b.begin(), b.end()); },
+      [&](uint64_t n) { out.reserve(n); });
   return out;
 }
 
@@ -340,8 +345,10 @@ uint32_t ArtifactWriter::add_debug_node(DebugNode node) {
 Result<std::vector<std::byte>> ArtifactWriter::write_memory(const WriteOptions& options) {
   NEURONC_ARTIFACT_RETURN_IF_ERROR(impl_->layout(options));
   std::vector<std::byte> out;
-  emit(impl_->contents, impl_->payloads, false,
-       [&](std::span<const std::byte> b) { out.insert(out.end(), b.begin(), b.end()); });
+  emit(
+      impl_->contents, impl_->payloads, false,
+      [&](std::span<const std::byte> b) { out.insert(out.end(), b.begin(), b.end()); },
+      [&](uint64_t n) { out.reserve(n); });
   return out;
 }
 
