@@ -3,6 +3,7 @@
 // header adds what the engines compute per element. All functions are pure and thread-safe.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -37,7 +38,50 @@ using kernels::store_int;
 float alu(AluOp op, float a, float b);
 // Integer ALU op (bitwise and shifts; shifts act on the low 32 bits).
 int64_t alu_int(AluOp op, int64_t a, int64_t b);
-// ScalarE activation function in fp32.
-float activate(ActivationFunction f, float x);
+// ScalarE activation function in fp32. Inline, so a loop over a row with a constant `f` (the
+// functional simulator's) loses the dispatch and, for the cheap functions, vectorises.
+inline float activate(ActivationFunction f, float x) {
+  switch (f) {
+    case ActivationFunction::identity:
+      return x;
+    case ActivationFunction::relu:
+      return x > 0 ? x : 0.0f;
+    case ActivationFunction::gelu_erf:
+      return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
+    case ActivationFunction::gelu_tanh: {
+      const float k = 0.79788456080286536f;  // sqrt(2 / pi)
+      return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
+    }
+    case ActivationFunction::silu:
+      return x / (1.0f + std::exp(-x));
+    case ActivationFunction::sigmoid:
+      return 1.0f / (1.0f + std::exp(-x));
+    case ActivationFunction::tanh:
+      return std::tanh(x);
+    case ActivationFunction::exp:
+      return std::exp(x);
+    case ActivationFunction::log:
+      return std::log(x);
+    case ActivationFunction::sqrt:
+      return std::sqrt(x);
+    case ActivationFunction::rsqrt:
+      return 1.0f / std::sqrt(x);
+    case ActivationFunction::reciprocal:
+      return 1.0f / x;
+    case ActivationFunction::square:
+      return x * x;
+    case ActivationFunction::abs:
+      return std::fabs(x);
+    case ActivationFunction::sign:
+      return x > 0 ? 1.0f : (x < 0 ? -1.0f : (x == 0 ? 0.0f : x));
+    case ActivationFunction::sin:
+      return std::sin(x);
+    case ActivationFunction::cos:
+      return std::cos(x);
+    case ActivationFunction::erf:
+      return std::erf(x);
+  }
+  return x;
+}
 
 }  // namespace neuronc::device
