@@ -22,6 +22,7 @@
 #include "compiler/placement.h"
 #include "device/target.h"
 #include "frontend/load.h"
+#include "frontend/sha256.h"
 #include "ir/op_registry.h"
 #include "passes/host_eval.h"
 #include "passes/partition.h"
@@ -266,13 +267,6 @@ class ArtifactBuilder {
   std::set<std::string>& constant_names_;
 };
 
-std::vector<uint8_t> hex_to_bytes(const std::string& hex) {
-  std::vector<uint8_t> out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2)
-    out.push_back(static_cast<uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-  return out;
-}
-
 }  // namespace
 
 namespace {
@@ -370,7 +364,7 @@ void write_metadata(art::ArtifactContents& c, const frontend::LoadedProgram& pro
   c.source.schema_version =
       std::to_string(prog.schema_major) + "." + std::to_string(prog.schema_minor);
   c.source.torch_version = prog.torch_version;
-  c.source.sha256 = hex_to_bytes(prog.sha256);
+  c.source.sha256 = frontend::digest_from_hex(prog.sha256);
   c.source.file_name = std::filesystem::path(req.model).filename().string();
   c.target = req.target;
   c.num_cores = static_cast<uint32_t>(std::max(1, req.tp));
@@ -538,10 +532,10 @@ const device::Target& resolve_target(const std::string& name) {
 CompileResult compile_model(const CompileRequest& req) {
   resolve_target(req.target);  // an unknown target is reported before the model is read
   const auto t0 = Clock::now();
-  if (req.progress) req.progress("[1/4] reading " + req.model);
+  if (req.progress) req.progress("[1/4] reading " + req.model, 0.0);
   if (frontend::is_program_set(req.model)) {
     frontend::ProgramSetHeads heads;
-    auto programs = frontend::load_program_set(req.model, &heads);
+    auto programs = frontend::load_program_set(req.model, &heads, req.known_sha256);
     // Attention splits by heads: a degree that cuts a query head, or a KV head that neither
     // divides over the cores nor is shared by a whole number of them, is refused.
     if (req.tp > 1 && heads.attention > 0 &&
@@ -558,7 +552,7 @@ CompileResult compile_model(const CompileRequest& req) {
     result.seconds_frontend = seconds_frontend;
     return result;
   }
-  frontend::LoadedProgram prog = frontend::load_program(req.model);
+  frontend::LoadedProgram prog = frontend::load_program(req.model, req.known_sha256);
   const double seconds_frontend = since(t0);
   CompileResult result = compile_program(std::move(prog), req);
   result.seconds_frontend = seconds_frontend;
@@ -574,7 +568,18 @@ struct ArtifactUnderConstruction {
   std::set<std::string> constant_names;
   bool has_metadata = false;
   TensorParallelBuild tp;
+  size_t entry = 0, entries = 1;  // the program compile_into compiles, of how many (progress)
 };
+
+// The phases' shares of a compile's time, for the progress estimate (CompileRequest::progress).
+constexpr double kReadShare = 0.10, kOptimiseShare = 0.25, kCodegenShare = 0.40;
+
+// The fraction of the whole compile done when entry `u.entry` of `u.entries` is `local` of the
+// way through its optimising and code generation.
+double compile_fraction(const ArtifactUnderConstruction& u, double local) {
+  return kReadShare + (kOptimiseShare + kCodegenShare) * (static_cast<double>(u.entry) + local) /
+                          static_cast<double>(std::max<size_t>(1, u.entries));
+}
 
 // Whether no constant or state of `g` carries bytes (a weights-free export): then the cores of
 // a tensor-parallel program differ in nothing.
@@ -616,9 +621,11 @@ void check_same_structure(const ir::Graph& a, const ir::Graph& b, int core) {
 // their order.
 std::vector<size_t> compile_into(frontend::LoadedProgram& prog, const CompileRequest& req,
                                  ArtifactUnderConstruction& u, CompileResult& result) {
-  auto progress = [&](const std::string& s) {
-    if (req.progress) req.progress(s);
+  // `local`: the fraction of this program's optimising and code generation done.
+  auto progress = [&](const std::string& s, double local) {
+    if (req.progress) req.progress(s, compile_fraction(u, local));
   };
+  constexpr double kOptimised = kOptimiseShare / (kOptimiseShare + kCodegenShare);
   const device::Target& target = resolve_target(req.target);
   ir::Graph& g = *prog.graph;
   result.container = prog.container;
@@ -628,7 +635,7 @@ std::vector<size_t> compile_into(frontend::LoadedProgram& prog, const CompileReq
   // Bind symbolic dims: explicit --dim values first, then the inputs the caller will run on,
   // else the program's sample inputs.
   auto t0 = Clock::now();
-  progress("[2/4] optimising");
+  progress("[2/4] optimising", 0.0);
   PipelineOptions popts;
   std::vector<frontend::SampleInput> shapes = prog.sample_inputs;
   if (!req.input_shapes.empty()) {
@@ -682,6 +689,11 @@ std::vector<size_t> compile_into(frontend::LoadedProgram& prog, const CompileReq
   }
   passes::PassManagerOptions pm_opts;
   pm_opts.print_after = req.print_after;
+  if (req.progress)
+    pm_opts.after_pass = [&](size_t done, size_t total) {
+      progress("[2/4] optimising", kOptimised * static_cast<double>(done) /
+                                       static_cast<double>(std::max<size_t>(1, total)));
+    };
   passes::PassManager pm(pm_opts);
   build_compile_pipeline(pm, popts);
   std::vector<std::string> output_names;
@@ -785,6 +797,9 @@ std::vector<size_t> compile_into(frontend::LoadedProgram& prog, const CompileReq
   t0 = Clock::now();
   DeviceArena& arena = u.arena;
   size_t part_no = 0;
+  size_t device_nodes = 0, nodes_done = 0;  // progress by nodes generated
+  for (const passes::Partition& p : plan.partitions)
+    if (p.kind == passes::PartitionKind::device) device_nodes += p.nodes.size();
   for (const passes::Partition& p : plan.partitions) {
     ++part_no;
     if (p.kind != passes::PartitionKind::device) {
@@ -796,10 +811,13 @@ std::vector<size_t> compile_into(frontend::LoadedProgram& prog, const CompileReq
       continue;
     }
     progress("[3/4] generating code for device partition " + std::to_string(part_no) + " of " +
-             std::to_string(plan.partitions.size()) + " (" + std::to_string(p.nodes.size()) +
-             " nodes)");
+                 std::to_string(plan.partitions.size()) + " (" + std::to_string(p.nodes.size()) +
+                 " nodes)",
+             kOptimised + (1 - kOptimised) * static_cast<double>(nodes_done) /
+                              static_cast<double>(std::max<size_t>(1, device_nodes)));
     result.partitions.push_back(
         add_device_partition(g, p, part_no, target, req, w, b, arena, u.tp, result));
+    nodes_done += p.nodes.size();
   }
   result.seconds_codegen += since(t0);
 
@@ -895,9 +913,6 @@ void replicate_over_cores(ArtifactUnderConstruction& u) {
 // FLOPs (when given) and the memory plan, and writes the artifact.
 void finish(ArtifactUnderConstruction& u, const CompileRequest& req,
             std::optional<double> model_flops, CompileResult& result) {
-  auto progress = [&](const std::string& s) {
-    if (req.progress) req.progress(s);
-  };
   const device::Target& target = resolve_target(req.target);
   art::ArtifactWriter& w = u.w;
   art::ArtifactContents& c = w.contents();
@@ -916,10 +931,12 @@ void finish(ArtifactUnderConstruction& u, const CompileRequest& req,
   std::sort(c.options.extra.begin(), c.options.extra.end());
   c.memory_plan.sbuf_peak_bytes = arena.sbuf_peak;
   c.memory_plan.psum_peak_bytes = arena.psum_peak;
-  if (u.tp.cores > 1) replicate_over_cores(u);
-
+  // The write phase includes laying every core's copy of the programs out (--tp), so the
+  // phases add up to the compile.
   const auto t0 = Clock::now();
-  progress("[4/4] writing the artifact");
+  if (req.progress)
+    req.progress("[4/4] writing the artifact", kReadShare + kOptimiseShare + kCodegenShare);
+  if (u.tp.cores > 1) replicate_over_cores(u);
   art::Result<std::vector<std::byte>> bytes = w.write_memory();
   if (!bytes.is_ok()) throw ir::Error("writing the artifact: " + bytes.status().message());
   result.artifact = std::move(*bytes);
@@ -978,7 +995,9 @@ void compile_buckets(frontend::LoadedProgram& prog, const CompileRequest& req,
 
   write_metadata(u.w.contents(), prog, req, req.dims);
   u.has_metadata = true;
-  for (const auto& values : bucket_combinations(plan.symbols)) {
+  const auto combinations = bucket_combinations(plan.symbols);
+  u.entries = combinations.size();
+  for (const auto& values : combinations) {
     frontend::LoadedProgram copy{prog.graph->clone(), prog.container,    prog.torch_version,
                                  prog.schema_major,   prog.schema_minor, prog.sha256,
                                  prog.sample_inputs,  prog.file};
@@ -1007,6 +1026,7 @@ void compile_buckets(frontend::LoadedProgram& prog, const CompileRequest& req,
                         "output '" + (o.target.empty() ? o.value->name() : o.target) + "'"));
     }
     u.w.set_entry_bucket(std::move(b));
+    ++u.entry;
   }
   result.specialized = req.dims;
   result.specialized_from = req.dims.empty() ? "" : "--dim";
@@ -1024,6 +1044,7 @@ CompileResult compile_program(frontend::LoadedProgram prog, const CompileRequest
     throw ir::Error("--buckets: the program is compiled for the given input shapes, not buckets");
   if (plan.symbols.empty()) {
     compile_into(prog, req, u, result);
+    prog.graph.reset();  // the folded weights it holds: codegen laid out its own copies
     finish(u, req, result.flops, result);
     return result;
   }
@@ -1038,15 +1059,18 @@ CompileResult compile_entries(std::vector<std::pair<std::string, frontend::Loade
   if (programs.empty()) throw ir::Error("no program to compile: expected one or more");
   CompileResult result;
   ArtifactUnderConstruction u;
+  u.entries = programs.size();
   double first_flops = 0;
   for (size_t i = 0; i < programs.size(); ++i) {
     auto& [name, prog] = programs[i];
+    u.entry = i;
     u.w.begin_entry(name);
     try {
       compile_into(prog, req, u, result);
     } catch (const ir::Error& e) {
       throw ir::Error("program '" + name + "': " + e.what());
     }
+    prog.graph.reset();  // as in compile_program
     if (i == 0) first_flops = result.flops;
   }
   finish(u, req, first_flops, result);

@@ -35,7 +35,11 @@ struct CompileRequest {
   // The shapes of the inputs the artifact will run on, by user-input position: symbolic dims
   // not in `dims` are bound from these instead of the program's own sample inputs.
   std::vector<std::vector<int64_t>> input_shapes;
-  std::function<void(const std::string&)> progress;  // optional progress callback
+  // Optional progress: the step the compile is in, and an estimate of the fraction of the whole
+  // compile done, for an ETA. The estimate weighs the phases as a large model spends its time
+  // (reading 10 %, optimising 25 %, code generation 40 %, writing 25 %; bench/results/compile.md)
+  // and moves within them by passes run and partition nodes generated; it is not a measurement.
+  std::function<void(const std::string& step, double fraction)> progress;
   // Also expose every node result as an output named "debug:<value>" (for per-node
   // verification against PyTorch's intermediates).
   bool debug_all_values = false;
@@ -46,6 +50,9 @@ struct CompileRequest {
   // `--tp N`: tensor parallelism over N NeuronCores (passes/tensor_parallel.h). The artifact
   // holds one program per device partition run by every core over its own weights' chunks.
   int tp = 1;
+  // SHA-256s of source files the caller already computed (the compile cache's key), by file
+  // identity: a source opened with one of these identities is not hashed again.
+  std::vector<frontend::KnownDigest> known_sha256;
 };
 
 // A node result exposed by CompileRequest::debug_all_values, in execution order.

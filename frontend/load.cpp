@@ -4,6 +4,8 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -15,40 +17,29 @@
 #include "frontend/torchscript_reader.h"
 
 namespace neuronc::frontend {
+
+std::string file_sha256(const MappedFile& f) {
+  Sha256 h;
+  if (f.mapped()) {
+    constexpr size_t kChunk = size_t{4} << 20;
+    std::vector<std::byte> buf(std::min(kChunk, f.size()));
+    for (uint64_t off = 0; off < f.size(); off += kChunk) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, f.size() - off));
+      if (!f.read_at(off, buf.data(), n))
+        throw Error(f.path() + ": reading " + std::to_string(n) + " bytes at offset " +
+                    std::to_string(off) + " failed: " + std::strerror(errno));
+      h.update(std::span<const std::byte>(buf.data(), n));
+    }
+  } else {
+    h.update(f.bytes());
+  }
+  return digest_hex(h.finish());
+}
+
 namespace {
 
-// Hashes the file in chunks and drops each chunk's pages from this process afterwards, so
-// hashing a multi-GB model does not leave it all resident (weights are paged in again only
-// when codegen reads them).
-std::string hash_file(const MappedFile& f) {
-  constexpr size_t kChunk = size_t{32} << 20;
-  Sha256 h;
-  auto bytes = f.bytes();
-  for (size_t off = 0; off < bytes.size(); off += kChunk) {
-    size_t n = std::min(kChunk, bytes.size() - off);
-    h.update(bytes.subspan(off, n));
-    if (n == kChunk) {
-      // Page-aligned because off is a multiple of 32 MiB from a page-aligned mapping.
-      ::madvise(const_cast<std::byte*>(bytes.data() + off), n, MADV_DONTNEED);
-    }
-  }
-  auto d = h.finish();
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (uint8_t b : d) {
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 15]);
-  }
-  return out;
-}
-
-}  // namespace
-
-LoadedProgram load_program(const std::string& path) {
-  return load_program(MappedFile::open(path));
-}
-
-LoadedProgram load_program(std::shared_ptr<MappedFile> file) {
+// The program in `file`, with no sha256 yet.
+LoadedProgram read_program(std::shared_ptr<MappedFile> file) {
   const std::string name = file->path();
   ZipArchive zip;
   ContainerInfo info = identify_container(file->bytes(), name, &zip);
@@ -75,7 +66,24 @@ LoadedProgram load_program(std::shared_ptr<MappedFile> file) {
     case ContainerKind::unknown:
       throw Error(name + ": unrecognised container");
   }
-  p.sha256 = hash_file(*p.file);
+  return p;
+}
+
+}  // namespace
+
+LoadedProgram load_program(const std::string& path, std::span<const KnownDigest> known) {
+  std::shared_ptr<MappedFile> file = MappedFile::open(path);
+  std::string sha256;
+  for (const KnownDigest& k : known)
+    if (k.file == file->identity() && k.sha256.size() == 64) sha256 = k.sha256;
+  LoadedProgram p = read_program(file);
+  p.sha256 = sha256.empty() ? file_sha256(*file) : sha256;
+  return p;
+}
+
+LoadedProgram load_program(std::shared_ptr<MappedFile> file) {
+  LoadedProgram p = read_program(file);
+  p.sha256 = file_sha256(*file);
   return p;
 }
 
@@ -85,8 +93,8 @@ bool is_program_set(const std::string& path) {
          std::filesystem::is_regular_file(std::filesystem::path(path) / "manifest.json", ec);
 }
 
-std::vector<std::pair<std::string, LoadedProgram>> load_program_set(const std::string& dir,
-                                                                    ProgramSetHeads* heads) {
+std::vector<std::pair<std::string, LoadedProgram>> load_program_set(
+    const std::string& dir, ProgramSetHeads* heads, std::span<const KnownDigest> known) {
   const std::filesystem::path manifest = std::filesystem::path(dir) / "manifest.json";
   const std::string where = manifest.string();
   std::ifstream in(manifest);
@@ -128,7 +136,7 @@ std::vector<std::pair<std::string, LoadedProgram>> load_program_set(const std::s
     for (const auto& [name, prog] : out)
       if (name == p["name"]) throw Error(at + ": name '" + name + "' appears twice");
     out.emplace_back(p["name"].get<std::string>(),
-                     load_program((std::filesystem::path(dir) / rel).string()));
+                     load_program((std::filesystem::path(dir) / rel).string(), known));
   }
   return out;
 }

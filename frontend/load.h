@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,12 +39,24 @@ struct LoadedProgram {
   std::shared_ptr<MappedFile> file;  // keeps the weight payloads valid
 };
 
+// A file's SHA-256 someone already computed, with the identity the file had then: a file opened
+// with the same identity is not hashed again (the compile cache's key holds every source's).
+struct KnownDigest {
+  FileIdentity file;
+  std::string sha256;
+};
+
 // Loads `path`, deciding the format from its contents. Throws frontend::Error with a message
 // that names the file, the entry and the field.
-LoadedProgram load_program(const std::string& path);
+LoadedProgram load_program(const std::string& path, std::span<const KnownDigest> known = {});
 
 // Same, for a file already mapped (tests, fuzzers). `file->path()` names it in messages.
 LoadedProgram load_program(std::shared_ptr<MappedFile> file);
+
+// The lower-case hex SHA-256 of `f`'s bytes, as LoadedProgram::sha256 records it. A mapped file
+// is read with pread(2) rather than through its mapping, so hashing a multi-GB model neither
+// faults in nor keeps resident any of its pages.
+std::string file_sha256(const MappedFile& f);
 
 // Whether `path` is a directory of programs of one model (a manifest.json beside them, as
 // models/scripts/export_causal_lm.py writes).
@@ -58,6 +71,7 @@ struct ProgramSetHeads {
   int64_t attention = 0, kv = 0;
 };
 std::vector<std::pair<std::string, LoadedProgram>> load_program_set(
-    const std::string& dir, ProgramSetHeads* heads = nullptr);
+    const std::string& dir, ProgramSetHeads* heads = nullptr,
+    std::span<const KnownDigest> known = {});
 
 }  // namespace neuronc::frontend

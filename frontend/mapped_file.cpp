@@ -29,6 +29,10 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::string& path) {
   std::shared_ptr<MappedFile> f(new MappedFile());
   f->path_ = path;
   f->size_ = static_cast<size_t>(st.st_size);
+  f->identity_ = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+                  static_cast<uint64_t>(st.st_size),
+                  static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
+                  static_cast<int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec};
   if (f->size_ > 0) {
     void* p = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
@@ -39,9 +43,24 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::string& path) {
     }
     f->data_ = static_cast<const std::byte*>(p);
     f->mapped_ = true;
+    f->fd_ = fd;
+    return f;
   }
   ::close(fd);
   return f;
+}
+
+bool MappedFile::read_at(uint64_t offset, std::byte* out, size_t n) const {
+  if (fd_ < 0 || offset > size_ || n > size_ - offset) return false;
+  while (n > 0) {
+    const ssize_t r = ::pread(fd_, out, n, static_cast<off_t>(offset));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    out += r;
+    offset += static_cast<uint64_t>(r);
+    n -= static_cast<size_t>(r);
+  }
+  return true;
 }
 
 void MappedFile::drop_pages(const std::byte* p, size_t n) {
@@ -68,6 +87,7 @@ MappedFile::~MappedFile() {
   if (mapped_ && data_ != nullptr) {
     ::munmap(const_cast<std::byte*>(data_), size_);
   }
+  if (fd_ >= 0) ::close(fd_);
 }
 
 }  // namespace neuronc::frontend

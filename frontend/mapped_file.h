@@ -4,11 +4,20 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
 
 namespace neuronc::frontend {
+
+// What stat(2) says identifies a file's contents: a file with the same identity has not been
+// written since (the compile cache and the frontend share a SHA-256 through it).
+struct FileIdentity {
+  uint64_t device = 0, inode = 0, size = 0;
+  int64_t mtime_ns = 0, ctime_ns = 0;
+  bool operator==(const FileIdentity&) const = default;
+};
 
 class MappedFile {
  public:
@@ -27,6 +36,11 @@ class MappedFile {
   const std::string& path() const { return path_; }
   // True when the bytes are the file mapped read-only (not a heap copy).
   bool mapped() const { return mapped_; }
+  // The file's identity when it was opened (all zero for bytes not from a file).
+  const FileIdentity& identity() const { return identity_; }
+  // Reads `n` bytes at `offset` of a mapped() file with pread(2), which is faster than touching
+  // the mapping for a one-pass scan (no page faults); false on a read error.
+  bool read_at(uint64_t offset, std::byte* out, size_t n) const;
   // Drops the pages wholly inside [p, p + n) of a read-only file mapping from this process: they
   // read back from the file when touched again. Only for bytes of a mapped() file.
   static void drop_pages(const std::byte* p, size_t n);
@@ -36,6 +50,8 @@ class MappedFile {
   const std::byte* data_ = nullptr;
   size_t size_ = 0;
   bool mapped_ = false;  // true: munmap on destruction; false: owned heap copy
+  int fd_ = -1;          // the open file of a mapping
+  FileIdentity identity_;
   std::unique_ptr<std::byte[]> heap_;
   std::string path_;
 };

@@ -185,14 +185,24 @@ std::array<uint8_t, 32> Sha256::finish() {
 std::string sha256_hex(std::span<const std::byte> data) {
   Sha256 s;
   s.update(data);
-  auto d = s.finish();
+  return digest_hex(s.finish());
+}
+
+std::string digest_hex(std::span<const uint8_t> digest) {
   static const char* kHex = "0123456789abcdef";
   std::string out;
-  out.reserve(64);
-  for (uint8_t b : d) {
+  out.reserve(2 * digest.size());
+  for (uint8_t b : digest) {
     out.push_back(kHex[b >> 4]);
     out.push_back(kHex[b & 15]);
   }
+  return out;
+}
+
+std::vector<uint8_t> digest_from_hex(const std::string& hex) {
+  std::vector<uint8_t> out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    out.push_back(static_cast<uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16)));
   return out;
 }
 

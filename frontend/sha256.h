@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace neuronc::frontend {
 
@@ -29,5 +30,9 @@ bool sha256_uses_sha_ni();
 
 // Lower-case hex digest of `data`.
 std::string sha256_hex(std::span<const std::byte> data);
+
+// A digest as lower-case hex, and back (pairs of hex digits; a trailing odd digit is ignored).
+std::string digest_hex(std::span<const uint8_t> digest);
+std::vector<uint8_t> digest_from_hex(const std::string& hex);
 
 }  // namespace neuronc::frontend

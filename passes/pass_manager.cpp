@@ -31,6 +31,7 @@ void PassManager::run(ir::Graph& g) {
     if (opts_.print_after.count("all") || opts_.print_after.count(rec.name)) {
       os << "// ----- IR after " << rec.name << " -----\n" << ir::print(g);
     }
+    if (opts_.after_pass) opts_.after_pass(records_.size(), passes_.size());
   }
 }
 

@@ -23,6 +23,8 @@ struct PassManagerOptions {
 #else
   bool verify_each = true;
 #endif
+  // Called after each pass with how many of the passes have run (progress reports).
+  std::function<void(size_t done, size_t total)> after_pass;
 };
 
 struct PassRecord {

@@ -3,8 +3,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 
 #include "tools/mpi_processes.h"
@@ -35,6 +40,65 @@ void progress_done() {
   if (!stderr_is_terminal()) return;
   std::fprintf(stderr, "\r\033[K");
   std::fflush(stderr);
+}
+
+std::string eta_line(const std::string& step, double fraction, double elapsed,
+                     double elapsed_at_fraction) {
+  fraction = std::clamp(fraction, 0.0, 1.0);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, " %.0f %% \u00b7 %.0f s", 100 * fraction, elapsed);
+  std::string line = step + buf;
+  if (fraction >= 0.02 && fraction < 1) {
+    const double left = std::max(0.0, elapsed_at_fraction / fraction - elapsed);
+    std::snprintf(buf, sizeof buf, " \u00b7 ~%.0f s left", std::max(1.0, left));
+    line += buf;
+  }
+  return line;
+}
+
+struct EtaProgress::State {
+  using Clock = std::chrono::steady_clock;
+  std::mutex m;
+  std::condition_variable cv;
+  bool stop = false, drawn = false;
+  std::string step;
+  double fraction = 0, at = 0;
+  Clock::time_point start = Clock::now();
+  std::thread ticker;
+
+  double elapsed() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
+  void draw() {  // with `m` held
+    const double e = elapsed();
+    if (e < 1.0 || step.empty()) return;
+    progress(eta_line(step, fraction, e, at));
+    drawn = true;
+  }
+};
+
+EtaProgress::EtaProgress() : s_(std::make_unique<State>()) {
+  if (!stderr_is_terminal()) return;
+  s_->ticker = std::thread([s = s_.get()] {
+    std::unique_lock lock(s->m);
+    while (!s->cv.wait_for(lock, std::chrono::seconds(1), [s] { return s->stop; })) s->draw();
+  });
+}
+
+EtaProgress::~EtaProgress() {
+  {
+    std::lock_guard lock(s_->m);
+    s_->stop = true;
+  }
+  s_->cv.notify_all();
+  if (s_->ticker.joinable()) s_->ticker.join();
+  if (s_->drawn) progress_done();
+}
+
+void EtaProgress::update(const std::string& step, double fraction) {
+  std::lock_guard lock(s_->m);
+  s_->step = step;
+  s_->fraction = fraction;
+  s_->at = s_->elapsed();
+  if (s_->ticker.joinable()) s_->draw();
 }
 
 namespace {

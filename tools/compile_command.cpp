@@ -1,10 +1,14 @@
 // `neuronc compile MODEL -o OUT.nca`: a PyTorch program into a Trainium artifact.
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
+#include "compiler/compile_cache.h"
 #include "compiler/compiler.h"
 #include "tools/bucket_report.h"
 #include "tools/cli_output.h"
@@ -37,11 +41,59 @@ void print_tensor_parallel(int tp, const passes::TensorParallelStats& s) {
 }
 
 struct CompileCli {
-  std::string model, output, target = "trn1", auto_cast = "none", print_after, report;
+  std::string model, output, target = "trn1", auto_cast = "none", print_after, report, cache_dir;
   int opt_level = 2, threads = 0, tp = 1;
+  double cache_max_gb = static_cast<double>(compiler::CompileCache::kDefaultMaxBytes) / 1e9;
   std::vector<std::string> dims, buckets;
-  bool json = false;
+  bool json = false, no_cache = false;
 };
+
+// What the compile cache did for one compile.
+struct CacheUse {
+  std::string state = "off";  // off, hit, stored, not_stored
+  std::string why;            // why off or not stored, or which corrupt entry was rebuilt
+  std::string dir, key;
+  double seconds = 0;  // computing the key, and on a hit, checking and copying the entry
+};
+
+nlohmann::ordered_json cache_json(const CacheUse& c) {
+  nlohmann::ordered_json j;
+  j["state"] = c.state;
+  if (!c.why.empty()) j["why"] = c.why;
+  if (!c.dir.empty()) j["dir"] = c.dir;
+  if (!c.key.empty()) j["key"] = c.key;
+  j["seconds"] = c.seconds;
+  return j;
+}
+
+std::string default_output(std::string out) {
+  while (out.size() > 1 && out.back() == '/') out.pop_back();  // a directory of programs
+  const size_t slash = out.find_last_of('/');
+  const size_t dot = out.find_last_of('.');
+  if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) out.resize(dot);
+  return out + ".nca";
+}
+
+void write_artifact(const std::string& out, const std::vector<std::byte>& bytes) {
+  std::ofstream f(out, std::ios::binary);
+  if (!f) throw CommandExit{kExitError, "cannot create '" + out + "'", ""};
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (!f) throw CommandExit{kExitError, "writing '" + out + "' failed", ""};
+}
+
+std::vector<std::byte> read_artifact_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  if (!f) throw CommandExit{kExitError, "cannot read '" + path + "'", ""};
+  std::vector<std::byte> bytes(static_cast<size_t>(f.tellg()));
+  f.seekg(0);
+  f.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (!f) throw CommandExit{kExitError, "reading '" + path + "' failed", ""};
+  return bytes;
+}
+
+void warn(const std::string& message) {
+  std::fprintf(stderr, "neuronc: warning: %s\n", message.c_str());
+}
 
 void run_compile(const CompileCli& o) {
   compiler::CompileRequest req;
@@ -62,25 +114,82 @@ void run_compile(const CompileCli& o) {
       b = e + 1;
     }
   }
-  req.progress = [](const std::string& s) { progress(s); };
-  compiler::CompileResult r = compiler::compile_model(req);
-  progress_done();
-  std::string out = o.output;
-  if (out.empty()) {
-    out = o.model;
-    while (out.size() > 1 && out.back() == '/') out.pop_back();  // a directory of programs
-    const size_t slash = out.find_last_of('/');
-    const size_t dot = out.find_last_of('.');
-    if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) out.resize(dot);
-    out += ".nca";
+  auto eta = std::make_unique<EtaProgress>();  // reset before anything is printed
+  req.progress = [e = eta.get()](const std::string& step, double fraction) {
+    e->update(step, fraction);
+  };
+  const std::string out = o.output.empty() ? default_output(o.model) : o.output;
+
+  // The compile cache: a hit copies the artifact out instead of compiling.
+  CacheUse cache_use;
+  std::optional<compiler::CompileCache> cache;
+  compiler::CacheKey key;
+  const auto t_cache = std::chrono::steady_clock::now();
+  auto cache_seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_cache).count();
+  };
+  if (o.no_cache) {
+    cache_use.why = "--no-cache";
+  } else if (std::string why = compiler::CompileCache::uncacheable(req); !why.empty()) {
+    cache_use.why = why;
+  } else {
+    const std::filesystem::path dir = o.cache_dir.empty() ? compiler::CompileCache::default_dir()
+                                                          : std::filesystem::path(o.cache_dir);
+    if (dir.empty()) {
+      cache_use.why = "no --cache-dir, and neither XDG_CACHE_HOME nor HOME is set";
+    } else {
+      cache.emplace(dir, static_cast<uint64_t>(std::max(0.0, o.cache_max_gb) * 1e9));
+      cache_use.dir = dir.string();
+      try {
+        key = cache->key(req);
+        cache_use.key = key.hex;
+        req.known_sha256 = compiler::CompileCache::known_digests(key);
+      } catch (const std::exception&) {
+        cache.reset();  // an unreadable model: the compile below reports it
+        cache_use.state = "off";
+      }
+    }
   }
-  {
-    std::ofstream f(out, std::ios::binary);
-    if (!f) throw CommandExit{kExitError, "cannot create '" + out + "'", ""};
-    f.write(reinterpret_cast<const char*>(r.artifact.data()),
-            static_cast<std::streamsize>(r.artifact.size()));
-    if (!f) throw CommandExit{kExitError, "writing '" + out + "' failed", ""};
+  compiler::CompileResult r;
+  uint64_t artifact_bytes = 0;
+  bool hit = false;
+  if (cache) {
+    eta->update("looking up the compile cache", 0);
+    std::string why;
+    if (auto h = cache->fetch(key, out, &why)) {
+      r = std::move(h->result);
+      artifact_bytes = h->artifact_bytes;
+      hit = true;
+      cache_use.state = "hit";
+    } else if (!why.empty()) {
+      warn(why);
+      cache_use.why = why;
+    }
+    cache_use.seconds = cache_seconds();
   }
+  if (!hit) {
+    r = compiler::compile_model(req);
+    eta->update("writing " + out, 1);
+    write_artifact(out, r.artifact);
+    artifact_bytes = r.artifact.size();
+    if (cache) {
+      const auto t_store = std::chrono::steady_clock::now();
+      eta->update("storing the artifact in the compile cache", 1);
+      std::string why;
+      if (cache->store(key, r, &why)) {
+        cache_use.state = "stored";
+      } else {
+        warn(why);
+        cache_use.state = "not_stored";
+        cache_use.why = why;
+      }
+      cache_use.seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t_store).count();
+    }
+  }
+  eta.reset();
+  req.progress = nullptr;
+  if (!o.report.empty() && hit) r.artifact = read_artifact_file(out);
   if (!o.report.empty())
     write_compile_report(o.report, r, {o.model, out, o.target, o.auto_cast, req.opt_level});
   size_t device_parts = 0, host_parts = 0;
@@ -93,7 +202,7 @@ void run_compile(const CompileCli& o) {
     nlohmann::ordered_json j;
     j["model"] = o.model;
     j["artifact"] = out;
-    j["artifact_bytes"] = r.artifact.size();
+    j["artifact_bytes"] = artifact_bytes;
     j["target"] = o.target;
     j["auto_cast"] = o.auto_cast;
     j["opt_level"] = req.opt_level;
@@ -120,11 +229,13 @@ void run_compile(const CompileCli& o) {
                     {"write", r.seconds_write}};
     j["pass_seconds"] = nlohmann::ordered_json::object();
     for (const auto& [name, sec] : r.pass_seconds) j["pass_seconds"][name] = sec;
+    j["cache"] = cache_json(cache_use);
     std::cout << j.dump(2) << "\n";
     return;
   }
-  std::printf("%s -> %s (%zu bytes, target %s, auto-cast %s, -O%d)\n", o.model.c_str(), out.c_str(),
-              r.artifact.size(), o.target.c_str(), o.auto_cast.c_str(), req.opt_level);
+  std::printf("%s -> %s (%llu bytes, target %s, auto-cast %s, -O%d)\n", o.model.c_str(),
+              out.c_str(), static_cast<unsigned long long>(artifact_bytes), o.target.c_str(),
+              o.auto_cast.c_str(), req.opt_level);
   std::printf(
       "  %zu imported nodes, %zu after optimisation; %zu device and %zu host partitions; "
       "%llu device instructions; %.2f MB constants\n",
@@ -140,9 +251,19 @@ void run_compile(const CompileCli& o) {
     std::printf("  host %s (%s): %s%s%s\n", h.node.c_str(), h.op.c_str(), h.reason.c_str(),
                 h.location.empty() ? "" : " at ", h.location.c_str());
   }
+  const double compile_seconds =
+      r.seconds_frontend + r.seconds_passes + r.seconds_codegen + r.seconds_write;
+  if (hit) {
+    std::printf(
+        "  from the compile cache in %.2f s (%s); compiling it took %.2f s (frontend %.2f, "
+        "passes %.2f, codegen %.2f, write %.2f)\n",
+        cache_use.seconds, cache_use.dir.c_str(), compile_seconds, r.seconds_frontend,
+        r.seconds_passes, r.seconds_codegen, r.seconds_write);
+    return;
+  }
   std::printf("  compile time %.2f s (frontend %.2f, passes %.2f, codegen %.2f, write %.2f)\n",
-              r.seconds_frontend + r.seconds_passes + r.seconds_codegen + r.seconds_write,
-              r.seconds_frontend, r.seconds_passes, r.seconds_codegen, r.seconds_write);
+              compile_seconds, r.seconds_frontend, r.seconds_passes, r.seconds_codegen,
+              r.seconds_write);
 }
 
 }  // namespace
@@ -190,6 +311,15 @@ void register_compile_command(CLI::App& app) {
   cmd->add_option("--print-after", o->print_after,
                   "Print the IR after these passes (comma list, or 'all')");
   cmd->add_flag("--json", o->json, "Print the compile report as JSON (fields in docs/CLI.md)");
+  cmd->add_option("--cache-dir", o->cache_dir,
+                  "Compile cache directory (default: $XDG_CACHE_HOME/neuronc, else "
+                  "~/.cache/neuronc). An unchanged model with the same options and compiler is "
+                  "copied from it instead of compiled; entries are checksummed and rebuilt when "
+                  "corrupt");
+  cmd->add_flag("--no-cache", o->no_cache, "Neither read nor write the compile cache");
+  cmd->add_option("--cache-max-gb", o->cache_max_gb,
+                  "Size limit of the compile cache in GB; least recently used entries go first")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--report", o->report,
                   "Also write a self-contained HTML report (coverage, memory, timeline, roofline)");
   cmd->callback([o] { run_compile(*o); });

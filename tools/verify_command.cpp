@@ -186,7 +186,7 @@ void run_verify(const VerifyCli& o) {
       throw CommandExit{kExitUsage, "--dim '" + d + "': expected SYMBOL=VALUE", ""};
     req.dims[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
   }
-  req.progress = [](const std::string& s) { progress(s); };
+  req.progress = [](const std::string& step, double) { progress(step); };
   // Symbolic dims follow the reference inputs (a dynamic model verified at another shape).
   if (o.inputs.empty()) {
     for (int i = 0;; ++i) {

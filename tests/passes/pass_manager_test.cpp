@@ -30,9 +30,17 @@ TEST(PassManager, PrintsAfterChosenPassesAndRecords) {
   output %d
 })");
   std::ostringstream os;
-  PassManager pm({.print_after = {"canonicalize"}, .print_stream = &os, .verify_each = true});
+  std::vector<std::pair<size_t, size_t>> progress;  // after_pass's (done, total)
+  PassManager pm(
+      {.print_after = {"canonicalize"},
+       .print_stream = &os,
+       .verify_each = true,
+       .after_pass = [&](size_t done, size_t total) { progress.emplace_back(done, total); }});
   build_pipeline(pm);
   pm.run(*g);
+  ASSERT_EQ(progress.size(), 12u);
+  for (size_t i = 0; i < progress.size(); ++i)
+    EXPECT_EQ(progress[i], std::make_pair(i + 1, size_t{12}));
   EXPECT_EQ(pm.names(),
             (std::vector<std::string>{"functionalize", "lift-state", "canonicalize", "decompose",
                                       "expand-composites", "fold", "fold-batch-norm", "dce", "cse",

@@ -6,10 +6,12 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "tests/tools/fixture_artifacts.h"
+#include "tools/cli_output.h"
 #include "tools/npy.h"
 
 namespace neuronc::tools {
@@ -21,6 +23,7 @@ using testing::scratch_dir;
 
 using testing::neuronc;
 using testing::Ran;
+using testing::run_shell;
 
 TEST(CliHelp, EverySubcommandHasAnExample) {
   for (const char* sub :
@@ -92,6 +95,69 @@ TEST(Cli, CompileWritesTheReport) {
   EXPECT_GT(std::filesystem::file_size(html), 1000u);
 }
 
+// `compile` through the cache: stored, then a hit with the same bytes; a corrupt entry is
+// reported, compiled again and replaced; --no-cache neither reads nor writes it.
+TEST(Cli, CompileUsesTheCacheAndRebuildsACorruptEntry) {
+  namespace fs = std::filesystem;
+  const fs::path dir = scratch_dir() / "cli_cache";
+  fs::remove_all(dir);
+  const std::string model = fixture_model("mlp");
+  auto compile = [&](const std::string& out, const std::string& extra) {
+    const Ran r = neuronc("compile " + model + " -o " + (dir / out).string() + " --cache-dir " +
+                          (dir / "cache").string() + " --json " + extra);
+    EXPECT_EQ(r.code, 0) << r.out;
+    return nlohmann::json::parse(r.out);
+  };
+  auto bytes = [](const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  };
+  const nlohmann::json first = compile("a.nca", "");
+  EXPECT_EQ(first["cache"]["state"], "stored");
+  const nlohmann::json second = compile("b.nca", "--threads 1");
+  EXPECT_EQ(second["cache"]["state"], "hit");
+  EXPECT_EQ(second["cache"]["key"], first["cache"]["key"]);
+  EXPECT_EQ(second["artifact_bytes"], first["artifact_bytes"]);
+  EXPECT_EQ(second["instructions"], first["instructions"]);
+  EXPECT_EQ(bytes(dir / "b.nca"), bytes(dir / "a.nca"));
+
+  // One flipped byte in the entry's artifact.
+  const fs::path entry =
+      dir / "cache" / "entries" / (first["cache"]["key"].get<std::string>() + ".nce");
+  std::string e = bytes(entry);
+  e[e.size() - 10] ^= 1;
+  std::ofstream(entry, std::ios::binary | std::ios::trunc) << e;
+  const Ran warned =
+      run_shell(std::string(NEURONC_BINARY_DIR) + "/tools/neuronc compile " + model + " -o " +
+                    (dir / "c.nca").string() + " --cache-dir " + (dir / "cache").string(),
+                /*with_stderr=*/true);
+  EXPECT_EQ(warned.code, 0);
+  EXPECT_NE(warned.out.find("warning: cache entry"), std::string::npos) << warned.out;
+  EXPECT_NE(warned.out.find("artifact CRC32C mismatch"), std::string::npos) << warned.out;
+  EXPECT_NE(warned.out.find("compile time"), std::string::npos) << warned.out;
+  EXPECT_EQ(bytes(dir / "c.nca"), bytes(dir / "a.nca"));
+  EXPECT_EQ(compile("d.nca", "")["cache"]["state"], "hit");
+  EXPECT_EQ(bytes(dir / "d.nca"), bytes(dir / "a.nca"));
+
+  const nlohmann::json off = compile("e.nca", "--no-cache");
+  EXPECT_EQ(off["cache"]["state"], "off");
+  EXPECT_EQ(bytes(dir / "e.nca"), bytes(dir / "a.nca"));
+}
+
+// The ETA line extrapolates the time the estimate took; no ETA below 2 % or when done.
+TEST(CliOutput, EtaLineExtrapolatesTheEstimate) {
+  EXPECT_EQ(eta_line("[2/4] optimising", 0.5, 10, 10),
+            "[2/4] optimising 50 % \u00b7 10 s \u00b7 ~10 s left");
+  // Redrawn 4 s later with no new estimate: the ETA counts down.
+  EXPECT_EQ(eta_line("[2/4] optimising", 0.5, 14, 10),
+            "[2/4] optimising 50 % \u00b7 14 s \u00b7 ~6 s left");
+  // Overdue: never a negative or zero ETA.
+  EXPECT_EQ(eta_line("w", 0.5, 30, 10), "w 50 % \u00b7 30 s \u00b7 ~1 s left");
+  EXPECT_EQ(eta_line("r", 0.01, 3, 3), "r 1 % \u00b7 3 s");
+  EXPECT_EQ(eta_line("s", 1.0, 20, 20), "s 100 % \u00b7 20 s");
+  EXPECT_EQ(eta_line("s", 1.7, 20, 20), "s 100 % \u00b7 20 s");
+}
+
 // verify's criteria: fp32 element-wise; auto-cast scales the absolute tolerance by max|ref| and
 // asks for cosine >= 0.999; --min-cosine / --atol override and can make the same run fail.
 TEST(Cli, VerifyToleranceFollowsAutoCast) {
@@ -126,6 +192,7 @@ namespace {
 
 using testing::neuronc;
 using testing::Ran;
+using testing::run_shell;
 using testing::scratch_dir;
 
 // `generate` on the tiny Llama's decode program: transformers' greedy tokens, with TTFT, TPOT

@@ -1,0 +1,627 @@
+// The compile cache (compile_cache.h).
+#include "compiler/compile_cache.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+
+#include "artifact_format/artifact.h"
+#include "artifact_format/crc32c.h"
+#include "frontend/load.h"
+#include "frontend/mapped_file.h"
+#include "frontend/sha256.h"
+
+#ifndef NEURONC_VERSION
+#define NEURONC_VERSION "0.0.0"
+#endif
+
+namespace neuronc::compiler {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+constexpr char kEntryMagic[8] = {'N', 'C', 'C', 'A', 'C', 'H', 'E', '\x01'};
+constexpr uint32_t kEntryVersion = 1;
+constexpr size_t kEntryHeader = 80;  // see encode_entry_header
+constexpr uint64_t kPage = 4096;
+constexpr const char* kSourceDigestTag = "neuronc-source-digest 1";
+constexpr int64_t kRacyNs = 2'000'000'000;  // a file modified this close to its hashing is re-read
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string errno_text() {
+  return std::strerror(errno);
+}
+
+int64_t ns(const struct timespec& t) {
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+// The state of `path` as stat(2) sees it; false when it cannot be read.
+bool stat_source(const fs::path& path, CacheSource* s) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  s->path = path;
+  s->file = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+             static_cast<uint64_t>(st.st_size), ns(st.st_mtim), ns(st.st_ctim)};
+  return true;
+}
+
+std::string sha256_text(const std::string& s) {
+  return frontend::sha256_hex(std::as_bytes(std::span<const char>(s.data(), s.size())));
+}
+
+// A name no other writer (thread or process) of this directory uses: `final` with a suffix.
+fs::path temporary_beside(const fs::path& final_path) {
+  static std::atomic<uint64_t> counter{0};
+  const uint64_t tid = std::hash<std::thread::id>{}(std::this_thread::get_id());
+  return final_path.string() + ".tmp." + std::to_string(::getpid()) + "." +
+         std::to_string(tid % 1000000007) + "." + std::to_string(counter++);
+}
+
+bool write_all(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, std::min<size_t>(n, size_t{1} << 30));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// A file created under a temporary name and renamed to its final one by commit(); removed when
+// it is not committed. Created with mode 0666 less the umask, as any file a user writes.
+class AtomicFile {
+ public:
+  explicit AtomicFile(fs::path final_path)
+      : final_(std::move(final_path)), temp_(temporary_beside(final_)) {
+    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd_ < 0) error_ = "cannot create '" + temp_.string() + "': " + errno_text();
+  }
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  ~AtomicFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_) ::unlink(temp_.c_str());
+  }
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  int fd() const { return fd_; }
+  void write(const void* data, size_t n) {
+    if (ok() && !write_all(fd_, data, n))
+      error_ = "writing '" + temp_.string() + "' failed: " + errno_text();
+  }
+  void fail(std::string why) {
+    if (ok()) error_ = std::move(why);
+  }
+  bool commit() {
+    if (!ok()) return false;
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) {
+      error_ = "writing '" + temp_.string() + "' failed: " + errno_text();
+      return false;
+    }
+    if (::rename(temp_.c_str(), final_.c_str()) != 0) {
+      error_ =
+          "cannot rename '" + temp_.string() + "' to '" + final_.string() + "': " + errno_text();
+      return false;
+    }
+    committed_ = true;
+    return true;
+  }
+
+ private:
+  fs::path final_, temp_;
+  int fd_ = -1;
+  bool committed_ = false;
+  std::string error_;
+};
+
+// Copies `n` bytes at `offset` of `in` to the end of `out`: in the kernel (copy_file_range,
+// which a filesystem with reflinks makes a clone), else through a buffer.
+bool copy_range(int in, uint64_t offset, uint64_t n, AtomicFile& out) {
+  loff_t off = static_cast<loff_t>(offset);
+  uint64_t left = n;
+  while (left > 0) {
+    const ssize_t c =
+        ::copy_file_range(in, &off, out.fd(), nullptr, std::min<uint64_t>(left, 1u << 30), 0);
+    if (c > 0) {
+      left -= static_cast<uint64_t>(c);
+      continue;
+    }
+    if (c < 0 && errno == EINTR) continue;
+    if (c == 0 || errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)
+      break;  // fall back to read and write
+    return false;
+  }
+  std::vector<char> buf(size_t{4} << 20);
+  while (left > 0) {
+    const ssize_t r = ::pread(in, buf.data(), std::min<uint64_t>(left, buf.size()), off);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    out.write(buf.data(), static_cast<size_t>(r));
+    if (!out.ok()) return false;
+    off += r;
+    left -= static_cast<uint64_t>(r);
+  }
+  return true;
+}
+
+// --- The report as JSON (everything of a CompileResult but the artifact and debug values) -----
+
+json report_json(const CompileResult& r) {
+  json j;
+  j["container"] = r.container;
+  j["torch_version"] = r.torch_version;
+  j["imported_nodes"] = r.imported_nodes;
+  j["optimized_nodes"] = r.optimized_nodes;
+  j["partitions"] = json::array();
+  for (const PartitionReport& p : r.partitions)
+    j["partitions"].push_back({{"device", p.device},
+                               {"nodes", p.nodes},
+                               {"instructions", p.instructions},
+                               {"hbm_bytes", p.hbm_bytes},
+                               {"sbuf_peak_bytes", p.sbuf_peak_bytes},
+                               {"psum_peak_bytes", p.psum_peak_bytes},
+                               {"flops", p.flops}});
+  j["host_nodes"] = json::array();
+  for (const HostNodeReport& h : r.host_nodes)
+    j["host_nodes"].push_back(
+        {{"node", h.node}, {"op", h.op}, {"reason", h.reason}, {"location", h.location}});
+  j["specialized"] = r.specialized;
+  j["specialized_from"] = r.specialized_from;
+  j["buckets"] = json::array();
+  for (const BucketSymbol& b : r.buckets)
+    j["buckets"].push_back({{"name", b.name},
+                            {"id", b.id},
+                            {"min", b.min},
+                            {"max", b.max},
+                            {"values", b.values},
+                            {"padded", b.padded},
+                            {"pad_with", static_cast<int>(b.pad_with)},
+                            {"not_padded", b.not_padded}});
+  j["constant_bytes"] = r.constant_bytes;
+  j["flops"] = r.flops;
+  const passes::TensorParallelStats& t = r.tensor_parallel;
+  j["tensor_parallel"] = {{"column_parallel", t.column_parallel}, {"row_parallel", t.row_parallel},
+                          {"embeddings", t.embeddings},           {"all_reduces", t.all_reduces},
+                          {"all_gathers", t.all_gathers},         {"split_states", t.split_states}};
+  j["seconds"] = {r.seconds_frontend, r.seconds_passes, r.seconds_codegen, r.seconds_write};
+  j["pass_seconds"] = json::array();
+  for (const auto& [name, s] : r.pass_seconds) j["pass_seconds"].push_back({name, s});
+  return j;
+}
+
+CompileResult report_from_json(const json& j) {
+  CompileResult r;
+  r.container = j.at("container").get<std::string>();
+  r.torch_version = j.at("torch_version").get<std::string>();
+  r.imported_nodes = j.at("imported_nodes").get<size_t>();
+  r.optimized_nodes = j.at("optimized_nodes").get<size_t>();
+  for (const json& p : j.at("partitions")) {
+    PartitionReport q;
+    q.device = p.at("device").get<bool>();
+    q.nodes = p.at("nodes").get<size_t>();
+    q.instructions = p.at("instructions").get<uint64_t>();
+    q.hbm_bytes = p.at("hbm_bytes").get<uint64_t>();
+    q.sbuf_peak_bytes = p.at("sbuf_peak_bytes").get<uint32_t>();
+    q.psum_peak_bytes = p.at("psum_peak_bytes").get<uint32_t>();
+    q.flops = p.at("flops").get<double>();
+    r.partitions.push_back(q);
+  }
+  for (const json& h : j.at("host_nodes"))
+    r.host_nodes.push_back({h.at("node").get<std::string>(), h.at("op").get<std::string>(),
+                            h.at("reason").get<std::string>(),
+                            h.at("location").get<std::string>()});
+  r.specialized = j.at("specialized").get<std::map<std::string, int64_t>>();
+  r.specialized_from = j.at("specialized_from").get<std::string>();
+  for (const json& b : j.at("buckets")) {
+    BucketSymbol s;
+    s.name = b.at("name").get<std::string>();
+    s.id = b.at("id").get<ir::SymbolId>();
+    s.min = b.at("min").get<int64_t>();
+    s.max = b.at("max").get<int64_t>();
+    s.values = b.at("values").get<std::vector<int64_t>>();
+    s.padded = b.at("padded").get<bool>();
+    const int pad = b.at("pad_with").get<int>();
+    if (pad != static_cast<int>(passes::PadWith::zeros) &&
+        pad != static_cast<int>(passes::PadWith::edge))
+      throw std::runtime_error("bucket pad_with " + std::to_string(pad));
+    s.pad_with = static_cast<passes::PadWith>(pad);
+    s.not_padded = b.at("not_padded").get<std::string>();
+    r.buckets.push_back(std::move(s));
+  }
+  r.constant_bytes = j.at("constant_bytes").get<uint64_t>();
+  r.flops = j.at("flops").get<double>();
+  const json& t = j.at("tensor_parallel");
+  r.tensor_parallel.column_parallel = t.at("column_parallel").get<int>();
+  r.tensor_parallel.row_parallel = t.at("row_parallel").get<int>();
+  r.tensor_parallel.embeddings = t.at("embeddings").get<int>();
+  r.tensor_parallel.all_reduces = t.at("all_reduces").get<int>();
+  r.tensor_parallel.all_gathers = t.at("all_gathers").get<int>();
+  r.tensor_parallel.split_states = t.at("split_states").get<std::map<std::string, int>>();
+  const auto sec = j.at("seconds").get<std::vector<double>>();
+  if (sec.size() != 4) throw std::runtime_error("seconds: expected 4 phases");
+  r.seconds_frontend = sec[0];
+  r.seconds_passes = sec[1];
+  r.seconds_codegen = sec[2];
+  r.seconds_write = sec[3];
+  for (const json& p : j.at("pass_seconds"))
+    r.pass_seconds.emplace_back(p.at(0).get<std::string>(), p.at(1).get<double>());
+  return r;
+}
+
+// --- The entry file --------------------------------------------------------------------------
+
+void put32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+void put64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+uint32_t get32(const uint8_t* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(p[i]) << (8 * i);
+  return v;
+}
+uint64_t get64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
+uint32_t crc_of(const void* p, size_t n) {
+  return artifact::crc32c(std::span<const std::byte>(static_cast<const std::byte*>(p), n));
+}
+
+struct EntryHeader {
+  uint32_t report_bytes = 0;
+  uint64_t artifact_offset = 0, artifact_bytes = 0;
+  uint32_t report_crc = 0, artifact_crc = 0;
+  std::array<uint8_t, 32> key{};
+};
+
+// Little-endian: magic[8], version u32, report_bytes u32, artifact_offset u64,
+// artifact_bytes u64, report_crc u32, artifact_crc u32, key[32], reserved u32, header_crc u32
+// (CRC32C of bytes [0, 76)).
+std::array<uint8_t, kEntryHeader> encode_entry_header(const EntryHeader& h) {
+  std::array<uint8_t, kEntryHeader> b{};
+  std::memcpy(b.data(), kEntryMagic, 8);
+  put32(&b[8], kEntryVersion);
+  put32(&b[12], h.report_bytes);
+  put64(&b[16], h.artifact_offset);
+  put64(&b[24], h.artifact_bytes);
+  put32(&b[32], h.report_crc);
+  put32(&b[36], h.artifact_crc);
+  std::memcpy(&b[40], h.key.data(), 32);
+  put32(&b[76], crc_of(b.data(), 76));
+  return b;
+}
+
+std::array<uint8_t, 32> key_bytes(const std::string& hex_key) {
+  std::array<uint8_t, 32> out{};
+  const std::vector<uint8_t> b = frontend::digest_from_hex(hex_key);
+  std::copy_n(b.begin(), std::min(b.size(), out.size()), out.begin());
+  return out;
+}
+
+fs::path entry_path(const fs::path& dir, const std::string& key) {
+  return dir / "entries" / (key + ".nce");
+}
+
+// The file the code of this compiler is in: the executable, or the shared object that holds
+// compile_model.
+fs::path compiler_object() {
+  struct Find {
+    uintptr_t address;
+    std::string name;
+    bool found = false;
+  } find{reinterpret_cast<uintptr_t>(&compile_model), {}, false};
+  dl_iterate_phdr(
+      [](struct dl_phdr_info* info, size_t, void* data) -> int {
+        auto* f = static_cast<Find*>(data);
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD) continue;
+          const uintptr_t start = info->dlpi_addr + ph.p_vaddr;
+          if (f->address >= start && f->address < start + ph.p_memsz) {
+            f->name = info->dlpi_name ? info->dlpi_name : "";
+            f->found = true;
+            return 1;
+          }
+        }
+        return 0;
+      },
+      &find);
+  if (!find.found || find.name.empty()) return "/proc/self/exe";
+  return find.name;
+}
+
+}  // namespace
+
+fs::path CompileCache::default_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x == '/') return fs::path(x) / "neuronc";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "neuronc";
+  return {};
+}
+
+CompileCache::CompileCache(fs::path dir, uint64_t max_bytes)
+    : dir_(std::move(dir)), max_bytes_(max_bytes) {}
+
+std::string CompileCache::uncacheable(const CompileRequest& req) {
+  if (!req.print_after.empty()) return "--print-after prints the IR as the compile runs";
+  if (req.debug_all_values) return "debug values are not cached";
+  return "";
+}
+
+std::string CompileCache::file_sha256(const fs::path& path, CacheSource* state) const {
+  std::error_code ec;
+  fs::path canonical = fs::canonical(path, ec);
+  if (ec) throw std::runtime_error("cannot read '" + path.string() + "': " + ec.message());
+  if (!stat_source(canonical, state))
+    throw std::runtime_error("cannot read '" + path.string() + "': not a regular file");
+  const fs::path memo = dir_ / "sources" / sha256_text(canonical.string());
+  {
+    std::ifstream f(memo);
+    std::string tag;
+    CacheSource m;
+    int64_t hashed_at = 0;
+    if (std::getline(f, tag) && tag == kSourceDigestTag &&
+        f >> m.file.device >> m.file.inode >> m.file.size >> m.file.mtime_ns >> m.file.ctime_ns >>
+            hashed_at >> m.sha256 &&
+        m.sha256.size() == 64 && m.file == state->file &&
+        state->file.mtime_ns + kRacyNs < hashed_at && state->file.ctime_ns + kRacyNs < hashed_at) {
+      state->sha256 = m.sha256;
+      return m.sha256;
+    }
+  }
+  const int64_t hashed_at = now_ns();
+  std::shared_ptr<frontend::MappedFile> file = frontend::MappedFile::open(canonical.string());
+  state->file = file->identity();  // what was hashed
+  state->sha256 = frontend::file_sha256(*file);
+  // Remember it (best effort: a cache that cannot be written still works, only slower).
+  CacheSource after;
+  if (!stat_source(canonical, &after) || !(after.file == state->file)) return state->sha256;
+  fs::create_directories(memo.parent_path(), ec);
+  AtomicFile out(memo);
+  std::ostringstream text;
+  text << kSourceDigestTag << "\n"
+       << state->file.device << " " << state->file.inode << " " << state->file.size << " "
+       << state->file.mtime_ns << " " << state->file.ctime_ns << " " << hashed_at << " "
+       << state->sha256 << "\n";
+  const std::string s = text.str();
+  out.write(s.data(), s.size());
+  out.commit();
+  return state->sha256;
+}
+
+CacheKey CompileCache::key(const CompileRequest& req) const {
+  CacheKey k;
+  std::ostringstream t;
+  t << "cache " << kEntryVersion << "\n";
+  t << "neuronc " << NEURONC_VERSION << "\n";
+  t << "artifact_format " << artifact::kFormatMajor << "." << artifact::kFormatMinor << "\n";
+  CacheSource self;
+  t << "compiler " << file_sha256(compiler_object(), &self) << "\n";
+  t << "target " << req.target << "\n";
+  t << "auto_cast " << static_cast<int>(req.auto_cast) << "\n";
+  t << "opt_level " << req.opt_level << "\n";
+  t << "tp " << req.tp << "\n";
+  t << "host_only " << req.host_only << "\n";
+  for (const auto& [name, v] : req.dims) t << "dim " << name << "=" << v << "\n";
+  for (const auto& [name, values] : req.buckets) {
+    t << "buckets " << name << "=";
+    for (int64_t v : values) t << v << ",";
+    t << "\n";
+  }
+  for (const std::vector<int64_t>& shape : req.input_shapes) {
+    t << "input_shape ";
+    for (int64_t d : shape) t << d << ",";
+    t << "\n";
+  }
+  // The sources: one file, or every file under a directory of programs, by relative name.
+  std::vector<std::pair<std::string, fs::path>> files;
+  std::error_code ec;
+  if (fs::is_directory(req.model, ec)) {
+    for (const fs::directory_entry& e : fs::recursive_directory_iterator(req.model, ec))
+      if (e.is_regular_file(ec))
+        files.emplace_back(fs::relative(e.path(), req.model, ec).generic_string(), e.path());
+    if (ec) throw std::runtime_error("cannot list '" + req.model + "': " + ec.message());
+    std::sort(files.begin(), files.end());
+  } else {
+    files.emplace_back(fs::path(req.model).filename().string(), req.model);
+  }
+  for (const auto& [name, path] : files) {
+    CacheSource s;
+    file_sha256(path, &s);
+    t << "source " << std::quoted(name) << " " << s.sha256 << "\n";
+    k.sources.push_back(std::move(s));
+  }
+  k.text = t.str();
+  k.hex = sha256_text(k.text);
+  return k;
+}
+
+std::vector<frontend::KnownDigest> CompileCache::known_digests(const CacheKey& key) {
+  std::vector<frontend::KnownDigest> out;
+  for (const CacheSource& s : key.sources) out.push_back({s.file, s.sha256});
+  return out;
+}
+
+std::optional<CompileCache::Hit> CompileCache::fetch(const CacheKey& key, const fs::path& output,
+                                                     std::string* why) const {
+  why->clear();
+  const fs::path path = entry_path(dir_, key.hex);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;  // a miss
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  auto corrupt = [&](const std::string& what) -> std::optional<Hit> {
+    *why = "cache entry '" + path.string() + "' is corrupt (" + what + "); it was deleted";
+    ::unlink(path.c_str());
+    return std::nullopt;
+  };
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return corrupt("cannot stat it: " + errno_text());
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  std::array<uint8_t, kEntryHeader> hb{};
+  if (size < kEntryHeader ||
+      ::pread(fd, hb.data(), kEntryHeader, 0) != static_cast<ssize_t>(kEntryHeader))
+    return corrupt("expected a " + std::to_string(kEntryHeader) + "-byte header, found " +
+                   std::to_string(size) + " bytes");
+  if (std::memcmp(hb.data(), kEntryMagic, 8) != 0) return corrupt("bad magic");
+  if (get32(&hb[76]) != crc_of(hb.data(), 76)) return corrupt("header CRC32C mismatch");
+  if (get32(&hb[8]) != kEntryVersion)
+    return corrupt("entry version " + std::to_string(get32(&hb[8])) + ", expected " +
+                   std::to_string(kEntryVersion));
+  EntryHeader h;
+  h.report_bytes = get32(&hb[12]);
+  h.artifact_offset = get64(&hb[16]);
+  h.artifact_bytes = get64(&hb[24]);
+  h.report_crc = get32(&hb[32]);
+  h.artifact_crc = get32(&hb[36]);
+  if (std::memcmp(&hb[40], key_bytes(key.hex).data(), 32) != 0)
+    return corrupt("it holds another key's compile");
+  if (h.artifact_offset < kEntryHeader + h.report_bytes || h.artifact_offset % kPage != 0 ||
+      h.artifact_offset > size || size - h.artifact_offset != h.artifact_bytes)
+    return corrupt("expected " + std::to_string(h.artifact_offset + h.artifact_bytes) +
+                   " bytes, found " + std::to_string(size));
+  std::string report(h.report_bytes, '\0');
+  if (::pread(fd, report.data(), report.size(), kEntryHeader) !=
+      static_cast<ssize_t>(report.size()))
+    return corrupt("short read of the report");
+  if (crc_of(report.data(), report.size()) != h.report_crc)
+    return corrupt("report CRC32C mismatch");
+  Hit hit;
+  try {
+    hit.result = report_from_json(json::parse(report));
+  } catch (const std::exception& e) {
+    return corrupt(std::string("report: ") + e.what());
+  }
+  hit.artifact_bytes = h.artifact_bytes;
+  {
+    // Read, not mapped: no page faults, and nothing of the artifact stays resident.
+    std::vector<std::byte> buf(std::min<uint64_t>(h.artifact_bytes, uint64_t{4} << 20));
+    uint32_t crc = 0;
+    for (uint64_t off = 0; off < h.artifact_bytes;) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), h.artifact_bytes - off));
+      const ssize_t r = ::pread(fd, buf.data(), n, static_cast<off_t>(h.artifact_offset + off));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return corrupt("short read of the artifact");
+      crc = artifact::crc32c(std::span<const std::byte>(buf.data(), static_cast<size_t>(r)), crc);
+      off += static_cast<uint64_t>(r);
+    }
+    if (crc != h.artifact_crc) return corrupt("artifact CRC32C mismatch");
+  }
+  AtomicFile out(output);
+  if (!out.ok() || !copy_range(fd, h.artifact_offset, h.artifact_bytes, out) || !out.commit()) {
+    *why = out.ok()
+               ? "copying the cached artifact to '" + output.string() + "' failed: " + errno_text()
+               : out.error();
+    return std::nullopt;
+  }
+  // Recently used: eviction goes by modification time.
+  ::futimens(fd, nullptr);
+  return hit;
+}
+
+bool CompileCache::store(const CacheKey& key, const CompileResult& result, std::string* why) const {
+  why->clear();
+  for (const CacheSource& s : key.sources) {
+    CacheSource now;
+    if (!stat_source(s.path, &now) || !(now.file == s.file)) {
+      *why = "'" + s.path.string() + "' changed during the compile; the artifact was not cached";
+      return false;
+    }
+  }
+  const fs::path path = entry_path(dir_, key.hex);
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  if (ec) {
+    *why = "cannot create '" + path.parent_path().string() + "': " + ec.message();
+    return false;
+  }
+  const std::string report = report_json(result).dump();
+  EntryHeader h;
+  h.report_bytes = static_cast<uint32_t>(report.size());
+  h.artifact_offset = (kEntryHeader + report.size() + kPage - 1) / kPage * kPage;
+  h.artifact_bytes = result.artifact.size();
+  h.report_crc = crc_of(report.data(), report.size());
+  h.artifact_crc = crc_of(result.artifact.data(), result.artifact.size());
+  h.key = key_bytes(key.hex);
+  const auto header = encode_entry_header(h);
+  {
+    AtomicFile out(path);
+    out.write(header.data(), header.size());
+    out.write(report.data(), report.size());
+    const std::vector<char> pad(h.artifact_offset - kEntryHeader - report.size(), 0);
+    out.write(pad.data(), pad.size());
+    out.write(result.artifact.data(), result.artifact.size());
+    if (!out.commit()) {
+      *why = out.error();
+      return false;
+    }
+  }
+  // Evict: least recently used first, until the entries fit; old temporaries of crashed
+  // writers go too.
+  struct Entry {
+    fs::path path;
+    uint64_t bytes;
+    int64_t mtime;
+  };
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  const int64_t hour_ago = now_ns() - int64_t{3600} * 1'000'000'000;
+  for (const fs::path& sub : {dir_ / "entries", dir_ / "sources"}) {
+    for (const fs::directory_entry& e : fs::directory_iterator(sub, ec)) {
+      struct stat st {};
+      if (::stat(e.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      const std::string name = e.path().filename().string();
+      if (name.find(".tmp.") != std::string::npos) {
+        if (ns(st.st_mtim) < hour_ago) ::unlink(e.path().c_str());
+        continue;
+      }
+      if (sub.filename() != "entries" || e.path().extension() != ".nce") continue;
+      entries.push_back({e.path(), static_cast<uint64_t>(st.st_size), ns(st.st_mtim)});
+      total += static_cast<uint64_t>(st.st_size);
+    }
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.mtime < b.mtime; });
+  for (const Entry& e : entries) {
+    if (total <= max_bytes_) break;
+    if (e.path == path) continue;  // the entry just stored stays
+    if (::unlink(e.path.c_str()) == 0) total -= e.bytes;
+  }
+  return true;
+}
+
+}  // namespace neuronc::compiler

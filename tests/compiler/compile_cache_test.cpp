@@ -1,0 +1,371 @@
+// The compile cache (compiler/compile_cache.h): a hit gives the fresh compile's bytes and
+// report; the key follows every source byte and option that changes the artifact and no other;
+// a corrupt entry is found by its checks, deleted and never used; concurrent writers and readers
+// of one key each see a whole entry; eviction keeps the most recently used.
+#include "compiler/compile_cache.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "compiler/compiler.h"
+#include "frontend/load.h"
+
+namespace neuronc::compiler {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path d =
+      fs::temp_directory_path() / ("neuronc_cache_test_" + std::to_string(::getpid())) / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string model_path() {
+  return std::string(NEURONC_SOURCE_DIR) + "/models/cnn/model.pt2";
+}
+
+std::vector<std::byte> read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::vector<char> c((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> out(c.size());
+  std::memcpy(out.data(), c.data(), c.size());
+  return out;
+}
+
+void write_file(const fs::path& p, const std::vector<std::byte>& bytes) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+CompileRequest request(const std::string& model) {
+  CompileRequest req;
+  req.model = model;
+  req.target = "trn1";
+  return req;
+}
+
+// A copy of the model in `dir`, with a modification time old enough that its digest is
+// remembered (a file written within two seconds of its hashing is hashed again each time).
+fs::path old_copy(const fs::path& dir) {
+  const fs::path p = dir / "model.pt2";
+  fs::copy_file(model_path(), p, fs::copy_options::overwrite_existing);
+  fs::last_write_time(p, fs::last_write_time(p) - std::chrono::hours(1));
+  return p;
+}
+
+TEST(CompileCache, AHitGivesTheFreshCompilesArtifactAndReport) {
+  const fs::path dir = fresh_dir("hit");
+  CompileCache cache(dir / "cache");
+  const CompileRequest req = request(model_path());
+  const CacheKey key = cache.key(req);
+  EXPECT_EQ(key.hex.size(), 64u);
+  std::string why;
+  EXPECT_FALSE(cache.fetch(key, dir / "out.nca", &why));
+  EXPECT_EQ(why, "");
+  EXPECT_FALSE(fs::exists(dir / "out.nca"));
+
+  const CompileResult fresh = compile_model(req);
+  ASSERT_TRUE(cache.store(key, fresh, &why)) << why;
+  auto hit = cache.fetch(key, dir / "out.nca", &why);
+  ASSERT_TRUE(hit) << why;
+  EXPECT_EQ(read_file(dir / "out.nca"), fresh.artifact);
+  EXPECT_EQ(hit->artifact_bytes, fresh.artifact.size());
+  const CompileResult& r = hit->result;
+  EXPECT_TRUE(r.artifact.empty());
+  EXPECT_EQ(r.container, fresh.container);
+  EXPECT_EQ(r.torch_version, fresh.torch_version);
+  EXPECT_EQ(r.imported_nodes, fresh.imported_nodes);
+  EXPECT_EQ(r.optimized_nodes, fresh.optimized_nodes);
+  ASSERT_EQ(r.partitions.size(), fresh.partitions.size());
+  for (size_t i = 0; i < r.partitions.size(); ++i) {
+    EXPECT_EQ(r.partitions[i].instructions, fresh.partitions[i].instructions);
+    EXPECT_EQ(r.partitions[i].hbm_bytes, fresh.partitions[i].hbm_bytes);
+    EXPECT_EQ(r.partitions[i].flops, fresh.partitions[i].flops);
+  }
+  EXPECT_EQ(r.constant_bytes, fresh.constant_bytes);
+  EXPECT_EQ(r.flops, fresh.flops);
+  EXPECT_EQ(r.seconds_codegen, fresh.seconds_codegen);
+  EXPECT_EQ(r.pass_seconds, fresh.pass_seconds);
+
+  // The key's digests let a compile skip hashing the source: the artifact records the SHA-256
+  // the key computed, and is byte-identical to a compile that hashed it itself.
+  CompileRequest with_known = req;
+  with_known.known_sha256 = CompileCache::known_digests(key);
+  EXPECT_EQ(compile_model(with_known).artifact, fresh.artifact);
+}
+
+TEST(CompileCache, ShapeBucketsAndHostNodesSurviveTheReport) {
+  // A program with symbolic dims (buckets) and one with host partitions: their reports come
+  // back whole.
+  for (const char* name : {"dynamic_batch", "fallback"}) {
+    const fs::path dir = fresh_dir(std::string("report_") + name);
+    CompileCache cache(dir / "cache");
+    const CompileRequest req =
+        request(std::string(NEURONC_SOURCE_DIR) + "/models/" + name + "/model.pt2");
+    const CacheKey key = cache.key(req);
+    const CompileResult fresh = compile_model(req);
+    std::string why;
+    ASSERT_TRUE(cache.store(key, fresh, &why)) << why;
+    auto hit = cache.fetch(key, dir / "out.nca", &why);
+    ASSERT_TRUE(hit) << why;
+    const CompileResult& r = hit->result;
+    ASSERT_EQ(r.buckets.size(), fresh.buckets.size()) << name;
+    for (size_t i = 0; i < r.buckets.size(); ++i) {
+      EXPECT_EQ(r.buckets[i].name, fresh.buckets[i].name);
+      EXPECT_EQ(r.buckets[i].values, fresh.buckets[i].values);
+      EXPECT_EQ(r.buckets[i].padded, fresh.buckets[i].padded);
+      EXPECT_EQ(r.buckets[i].pad_with, fresh.buckets[i].pad_with);
+      EXPECT_EQ(r.buckets[i].not_padded, fresh.buckets[i].not_padded);
+    }
+    ASSERT_EQ(r.host_nodes.size(), fresh.host_nodes.size()) << name;
+    for (size_t i = 0; i < r.host_nodes.size(); ++i) {
+      EXPECT_EQ(r.host_nodes[i].node, fresh.host_nodes[i].node);
+      EXPECT_EQ(r.host_nodes[i].reason, fresh.host_nodes[i].reason);
+      EXPECT_EQ(r.host_nodes[i].location, fresh.host_nodes[i].location);
+    }
+    EXPECT_EQ(read_file(dir / "out.nca"), fresh.artifact);
+  }
+}
+
+TEST(CompileCache, TheKeyFollowsWhatChangesTheArtifactAndNothingElse) {
+  const fs::path dir = fresh_dir("key");
+  CompileCache cache(dir / "cache");
+  const fs::path model = old_copy(dir);
+  const CompileRequest base = request(model.string());
+  const std::string k = cache.key(base).hex;
+  EXPECT_EQ(cache.key(base).hex, k);  // stable
+
+  CompileRequest threads = base;
+  threads.threads = 1;
+  EXPECT_EQ(cache.key(threads).hex, k) << "--threads never changes the artifact";
+  CompileRequest progress = base;
+  progress.progress = [](const std::string&, double) {};
+  EXPECT_EQ(cache.key(progress).hex, k);
+
+  std::vector<CompileRequest> changed(8, base);
+  changed[0].target = "trn2";
+  changed[1].auto_cast = passes::AutoCastMode::matmul;
+  changed[2].opt_level = 1;
+  changed[3].tp = 2;
+  changed[4].dims["s0"] = 4;
+  changed[5].buckets["s0"] = {1, 2};
+  changed[6].input_shapes = {{1, 3, 16, 16}};
+  changed[7].host_only = true;
+  std::set<std::string> keys{k};
+  for (const CompileRequest& r : changed) keys.insert(cache.key(r).hex);
+  EXPECT_EQ(keys.size(), changed.size() + 1);
+
+  // The same bytes under another name or directory are the same source.
+  const fs::path other = dir / "renamed";
+  fs::create_directories(other);
+  fs::copy_file(model, other / "model.pt2");
+  EXPECT_EQ(cache.key(request((other / "model.pt2").string())).hex, k);
+
+  // One byte of the source changed (same size): another key, though the digest was remembered.
+  std::vector<std::byte> bytes = read_file(model);
+  bytes[bytes.size() / 2] ^= std::byte{1};
+  write_file(model, bytes);
+  EXPECT_NE(cache.key(base).hex, k);
+}
+
+TEST(CompileCache, ADirectoryOfProgramsIsKeyedByEveryFile) {
+  const fs::path dir = fresh_dir("program_set");
+  const fs::path src = fs::path(NEURONC_SOURCE_DIR) / "models" / "llm" / "llama_tiny";
+  ASSERT_TRUE(fs::exists(src / "manifest.json")) << src;
+  fs::copy(src, dir / "llama", fs::copy_options::recursive);
+  CompileCache cache(dir / "cache");
+  const CompileRequest req = request((dir / "llama").string());
+  const CacheKey key = cache.key(req);
+  EXPECT_GE(key.sources.size(), 3u);  // the manifest and its programs
+  for (const CacheSource& s : key.sources) {
+    std::vector<std::byte> bytes = read_file(s.path);
+    std::vector<std::byte> changed = bytes;
+    changed.back() ^= std::byte{0x20};
+    write_file(s.path, changed);
+    EXPECT_NE(cache.key(req).hex, key.hex) << s.path;
+    write_file(s.path, bytes);
+    EXPECT_EQ(cache.key(req).hex, key.hex) << s.path;
+  }
+}
+
+TEST(CompileCache, ASourceChangedDuringTheCompileIsNotStored) {
+  const fs::path dir = fresh_dir("changed");
+  CompileCache cache(dir / "cache");
+  const fs::path model = old_copy(dir);
+  const CompileRequest req = request(model.string());
+  const CacheKey key = cache.key(req);
+  const CompileResult r = compile_model(req);
+  fs::last_write_time(model, fs::file_time_type::clock::now());  // written meanwhile
+  std::string why;
+  EXPECT_FALSE(cache.store(key, r, &why));
+  EXPECT_NE(why.find("changed during the compile"), std::string::npos) << why;
+  EXPECT_FALSE(fs::exists(dir / "cache" / "entries" / (key.hex + ".nce")));
+}
+
+TEST(CompileCache, ACorruptEntryIsDeletedAndNeverUsed) {
+  const fs::path dir = fresh_dir("corrupt");
+  CompileCache cache(dir / "cache");
+  const CompileRequest req = request(model_path());
+  const CacheKey key = cache.key(req);
+  const CompileResult r = compile_model(req);
+  std::string why;
+  ASSERT_TRUE(cache.store(key, r, &why)) << why;
+  const fs::path entry = dir / "cache" / "entries" / (key.hex + ".nce");
+  const std::vector<std::byte> good = read_file(entry);
+  ASSERT_GT(good.size(), 4096 + r.artifact.size() - 1);
+
+  struct Damage {
+    const char* what;  // expected in the message
+    std::function<void(std::vector<std::byte>&)> apply;
+  };
+  const std::vector<Damage> damages = {
+      {"artifact CRC32C mismatch", [](auto& b) { b[b.size() - 100] ^= std::byte{4}; }},
+      {"artifact CRC32C mismatch", [](auto& b) { b[4096 + 7] ^= std::byte{0x80}; }},
+      {"report CRC32C mismatch", [](auto& b) { b[90] ^= std::byte{1}; }},
+      {"header CRC32C mismatch", [](auto& b) { b[20] ^= std::byte{1}; }},
+      {"bad magic", [](auto& b) { b[0] = std::byte{'X'}; }},
+      {"expected", [](auto& b) { b.resize(b.size() - 1); }},
+      {"expected", [](auto& b) { b.resize(40); }},
+      {"expected", [](auto& b) { b.clear(); }},
+  };
+  for (const Damage& d : damages) {
+    std::vector<std::byte> bad = good;
+    d.apply(bad);
+    write_file(entry, bad);
+    fs::remove(dir / "out.nca");
+    EXPECT_FALSE(cache.fetch(key, dir / "out.nca", &why)) << d.what;
+    EXPECT_NE(why.find(d.what), std::string::npos) << why;
+    EXPECT_NE(why.find("deleted"), std::string::npos) << why;
+    EXPECT_FALSE(fs::exists(entry)) << d.what;
+    EXPECT_FALSE(fs::exists(dir / "out.nca")) << d.what;
+  }
+
+  // Another key's intact entry under this key's name.
+  CompileRequest other = req;
+  other.target = "trn2";
+  const CacheKey other_key = cache.key(other);
+  ASSERT_TRUE(cache.store(other_key, compile_model(other), &why)) << why;
+  fs::copy_file(dir / "cache" / "entries" / (other_key.hex + ".nce"), entry);
+  EXPECT_FALSE(cache.fetch(key, dir / "out.nca", &why));
+  EXPECT_NE(why.find("another key"), std::string::npos) << why;
+
+  // Rebuilt: stored again, it is a hit.
+  ASSERT_TRUE(cache.store(key, r, &why)) << why;
+  ASSERT_TRUE(cache.fetch(key, dir / "out.nca", &why)) << why;
+  EXPECT_EQ(read_file(dir / "out.nca"), r.artifact);
+}
+
+TEST(CompileCache, AFileRewrittenUnderItsOldTimesIsHashedAgain) {
+  const fs::path dir = fresh_dir("racy");
+  CompileCache cache(dir / "cache");
+  const fs::path model = dir / "model.pt2";
+  fs::copy_file(model_path(), model);  // modified now: within the racy window
+  CacheSource s;
+  const std::string first = cache.file_sha256(model, &s);
+  // Rewritten with other bytes of the same size, and its times forced back to the recorded
+  // ones: a remembered digest would now be wrong. The change time (which no one can set back)
+  // differs, and the file was written within two seconds of its hashing, so it is read again.
+  std::vector<std::byte> bytes = read_file(model);
+  bytes[10] ^= std::byte{1};
+  write_file(model, bytes);
+  const struct timespec times[2] = {
+      {s.file.mtime_ns / 1'000'000'000, s.file.mtime_ns % 1'000'000'000},
+      {s.file.mtime_ns / 1'000'000'000, s.file.mtime_ns % 1'000'000'000}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, model.c_str(), times, 0), 0);
+  CacheSource again;
+  EXPECT_NE(cache.file_sha256(model, &again), first);
+}
+
+TEST(CompileCache, ConcurrentWritersAndReadersSeeWholeEntries) {
+  const fs::path dir = fresh_dir("concurrent");
+  CompileCache cache(dir / "cache");
+  const CompileRequest req = request(model_path());
+  const CacheKey key = cache.key(req);
+  const CompileResult r = compile_model(req);
+  std::atomic<int> stored{0}, hits{0}, wrong{0}, corrupt{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        std::string why;
+        if (t % 2 == 0) {
+          if (cache.store(key, r, &why)) ++stored;
+        } else {
+          const fs::path out = dir / ("out" + std::to_string(t) + ".nca");
+          if (cache.fetch(key, out, &why)) {
+            ++hits;
+            if (read_file(out) != r.artifact) ++wrong;
+          } else if (!why.empty()) {
+            ++corrupt;
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(stored.load(), 60);
+  EXPECT_GT(hits.load(), 0);
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(corrupt.load(), 0);
+  // No temporaries are left behind.
+  for (const auto& e : fs::directory_iterator(dir / "cache" / "entries"))
+    EXPECT_EQ(e.path().extension(), ".nce") << e.path();
+}
+
+TEST(CompileCache, EvictionKeepsTheMostRecentlyUsedEntries) {
+  const fs::path dir = fresh_dir("evict");
+  const CompileRequest req = request(model_path());
+  const CompileResult r = compile_model(req);
+  // Room for two entries of this size.
+  CompileCache cache(dir / "cache", 2 * (r.artifact.size() + 8192) + 100);
+  std::vector<CacheKey> keys;
+  for (const char* t : {"trn1", "trn2", "trn3"}) {
+    CompileRequest q = req;
+    q.target = t;
+    keys.push_back(cache.key(q));
+  }
+  std::string why;
+  ASSERT_TRUE(cache.store(keys[0], r, &why));
+  ASSERT_TRUE(cache.store(keys[1], r, &why));
+  // keys[0] used after keys[1] was stored: keys[1] is now the least recently used.
+  const fs::path e0 = dir / "cache" / "entries" / (keys[0].hex + ".nce");
+  const fs::path e1 = dir / "cache" / "entries" / (keys[1].hex + ".nce");
+  fs::last_write_time(e1, fs::last_write_time(e1) - std::chrono::minutes(10));
+  fs::last_write_time(e0, fs::last_write_time(e0) - std::chrono::minutes(20));
+  ASSERT_TRUE(cache.fetch(keys[0], dir / "out.nca", &why));  // refreshes keys[0]
+  ASSERT_TRUE(cache.store(keys[2], r, &why));
+  EXPECT_TRUE(fs::exists(e0));
+  EXPECT_FALSE(fs::exists(e1));
+  EXPECT_TRUE(fs::exists(dir / "cache" / "entries" / (keys[2].hex + ".nce")));
+}
+
+TEST(CompileCache, WhatIsNotCached) {
+  CompileRequest req = request(model_path());
+  EXPECT_EQ(CompileCache::uncacheable(req), "");
+  req.print_after = {"all"};
+  EXPECT_NE(CompileCache::uncacheable(req), "");
+  req.print_after.clear();
+  req.debug_all_values = true;
+  EXPECT_NE(CompileCache::uncacheable(req), "");
+  CompileCache cache(fresh_dir("missing") / "cache");
+  EXPECT_THROW(cache.key(request("/nonexistent/model.pt2")), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace neuronc::compiler
