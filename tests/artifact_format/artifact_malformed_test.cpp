@@ -187,6 +187,9 @@ struct Rule {
   std::function<void(ArtifactContents&)> mutate;
   const char* expect;
 };
+void PrintTo(const Rule& r, std::ostream* os) {
+  *os << r.name;
+}
 
 class VerifierRule : public ::testing::TestWithParam<Rule> {};
 
@@ -570,7 +573,7 @@ TEST(ArtifactMalformed, SegmentOutsideRegion) {
 
 TEST(ArtifactMalformed, CorpusFilesAreAllErrors) {
   const auto dir = std::filesystem::path(NEURONC_SOURCE_DIR) / "tests/corpus/artifact";
-  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no corpus";
+  ASSERT_TRUE(std::filesystem::exists(dir)) << "the committed corpus " << dir << " is missing";
   int n = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     if (e.path().extension() != ".nca") continue;

@@ -71,6 +71,10 @@ struct Case {
   device::TargetKind target;
   bool autocast = false;  // --auto-cast matmul: cosine similarity >= 0.9999 instead
 };
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.model << "/" << c.file << " " << device::target_name(c.target)
+      << (c.autocast ? " --auto-cast matmul" : "");
+}
 
 class Fixture : public ::testing::TestWithParam<Case> {};
 
@@ -164,11 +168,16 @@ TEST_P(Fixture, DevicePartitionsMatch) {
   // Model outputs against PyTorch.
   double out_err = 0, out_max = 0, dot = 0, nw = 0, ng = 0;
   int64_t not_close = 0;  // elements outside atol 1e-4 + rtol 1e-3
-  int oi = 0;
+  int oi = 0, compared = 0;
   for (const ir::GraphOutput& go : g.outputs()) {
     if (go.role != ir::OutputRole::user_output) continue;
     const std::string file = dir + "output_" + std::to_string(oi++) + ".npy";
-    if (!std::ifstream(file)) continue;
+    if (!std::ifstream(file)) {
+      ADD_FAILURE() << c.model << ": no PyTorch reference " << file << " for output '"
+                    << go.value->name() << "'";
+      continue;
+    }
+    ++compared;
     RefTensor want = read_npy(file);
     const RefTensor& got = dev.at(go.value->name());
     ASSERT_EQ(want.numel(), got.numel()) << go.value->name();
@@ -182,6 +191,10 @@ TEST_P(Fixture, DevicePartitionsMatch) {
       ng += got.data[i] * got.data[i];
     }
   }
+  // A check that compared nothing, or compared against an all-zero reference (a degenerate
+  // export: any compiler would "match" it), proves nothing.
+  ASSERT_GT(compared, 0) << c.model << ": no output was compared with PyTorch";
+  ASSERT_GT(out_max, 0.0) << c.model << ": PyTorch's reference outputs are all zero";
   const double cosine = (nw == 0 && ng == 0) ? 1.0 : dot / std::sqrt(nw * ng);
   if (c.autocast) {
     EXPECT_GE(cosine, 0.9999) << c.model;

@@ -46,6 +46,9 @@ struct BucketCase {
   std::string file;
   passes::AutoCastMode cast;
 };
+void PrintTo(const BucketCase& c, std::ostream* os) {
+  *os << c.file << " --auto-cast " << passes::auto_cast_name(c.cast);
+}
 
 class Buckets : public ::testing::TestWithParam<BucketCase> {};
 

@@ -17,6 +17,9 @@ struct CorpusCase {
   std::string file;
   std::string message;
 };
+void PrintTo(const CorpusCase& c, std::ostream* os) {
+  *os << c.file;
+}
 
 const std::string kDir = std::string(NEURONC_SOURCE_DIR) + "/tests/corpus/frontend/malformed/";
 

@@ -121,6 +121,9 @@ struct Expected {
   size_t nodes;
   std::map<std::string, size_t> ops;  // op counts that must match exactly
 };
+void PrintTo(const Expected& e, std::ostream* os) {
+  *os << e.model;
+}
 
 // Node counts are of the imported graph: scalar arithmetic, list construction and tensor ops on
 // constants only (gpt2's causal mask, position ids) are evaluated at import and leave no node.
