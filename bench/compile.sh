@@ -18,12 +18,21 @@
 #                     chroot: the first call for that model in the process (cold, as a user's
 #                     script runs it) and the median of two more (warm); export only, not save
 # Both sides run one after the other in this script, on the same machine (2 threads each).
+#
+# Decoders: DECODERS="CONFIG_DIR:TARGET:TP ..." (default models/llm_configs/llama2_7b:trn1:32)
+# adds a row per config.json: its weights-free export (models/scripts/export_causal_lm.py
+# --meta --max-seq 4096 --prefill-buckets 128 --on-device-sampling, the llm.md setup: one
+# prefill and six decode programs), timed whole in the chroot (tracing, export and save of every
+# program), beside `neuronc compile` of that directory for TARGET over TP cores. Such an export
+# holds no weights, so its artifact is timing-only; the memory bound is then the weights' size
+# the model would have (config.json's parameter count in bf16) + 1 GB. DECODERS="" skips them.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
 NEURONC="${NEURONC:-$ROOT/build/tools/neuronc}"
 OUT="${OUT:-$ROOT/bench/results/compile.md}"
 MODELS="${MODELS:-resnet50 resnet101 bert_base bert_large}"
+DECODERS="${DECODERS-models/llm_configs/llama2_7b:trn1:32}"
 SID_DIR="${NEURONC_SID_CHROOT:-/var/tmp/neuronc-sid}"
 [[ -x "$NEURONC" ]] || { echo "compile.sh: build neuronc first ($NEURONC)" >&2; exit 2; }
 [[ -x "$SID_DIR/usr/bin/python3" ]] || { echo "compile.sh: no export chroot at $SID_DIR" >&2; exit 2; }
@@ -36,13 +45,44 @@ for m in $MODELS; do
   [[ -f "$pt2" ]] || { echo "compile.sh: $pt2 missing (models/export_all.sh --full)" >&2; exit 2; }
   echo "[$m] neuronc compile" >&2
   /usr/bin/time -f '{"wall": %e, "max_rss_kb": %M}' -o "$tmp/$m.time.json" \
-    "$NEURONC" compile "$pt2" -o "$tmp/$m.nca" --target trn1 --auto-cast matmul --json > "$tmp/$m.json"
+    "$NEURONC" compile "$pt2" -o "$tmp/$m.nca" --target trn1 --auto-cast matmul --no-cache --json > "$tmp/$m.json"
   stat -c %s "$pt2" > "$tmp/$m.pt2size"
-  rm -f "$tmp/$m.nca"
+  echo "[$m] neuronc compile --threads 1" >&2
+  "$NEURONC" compile "$pt2" -o "$tmp/$m.t1.nca" --target trn1 --auto-cast matmul --no-cache \
+    --threads 1 --json > "$tmp/$m.t1.json"
+  cmp -s "$tmp/$m.nca" "$tmp/$m.t1.nca" || { echo "compile.sh: $m differs with --threads 1" >&2; exit 1; }
+  echo "[$m] neuronc compile through an empty cache, then again" >&2
+  "$NEURONC" compile "$pt2" -o "$tmp/$m.c1.nca" --target trn1 --auto-cast matmul \
+    --cache-dir "$tmp/cache" > /dev/null
+  /usr/bin/time -f '{"wall": %e, "max_rss_kb": %M}' -o "$tmp/$m.hit.time.json" \
+    "$NEURONC" compile "$pt2" -o "$tmp/$m.c2.nca" --target trn1 --auto-cast matmul \
+    --cache-dir "$tmp/cache" --json > "$tmp/$m.hit.json"
+  cmp -s "$tmp/$m.nca" "$tmp/$m.c2.nca" || { echo "compile.sh: $m's cached artifact differs" >&2; exit 1; }
+  rm -rf "$tmp/$m".*nca "$tmp/cache"
 done
-echo "[pytorch] torch.export" >&2
 mkdir -p "$stage"
 cp "$ROOT"/models/scripts/*.py "$stage/"
+: > "$tmp/decoders.jsonl"
+for spec in $DECODERS; do
+  IFS=: read -r cfg t tp <<< "$spec"
+  m="$(basename "$cfg")"
+  rm -rf "$stage/$m" "$stage/$m.out"
+  cp -r "$ROOT/$cfg" "$stage/$m"
+  echo "[$m] export_causal_lm.py --meta" >&2
+  t0=$(date +%s.%N)
+  chroot "$SID_DIR" python3 "/tmp/neuronc_compile_bench/export_causal_lm.py" \
+    "/tmp/neuronc_compile_bench/$m" "/tmp/neuronc_compile_bench/$m.out" --meta --max-seq 4096 \
+    --prefill-buckets 128 --on-device-sampling > /dev/null
+  t1=$(date +%s.%N)
+  echo "[$m] neuronc compile --tp $tp" >&2
+  /usr/bin/time -f '{"wall": %e, "max_rss_kb": %M}' -o "$tmp/$m.dec.time.json" \
+    "$NEURONC" compile "$stage/$m.out" -o "$tmp/$m.dec.nca" --target "$t" --tp "$tp" \
+    --auto-cast matmul --no-cache --json > "$tmp/$m.dec.json"
+  python3 -c 'import json,sys; print(json.dumps({"name": sys.argv[1], "target": sys.argv[2], "tp": int(sys.argv[3]), "export": float(sys.argv[5]) - float(sys.argv[4]), "config": json.load(open(sys.argv[6]))}))' \
+    "$m" "$t" "$tp" "$t0" "$t1" "$ROOT/$cfg/config.json" >> "$tmp/decoders.jsonl"
+  rm -rf "$tmp/$m.dec.nca" "$stage/$m" "$stage/$m.out"
+done
+echo "[pytorch] torch.export" >&2
 chroot "$SID_DIR" python3 - $MODELS > "$tmp/export.json" <<'PY'
 import json, statistics, sys, time
 sys.path.insert(0, "/tmp/neuronc_compile_bench")
@@ -76,10 +116,15 @@ for m in models:
     e = ex["models"][m]
     top = sorted(c.get("pass_seconds", {}).items(), key=lambda kv: -kv[1])[:2]
     passes = ", ".join(f"{k} {v:.2f}" for k, v in top)
+    t1 = json.load(open(f"{tmp}/{m}.t1.json"))["seconds"]["codegen"]
+    hit = json.load(open(f"{tmp}/{m}.hit.json"))
+    assert hit["cache"]["state"] == "hit", m
+    hit_wall = json.load(open(f"{tmp}/{m}.hit.time.json"))["wall"]
     rows.append(f"| {m} | {t['wall']:.2f} | {s['frontend']:.2f} / {s['passes']:.2f} / "
                 f"{s['codegen']:.2f} / {s['write']:.2f} | {passes} | {rss:.2f} | {w:.2f} / {pt2:.2f} | "
                 f"{rss - pt2:+.2f} | {e['cold']:.2f} / {e['warm']:.2f} | "
-                f"{t['wall'] / e['cold']:.1f}× |")
+                f"{t['wall'] / e['cold']:.1f}× | {t1:.2f} → {s['codegen']:.2f} ({t1 / s['codegen']:.2f}×) | "
+                f"{hit_wall:.2f} |")
 with open(out, "w") as o:
     o.write("# Compile time and memory beside torch.export\n\n")
     o.write(f"Measured {datetime.date.today()} at commit {commit} by `bench/compile.sh` on this "
@@ -88,12 +133,42 @@ with open(out, "w") as o:
             "from `--json` (`seconds`, and the two slowest passes from `pass_seconds`), beside "
             f"PyTorch {ex['torch']}'s `torch.export.export` of the same zoo model in the export "
             "chroot (2 threads): the first call for the model (cold) and the median of two more "
-            "(warm). Export only: writing the .pt2 (`torch.export.save`) is not in it. One run, "
-            "one after the other; these machines are noisy, so read the ratios.\n\n")
+            "(warm). Export only: writing the .pt2 (`torch.export.save`) is not in it. Codegen "
+            "1 → 2 threads: the codegen phase with `--threads 1` and with the default (both cores), "
+            "the artifacts checked byte-identical. Cached recompile: wall seconds of a second "
+            "`compile` through a fresh `--cache-dir` (the first one filled it), its artifact checked "
+            "identical. The other columns use `--no-cache`. One run, one after the other; these "
+            "machines are noisy, so read the ratios.\n\n")
     o.write("| model | compile s | frontend / passes / codegen / write s | slowest passes s | "
             "peak RSS GB | weights GB (artifact bf16 / .pt2 fp32) | RSS − .pt2 GB | "
-            "torch.export s (cold / warm) | compile / cold export |\n")
-    o.write("|---|---|---|---|---|---|---|---|---|\n")
+            "torch.export s (cold / warm) | compile / cold export | codegen s, 1 → 2 threads | "
+            "cached recompile s |\n")
+    o.write("|---|---|---|---|---|---|---|---|---|---|---|\n")
     o.write("\n".join(rows) + "\n")
+    decoders = [json.loads(l) for l in open(f"{tmp}/decoders.jsonl") if l.strip()]
+    if decoders:
+        o.write("\n## 7B-class decoders (weights-free exports, timing-only artifacts)\n\n"
+                "`export_causal_lm.py --meta --max-seq 4096 --prefill-buckets 128 "
+                "--on-device-sampling` of the config (one prefill and six decode programs; timed "
+                "whole in the chroot: tracing, torch.export and save of every program), beside "
+                "`neuronc compile DIR --tp TP --auto-cast matmul --no-cache` of that directory. "
+                "The export holds no weights, so the artifact is timing-only and the compile never "
+                "reads weight bytes: the memory bound is the bf16 size the model's weights would "
+                "have (from config.json) + 1 GB, met trivially; time is the real comparison.\n\n")
+        o.write("| model | target, TP | compile s | frontend / passes / codegen / write s | "
+                "peak RSS GB | bf16 weights it would have GB | export s (whole) | compile / export |\n")
+        o.write("|---|---|---|---|---|---|---|---|\n")
+        for d in decoders:
+            c = json.load(open(f"{tmp}/{d['name']}.dec.json"))
+            t = json.load(open(f"{tmp}/{d['name']}.dec.time.json"))
+            s = c["seconds"]
+            g = d["config"]
+            h, i, L, v = g["hidden_size"], g["intermediate_size"], g["num_hidden_layers"], g["vocab_size"]
+            kvh = g.get("num_key_value_heads", g["num_attention_heads"])
+            hd = g.get("head_dim", h // g["num_attention_heads"])
+            params = L * (2 * h * h + 2 * h * kvh * hd + 3 * h * i + 2 * h) + v * h * (1 if g.get("tie_word_embeddings") else 2) + h
+            o.write(f"| {d['name']} | {d['target']}, TP {d['tp']} | {t['wall']:.2f} | {s['frontend']:.2f} / {s['passes']:.2f} / {s['codegen']:.2f} / {s['write']:.2f} | "
+                    f"{t['max_rss_kb'] * 1024 / 1e9:.2f} | {params * 2 / 1e9:.1f} | {d['export']:.2f} | "
+                    f"{t['wall'] / d['export']:.1f}× |\n")
 print("wrote", out)
 PY

@@ -13,6 +13,12 @@
 #   eager s         PyTorch eager of the exported program (ExportedProgram.module()) on the
 #                   model's saved inputs: 2 threads, flush-denormal on, OpenBLAS; median of 7
 #                   runs after 2 warm-ups, fp32
+#   ONNX Runtime s  the same program exported to ONNX (PyTorch's TorchScript-based exporter;
+#                   the torch.export-based one needs onnxscript, which Debian does not package)
+#                   and run by ONNX Runtime's CPU provider, 2 intra-op threads, fp32, median of
+#                   7 after 2 warm-ups; its outputs are checked against eager's (needs
+#                   python3-onnxruntime and python3-onnx in the chroot; the column is empty
+#                   without them)
 # Both sides run one after the other in this script, on the same machine, so their ratio is
 # what to read (these machines are noisy).
 set -euo pipefail
@@ -63,20 +69,63 @@ for name in sys.argv[1:]:
             m(*args)
             times.append(time.perf_counter() - t0)
     out["models"][name] = statistics.median(times)
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        continue
+    out["onnxruntime"] = ort.__version__
+
+    class Unlifted(torch.nn.Module):
+        # The TorchScript-based exporter switches the module to eval mode, which an exported
+        # program's module refuses; it has no training behaviour to switch.
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def train(self, mode=True):
+            return self
+
+        def forward(self, *a):
+            return self.m(*a)
+
+    onnx_path = f"{d}/model.onnx"
+    torch.onnx.export(Unlifted(m), tuple(args), onnx_path, dynamo=False)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 2
+    so.inter_op_num_threads = 1
+    sess = ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
+    feed = {i.name: a.numpy() for i, a in zip(sess.get_inputs(), args)}
+    for _ in range(2):
+        got = sess.run(None, feed)
+    times = []
+    for _ in range(7):
+        t0 = time.perf_counter()
+        got = sess.run(None, feed)
+        times.append(time.perf_counter() - t0)
+    with torch.no_grad():
+        ref = m(*args)
+    ref = ref[0] if isinstance(ref, (tuple, list)) else ref
+    diff = float(np.abs(got[0] - ref.numpy()).max())
+    scale = float(np.abs(ref.numpy()).max())
+    assert diff <= 1e-3 * max(scale, 1.0), f"{name}: ONNX Runtime differs from eager by {diff}"
+    out.setdefault("ort", {})[name] = statistics.median(times)
 print(json.dumps(out))
 PY
 python3 - "$tmp" "$OUT" "$(git -C "$ROOT" rev-parse --short HEAD)" "$MODELS" <<'PY'
 import datetime, json, sys
 tmp, out, commit, models = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split()
-eager = json.load(open(f"{tmp}/eager.json"))
+# The last line: ONNX's schema registration may print to stdout before it.
+eager = json.loads(open(f"{tmp}/eager.json").read().strip().splitlines()[-1])
 rows = []
 for m in models:
     f = json.load(open(f"{tmp}/{m}.functional.json"))
     t = json.load(open(f"{tmp}/{m}.timing.json"))
     fs, ts, es = f["host_seconds_per_inference"], t["host_seconds_per_inference"], eager["models"][m]
     assert f["simulated_latency_us"]["device"] == t["simulated_latency_us"]["device"], m
+    os_ = eager.get("ort", {}).get(m)
+    ort_cells = f"{os_:.3f} | {fs / os_:.1f}× |" if os_ else " | |"
     rows.append(f"| {m} | {f['simulated_latency_us']['device'] / 1e3:.3f} | {fs:.3f} | {ts:.4f} | "
-                f"{fs / ts:.0f}× | {es:.3f} | {fs / es:.1f}× |")
+                f"{fs / ts:.0f}× | {es:.3f} | {fs / es:.1f}× | {ort_cells}")
 with open(out, "w") as o:
     o.write("# Host time per simulated inference beside PyTorch eager\n\n")
     o.write(f"Measured {datetime.date.today()} at commit {commit} by `bench/simulator.sh` on this "
@@ -86,10 +135,12 @@ with open(out, "w") as o:
             "checked equal; no data computed); eager = PyTorch "
             f"{eager['torch']} running the exported program in fp32, 2 threads, flush-denormal, "
             f"BLAS {eager['blas']}, median of 7 after 2 warm-ups, in the export chroot, one after "
-            "the other. "
-            "ONNX Runtime is not measured yet (issue 19 asks for it beside PyTorch).\n\n")
-    o.write("| model | simulated device ms | functional host s | timing-only host s | functional / timing-only | PyTorch eager s | functional / eager |\n")
-    o.write("|---|---|---|---|---|---|---|\n")
+            "the other. ONNX Runtime "
+            f"{eager.get('onnxruntime', '(not installed)')}: the same program exported with PyTorch's "
+            "TorchScript-based ONNX exporter, CPU provider, 2 intra-op threads, fp32, median of 7 "
+            "after 2 warm-ups, its output checked against eager's.\n\n")
+    o.write("| model | simulated device ms | functional host s | timing-only host s | functional / timing-only | PyTorch eager s | functional / eager | ONNX Runtime s | functional / ONNX Runtime |\n")
+    o.write("|---|---|---|---|---|---|---|---|---|\n")
     o.write("\n".join(rows) + "\n")
 print("wrote", out)
 PY
