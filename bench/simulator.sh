@@ -8,7 +8,8 @@
 # Needs the full-size zoo (models/export_all.sh --full --no-intermediates), a release build
 # (NEURONC, default build/tools/neuronc) and, for the PyTorch column, the export chroot
 # (NEURONC_SID_CHROOT, default /var/tmp/neuronc-sid, with libopenblas0-pthread). Columns:
-#   functional s    neuronc bench: mean wall time of one Session::run (data and timing)
+#   functional s    neuronc bench: median wall time of one Session::run (data and timing) of
+#                   7 runs after 2 warm-ups, as the PyTorch columns are measured
 #   timing-only s   neuronc bench --timing-only: the timing simulation alone
 #   eager s         PyTorch eager of the exported program (ExportedProgram.module()) on the
 #                   model's saved inputs: 2 threads, flush-denormal on, OpenBLAS; median of 7
@@ -40,7 +41,7 @@ for m in $MODELS; do
   echo "[$m] compile" >&2
   "$NEURONC" compile "$dir/model.pt2" -o "$tmp/$m.nca" --target trn1 --auto-cast matmul > /dev/null
   echo "[$m] functional and timing-only" >&2
-  "$NEURONC" bench "$tmp/$m.nca" --iterations 3 --json > "$tmp/$m.functional.json"
+  "$NEURONC" bench "$tmp/$m.nca" --warmup 2 --iterations 7 --json > "$tmp/$m.functional.json"
   "$NEURONC" bench "$tmp/$m.nca" --iterations 3 --timing-only --json > "$tmp/$m.timing.json"
   rm -f "$tmp/$m.nca"
   mkdir -p "$stage/$m"
@@ -120,7 +121,7 @@ rows = []
 for m in models:
     f = json.load(open(f"{tmp}/{m}.functional.json"))
     t = json.load(open(f"{tmp}/{m}.timing.json"))
-    fs, ts, es = f["host_seconds_per_inference"], t["host_seconds_per_inference"], eager["models"][m]
+    fs, ts, es = f["host_seconds_per_inference_median"], t["host_seconds_per_inference"], eager["models"][m]
     assert f["simulated_latency_us"]["device"] == t["simulated_latency_us"]["device"], m
     os_ = eager.get("ort", {}).get(m)
     ort_cells = f"{os_:.3f} | {fs / os_:.1f}× |" if os_ else " | |"
@@ -130,8 +131,8 @@ with open(out, "w") as o:
     o.write("# Host time per simulated inference beside PyTorch eager\n\n")
     o.write(f"Measured {datetime.date.today()} at commit {commit} by `bench/simulator.sh` on this "
             "2-core machine: trn1, batch 1, `--auto-cast matmul`, the full-size zoo's random-weight "
-            "exports and their saved inputs. functional = `neuronc bench` (mean of 3 `Session::run`s, "
-            "data and timing); timing-only = `neuronc bench --timing-only` (the same device time, "
+            "exports and their saved inputs. functional = `neuronc bench` (median of 7 `Session::run`s "
+            "after 2 warm-ups, data and timing); timing-only = `neuronc bench --timing-only` (the same device time, "
             "checked equal; no data computed); eager = PyTorch "
             f"{eager['torch']} running the exported program in fp32, 2 threads, flush-denormal, "
             f"BLAS {eager['blas']}, median of 7 after 2 warm-ups, in the export chroot, one after "

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "frontend/container.h"
+#include "frontend/custom_kernels.h"
 #include "ir/op_registry.h"
 
 namespace neuronc::frontend {
@@ -897,6 +898,23 @@ std::vector<at::Tensor> read_traced_inputs(const std::shared_ptr<MappedFile>& fi
   return out;
 }
 
+// The archive's serialized code (`code/...py`), read with libtorch's own reader: torch.jit.save
+// deflates these records, which frontend's zip reader does not inflate.
+std::vector<CodeFile> code_files(const std::shared_ptr<MappedFile>& file) {
+  std::vector<CodeFile> out;
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(std::make_shared<MappedReadAdapter>(file));
+    for (const std::string& name : reader.getAllRecords()) {
+      if (!name.starts_with("code/") || !name.ends_with(".py")) continue;
+      auto [data, size] = reader.getRecord(name);
+      out.push_back({name, std::string(static_cast<const char*>(data.get()), size)});
+    }
+  } catch (const std::exception&) {
+    // An archive libtorch cannot even list: the caller reports libtorch's own load error.
+  }
+  return out;
+}
+
 }  // namespace
 
 bool torchscript_supported() {
@@ -914,6 +932,11 @@ LoadedProgram read_torchscript(std::shared_ptr<MappedFile> file) {
     if (auto p = m.find(unknown); p != std::string::npos) {
       std::string op = m.substr(p + unknown.size());
       op = op.substr(0, op.find_first_of(".\n "));
+      // A library's own operator: list every call into such libraries, not just the first.
+      if (!op.starts_with("aten::") && !op.starts_with("prim::") && !op.starts_with("prims::")) {
+        std::vector<CustomKernelCall> calls = find_torchscript_custom_calls(code_files(file));
+        if (!calls.empty()) throw custom_kernel_error(fname, std::move(calls));
+      }
       std::string msg = fname + ": was written by a newer PyTorch than the libtorch 1.13 neuronc " +
                         "reads TorchScript with: its code calls " + op +
                         ", which libtorch 1.13 does not know. Export the model with " +

@@ -8,7 +8,9 @@
 
 #include "compiler/compiler.h"
 #include "compiler/pipeline.h"
+#include "frontend/custom_kernels.h"
 #include "frontend/load.h"
+#include "ir/op_origin.h"
 #include "ir/op_registry.h"
 #include "ir/printer.h"
 #include "passes/partition.h"
@@ -45,6 +47,7 @@ const char* support_name(Support s) {
 
 struct OpUse {
   std::string op;
+  ir::OpOrigin origin = ir::OpOrigin::aten;
   Support support = Support::unsupported;
   std::string category;
   std::string reason;
@@ -65,6 +68,26 @@ struct Analysis {
   std::map<const ir::Value*, std::string> written_types;
   std::map<std::string, int64_t> specialized;   // symbols bound from the sample inputs
   std::vector<compiler::BucketSymbol> buckets;  // the shape buckets `compile` writes
+  // The custom-kernel inventory: source operators outside PyTorch's own sets (ir::OpOrigin).
+  std::vector<const OpUse*> custom_kernels() const {
+    std::vector<const OpUse*> out;
+    for (const OpUse& u : ops)
+      if (ir::is_custom_kernel(u.origin)) out.push_back(&u);
+    return out;
+  }
+  // Source nodes that port as is: all but those of custom kernels neuronc cannot run.
+  size_t portable_nodes() const {
+    size_t total = 0;
+    for (const OpUse& u : ops)
+      if (!ir::is_custom_kernel(u.origin) || u.support != Support::unsupported) total += u.count;
+    return total;
+  }
+  size_t source_nodes() const {
+    size_t total = 0;
+    for (const OpUse& u : ops) total += u.count;
+    return total;
+  }
+  std::string portability_line() const;
   std::string type_of(const ir::Graph& g, const ir::Value* v) const {
     auto it = written_types.find(v);
     return it != written_types.end() ? it->second : g.type_to_string(v->type());
@@ -82,6 +105,7 @@ std::vector<OpUse> group_source_ops(const ir::Graph& g, const passes::PlacementO
     if (inserted) {
       OpUse u;
       u.op = n->op();
+      u.origin = ir::op_origin(u.op);
       if (const ir::OpInfo* info = n->info()) u.category = ir::op_category_name(info->category);
       const passes::Placement p = oracle(*n);
       u.support = p.kind == passes::Placement::device ? Support::device
@@ -143,6 +167,48 @@ void place_optimized(const ir::Graph& g, const passes::PlacementOracle& oracle, 
   }
 }
 
+// What a custom kernel needs, for the inventory.
+std::string custom_kernel_verdict(const OpUse& u) {
+  if (u.support != Support::unsupported)
+    return std::string("ports: neuronc runs it on the ") + support_name(u.support);
+  switch (u.origin) {
+    case ir::OpOrigin::custom:
+      return "will not port: a library's own kernel (torch.ops." + u.op.substr(0, u.op.find('.')) +
+             ") with no Trainium implementation";
+    case ir::OpOrigin::higher_order:
+      return "will not port: a higher-order kernel call (triton, flex attention) kept whole by "
+             "torch.export";
+    case ir::OpOrigin::cuda_only:
+      return "will not port: PyTorch implements it for CUDA only; export on CPU to get the "
+             "portable form";
+    default:
+      return "";
+  }
+}
+
+// One line on how much of the model is portable as is.
+std::string Analysis::portability_line() const {
+  const size_t total = source_nodes(), portable = portable_nodes();
+  size_t blocking = 0;
+  for (const OpUse* u : custom_kernels())
+    if (u->support == Support::unsupported) ++blocking;
+  char pct[32];
+  std::snprintf(
+      pct, sizeof pct, "%.1f%%",
+      total == 0 ? 100.0 : 100.0 * static_cast<double>(portable) / static_cast<double>(total));
+  std::string line = "portable as is: " + std::string(pct) + " of the operator nodes (" +
+                     std::to_string(portable) + " of " + std::to_string(total) + ")";
+  if (blocking == 0) {
+    line += custom_kernels().empty() ? "; no custom kernels"
+                                     : "; every custom kernel has a neuronc implementation";
+  } else {
+    line += "; " + std::to_string(total - portable) + " node" + (total - portable == 1 ? "" : "s") +
+            " of " + std::to_string(blocking) +
+            (blocking == 1 ? " custom kernel needs a port" : " custom kernels need a port");
+  }
+  return line;
+}
+
 void Analysis::print_json(const AnalyzeOptions& o, const frontend::LoadedProgram& prog) const {
   const ir::Graph& g = *prog.graph;
   nlohmann::ordered_json j;
@@ -175,9 +241,24 @@ void Analysis::print_json(const AnalyzeOptions& o, const frontend::LoadedProgram
   j["inputs"] = sig(true);
   j["outputs"] = sig(false);
   j["summary"] = {{"device", counts[0]}, {"host", counts[1]}, {"unsupported", counts[2]}};
+  nlohmann::ordered_json kernels = nlohmann::ordered_json::array();
+  for (const OpUse* u : custom_kernels()) {
+    kernels.push_back({{"op", u->op},
+                       {"origin", ir::op_origin_name(u->origin)},
+                       {"count", u->count},
+                       {"ports", u->support != Support::unsupported},
+                       {"support", support_name(u->support)},
+                       {"verdict", custom_kernel_verdict(*u)},
+                       {"locations", u->locations}});
+  }
+  j["custom_kernels"] = kernels;
+  j["portability"] = {{"portable_nodes", portable_nodes()},
+                      {"nodes", source_nodes()},
+                      {"summary", portability_line()}};
   nlohmann::ordered_json arr = nlohmann::ordered_json::array();
   for (const OpUse& u : ops) {
     arr.push_back({{"op", u.op},
+                   {"origin", ir::op_origin_name(u.origin)},
                    {"count", u.count},
                    {"support", support_name(u.support)},
                    {"category", u.category},
@@ -245,6 +326,17 @@ void Analysis::print_text(const AnalyzeOptions& o, const frontend::LoadedProgram
   }
   std::printf("\n%zu nodes on the device, %zu on the host, %zu unsupported (target %s)\n",
               counts[0], counts[1], counts[2], o.target.c_str());
+  if (const auto kernels = custom_kernels(); !kernels.empty()) {
+    std::printf("\ncustom kernels (%zu):\n", kernels.size());
+    for (const OpUse* u : kernels) {
+      std::printf("  %s (%s, %zu node%s): %s\n", u->op.c_str(), ir::op_origin_name(u->origin),
+                  u->count, u->count == 1 ? "" : "s", custom_kernel_verdict(*u).c_str());
+      for (size_t i = 0; i < u->locations.size() && i < 5; ++i)
+        std::printf("    at %s\n", u->locations[i].c_str());
+      if (u->locations.size() > 5) std::printf("    ... and %zu more\n", u->locations.size() - 5);
+    }
+  }
+  std::printf("%s\n", portability_line().c_str());
   std::printf("after optimisation: %zu nodes in %zu device and %zu host partitions\n",
               g.nodes().size(), device_parts, host_parts);
   if (!specialized.empty()) {
@@ -277,10 +369,67 @@ void Analysis::print_text(const AnalyzeOptions& o, const frontend::LoadedProgram
   }
 }
 
+// A TorchScript program calling custom kernels cannot be imported (libtorch needs their library):
+// the inventory is all analyze can give, and the program runs nowhere until they are ported.
+[[noreturn]] void report_unimportable(const AnalyzeOptions& o,
+                                      const frontend::CustomKernelError& e) {
+  std::vector<OpUse> kernels;
+  for (const frontend::CustomKernelCall& c : e.calls()) {
+    if (kernels.empty() || kernels.back().op != c.op) {
+      OpUse u;
+      u.op = c.op;
+      u.origin = ir::op_origin(c.op);
+      kernels.push_back(u);
+    }
+    ++kernels.back().count;
+    kernels.back().locations.push_back(c.location);
+  }
+  const std::string summary =
+      "portable as is: unknown, the program cannot be imported until its " +
+      std::to_string(kernels.size()) +
+      (kernels.size() == 1 ? " custom kernel is ported" : " custom kernels are ported");
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["model"] = o.model;
+    j["container"] = "torchscript";
+    j["target"] = o.target;
+    j["error"] = e.what();
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const OpUse& u : kernels) {
+      list.push_back({{"op", u.op},
+                      {"origin", ir::op_origin_name(u.origin)},
+                      {"count", u.count},
+                      {"ports", false},
+                      {"support", support_name(u.support)},
+                      {"verdict", custom_kernel_verdict(u)},
+                      {"locations", u.locations}});
+    }
+    j["custom_kernels"] = list;
+    j["portability"] = {{"portable_nodes", nullptr}, {"nodes", nullptr}, {"summary", summary}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("%s: TorchScript, cannot be imported\n\ncustom kernels (%zu):\n", o.model.c_str(),
+                kernels.size());
+    for (const OpUse& u : kernels) {
+      std::printf("  %s (%s, %zu call%s): %s\n", u.op.c_str(), ir::op_origin_name(u.origin),
+                  u.count, u.count == 1 ? "" : "s", custom_kernel_verdict(u).c_str());
+      for (const std::string& at : u.locations) std::printf("    at %s\n", at.c_str());
+    }
+    std::printf("%s\n", summary.c_str());
+  }
+  throw CommandExit{kExitError, "", ""};
+}
+
 void run_analyze(const AnalyzeOptions& o) {
   refuse_program_set(o.model, "analyze");
   progress("reading " + o.model);
-  frontend::LoadedProgram prog = frontend::load_program(o.model);
+  frontend::LoadedProgram prog;
+  try {
+    prog = frontend::load_program(o.model);
+  } catch (const frontend::CustomKernelError& e) {
+    progress_done();
+    report_unimportable(o, e);
+  }
   progress_done();
   const ir::Graph& g = *prog.graph;
   const device::Target& target = compiler::resolve_target(o.target);

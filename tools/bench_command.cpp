@@ -328,6 +328,9 @@ void check_bench_options(const BenchOptions& o) {
   if (o.threads < 1)
     throw CommandExit{kExitUsage,
                       "--threads is " + std::to_string(o.threads) + ", expected at least 1", ""};
+  if (o.warmup < 0)
+    throw CommandExit{kExitUsage,
+                      "--warmup is " + std::to_string(o.warmup) + ", expected 0 or more", ""};
   if (o.int_high < 1)
     throw CommandExit{kExitUsage,
                       "--int-high is " + std::to_string(o.int_high) + ", expected at least 1", ""};
@@ -401,7 +404,10 @@ std::pair<std::vector<neuronc::RunStats>, double> run_iterations(
       neuronc::Session session(model);
       if (!session.status().is_ok()) throw CommandExit{kExitError, session.status().message(), ""};
       std::vector<std::vector<std::byte>> buffers(shapes.size());
-      for (int i = w; i < o.iterations; i += o.threads) {
+      // Warm-ups draw from iterations -1, -2, ...: never the timed iterations' inputs.
+      for (int i = -o.warmup; i < o.iterations; i += i < 0 ? 1 : o.threads) {
+        if (i == 0) i = w;
+        if (i >= o.iterations) break;
         std::mt19937_64 rng(o.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(i));
         std::vector<neuronc::NamedInput> inputs;
         for (size_t k = 0; k < shapes.size(); ++k) {
@@ -415,6 +421,7 @@ std::pair<std::vector<neuronc::RunStats>, double> run_iterations(
           throw CommandExit{kExitError,
                             "iteration " + std::to_string(i) + ": " + out.status().message(), ""};
         }
+        if (i < 0) continue;
         stats[static_cast<size_t>(i)] = session.stats();
         if (w == 0)
           progress("benchmarking " + o.artifact + ": " + std::to_string(i + 1) + "/" +
@@ -633,6 +640,7 @@ json run_bench(const BenchOptions& o) {
   r["neuron_core"] = tl.core_version;
   r["neuron_cores_per_inference"] = tl.num_cores;
   r["iterations"] = o.iterations;
+  r["warmup"] = timing_only ? 0 : o.warmup;
   r["threads"] = o.threads;
   r["seed"] = o.seed;
   if (!model.entries()[0].bucket_group.empty() && !stats.empty())
@@ -674,6 +682,14 @@ json run_bench(const BenchOptions& o) {
       {"read", tl.hbm_read_bytes}, {"write", tl.hbm_write_bytes}, {"total", tl.hbm_bytes()}};
   r["instructions"] = tl.instructions;
   r["host_seconds_per_inference"] = host_ns / n / 1e9;
+  {
+    std::vector<double> host_s;
+    for (const neuronc::RunStats& s : stats) host_s.push_back(s.host_wall_ns / 1e9);
+    std::sort(host_s.begin(), host_s.end());
+    const size_t m = host_s.size();
+    r["host_seconds_per_inference_median"] =
+        m == 0 ? 0.0 : (m % 2 ? host_s[m / 2] : (host_s[m / 2 - 1] + host_s[m / 2]) / 2);
+  }
   r["host_wall_seconds"] = wall_s;
 
   const auto [price, usd_per_hour] = bench_price(o, instance, tl);
@@ -946,6 +962,9 @@ void register_bench_command(CLI::App& app) {
   cmd->add_option("artifact", cli->o.artifact, "Compiled artifact (.nca)")->required();
   cmd->add_option("-n,--iterations", cli->o.iterations,
                   "Inferences to run, each on new random inputs (default 20)");
+  cmd->add_option("--warmup", cli->o.warmup,
+                  "Untimed runs per session before the iterations (default 1: a session's first "
+                  "run sizes its buffers)");
   cmd->add_option("--threads", cli->o.threads, "Host threads, one Session each (default 1)");
   cmd->add_option("--instance", cli->o.instance,
                   "Instance to price and size throughput for (default: trn1.2xlarge for trn1, "

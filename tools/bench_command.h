@@ -48,6 +48,9 @@ PriceTable load_price_table(const std::string& user_file);
 struct BenchOptions {
   std::string artifact;
   int iterations = 20;
+  // Runs per session before the timed iterations (not reported): the first run of a Session
+  // sizes its buffers and faults in their pages, which a service pays once.
+  int warmup = 1;
   int threads = 1;
   std::string instance;                  // empty: the table's default for the artifact's target
   std::optional<double> price_per_hour;  // overrides the table

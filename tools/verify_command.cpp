@@ -180,12 +180,7 @@ void run_verify(const VerifyCli& o) {
   req.model = o.model;
   req.target = o.target;
   req.auto_cast = *passes::parse_auto_cast(o.auto_cast);
-  for (const std::string& d : o.dims) {
-    const size_t eq = d.find('=');
-    if (eq == std::string::npos)
-      throw CommandExit{kExitUsage, "--dim '" + d + "': expected SYMBOL=VALUE", ""};
-    req.dims[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
-  }
+  req.dims = parse_dim_bindings(o.dims);
   req.progress = [](const std::string& step, double) { progress(step); };
   // Symbolic dims follow the reference inputs (a dynamic model verified at another shape).
   if (o.inputs.empty()) {

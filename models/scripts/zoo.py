@@ -320,6 +320,40 @@ def build_fallback() -> Fixture:
                    model_seed=1010, input_seed=2010)
 
 
+# A team's own fused kernel, registered the way torch.library asks (an eager implementation and a
+# fake for tracing): torch.export keeps it as one `torch.ops.demo_kernels.fused_scale_gelu` call,
+# which analyze must flag as a custom kernel that will not port.
+@torch.library.custom_op("demo_kernels::fused_scale_gelu", mutates_args=())
+def fused_scale_gelu(x: torch.Tensor, scale: float) -> torch.Tensor:
+    return nn.functional.gelu(x * scale)
+
+
+@fused_scale_gelu.register_fake
+def _(x, scale):
+    return torch.empty_like(x)
+
+
+class CustomOp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 8)
+
+    def forward(self, x):
+        h = fused_scale_gelu(self.fc1(x), 0.5)
+        return self.fc2(h)
+
+
+def build_custom_op() -> Fixture:
+    torch.manual_seed(1014)
+    m = CustomOp().eval()
+    return Fixture(m, (_randn(2014, 4, 16),),
+                   "linear -> a custom torch.library kernel (demo_kernels::fused_scale_gelu) ->"
+                   " linear: the kernel inventory of `neuronc analyze`",
+                   ["torch.library.custom_op", "custom kernel inventory"],
+                   model_seed=1014, input_seed=2014)
+
+
 class VisionExtras(nn.Module):
     """The vision ops real models carry besides plain conv/BN/pool: every padding mode, weight
     norm (over output and input channels), group norm, squeeze-and-excitation, a residual
@@ -554,6 +588,7 @@ SMALL: List[Entry] = [
     Entry("bert_dynamic", build_bert_dynamic, requires=("transformers",)),
     Entry("mlp_bf16", build_mlp_bf16),
     Entry("ops_coverage", build_ops_coverage),
+    Entry("custom_op", build_custom_op),
 ]
 
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -588,8 +589,18 @@ TEST(ArtifactMalformed, CorpusFilesAreAllErrors) {
   EXPECT_GT(n, 0);
 }
 
-TEST(ArtifactMalformed, WriteValidCorpusSeed) {
-  write_corpus("valid_two_partition", good());
+// The fuzzer's valid seed is today's artifact: a format change that leaves it stale fails here
+// (rewrite it with build-ci/tests/artifact_format/write_artifact_corpus_seed).
+TEST(ArtifactMalformed, CommittedValidSeedIsCurrent) {
+  const auto path =
+      std::filesystem::path(NEURONC_SOURCE_DIR) / "tests/corpus/artifact/valid_two_partition.nca";
+  std::ifstream f(path, std::ios::binary);
+  ASSERT_TRUE(f) << "the committed seed " << path << " is missing";
+  std::vector<char> raw((std::istreambuf_iterator<char>(f)), {});
+  ASSERT_EQ(raw.size(), good().size())
+      << path << " is stale: rewrite it with write_artifact_corpus_seed";
+  EXPECT_EQ(std::memcmp(raw.data(), good().data(), raw.size()), 0)
+      << path << " is stale: rewrite it with write_artifact_corpus_seed";
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "frontend/custom_kernels.h"
 #include "frontend/load.h"
 #include "frontend/torchscript_reader.h"
 #include "ir/printer.h"
@@ -20,6 +21,7 @@ namespace neuronc::frontend {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace fs = std::filesystem;
 
 const std::string kModels = std::string(NEURONC_SOURCE_DIR) + "/models/";
@@ -99,21 +101,39 @@ std::map<std::string, size_t> op_counts(const ir::Graph& g) {
   return m;
 }
 
-class TorchScriptBuild : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!torchscript_supported()) GTEST_SKIP() << "built without libtorch";
-  }
-};
-
+// Each build runs the tests of its own TorchScript path and no skipped test stands for the other
+// (the ci preset requires libtorch: NEURONC_WITH_TORCH=ON).
+#ifndef NEURONC_HAVE_TORCH
 TEST(TorchScriptUnavailable, NamesTheBuildOption) {
-  if (torchscript_supported()) GTEST_SKIP() << "built with libtorch";
+  ASSERT_FALSE(torchscript_supported());
   std::string m = message_of(kModels + "mlp/model.pt");
   EXPECT_THAT(m, HasSubstr("mlp/model.pt: is a TorchScript archive"));
   EXPECT_THAT(m, HasSubstr("built without libtorch"));
   EXPECT_THAT(m, HasSubstr("-DNEURONC_WITH_TORCH=ON"));
   EXPECT_THAT(m, HasSubstr("libtorch-dev"));
   EXPECT_THAT(m, HasSubstr("torch.export.save"));
+}
+#else
+class TorchScriptBuild : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(torchscript_supported()); }
+};
+
+TEST_F(TorchScriptBuild, CustomKernelsAreListedWithTheirCodeLines) {
+  const std::string path = kModels + "custom_op/model.pt";
+  ASSERT_TRUE(fs::exists(path)) << "the committed fixture " << path << " is missing";
+  try {
+    (void)load_program(path);
+    FAIL() << "a program calling a custom kernel loaded";
+  } catch (const CustomKernelError& e) {
+    ASSERT_EQ(e.calls().size(), 1u) << e.what();
+    EXPECT_EQ(e.calls()[0].op, "demo_kernels.fused_scale_gelu");
+    EXPECT_THAT(e.calls()[0].location,
+                HasSubstr("code/__torch__/zoo.py:12: `input = ops.demo_kernels.fused_scale_gelu("));
+    EXPECT_THAT(e.what(), HasSubstr("custom_op/model.pt: calls 1 custom kernel"));
+    EXPECT_THAT(e.what(), HasSubstr("neuronc has no Trainium implementation"));
+    EXPECT_THAT(e.what(), Not(HasSubstr("newer PyTorch")));
+  }
 }
 
 struct Expected {
@@ -178,13 +198,13 @@ TEST_P(TorchScriptZoo, LoadsVerifiesAndMatchesThePt2Weights) {
   for (size_t i = 0; i < users.size(); ++i) {
     std::vector<int64_t> shape;
     for (const ir::Dim& d : users[i]->shape()) shape.push_back(d.value());
-    EXPECT_EQ(shape, meta["inputs"][i]["shape"].get<std::vector<int64_t>>()) << users[i]->name();
+    EXPECT_EQ(shape, meta["inputs"][i]["shape"].get<std::vector<int64_t> >()) << users[i]->name();
   }
   ASSERT_EQ(g.outputs().size(), meta["outputs"].size());
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     std::vector<int64_t> shape;
     for (const ir::Dim& d : g.outputs()[i].value->shape()) shape.push_back(d.value());
-    EXPECT_EQ(shape, meta["outputs"][i]["shape"].get<std::vector<int64_t>>());
+    EXPECT_EQ(shape, meta["outputs"][i]["shape"].get<std::vector<int64_t> >());
   }
 
   // Every parameter and buffer equals the .pt2's tensor of the same FQN, bit for bit.
@@ -259,6 +279,8 @@ TEST_F(TorchScriptBuild, MissingTracedInputsIsReported) {
   EXPECT_THAT(m, HasSubstr("renamed.pt: has no traced_inputs.pkl"));
   EXPECT_THAT(m, HasSubstr("torch.export.save"));
 }
+
+#endif  // NEURONC_HAVE_TORCH
 
 }  // namespace
 }  // namespace neuronc::frontend

@@ -49,6 +49,71 @@ TEST(Cli, BenchUsageErrors) {
   EXPECT_EQ(neuronc("bench /nonexistent.nca").code, 1);
 }
 
+// A malformed --dim is a usage error (exit 2) that says what the option expects, for every
+// command that takes one, before any model is read.
+TEST(Cli, DimBindingErrorsSayWhatIsExpected) {
+  const std::string model = fixture_model("dynamic_batch");
+  for (const char* cmd : {"compile", "verify"}) {
+    for (const auto& [dim, says] :
+         {std::pair<std::string, std::string>{"s0=eight", "'eight' is not an integer"},
+          {"s0=8x", "'8x' is not an integer"},
+          {"s0", "expected SYMBOL=VALUE"},
+          {"=8", "expected SYMBOL=VALUE"}}) {
+      const Ran r = run_shell(
+          std::string(NEURONC_BINARY_DIR) + "/tools/neuronc " + cmd + " " + model + " --dim " + dim,
+          /*with_stderr=*/true);
+      EXPECT_EQ(r.code, 2) << cmd << " --dim " << dim << ":\n" << r.out;
+      EXPECT_NE(r.out.find(says), std::string::npos) << cmd << " --dim " << dim << ":\n" << r.out;
+      EXPECT_EQ(r.out.find("stoll"), std::string::npos) << r.out;
+    }
+  }
+}
+
+// The custom-kernel inventory (issue 20): a library's operator in a .pt2 and in a TorchScript
+// archive is flagged with its source line, and the portability line counts it out.
+TEST(Cli, AnalyzeFlagsCustomKernels) {
+  const Ran pt2 = neuronc("analyze " + fixture_model("custom_op") + " --json");
+  EXPECT_EQ(pt2.code, 1) << pt2.out;  // the kernel runs nowhere
+  const auto j = nlohmann::json::parse(pt2.out);
+  ASSERT_EQ(j["custom_kernels"].size(), 1u) << pt2.out;
+  const auto& k = j["custom_kernels"][0];
+  EXPECT_EQ(k["op"], "demo_kernels.fused_scale_gelu.default");
+  EXPECT_EQ(k["origin"], "custom");
+  EXPECT_EQ(k["ports"], false);
+  EXPECT_EQ(k["count"], 1);
+  ASSERT_FALSE(k["locations"].empty());
+  EXPECT_NE(k["locations"][0].get<std::string>().find("zoo.py"), std::string::npos) << k;
+  const auto& p = j["portability"];
+  EXPECT_EQ(p["portable_nodes"].get<size_t>() + 1, p["nodes"].get<size_t>());
+  EXPECT_NE(p["summary"].get<std::string>().find("1 custom kernel needs a port"), std::string::npos)
+      << p;
+
+  const Ran text = neuronc("analyze " + fixture_model("custom_op"));
+  EXPECT_NE(text.out.find("custom kernels (1):"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("will not port"), std::string::npos) << text.out;
+
+  const Ran ts =
+      neuronc("analyze " + std::string(NEURONC_SOURCE_DIR) + "/models/custom_op/model.pt --json");
+#ifdef NEURONC_HAVE_TORCH
+  EXPECT_EQ(ts.code, 1) << ts.out;
+  const auto t = nlohmann::json::parse(ts.out);
+  ASSERT_EQ(t["custom_kernels"].size(), 1u) << ts.out;
+  EXPECT_EQ(t["custom_kernels"][0]["op"], "demo_kernels.fused_scale_gelu");
+  EXPECT_NE(t["custom_kernels"][0]["locations"][0].get<std::string>().find(
+                "ops.demo_kernels.fused_scale_gelu("),
+            std::string::npos)
+      << ts.out;
+#endif
+
+  // A model of PyTorch's own operators is portable as is.
+  const auto mlp =
+      nlohmann::json::parse(neuronc("analyze " + fixture_model("mlp") + " --json").out);
+  EXPECT_TRUE(mlp["custom_kernels"].empty());
+  EXPECT_EQ(mlp["portability"]["portable_nodes"], mlp["portability"]["nodes"]);
+  EXPECT_NE(mlp["portability"]["summary"].get<std::string>().find("no custom kernels"),
+            std::string::npos);
+}
+
 TEST(Cli, ProfileWritesBothFormats) {
   for (const char* ext : {".json", ".pftrace"}) {
     const std::string out = (scratch_dir() / (std::string("cli") + ext)).string();
