@@ -18,6 +18,7 @@ configure_file(${CMAKE_CURRENT_SOURCE_DIR}/data/instance_prices.cpp.in
 
 target_sources(neuronc_cli PRIVATE
   bench_command.cpp
+  html_page.cpp
   profile_command.cpp
   report_html.cpp
   trace_export.cpp

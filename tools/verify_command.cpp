@@ -1,7 +1,6 @@
 // `neuronc verify MODEL`: compile, run on the device model, and compare every output with the
 // reference PyTorch computed (output_<i>.npy next to the model, or --reference DIR).
 #include <CLI/CLI.hpp>
-#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +13,7 @@
 #include "frontend/zip_reader.h"
 #include "tools/cli_output.h"
 #include "tools/commands.h"
+#include "tools/output_comparison.h"
 #include "tools/runner.h"
 
 namespace neuronc::tools {
@@ -25,144 +25,6 @@ struct VerifyCli {
   double atol = -1, rtol = -1, min_cosine = -2;
   bool json = false, intermediates = true;
 };
-
-// When an output matches. fp32 (auto-cast none): every element within atol + rtol*|ref|. With
-// auto-cast, bf16 rounding errors grow with the scale of the whole tensor, not with each
-// element, so the absolute part is scaled by max|ref| (an element near zero is held to the
-// tensor's scale, not to zero), and the output's cosine similarity must reach the end-to-end
-// criterion of the transformer and vision tests (0.999). Explicit --atol/--rtol are absolute.
-struct Tolerance {
-  double atol = 1e-4, rtol = 1e-3;
-  bool atol_relative_to_max = false;
-  double min_cosine = -2;  // below any cosine: no cosine criterion
-  std::string describe() const {
-    char buf[160];
-    int n = std::snprintf(buf, sizeof buf, "atol %.0e%s + rtol %.0e", atol,
-                          atol_relative_to_max ? " x max|ref|" : "", rtol);
-    if (min_cosine > -1 && n > 0 && size_t(n) < sizeof buf)
-      std::snprintf(buf + n, sizeof buf - n, " (and cosine must reach %.8g)", min_cosine);
-    return buf;
-  }
-};
-
-std::vector<double> to_doubles(const NpyArray& a) {
-  std::vector<double> out(a.numel());
-  const std::byte* p = a.data.data();
-  for (size_t i = 0; i < out.size(); ++i) {
-    switch (a.type) {
-      case NpyType::f64: {
-        double x;
-        std::memcpy(&x, p + 8 * i, 8);
-        out[i] = x;
-        break;
-      }
-      case NpyType::f32: {
-        float x;
-        std::memcpy(&x, p + 4 * i, 4);
-        out[i] = x;
-        break;
-      }
-      case NpyType::f16: {
-        _Float16 x;
-        std::memcpy(&x, p + 2 * i, 2);
-        out[i] = static_cast<float>(x);
-        break;
-      }
-      case NpyType::bf16: {
-        uint16_t x;
-        std::memcpy(&x, p + 2 * i, 2);
-        out[i] = std::bit_cast<float>(uint32_t{x} << 16);
-        break;
-      }
-      case NpyType::i64: {
-        int64_t x;
-        std::memcpy(&x, p + 8 * i, 8);
-        out[i] = static_cast<double>(x);
-        break;
-      }
-      case NpyType::i32: {
-        int32_t x;
-        std::memcpy(&x, p + 4 * i, 4);
-        out[i] = x;
-        break;
-      }
-      case NpyType::i16: {
-        int16_t x;
-        std::memcpy(&x, p + 2 * i, 2);
-        out[i] = x;
-        break;
-      }
-      case NpyType::i8: {
-        int8_t x;
-        std::memcpy(&x, p + i, 1);
-        out[i] = x;
-        break;
-      }
-      case NpyType::u8:
-      case NpyType::boolean:
-        out[i] = static_cast<double>(static_cast<uint8_t>(p[i]));
-        break;
-      case NpyType::c64: {
-        float x;
-        std::memcpy(&x, p + 8 * i, 4);
-        out[i] = x;
-        break;
-      }
-    }
-  }
-  return out;
-}
-
-struct Comparison {
-  std::string name;
-  bool shape_ok = true, pass = true;
-  double max_abs = 0, max_rel = 0, cosine = 1;
-  size_t mismatches = 0, first_mismatch = 0, numel = 0;
-  Tolerance tol;  // the criterion this output was held to
-};
-
-Comparison compare(const std::string& name, const NpyArray& got, const NpyArray& want,
-                   const Tolerance& tol) {
-  Comparison c;
-  c.tol = tol;
-  c.name = name;
-  c.numel = want.numel();
-  if (got.shape != want.shape) {
-    c.shape_ok = c.pass = false;
-    return c;
-  }
-  const std::vector<double> a = to_doubles(got), b = to_doubles(want);
-  double max_ref = 0;
-  for (double x : b)
-    if (std::isfinite(x)) max_ref = std::max(max_ref, std::fabs(x));
-  const double atol = tol.atol_relative_to_max ? tol.atol * max_ref : tol.atol;
-  const double rtol = tol.rtol;
-  double dot = 0, na = 0, nb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double d = std::fabs(a[i] - b[i]);
-    const bool same_special =
-        (std::isnan(a[i]) && std::isnan(b[i])) || (std::isinf(b[i]) && a[i] == b[i]);
-    if (!same_special) {
-      if (!(d <= atol + rtol * std::fabs(b[i]))) {
-        if (c.mismatches++ == 0) c.first_mismatch = i;
-      }
-      if (std::isfinite(d)) {
-        c.max_abs = std::max(c.max_abs, d);
-        if (std::fabs(b[i]) > 1e-6) c.max_rel = std::max(c.max_rel, d / std::fabs(b[i]));
-      } else {
-        c.max_abs = INFINITY;
-      }
-    }
-    if (std::isfinite(a[i]) && std::isfinite(b[i])) {
-      dot += a[i] * b[i];
-      na += a[i] * a[i];
-      nb += b[i] * b[i];
-    }
-  }
-  c.cosine = na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : (na == nb ? 1.0 : 0.0);
-  c.pass = c.mismatches == 0 && c.cosine >= tol.min_cosine;
-  return c;
-}
 
 // First node (in execution order) whose result differs from PyTorch's intermediate value.
 struct Divergence {
@@ -228,17 +90,7 @@ void run_verify(const VerifyCli& o) {
   // A 16-bit float result (auto-cast, or a program written in bf16/f16) is held to the bf16
   // criterion: PyTorch rounds it too, at points of its own.
   auto tolerance = [&](bool sixteen_bit) {
-    Tolerance tol;
-    if (narrow || sixteen_bit) {
-      tol.atol = 5e-2;
-      tol.rtol = 5e-2;
-      tol.atol_relative_to_max = o.atol < 0;
-      tol.min_cosine = 0.999;
-    }
-    if (o.atol >= 0) tol.atol = o.atol;
-    if (o.rtol >= 0) tol.rtol = o.rtol;
-    if (o.min_cosine > -2) tol.min_cosine = o.min_cosine;
-    return tol;
+    return output_tolerance(narrow || sixteen_bit, {o.atol, o.rtol, o.min_cosine});
   };
   const Tolerance tol = tolerance(false);
   std::vector<Comparison> results;
@@ -253,7 +105,7 @@ void run_verify(const VerifyCli& o) {
     }
     NpyArray want = read_npy(f);
     const bool sixteen = r.outputs[i].type == NpyType::bf16 || r.outputs[i].type == NpyType::f16;
-    results.push_back(compare(r.names[i], r.outputs[i], want, tolerance(sixteen)));
+    results.push_back(compare_output(r.names[i], r.outputs[i], want, tolerance(sixteen)));
     all_pass &= results.back().pass;
   }
   // Per node: every result the compiled program computed, against intermediates.npz.
@@ -278,7 +130,7 @@ void run_verify(const VerifyCli& o) {
       while (k < dr.names.size() && dr.names[k] != "debug:" + dv.value) ++k;
       if (k == dr.names.size()) continue;
       NpyArray want = parse_npy(zip.data(*e), npz + "!" + dv.value + ".npy");
-      Comparison c = compare(dv.value, dr.outputs[k], want, tol);
+      Comparison c = compare_output(dv.value, dr.outputs[k], want, tol);
       ++div.compared;
       if (!c.pass) {
         div.where = dv;
