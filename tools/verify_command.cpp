@@ -13,14 +13,17 @@
 #include "frontend/zip_reader.h"
 #include "tools/cli_output.h"
 #include "tools/commands.h"
+#include "tools/eval_dataset.h"
+#include "tools/option_lists.h"
 #include "tools/output_comparison.h"
 #include "tools/runner.h"
+#include "tools/text_table.h"
 
 namespace neuronc::tools {
 namespace {
 
 struct VerifyCli {
-  std::string model, reference, target = "trn1", auto_cast = "none";
+  std::string model, reference, target = "trn1", auto_cast = "none", dataset;
   std::vector<std::string> inputs, dims;
   double atol = -1, rtol = -1, min_cosine = -2;
   bool json = false, intermediates = true;
@@ -34,8 +37,87 @@ struct Divergence {
   bool found = false;
 };
 
+const std::vector<std::string> kAutoCastModes = {"none", "matmul", "matmult", "all"};
+
+// `verify --dataset DIR`: per auto-cast mode, one compile and a run of every set; the error
+// distribution per output over the sets, and top-1/top-5 agreement of classifier outputs.
+void run_verify_dataset(const VerifyCli& o) {
+  if (!o.inputs.empty() || !o.reference.empty())
+    throw CommandExit{kExitUsage,
+                      "--dataset takes the inputs and references from " + o.dataset +
+                          "'s subdirectories: drop --input and --reference",
+                      ""};
+  const std::vector<std::string> modes =
+      parse_choice_list(o.auto_cast, kAutoCastModes, "--auto-cast");
+  const std::vector<ReferenceSet> sets = list_dataset(o.dataset);
+  compiler::CompileRequest req;
+  req.model = o.model;
+  req.target = o.target;
+  req.dims = parse_dim_bindings(o.dims);
+  // Symbolic dims follow the first set's inputs; every set must then have those shapes.
+  req.input_shapes = input_shapes(sets.front());
+  req.progress = [](const std::string& step, double) { progress(step); };
+  std::vector<std::pair<std::string, DatasetQuality>> results;
+  bool all_pass = true;
+  for (const std::string& mode : modes) {
+    req.auto_cast = *passes::parse_auto_cast(mode);
+    const compiler::CompileResult compiled = compiler::compile_model(req);
+    auto m = neuronc::Model::load_from_memory(compiled.artifact);
+    if (!m.is_ok()) throw CommandExit{kExitError, m.status().message(), ""};
+    check_dataset(*m, sets);
+    progress("verifying " + o.dataset + " (auto-cast " + mode + ")");
+    results.emplace_back(mode,
+                         evaluate_dataset(*m, sets, req.auto_cast != passes::AutoCastMode::none,
+                                          {o.atol, o.rtol, o.min_cosine}));
+    all_pass &= results.back().second.pass;
+  }
+  progress_done();
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["model"] = o.model;
+    j["target"] = o.target;
+    j["dataset"] = o.dataset;
+    j["sets"] = sets.size();
+    j["set_names"] = nlohmann::ordered_json::array();
+    for (const ReferenceSet& s : sets) j["set_names"].push_back(s.name);
+    j["pass"] = all_pass;
+    j["modes"] = nlohmann::ordered_json::array();
+    for (const auto& [mode, q] : results)
+      j["modes"].push_back({{"auto_cast", mode}, {"pass", q.pass}, {"outputs", quality_json(q)}});
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("%s on %s over %s: %zu sets (%s .. %s)\n", o.model.c_str(), o.target.c_str(),
+                o.dataset.c_str(), sets.size(), sets.front().name.c_str(),
+                sets.back().name.c_str());
+    std::vector<std::vector<std::string>> rows = {{"auto-cast", "output", "sets failed",
+                                                   "max rel error: max / p99 / mean",
+                                                   "cosine: min / mean", "top-1", "top-5"}};
+    for (const auto& [mode, q] : results)
+      for (const OutputQuality& out : q.outputs) {
+        std::vector<std::string> row = {mode, out.name};
+        for (std::string& cell : quality_cells(out, q.sets)) row.push_back(std::move(cell));
+        rows.push_back(std::move(row));
+      }
+    std::printf("%s", text_table(rows).c_str());
+    for (const auto& [mode, q] : results)
+      for (const OutputQuality& out : q.outputs)
+        std::printf("  auto-cast %s, %s: %s%s\n", mode.c_str(), out.name.c_str(),
+                    out.tol.describe().c_str(),
+                    out.sets_failed ? (", first failing set " + out.first_failed_set).c_str() : "");
+    std::printf("%s\n", all_pass ? "match: every output of every set within the tolerance"
+                                 : "MISMATCH: some sets differ beyond the tolerance");
+  }
+  if (!all_pass) throw CommandExit{kExitMismatch, "", ""};
+}
+
 void run_verify(const VerifyCli& o) {
   refuse_program_set(o.model, "verify");
+  if (!o.dataset.empty()) return run_verify_dataset(o);
+  if (parse_choice_list(o.auto_cast, kAutoCastModes, "--auto-cast").size() > 1)
+    throw CommandExit{kExitUsage,
+                      "--auto-cast '" + o.auto_cast +
+                          "': a list of modes needs --dataset DIR; one reference takes one mode",
+                      ""};
   const std::string ref_dir =
       o.reference.empty() ? std::filesystem::path(o.model).parent_path().string() : o.reference;
   compiler::CompileRequest req;
@@ -221,7 +303,9 @@ void register_verify_command(CLI::App& app) {
       "verify", "Compile, run on the device model and compare with PyTorch's outputs");
   cmd->footer(
       "Example:\n  neuronc verify models/bert/model.pt2 --target trn2 --auto-cast matmul\n"
-      "Reads input_<i>.npy and output_<i>.npy from the model's folder (or --reference DIR).\n"
+      "  neuronc verify model.pt2 --dataset eval/ --auto-cast none,matmul\n"
+      "Reads input_<i>.npy and output_<i>.npy from the model's folder (or --reference DIR), or\n"
+      "from each subdirectory of --dataset DIR.\n"
       "Exit code 3 when an output differs beyond the tolerance.");
   cmd->add_option("model", o->model, "PyTorch program (.pt2)")->required();
   cmd->add_option("--reference", o->reference,
@@ -230,8 +314,13 @@ void register_verify_command(CLI::App& app) {
                   "Inputs instead of the reference's, by position or NAME=FILE.npy");
   cmd->add_option("--target", o->target, "trn1, trn2 or trn3")
       ->check(CLI::IsMember({"trn1", "trn2", "trn3"}));
-  cmd->add_option("--auto-cast", o->auto_cast, "none, matmul or all")
-      ->check(CLI::IsMember({"none", "matmul", "matmult", "all"}));
+  cmd->add_option("--auto-cast", o->auto_cast,
+                  "none, matmul or all; with --dataset a comma list (none,matmul), each compiled "
+                  "and run over the dataset");
+  cmd->add_option("--dataset", o->dataset,
+                  "Evaluation set: DIR/<k>/input_<i>.npy with PyTorch's output_<i>.npy, one "
+                  "subdirectory per set; reports the error distribution per output and top-1/top-5 "
+                  "agreement of classifier outputs");
   cmd->add_option("--dim", o->dims, "Bind a symbolic dim: SYMBOL=VALUE");
   cmd->add_option("--atol", o->atol,
                   "Absolute tolerance (default 1e-4; with auto-cast 5e-2 x the output's max|ref|)");
