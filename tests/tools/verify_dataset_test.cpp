@@ -177,6 +177,42 @@ TEST(VerifyDataset, APerturbedReferenceIsAMismatch) {
   EXPECT_NE(text.out.find("first failing set 2"), std::string::npos) << text.out;
 }
 
+// `compare --dataset` measures quality with the same code: its row's figures are verify
+// --dataset's for the same target and mode, and a perturbed set shows as outside the tolerance
+// (a finding in the row, not an exit code).
+TEST(VerifyDataset, CompareMeasuresTheSameQualityOverTheDataset) {
+  const std::string compare = "compare " + fixture_model("mlp") +
+                              " --targets trn1 --auto-cast none --iterations 1 --json --dataset ";
+  const Ran v = neuronc(verify_dataset(mlp_dataset(), "--auto-cast none --json"));
+  const Ran c = neuronc(compare + mlp_dataset().string());
+  ASSERT_EQ(v.code, 0) << v.out;
+  ASSERT_EQ(c.code, 0) << c.out;
+  const auto vo = nlohmann::json::parse(v.out)["modes"][0]["outputs"];
+  const auto cj = nlohmann::json::parse(c.out);
+  EXPECT_EQ(cj["quality_reference"]["kind"], "dataset");
+  EXPECT_EQ(cj["quality_reference"]["sets"], kSetNames.size());
+  const auto q = cj["rows"][0]["quality"];
+  EXPECT_EQ(q["sets"], kSetNames.size());
+  EXPECT_TRUE(q["pass"].get<bool>());
+  EXPECT_EQ(q["outputs"], vo);
+  EXPECT_EQ(q["max_rel_error"], vo[0]["max_rel_error"]["max"]);
+  EXPECT_EQ(q["min_cosine"], vo[0]["cosine"]["min"]);
+  EXPECT_EQ(q["top1_agreement"], vo[0]["agreement"]["top1"]);
+
+  const fs::path d = copy_dataset("mlp_dataset_perturbed_for_compare");
+  const std::string f = (d / "1" / "output_0.npy").string();
+  NpyArray a = read_npy(f);
+  float* row = reinterpret_cast<float*>(a.data.data());
+  std::swap(*std::max_element(row, row + 8), *std::min_element(row, row + 8));
+  write_npy(f, a);
+  const Ran p = neuronc(compare + d.string());
+  ASSERT_EQ(p.code, 0) << p.out;
+  const auto pq = nlohmann::json::parse(p.out)["rows"][0]["quality"];
+  EXPECT_FALSE(pq["pass"].get<bool>());
+  EXPECT_DOUBLE_EQ(pq["top1_agreement"].get<double>(), 19.0 / 20.0);
+  EXPECT_EQ(pq["outputs"][0]["first_failed_set"], "1");
+}
+
 // Runs verify --dataset on `dir` and returns stderr + stdout; expects exit code 1.
 std::string malformed(const fs::path& dir) {
   const Ran r = run_shell(std::string(NEURONC_BINARY_DIR) + "/tools/neuronc " + verify_dataset(dir),
