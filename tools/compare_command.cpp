@@ -207,12 +207,6 @@ void run_compare_cli(const CompareCli& cli) {
     throw CommandExit{kExitError, "no target compiled and ran " + o.model + ": see the rows", ""};
 }
 
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
-
 }  // namespace
 
 Baseline parse_baseline(const std::string& text) {
@@ -322,17 +316,17 @@ std::string format_compare_text(const json& r) {
     cells.push_back(row["kind"] == "baseline"  ? "baseline"
                     : tp["instance"].is_null() ? "-"
                                                : tp["instance"].get<std::string>());
-    cells.push_back(fmt("%.2f", lat["p50"].get<double>()));
-    cells.push_back(lat["p99"].is_null() ? "-" : fmt("%.2f", lat["p99"].get<double>()));
+    cells.push_back(number_cell("%.2f", lat["p50"].get<double>()));
+    cells.push_back(lat["p99"].is_null() ? "-" : number_cell("%.2f", lat["p99"].get<double>()));
     cells.push_back(tp["per_instance"].is_null()
-                        ? fmt("%.1f", tp["per_neuron_core"].get<double>() *
-                                          row["neuron_cores_per_inference"].get<double>()) +
+                        ? number_cell("%.1f", tp["per_neuron_core"].get<double>() *
+                                                  row["neuron_cores_per_inference"].get<double>()) +
                               " per copy"
-                        : fmt("%.1f", tp["per_instance"].get<double>()));
+                        : number_cell("%.1f", tp["per_instance"].get<double>()));
     const json& p = row["price"];
     cells.push_back(row["cost_per_million_usd"].is_null()
                         ? "no price"
-                        : fmt("%.4g", row["cost_per_million_usd"].get<double>()) +
+                        : number_cell("%.4g", row["cost_per_million_usd"].get<double>()) +
                               (p["unverified"].get<bool>() ? "*" : ""));
     if (!p["usd_per_hour"].is_null() || row["kind"] == "trainium") {
       const std::string line =
@@ -341,8 +335,8 @@ std::string format_compare_text(const json& r) {
                                        : name) +
           ": " +
           (p["usd_per_hour"].is_null() ? p["source"].get<std::string>()
-                                       : fmt("$%.3f/h", p["usd_per_hour"].get<double>()) + " " +
-                                             p["pricing"].get<std::string>() +
+                                       : number_cell("$%.3f/h", p["usd_per_hour"].get<double>()) +
+                                             " " + p["pricing"].get<std::string>() +
                                              (p["unverified"].get<bool>() ? " (UNVERIFIED)" : "") +
                                              ", " + p["source"].get<std::string>());
       if (std::find(prices.begin(), prices.end(), line) == prices.end()) prices.push_back(line);
@@ -353,11 +347,11 @@ std::string format_compare_text(const json& r) {
     } else if (q.is_null()) {
       cells.insert(cells.end(), {"-", "-", "-", "no reference"});
     } else {
-      cells.push_back(fmt("%.3g", q["max_rel_error"].get<double>()));
-      cells.push_back(fmt("%.8f", q["min_cosine"].get<double>()));
+      cells.push_back(number_cell("%.3g", q["max_rel_error"].get<double>()));
+      cells.push_back(number_cell("%.8f", q["min_cosine"].get<double>()));
       cells.push_back(q["top1_agreement"].is_null()
                           ? "-"
-                          : fmt("%.1f%%", 100 * q["top1_agreement"].get<double>()));
+                          : number_cell("%.1f%%", 100 * q["top1_agreement"].get<double>()));
       cells.push_back(q["pass"].get<bool>() ? "ok" : "outside tolerance");
     }
     rows.push_back(std::move(cells));

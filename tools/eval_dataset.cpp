@@ -9,6 +9,7 @@
 #include "tools/cli_output.h"
 #include "tools/percentile.h"
 #include "tools/runner.h"
+#include "tools/text_table.h"
 
 namespace neuronc::tools {
 namespace {
@@ -112,12 +113,6 @@ void check_set(const neuronc::Model& model, const ReferenceSet& set) {
                     " does not fit the model's output '" + spec.name + "', " + spec_text(spec) +
                     ": " + misfit);
   }
-}
-
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
 }
 
 double mean_of(const std::vector<double>& v) {
@@ -294,13 +289,15 @@ nlohmann::ordered_json quality_json(const DatasetQuality& q) {
 std::vector<std::string> quality_cells(const OutputQuality& o, size_t sets) {
   std::vector<std::string> cells;
   cells.push_back(std::to_string(o.sets_failed) + "/" + std::to_string(sets));
-  cells.push_back(fmt("%.3g", *std::max_element(o.max_rel_error.begin(), o.max_rel_error.end())) +
-                  " / " + fmt("%.3g", percentile(o.max_rel_error, 99)) + " / " +
-                  fmt("%.3g", mean_of(o.max_rel_error)));
-  cells.push_back(fmt("%.8f", *std::min_element(o.cosine.begin(), o.cosine.end())) + " / " +
-                  fmt("%.8f", mean_of(o.cosine)));
+  cells.push_back(
+      number_cell("%.3g", *std::max_element(o.max_rel_error.begin(), o.max_rel_error.end())) +
+      " / " + number_cell("%.3g", percentile(o.max_rel_error, 99)) + " / " +
+      number_cell("%.3g", mean_of(o.max_rel_error)));
+  cells.push_back(number_cell("%.8f", *std::min_element(o.cosine.begin(), o.cosine.end())) + " / " +
+                  number_cell("%.8f", mean_of(o.cosine)));
   const auto pct = [&](size_t n) {
-    return fmt("%.1f%%", 100.0 * static_cast<double>(n) / static_cast<double>(o.agreement->rows));
+    return number_cell("%.1f%%",
+                       100.0 * static_cast<double>(n) / static_cast<double>(o.agreement->rows));
   };
   cells.push_back(o.agreement ? pct(o.agreement->top1) : "-");
   cells.push_back(o.agreement && o.agreement->classes > 5 ? pct(o.agreement->top5) : "-");

@@ -1,7 +1,7 @@
 // The page frame shared by neuronc's HTML reports (html_page.h).
 #include "tools/html_page.h"
 
-#include <cstdio>
+#include "tools/text_table.h"
 
 namespace neuronc::tools::html {
 namespace {
@@ -75,9 +75,7 @@ std::string esc(const std::string& s) {
 }
 
 std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
+  return number_cell(f, v);
 }
 
 std::string page_begin(const std::string& title) {

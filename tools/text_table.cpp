@@ -2,8 +2,15 @@
 #include "tools/text_table.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace neuronc::tools {
+
+std::string number_cell(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
 
 std::string text_table(const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> width;

@@ -7,6 +7,9 @@
 
 namespace neuronc::tools {
 
+// `v` printed with the printf format `f` ("%.3g") for a cell of a table or a page.
+std::string number_cell(const char* f, double v);
+
 // `rows` (the first is the header) as lines; cells are ASCII. A row shorter than the header
 // leaves its last columns empty; a row with a single cell after others spans the line.
 std::string text_table(const std::vector<std::vector<std::string>>& rows);
