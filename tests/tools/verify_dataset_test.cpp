@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -98,6 +100,51 @@ TEST(EvalDataset, SetsAreInNaturalOrder) {
   std::vector<std::string> names;
   for (const ReferenceSet& s : list_dataset(mlp_dataset().string())) names.push_back(s.name);
   EXPECT_EQ(names, kSetNames);
+}
+
+NpyArray rows_of(const std::vector<std::vector<float>>& rows) {
+  NpyArray a;
+  a.shape = {static_cast<int64_t>(rows.size()), static_cast<int64_t>(rows[0].size())};
+  for (const auto& r : rows)
+    for (float x : r) {
+      const auto* b = reinterpret_cast<const std::byte*>(&x);
+      a.data.insert(a.data.end(), b, b + 4);
+    }
+  return a;
+}
+
+// Top-1: the first largest logit, as torch.argmax (NaN counts as largest); top-5: PyTorch's
+// class among the row's 5 largest, ties to the lower index.
+TEST(EvalDataset, TopKAgreementFollowsArgmax) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const NpyArray want = rows_of({{0, 9, 1, 2, 3, 4, 5, 6},      // class 1
+                                 {7, 1, 7, 0, 0, 0, 0, 0},      // tie: class 0
+                                 {0, 0, 0, 0, 0, 0, 0, 1},      // class 7
+                                 {0, 1, nan, 2, 0, 0, 0, 0}});  // NaN: class 2
+  const NpyArray got = rows_of({{0, 9, 1, 2, 3, 4, 5, 6},       // agrees
+                                {6, 1, 7, 0, 0, 0, 0, 0},       // class 2: top-1 no, top-5 yes
+                                {5, 4, 3, 2, 1, 0, 0, 0},       // top-5 is 0..4: no
+                                {0, 1, nan, 2, 0, 0, 0, 0}});   // agrees
+  ASSERT_TRUE(is_classifier_shaped(got));
+  TopKAgreement a;
+  count_top_k_agreement(got, want, a);
+  EXPECT_EQ(a.rows, 4u);
+  EXPECT_EQ(a.classes, 8u);
+  EXPECT_EQ(a.top1, 2u);
+  EXPECT_EQ(a.top5, 3u);
+  // Row 2 with its class 7 tied at the 5th largest value: the lower indices win the tie.
+  TopKAgreement tie;
+  count_top_k_agreement(rows_of({{5, 4, 3, 2, 1, 1, 1, 1}}), rows_of({{0, 0, 0, 0, 0, 0, 0, 1}}),
+                        tie);
+  EXPECT_EQ(tie.top5, 0u);
+  TopKAgreement fifth;
+  count_top_k_agreement(rows_of({{5, 4, 3, 2, 0, 0, 0, 1}}), rows_of({{0, 0, 0, 0, 0, 0, 0, 1}}),
+                        fifth);
+  EXPECT_EQ(fifth.top5, 1u);
+  NpyArray ids = rows_of({{1, 2}});
+  ids.type = NpyType::i32;
+  EXPECT_FALSE(is_classifier_shaped(ids));
+  EXPECT_FALSE(is_classifier_shaped(rows_of({{1}})));
 }
 
 TEST(VerifyDataset, ReportsTheDistributionUnderEachAutoCastMode) {
