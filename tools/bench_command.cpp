@@ -26,6 +26,7 @@
 #include "tools/cli_output.h"
 #include "tools/commands.h"
 #include "tools/generation.h"
+#include "tools/percentile.h"
 #include "tools/runner.h"
 #include "tools/trace_timeline.h"
 
@@ -178,13 +179,6 @@ std::vector<InputShape> input_shapes(const neuronc::Model& model,
     out.push_back(std::move(in));
   }
   return out;
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
-  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
 }
 
 json assumption_json(const std::string& name, double value, const std::string& unit,
@@ -539,11 +533,10 @@ struct TimedArtifact {
   double simulation_s = 0;
 };
 
-TimedArtifact read_and_time(const std::string& path) {
-  auto file = artifact::MappedFile::open(path);
-  if (!file.is_ok()) throw CommandExit{kExitError, file.status().message(), ""};
-  auto art = artifact::read_artifact(file->bytes());
-  if (!art.is_ok()) throw CommandExit{kExitError, path + ": " + art.status().message(), ""};
+// The artifact in `bytes` (`what` names it in errors), read, verified and timed.
+TimedArtifact time_artifact(std::span<const std::byte> bytes, const std::string& what) {
+  auto art = artifact::read_artifact(bytes);
+  if (!art.is_ok()) throw CommandExit{kExitError, what + ": " + art.status().message(), ""};
   try {
     const auto t0 = std::chrono::steady_clock::now();
     Timeline tl = simulate_timeline(art->contents, {.trace = false});
@@ -552,6 +545,12 @@ TimedArtifact read_and_time(const std::string& path) {
   } catch (const std::exception& e) {
     throw CommandExit{kExitError, e.what(), ""};
   }
+}
+
+TimedArtifact read_and_time(const std::string& path) {
+  auto file = artifact::MappedFile::open(path);
+  if (!file.is_ok()) throw CommandExit{kExitError, file.status().message(), ""};
+  return time_artifact(file->bytes(), path);
 }
 
 // Throughput per NeuronCore and per instance from one model copy's rate: one request in
@@ -577,16 +576,20 @@ json cost_per_million(std::optional<double> usd_per_hour, const json& tp, double
   // --price-per-hour alone (no instance): the price of one model copy's cores.
   const double per_s = tp["instance"].is_null() ? per_copy : tp["per_instance"].get<double>();
   if (!usd_per_hour || !(per_s > 0)) return nullptr;
-  return *usd_per_hour / 3600.0 / per_s * 1e6;
+  return cost_per_million_usd(*usd_per_hour, per_s);
 }
 
 }  // namespace
 
-json run_bench(const BenchOptions& o) {
-  check_bench_options(o);
-  const PriceTable prices = load_price_table(o.prices_file);
+double cost_per_million_usd(double usd_per_hour, double inferences_per_s) {
+  return usd_per_hour / 3600.0 / inferences_per_s * 1e6;
+}
 
-  neuronc::Model model = load_model_or_exit(o.artifact);
+namespace {
+
+// The benchmark of a loaded artifact (`loaded`: its contents and timeline).
+json bench_loaded(const BenchOptions& o, const neuronc::Model& model, TimedArtifact loaded) {
+  const PriceTable prices = load_price_table(o.prices_file);
   // A model with shape buckets runs the bucket its inputs pick, which only a run knows.
   if (o.timing_only && !model.entries()[0].bucket_group.empty())
     throw CommandExit{kExitUsage,
@@ -595,7 +598,7 @@ json run_bench(const BenchOptions& o) {
                           " shape buckets and the bucket that runs depends on the inputs; "
                           "bench it without --timing-only",
                       ""};
-  auto [contents, tl, simulation_s] = read_and_time(o.artifact);
+  auto& [contents, tl, simulation_s] = loaded;
 
   const InstanceInfo* instance = resolve_instance(prices, o, tl);
 
@@ -702,6 +705,21 @@ json run_bench(const BenchOptions& o) {
   if (timing_only) mark_host_ops_not_run(as, model.info().host_ops, model.info().timing_only);
   r["assumptions"] = as;
   return r;
+}
+
+}  // namespace
+
+json run_bench(const BenchOptions& o) {
+  check_bench_options(o);
+  neuronc::Model model = load_model_or_exit(o.artifact);
+  return bench_loaded(o, model, read_and_time(o.artifact));
+}
+
+json run_bench_bytes(const BenchOptions& o, std::span<const std::byte> artifact) {
+  check_bench_options(o);
+  auto m = neuronc::Model::load_from_memory(artifact);
+  if (!m.is_ok()) throw CommandExit{kExitError, o.artifact + ": " + m.status().message(), ""};
+  return bench_loaded(o, *m, time_artifact(artifact, o.artifact));
 }
 
 json run_bench_generate(const BenchOptions& o) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,15 @@ struct BenchOptions {
 // Runs the benchmark and returns the `--json` document (fields in docs/CLI.md). Throws
 // CommandExit on bad options or a failing run.
 nlohmann::ordered_json run_bench(const BenchOptions& options);
+
+// The same benchmark of an artifact in memory (the compiles of `neuronc compare`);
+// `options.artifact` only names it in the report and in errors.
+nlohmann::ordered_json run_bench_bytes(const BenchOptions& options,
+                                       std::span<const std::byte> artifact);
+
+// USD per million inferences on an instance of `usd_per_hour` doing `inferences_per_s`:
+// usd_per_hour / 3600 / inferences_per_s x 10^6 (bench's cost, and compare's baselines').
+double cost_per_million_usd(double usd_per_hour, double inferences_per_s);
 
 // The --generate benchmark: TTFT and TPOT percentiles, tokens/s per NeuronCore and per
 // instance, cost per million output tokens (fields in docs/CLI.md).

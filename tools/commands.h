@@ -14,5 +14,6 @@ void register_verify_command(CLI::App& app);
 void register_bench_command(CLI::App& app);
 void register_profile_command(CLI::App& app);
 void register_generate_command(CLI::App& app);
+void register_compare_command(CLI::App& app);
 
 }  // namespace neuronc::tools

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   register_bench_command(app);
   register_profile_command(app);
   register_generate_command(app);
+  register_compare_command(app);
   // Under `mpirun -np K` (K > 1) each rank runs the command: only generate splits its work over
   // them; any other command would run K times over the same files.
   if (const MpiLaunch launch = mpi_launch(); launch.size > 1) {

@@ -16,6 +16,7 @@
 #include "artifact_format/reader.h"
 #include "device/target.h"
 #include "tools/cli_output.h"
+#include "tools/html_page.h"
 #include "tools/trace_export.h"
 #include "tools/trace_timeline.h"
 
@@ -24,38 +25,8 @@ namespace {
 
 namespace art = ::neuronc::artifact;
 
-std::string esc(const std::string& s) {
-  std::string o;
-  o.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        o += "&amp;";
-        break;
-      case '<':
-        o += "&lt;";
-        break;
-      case '>':
-        o += "&gt;";
-        break;
-      case '"':
-        o += "&quot;";
-        break;
-      case '\'':
-        o += "&#39;";
-        break;
-      default:
-        o += c;
-    }
-  }
-  return o;
-}
-
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
+using html::esc;
+using html::fmt;
 
 std::string bytes_text(double b) {
   if (b >= 1e9) return fmt("%.2f GB", b / 1e9);
@@ -384,45 +355,6 @@ std::string roofline_svg(const Timeline& t, const std::vector<RoofPoint>& pts) {
   return s + "</svg>";
 }
 
-const char* kStyle = R"css(
-body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#222;max-width:1200px}
-h1{font-size:22px;margin-bottom:4px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd;padding-bottom:4px}
-table{border-collapse:collapse;font-size:13px;margin:8px 0}th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
-th{background:#f4f6f8}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-.legend span{margin-right:14px;font-size:12px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px}
-.note{color:#555;font-size:12px}#hover{position:fixed;right:12px;bottom:12px;background:#fffbe6;border:1px solid #e0d080;
-padding:4px 8px;font-size:12px;display:none;max-width:480px}code{font-size:12px}
-)css";
-
-// Marks the page for tests and shows the hovered mark's title; no network, no eval.
-const char* kScript = R"js(
-(function () {
-  var errors = [];
-  function markErrors() { document.body.setAttribute('data-js-errors', errors.join(' | ')); }
-  window.addEventListener('error', function (e) { errors.push(String(e.message)); markErrors(); });
-  function drawn(svg) {
-    var marks = svg.querySelectorAll('rect, circle, path');
-    if (marks.length === 0) return false;
-    var box = svg.getBoundingClientRect();
-    return box.width > 0 && box.height > 0;
-  }
-  function ready() {
-    var plots = document.querySelectorAll('svg.plot');
-    var ok = 0;
-    for (var i = 0; i < plots.length; i++) if (drawn(plots[i])) ok++;
-    document.body.setAttribute('data-plots-drawn', ok + '/' + plots.length);
-    var hover = document.getElementById('hover');
-    document.body.addEventListener('mouseover', function (ev) {
-      var t = ev.target.querySelector ? ev.target.querySelector('title') : null;
-      if (!t) { hover.style.display = 'none'; return; }
-      hover.textContent = t.textContent;
-      hover.style.display = 'block';
-    });
-  }
-  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', ready); else ready();
-})();
-)js";
-
 }  // namespace
 
 namespace {
@@ -649,7 +581,7 @@ class CompileReport {
       h << "<tr><td><code>" << esc(as.name) << "</code></td><td class=\"n\">" << fmt("%g", as.value)
         << " " << esc(as.unit) << "</td><td>" << esc(as.why) << "</td></tr>";
     }
-    h << "</table>\n<div id=\"hover\"></div>\n<script>" << kScript << "</script>\n</body></html>\n";
+    h << "</table>\n" << html::page_end();
   }
 
   std::ostringstream& h;
@@ -674,12 +606,7 @@ std::string render_compile_report(const compiler::CompileResult& r, const Compil
   const device::Target& target = device::target(kind.is_ok() ? *kind : device::TargetKind::trn1);
 
   std::ostringstream h;
-  h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-    << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
-       "'unsafe-inline'; "
-       "script-src 'unsafe-inline'; img-src data:\">"
-    << "<title>neuronc compile report: " << esc(info.model) << "</title><style>" << kStyle
-    << "</style></head><body>\n";
+  h << html::page_begin("neuronc compile report: " + info.model);
   h << "<h1>neuronc compile report</h1><p class=\"note\">" << esc(info.model) << " &rarr; "
     << esc(info.artifact) << " &middot; target " << esc(c.target) << " (" << esc(t.core_version)
     << ", " << t.num_cores << " core) &middot; auto-cast " << esc(info.auto_cast) << " &middot; -O"

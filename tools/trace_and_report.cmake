@@ -1,4 +1,5 @@
-# `neuronc bench`, `neuronc profile` and `neuronc compile --report` (issue 9). Their sources join
+# `neuronc bench`, `neuronc profile`, `neuronc compile --report` (issue 9) and `neuronc compare`
+# (issue 20), with the HTML page frame their reports share. Their sources join
 # neuronc_cli so tests can call them; the Perfetto trace subset (trace_perfetto.proto) is
 # compiled with protoc into its own library (generated code is not held to our warning flags);
 # the instance price table (data/instance_prices.json) is embedded into the binary.
@@ -18,6 +19,9 @@ configure_file(${CMAKE_CURRENT_SOURCE_DIR}/data/instance_prices.cpp.in
 
 target_sources(neuronc_cli PRIVATE
   bench_command.cpp
+  compare_command.cpp
+  compare_report.cpp
+  html_page.cpp
   profile_command.cpp
   report_html.cpp
   trace_export.cpp

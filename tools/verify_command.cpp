@@ -1,7 +1,6 @@
 // `neuronc verify MODEL`: compile, run on the device model, and compare every output with the
 // reference PyTorch computed (output_<i>.npy next to the model, or --reference DIR).
 #include <CLI/CLI.hpp>
-#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -14,155 +13,21 @@
 #include "frontend/zip_reader.h"
 #include "tools/cli_output.h"
 #include "tools/commands.h"
+#include "tools/eval_dataset.h"
+#include "tools/option_lists.h"
+#include "tools/output_comparison.h"
 #include "tools/runner.h"
+#include "tools/text_table.h"
 
 namespace neuronc::tools {
 namespace {
 
 struct VerifyCli {
-  std::string model, reference, target = "trn1", auto_cast = "none";
+  std::string model, reference, target = "trn1", auto_cast = "none", dataset;
   std::vector<std::string> inputs, dims;
   double atol = -1, rtol = -1, min_cosine = -2;
   bool json = false, intermediates = true;
 };
-
-// When an output matches. fp32 (auto-cast none): every element within atol + rtol*|ref|. With
-// auto-cast, bf16 rounding errors grow with the scale of the whole tensor, not with each
-// element, so the absolute part is scaled by max|ref| (an element near zero is held to the
-// tensor's scale, not to zero), and the output's cosine similarity must reach the end-to-end
-// criterion of the transformer and vision tests (0.999). Explicit --atol/--rtol are absolute.
-struct Tolerance {
-  double atol = 1e-4, rtol = 1e-3;
-  bool atol_relative_to_max = false;
-  double min_cosine = -2;  // below any cosine: no cosine criterion
-  std::string describe() const {
-    char buf[160];
-    int n = std::snprintf(buf, sizeof buf, "atol %.0e%s + rtol %.0e", atol,
-                          atol_relative_to_max ? " x max|ref|" : "", rtol);
-    if (min_cosine > -1 && n > 0 && size_t(n) < sizeof buf)
-      std::snprintf(buf + n, sizeof buf - n, " (and cosine must reach %.8g)", min_cosine);
-    return buf;
-  }
-};
-
-std::vector<double> to_doubles(const NpyArray& a) {
-  std::vector<double> out(a.numel());
-  const std::byte* p = a.data.data();
-  for (size_t i = 0; i < out.size(); ++i) {
-    switch (a.type) {
-      case NpyType::f64: {
-        double x;
-        std::memcpy(&x, p + 8 * i, 8);
-        out[i] = x;
-        break;
-      }
-      case NpyType::f32: {
-        float x;
-        std::memcpy(&x, p + 4 * i, 4);
-        out[i] = x;
-        break;
-      }
-      case NpyType::f16: {
-        _Float16 x;
-        std::memcpy(&x, p + 2 * i, 2);
-        out[i] = static_cast<float>(x);
-        break;
-      }
-      case NpyType::bf16: {
-        uint16_t x;
-        std::memcpy(&x, p + 2 * i, 2);
-        out[i] = std::bit_cast<float>(uint32_t{x} << 16);
-        break;
-      }
-      case NpyType::i64: {
-        int64_t x;
-        std::memcpy(&x, p + 8 * i, 8);
-        out[i] = static_cast<double>(x);
-        break;
-      }
-      case NpyType::i32: {
-        int32_t x;
-        std::memcpy(&x, p + 4 * i, 4);
-        out[i] = x;
-        break;
-      }
-      case NpyType::i16: {
-        int16_t x;
-        std::memcpy(&x, p + 2 * i, 2);
-        out[i] = x;
-        break;
-      }
-      case NpyType::i8: {
-        int8_t x;
-        std::memcpy(&x, p + i, 1);
-        out[i] = x;
-        break;
-      }
-      case NpyType::u8:
-      case NpyType::boolean:
-        out[i] = static_cast<double>(static_cast<uint8_t>(p[i]));
-        break;
-      case NpyType::c64: {
-        float x;
-        std::memcpy(&x, p + 8 * i, 4);
-        out[i] = x;
-        break;
-      }
-    }
-  }
-  return out;
-}
-
-struct Comparison {
-  std::string name;
-  bool shape_ok = true, pass = true;
-  double max_abs = 0, max_rel = 0, cosine = 1;
-  size_t mismatches = 0, first_mismatch = 0, numel = 0;
-  Tolerance tol;  // the criterion this output was held to
-};
-
-Comparison compare(const std::string& name, const NpyArray& got, const NpyArray& want,
-                   const Tolerance& tol) {
-  Comparison c;
-  c.tol = tol;
-  c.name = name;
-  c.numel = want.numel();
-  if (got.shape != want.shape) {
-    c.shape_ok = c.pass = false;
-    return c;
-  }
-  const std::vector<double> a = to_doubles(got), b = to_doubles(want);
-  double max_ref = 0;
-  for (double x : b)
-    if (std::isfinite(x)) max_ref = std::max(max_ref, std::fabs(x));
-  const double atol = tol.atol_relative_to_max ? tol.atol * max_ref : tol.atol;
-  const double rtol = tol.rtol;
-  double dot = 0, na = 0, nb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double d = std::fabs(a[i] - b[i]);
-    const bool same_special =
-        (std::isnan(a[i]) && std::isnan(b[i])) || (std::isinf(b[i]) && a[i] == b[i]);
-    if (!same_special) {
-      if (!(d <= atol + rtol * std::fabs(b[i]))) {
-        if (c.mismatches++ == 0) c.first_mismatch = i;
-      }
-      if (std::isfinite(d)) {
-        c.max_abs = std::max(c.max_abs, d);
-        if (std::fabs(b[i]) > 1e-6) c.max_rel = std::max(c.max_rel, d / std::fabs(b[i]));
-      } else {
-        c.max_abs = INFINITY;
-      }
-    }
-    if (std::isfinite(a[i]) && std::isfinite(b[i])) {
-      dot += a[i] * b[i];
-      na += a[i] * a[i];
-      nb += b[i] * b[i];
-    }
-  }
-  c.cosine = na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : (na == nb ? 1.0 : 0.0);
-  c.pass = c.mismatches == 0 && c.cosine >= tol.min_cosine;
-  return c;
-}
 
 // First node (in execution order) whose result differs from PyTorch's intermediate value.
 struct Divergence {
@@ -172,8 +37,87 @@ struct Divergence {
   bool found = false;
 };
 
+const std::vector<std::string> kAutoCastModes = {"none", "matmul", "matmult", "all"};
+
+// `verify --dataset DIR`: per auto-cast mode, one compile and a run of every set; the error
+// distribution per output over the sets, and top-1/top-5 agreement of classifier outputs.
+void run_verify_dataset(const VerifyCli& o) {
+  if (!o.inputs.empty() || !o.reference.empty())
+    throw CommandExit{kExitUsage,
+                      "--dataset takes the inputs and references from " + o.dataset +
+                          "'s subdirectories: drop --input and --reference",
+                      ""};
+  const std::vector<std::string> modes =
+      parse_choice_list(o.auto_cast, kAutoCastModes, "--auto-cast");
+  const std::vector<ReferenceSet> sets = list_dataset(o.dataset);
+  compiler::CompileRequest req;
+  req.model = o.model;
+  req.target = o.target;
+  req.dims = parse_dim_bindings(o.dims);
+  // Symbolic dims follow the first set's inputs; every set must then have those shapes.
+  req.input_shapes = input_shapes(sets.front());
+  req.progress = [](const std::string& step, double) { progress(step); };
+  std::vector<std::pair<std::string, DatasetQuality>> results;
+  bool all_pass = true;
+  for (const std::string& mode : modes) {
+    req.auto_cast = *passes::parse_auto_cast(mode);
+    const compiler::CompileResult compiled = compiler::compile_model(req);
+    auto m = neuronc::Model::load_from_memory(compiled.artifact);
+    if (!m.is_ok()) throw CommandExit{kExitError, m.status().message(), ""};
+    check_dataset(*m, sets);
+    progress("verifying " + o.dataset + " (auto-cast " + mode + ")");
+    results.emplace_back(mode,
+                         evaluate_dataset(*m, sets, req.auto_cast != passes::AutoCastMode::none,
+                                          {o.atol, o.rtol, o.min_cosine}));
+    all_pass &= results.back().second.pass;
+  }
+  progress_done();
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["model"] = o.model;
+    j["target"] = o.target;
+    j["dataset"] = o.dataset;
+    j["sets"] = sets.size();
+    j["set_names"] = nlohmann::ordered_json::array();
+    for (const ReferenceSet& s : sets) j["set_names"].push_back(s.name);
+    j["pass"] = all_pass;
+    j["modes"] = nlohmann::ordered_json::array();
+    for (const auto& [mode, q] : results)
+      j["modes"].push_back({{"auto_cast", mode}, {"pass", q.pass}, {"outputs", quality_json(q)}});
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("%s on %s over %s: %zu sets (%s .. %s)\n", o.model.c_str(), o.target.c_str(),
+                o.dataset.c_str(), sets.size(), sets.front().name.c_str(),
+                sets.back().name.c_str());
+    std::vector<std::vector<std::string>> rows = {{"auto-cast", "output", "sets failed",
+                                                   "max rel error: max / p99 / mean",
+                                                   "cosine: min / mean", "top-1", "top-5"}};
+    for (const auto& [mode, q] : results)
+      for (const OutputQuality& out : q.outputs) {
+        std::vector<std::string> row = {mode, out.name};
+        for (std::string& cell : quality_cells(out, q.sets)) row.push_back(std::move(cell));
+        rows.push_back(std::move(row));
+      }
+    std::printf("%s", text_table(rows).c_str());
+    for (const auto& [mode, q] : results)
+      for (const OutputQuality& out : q.outputs)
+        std::printf("  auto-cast %s, %s: %s%s\n", mode.c_str(), out.name.c_str(),
+                    out.tol.describe().c_str(),
+                    out.sets_failed ? (", first failing set " + out.first_failed_set).c_str() : "");
+    std::printf("%s\n", all_pass ? "match: every output of every set within the tolerance"
+                                 : "MISMATCH: some sets differ beyond the tolerance");
+  }
+  if (!all_pass) throw CommandExit{kExitMismatch, "", ""};
+}
+
 void run_verify(const VerifyCli& o) {
   refuse_program_set(o.model, "verify");
+  if (!o.dataset.empty()) return run_verify_dataset(o);
+  if (parse_choice_list(o.auto_cast, kAutoCastModes, "--auto-cast").size() > 1)
+    throw CommandExit{kExitUsage,
+                      "--auto-cast '" + o.auto_cast +
+                          "': a list of modes needs --dataset DIR; one reference takes one mode",
+                      ""};
   const std::string ref_dir =
       o.reference.empty() ? std::filesystem::path(o.model).parent_path().string() : o.reference;
   compiler::CompileRequest req;
@@ -223,17 +167,7 @@ void run_verify(const VerifyCli& o) {
   // A 16-bit float result (auto-cast, or a program written in bf16/f16) is held to the bf16
   // criterion: PyTorch rounds it too, at points of its own.
   auto tolerance = [&](bool sixteen_bit) {
-    Tolerance tol;
-    if (narrow || sixteen_bit) {
-      tol.atol = 5e-2;
-      tol.rtol = 5e-2;
-      tol.atol_relative_to_max = o.atol < 0;
-      tol.min_cosine = 0.999;
-    }
-    if (o.atol >= 0) tol.atol = o.atol;
-    if (o.rtol >= 0) tol.rtol = o.rtol;
-    if (o.min_cosine > -2) tol.min_cosine = o.min_cosine;
-    return tol;
+    return output_tolerance(narrow || sixteen_bit, {o.atol, o.rtol, o.min_cosine});
   };
   const Tolerance tol = tolerance(false);
   std::vector<Comparison> results;
@@ -248,7 +182,7 @@ void run_verify(const VerifyCli& o) {
     }
     NpyArray want = read_npy(f);
     const bool sixteen = r.outputs[i].type == NpyType::bf16 || r.outputs[i].type == NpyType::f16;
-    results.push_back(compare(r.names[i], r.outputs[i], want, tolerance(sixteen)));
+    results.push_back(compare_output(r.names[i], r.outputs[i], want, tolerance(sixteen)));
     all_pass &= results.back().pass;
   }
   // Per node: every result the compiled program computed, against intermediates.npz.
@@ -273,7 +207,7 @@ void run_verify(const VerifyCli& o) {
       while (k < dr.names.size() && dr.names[k] != "debug:" + dv.value) ++k;
       if (k == dr.names.size()) continue;
       NpyArray want = parse_npy(zip.data(*e), npz + "!" + dv.value + ".npy");
-      Comparison c = compare(dv.value, dr.outputs[k], want, tol);
+      Comparison c = compare_output(dv.value, dr.outputs[k], want, tol);
       ++div.compared;
       if (!c.pass) {
         div.where = dv;
@@ -364,7 +298,9 @@ void register_verify_command(CLI::App& app) {
       "verify", "Compile, run on the device model and compare with PyTorch's outputs");
   cmd->footer(
       "Example:\n  neuronc verify models/bert/model.pt2 --target trn2 --auto-cast matmul\n"
-      "Reads input_<i>.npy and output_<i>.npy from the model's folder (or --reference DIR).\n"
+      "  neuronc verify model.pt2 --dataset eval/ --auto-cast none,matmul\n"
+      "Reads input_<i>.npy and output_<i>.npy from the model's folder (or --reference DIR), or\n"
+      "from each subdirectory of --dataset DIR.\n"
       "Exit code 3 when an output differs beyond the tolerance.");
   cmd->add_option("model", o->model, "PyTorch program (.pt2)")->required();
   cmd->add_option("--reference", o->reference,
@@ -373,8 +309,13 @@ void register_verify_command(CLI::App& app) {
                   "Inputs instead of the reference's, by position or NAME=FILE.npy");
   cmd->add_option("--target", o->target, "trn1, trn2 or trn3")
       ->check(CLI::IsMember({"trn1", "trn2", "trn3"}));
-  cmd->add_option("--auto-cast", o->auto_cast, "none, matmul or all")
-      ->check(CLI::IsMember({"none", "matmul", "matmult", "all"}));
+  cmd->add_option("--auto-cast", o->auto_cast,
+                  "none, matmul or all; with --dataset a comma list (none,matmul), each compiled "
+                  "and run over the dataset");
+  cmd->add_option("--dataset", o->dataset,
+                  "Evaluation set: DIR/<k>/input_<i>.npy with PyTorch's output_<i>.npy, one "
+                  "subdirectory per set; reports the error distribution per output and top-1/top-5 "
+                  "agreement of classifier outputs");
   cmd->add_option("--dim", o->dims, "Bind a symbolic dim: SYMBOL=VALUE");
   cmd->add_option("--atol", o->atol,
                   "Absolute tolerance (default 1e-4; with auto-cast 5e-2 x the output's max|ref|)");

@@ -247,6 +247,29 @@ TEST(Bench, SameSeedSameSimulatedLatency) {
   EXPECT_EQ(a["inputs"], b["inputs"]);
 }
 
+// An artifact in memory (compare's compiles) benches as the same bytes in a file do; only the
+// name differs. The cost is bench's formula at the throughput.
+TEST(Bench, AnArtifactInMemoryBenchesAsItsFile) {
+  BenchOptions o;
+  o.artifact = fixture_artifact("cnn");
+  o.iterations = 3;
+  const json file = run_bench(o);
+  o.artifact = "cnn in memory";
+  const json memory = run_bench_bytes(o, testing::compiled_fixture("cnn").artifact);
+  EXPECT_EQ(memory["artifact"], "cnn in memory");
+  EXPECT_EQ(memory["simulated_latency_us"]["p50"], file["simulated_latency_us"]["p50"]);
+  EXPECT_EQ(memory["simulated_latency_us"]["p99"], file["simulated_latency_us"]["p99"]);
+  EXPECT_EQ(memory["throughput_per_s"], file["throughput_per_s"]);
+  EXPECT_EQ(memory["cost_per_million_usd"], file["cost_per_million_usd"]);
+  EXPECT_EQ(memory["hbm_bytes"], file["hbm_bytes"]);
+  EXPECT_DOUBLE_EQ(memory["cost_per_million_usd"].get<double>(),
+                   cost_per_million_usd(memory["price"]["usd_per_hour"].get<double>(),
+                                        memory["throughput_per_s"]["per_instance"].get<double>()));
+  EXPECT_DOUBLE_EQ(cost_per_million_usd(3.6, 1000), 1.0);
+  const std::vector<std::byte> junk(64, std::byte{7});
+  EXPECT_THROW(run_bench_bytes(o, junk), CommandExit);
+}
+
 // A model with shape buckets: --dim picks the benched shape, and the bucket that fits runs.
 TEST(Bench, DimPicksTheShapeOfABucketedModel) {
   BenchOptions o;

@@ -26,8 +26,8 @@ using testing::Ran;
 using testing::run_shell;
 
 TEST(CliHelp, EverySubcommandHasAnExample) {
-  for (const char* sub :
-       {"analyze", "compile", "run", "verify", "bench", "profile", "inspect", "generate"}) {
+  for (const char* sub : {"analyze", "compile", "run", "verify", "bench", "profile", "inspect",
+                          "generate", "compare"}) {
     const Ran r = neuronc(std::string(sub) + " --help");
     EXPECT_EQ(r.code, 0) << sub;
     EXPECT_NE(r.out.find("Example"), std::string::npos) << sub << " --help:\n" << r.out;

@@ -5,21 +5,20 @@
 
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
-#include <regex>
-#include <sstream>
+#include <string>
 
 #include "tests/tools/fixture_artifacts.h"
+#include "tests/tools/headless_chromium.h"
 
 namespace neuronc::tools {
 namespace {
 
 using testing::compiled_fixture;
 using testing::fixture_model;
+using testing::have_chromium;
 using testing::kFixtures;
+using testing::render_in_chromium;
+using testing::RenderedPage;
 using testing::scratch_dir;
 
 std::string render(const std::string& name) {
@@ -70,17 +69,6 @@ TEST(Report, HostFallbackOpsAreListedWithTheirReason) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ReportFixture, ::testing::ValuesIn(kFixtures));
 
-bool have_chromium() {
-  return std::system("command -v chromium >/dev/null 2>&1") == 0;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 TEST_P(ReportFixture, RendersInHeadlessChromium) {
   if (!have_chromium()) {
     GTEST_SKIP() << "chromium is not installed: run tests/tools/install_chromium.sh (Debian "
@@ -90,33 +78,13 @@ TEST_P(ReportFixture, RendersInHeadlessChromium) {
   const std::string html = (scratch_dir() / (name + ".html")).string();
   write_compile_report(html, compiled_fixture(name),
                        {fixture_model(name), name + ".nca", "trn1", "none", 2});
-  const std::string profile = (scratch_dir() / ("chromium-" + name)).string();
-  const std::string dom = (scratch_dir() / (name + ".dom.html")).string();
-  const std::string log = (scratch_dir() / (name + ".chromium.log")).string();
-  const std::string cmd =
-      "timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-background-networking "
-      "--disable-component-update --disable-sync --no-first-run --window-size=1300,2000 "
-      "--user-data-dir=" +
-      profile + " --enable-logging=stderr --v=0 --dump-dom file://" + html + " >" + dom + " 2>" +
-      log;
-  const int rc = std::system(cmd.c_str());
-  ASSERT_EQ(rc, 0) << cmd << "\n" << slurp(log);
-  const std::string out = slurp(dom);
-  const std::string err = slurp(log);
+  const RenderedPage page = render_in_chromium(html, scratch_dir(), name);
+  ASSERT_EQ(page.exit_code, 0) << page.command << "\n" << page.log;
   // The inline script counts the plots with marks and a non-empty box.
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(out, m, std::regex("data-plots-drawn=\"(\\d+)/(\\d+)\"")))
-      << out.substr(0, 2000);
-  EXPECT_EQ(m[1], "5");
-  EXPECT_EQ(m[2], "5");
-  EXPECT_FALSE(std::regex_search(out, std::regex("<body[^>]*data-js-errors")))
-      << "script errors on the page";
-  // Chromium prints every console message (log, warning, error, uncaught exception) as
-  // "...:CONSOLE(line)] ..." or "...:CONSOLE:line] ..." on stderr; the page prints none.
-  std::istringstream lines(err);
-  for (std::string line; std::getline(lines, line);) {
-    EXPECT_EQ(line.find(":CONSOLE"), std::string::npos) << line;
-  }
+  ASSERT_EQ(page.plots, 5) << page.dom.substr(0, 2000);
+  EXPECT_EQ(page.plots_drawn, 5);
+  EXPECT_FALSE(page.script_errors) << "script errors on the page";
+  for (const std::string& line : page.console) ADD_FAILURE() << line;  // the page prints none
 }
 
 }  // namespace
