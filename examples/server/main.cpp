@@ -5,6 +5,7 @@
 // Prints "listening on http://HOST:PORT" once it accepts connections (--port 0 picks a free
 // port) and stops cleanly on SIGINT or SIGTERM: it finishes the requests it has, then exits 0.
 #include <pthread.h>
+#include <sys/socket.h>
 
 #include <CLI/CLI.hpp>
 #include <csignal>
@@ -135,9 +136,19 @@ int main(int argc, char** argv) {
       *model, batcher, {.name = f.name, .model_path = f.model, .max_body_bytes = f.max_body_bytes});
   service.install(server);
 
+  // httplib 0.11 listens with a backlog of 5 (compiled into Debian's libcpp-httplib): a burst of
+  // clients connecting at once overflows it, and some of them see their first request fail.
+  // Listening again on the bound socket raises the backlog; the socket comes from the options
+  // hook, which also keeps httplib's default SO_REUSEADDR.
+  int listen_fd = -1;
+  server.set_socket_options([&listen_fd](int fd) {
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    listen_fd = fd;
+  });
   const int port = f.port == 0 ? server.bind_to_any_port(f.host)
                                : (server.bind_to_port(f.host, f.port) ? f.port : -1);
-  if (port < 0) {
+  if (port < 0 || listen(listen_fd, SOMAXCONN) != 0) {
     std::cerr << "neuronc-server: cannot listen on " << f.host << ":" << f.port << "\n";
     return 1;
   }
