@@ -580,13 +580,20 @@ int main(int argc, char** argv) {
             << growth << " kB)\n";
   if (metrics.is_object()) std::cerr << "load_test: server metrics " << metrics.dump() << "\n";
   if (o.report) {
+    // From the server's counters: the device time its runs took per prediction answered (a
+    // concatenated run's time shared by its rows), and the mean requests per batch.
+    double device_per_request_us = 0, mean_batch = 0;
+    if (metrics.is_object() && metrics["predict"]["answered"].get<double>() > 0) {
+      device_per_request_us = metrics["runs"]["device_ns_total"].get<double>() /
+                              metrics["predict"]["answered"].get<double>() / 1e3;
+      mean_batch = metrics["batches"]["mean_requests"].get<double>();
+    }
     std::printf(
-        "| %s | %s | %d | %d | %.0f | %.2f | %.2f | %.1f | %.1f | %.2f | %llu | %llu / %llu | %lld "
-        "| %lld |\n",
+        "| %s | %s | %d | %d | %.0f | %.2f | %.2f | %.1f | %.1f | %.2f | %.1f | %llu | %llu / %llu "
+        "| %lld | %lld |\n",
         o.name.c_str(), batching.c_str(), o.clients, o.requests,
         static_cast<double>(main_requests) / seconds, p50, p99, mean_device_us, mean_latency_us,
-        answered ? static_cast<double>(batched) / static_cast<double>(answered) : 0.0,
-        static_cast<unsigned long long>(failures.count()),
+        device_per_request_us, mean_batch, static_cast<unsigned long long>(failures.count()),
         static_cast<unsigned long long>(bad_failures.count()),
         static_cast<unsigned long long>(bad_sent.load()), static_cast<long long>(rss_warm),
         static_cast<long long>(rss_end));
