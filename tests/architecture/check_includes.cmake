@@ -2,6 +2,7 @@ cmake_minimum_required(VERSION 3.20)
 # Checks every #include of the modules under ROOT against the include table in RULES
 # (cmake/NeuroncArchitecture.cmake). Fails listing each violation as
 #   <file>:<line>: <module> includes "<header>" (<module> may include: ...)
+# A module in NEURONC_PUBLIC_API_ONLY may include another module's headers only as neuronc/X.
 # Usage: cmake -DROOT=<source dir> -DRULES=<table.cmake> -P check_includes.cmake
 if(NOT ROOT OR NOT RULES)
   message(FATAL_ERROR "usage: cmake -DROOT=<dir> -DRULES=<file> -P check_includes.cmake")
@@ -44,6 +45,12 @@ foreach(module IN LISTS NEURONC_MODULES)
         if(first IN_LIST NEURONC_MODULES)
           set(target_module ${first})
         endif()
+      endif()
+      if(module IN_LIST NEURONC_PUBLIC_API_ONLY AND target_module
+         AND NOT target_module STREQUAL module AND NOT header MATCHES "^neuronc/")
+        list(APPEND violations
+          "${f}:${n}: ${module} includes \"${header}\" (${module} may include only the public API, neuronc/...)")
+        continue()
       endif()
       if(target_module AND NOT target_module IN_LIST allowed)
         string(REPLACE ";" ", " may "${NEURONC_MAY_INCLUDE_${module}}")
