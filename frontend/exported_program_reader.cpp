@@ -1075,9 +1075,8 @@ class Importer {
     if (target.starts_with("torch.ops.higher_order.")) {
       std::string hop = target.substr(23);
       if (!HopNames::is_inlined(hop)) {
-        node.fail("higher-order op '" + hop + "' (node '" + label +
-                  "') is not supported (only wrap_with_set_grad_enabled and wrap_with_autocast "
-                  "are inlined)");
+        emit_opaque_hop(node, hop, inputs, outputs, scope, label);
+        return;
       }
       inline_hop(node, inputs, outputs, scope, nesting, label);
       return;
@@ -1543,6 +1542,15 @@ class Importer {
       return;
     }
 
+    append_recorded(node, op_name, op, std::move(operands), std::move(attrs), outputs, scope,
+                    label);
+  }
+
+  // Appends `op_name` over `operands` with the outputs the file recorded (their names and types);
+  // `op` names the node in errors.
+  void append_recorded(const J& node, const std::string& op_name, const std::string& op,
+                       std::vector<ir::Value*> operands, std::vector<ir::NamedAttr> attrs,
+                       const J& outputs, Scope& scope, const std::string& label) {
     // Outputs, with the types the file recorded.
     std::vector<ir::TensorType> types;
     std::vector<std::string> out_names;
@@ -1581,6 +1589,26 @@ class Importer {
     for (size_t i = 0; i < out_names.size() && i < n->outputs().size(); ++i) {
       scope.values[out_names[i]] = n->output(i);
     }
+  }
+
+  // A higher-order call neuronc does not inline (a triton kernel, flex attention, control flow,
+  // auto_functionalized): one opaque node "higher_order.<hop>" over its tensor operands, with the
+  // outputs the file recorded. No lowering, host kernel or pass knows it, so `compile` refuses it
+  // naming the node, and `analyze` lists it in the custom-kernel inventory.
+  void emit_opaque_hop(const J& node, const std::string& hop, const J& inputs, const J& outputs,
+                       Scope& scope, const std::string& label) {
+    std::vector<ir::Value*> operands;
+    for (const J& in : inputs.elements()) {
+      Tagged t = union_of(in.at("arg"), "Argument", kArgumentTags);
+      if (t.tag == "as_tensor") {
+        operands.push_back(lookup(scope, tensor_name(t.value), t.value, label));
+      } else if (t.tag == "as_tensors") {
+        for (const J& e : t.value.elements())
+          operands.push_back(lookup(scope, tensor_name(e), e, label));
+      }
+    }
+    append_recorded(node, "higher_order." + hop, "higher_order." + hop, std::move(operands), {},
+                    outputs, scope, label);
   }
 
   // --- torch.vmap regions -------------------------------------------------------------------

@@ -573,13 +573,36 @@ TEST(ExportedProgramErrors, InvalidJsonHasLineAndColumn) {
               HasSubstr("nesting deeper than 256"));
 }
 
-TEST(ExportedProgramErrors, SpecCountMismatchAndUnsupportedHop) {
+TEST(ExportedProgramErrors, SpecCountMismatch) {
   Prog p;
   p.input_specs = "[]";
   EXPECT_THAT(error_of(p.json()), HasSubstr("input_specs: has 0 entries but graph.inputs has 1"));
-  p = Prog();
-  p.nodes = R"([{"target": "torch.ops.higher_order.cond", "inputs": [], "outputs": []}])";
-  EXPECT_THAT(error_of(p.json()), HasSubstr("higher-order op 'cond'"));
+}
+
+// A higher-order kernel call neuronc does not inline (here a triton kernel as torch.export
+// records one: kernel index, grid, kwargs of tensors) is one opaque node over its tensor operands
+// with the recorded output types, for analyze's inventory; nothing can run it.
+TEST(ExportedProgram, KeepsAnUninlinedHigherOrderCallWhole) {
+  Prog p;
+  p.tensor_values += R"(, "out": )" + meta(R"([{"as_int": 2}, {"as_int": 3}])");
+  p.outputs = R"([{"as_tensor": {"name": "relu"}}])";
+  p.nodes = R"([{"target": "torch.ops.higher_order.triton_kernel_wrapper_functional", "inputs": [
+      {"name": "kernel_idx", "arg": {"as_int": 0}},
+      {"name": "grid", "arg": {"as_ints": [4, 1, 1]}},
+      {"name": "in_ptr", "arg": {"as_tensor": {"name": "x"}}},
+      {"name": "tensors_to_clone", "arg": {"as_strings": ["out_ptr"]}}],
+      "outputs": [{"as_tensor": {"name": "out"}}]},
+    {"target": "torch.ops.aten.relu.default", "inputs": [{"name": "self", "arg": {"as_tensor": {"name": "out"}}}],
+     "outputs": [{"as_tensor": {"name": "relu"}}]}])";
+  ImportedProgram ip = load(p.json());
+  ASSERT_EQ(ip.graph->nodes().size(), 2u);
+  const ir::Node& hop = *ip.graph->nodes()[0];
+  EXPECT_EQ(hop.op(), "higher_order.triton_kernel_wrapper_functional");
+  EXPECT_EQ(hop.info(), nullptr);
+  ASSERT_EQ(hop.inputs().size(), 1u);
+  EXPECT_EQ(hop.input(0)->name(), "x");
+  EXPECT_EQ(ip.graph->type_to_string(hop.output()->type()), "f32[2, 3]");
+  EXPECT_EQ(ip.graph->nodes()[1]->input(0), hop.output());
 }
 
 TEST(ExportedProgramErrors, MissingRequiredField) {
