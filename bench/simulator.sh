@@ -122,7 +122,9 @@ for m in models:
     f = json.load(open(f"{tmp}/{m}.functional.json"))
     t = json.load(open(f"{tmp}/{m}.timing.json"))
     fs, ts, es = f["host_seconds_per_inference_median"], t["host_seconds_per_inference"], eager["models"][m]
-    assert f["simulated_latency_us"]["device"] == t["simulated_latency_us"]["device"], m
+    # The device time is deterministic; the functional figure is a mean over 7 runs (rounding).
+    fd, td = f["simulated_latency_us"]["device"], t["simulated_latency_us"]["device"]
+    assert abs(fd - td) <= 1e-9 * abs(td), (m, fd, td)
     os_ = eager.get("ort", {}).get(m)
     ort_cells = f"{os_:.3f} | {fs / os_:.1f}× |" if os_ else " | |"
     rows.append(f"| {m} | {f['simulated_latency_us']['device'] / 1e3:.3f} | {fs:.3f} | {ts:.4f} | "
