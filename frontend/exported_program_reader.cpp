@@ -1554,7 +1554,6 @@ class Importer {
     // Outputs, with the types the file recorded.
     std::vector<ir::TensorType> types;
     std::vector<std::string> out_names;
-    std::vector<std::string> alias_names;  // the file's name for each IR output
     for (const J& o : outputs.elements()) {
       Tagged t = union_of(o, "Argument", kArgumentTags);
       if (t.tag == "as_tensor") {
