@@ -1,6 +1,7 @@
 // TorchScript archives (torch.jit.save) through libtorch: torch::jit::load, freeze, inline, then
-// the frozen graph's aten:: nodes into the IR. Built only when NEURONC_HAVE_TORCH is ON; without
-// libtorch, reading one throws an error naming the build option and the package.
+// the frozen graph's aten:: nodes into the IR. The reader is a module opened on first use
+// (torchscript_plugin.h); without libtorch (NEURONC_HAVE_TORCH off), reading one throws an error
+// naming the build option and the package.
 #pragma once
 
 #include <memory>

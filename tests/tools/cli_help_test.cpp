@@ -114,6 +114,37 @@ TEST(Cli, AnalyzeFlagsCustomKernels) {
             std::string::npos);
 }
 
+#ifdef NEURONC_HAVE_TORCH
+// libtorch is opened only for TorchScript files: the executable does not link it (its start-up
+// costs 0.7 s), a .pt2 file never opens the reader module, and a module that cannot be opened is
+// an error naming it.
+TEST(Cli, TorchScriptReaderIsOpenedOnlyForTorchScript) {
+  const std::string exe = std::string(NEURONC_BINARY_DIR) + "/tools/neuronc";
+  const Ran needed = run_shell("readelf -d " + exe, /*with_stderr=*/true);
+  ASSERT_EQ(needed.code, 0) << needed.out;
+  EXPECT_NE(needed.out.find("(NEEDED)"), std::string::npos) << needed.out;
+  EXPECT_EQ(needed.out.find("libtorch"), std::string::npos) << needed.out;
+  EXPECT_EQ(needed.out.find("libc10"), std::string::npos) << needed.out;
+
+  const std::string missing =
+      "NEURONC_TORCHSCRIPT_PLUGIN=" + scratch_dir().string() + "/absent.so ";
+  const Ran pt2 = run_shell(missing + exe + " analyze " + fixture_model("mlp"), true);
+  EXPECT_EQ(pt2.code, 0) << pt2.out;
+  const Ran pt = run_shell(
+      missing + exe + " analyze " + std::string(NEURONC_SOURCE_DIR) + "/models/mlp/model.pt", true);
+  EXPECT_NE(pt.code, 0) << pt.out;
+  EXPECT_NE(pt.out.find("TorchScript reader " + scratch_dir().string() +
+                        "/absent.so cannot be "
+                        "loaded"),
+            std::string::npos)
+      << pt.out;
+  EXPECT_NE(pt.out.find("NEURONC_TORCHSCRIPT_PLUGIN"), std::string::npos) << pt.out;
+
+  const Ran ok = neuronc("analyze " + std::string(NEURONC_SOURCE_DIR) + "/models/mlp/model.pt");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+}
+#endif
+
 TEST(Cli, ProfileWritesBothFormats) {
   for (const char* ext : {".json", ".pftrace"}) {
     const std::string out = (scratch_dir() / (std::string("cli") + ext)).string();
