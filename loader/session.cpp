@@ -42,24 +42,6 @@ std::string element_text(const Shape& shape, int64_t k) {
   return shape_text(idx);
 }
 
-// Every element of `t` within the input's bound (art::IndexBound), or why not: the element,
-// its value and the bound.
-Status check_index_bound(const std::string& who, const TensorView& t, const art::IndexBound& b) {
-  host::HostTensor h;
-  h.data = const_cast<std::byte*>(static_cast<const std::byte*>(t.data()));
-  h.dtype = static_cast<art::TensorDType>(t.dtype());
-  h.shape = t.shape();
-  const std::vector<int64_t> v = host::to_int64(h);
-  for (size_t k = 0; k < v.size(); ++k) {
-    if (v[k] >= b.lo && v[k] < b.hi) continue;
-    return Status(StatusCode::out_of_range,
-                  who + ": element " + element_text(t.shape(), static_cast<int64_t>(k)) + " is " +
-                      to_string(v[k]) + ", outside [" + to_string(b.lo) + ", " + to_string(b.hi) +
-                      "), " + b.what);
-  }
-  return Status::ok();
-}
-
 // A run's statistics, gathered from the plan walk.
 class StatsObserver final : public plan::PlanObserver {
  public:
@@ -529,60 +511,22 @@ Result<Outputs> Session::Impl::run(size_t entry, const std::vector<NamedInput>& 
     by_index[i] = &in;
   }
 
-  // 2. Check dtypes and shapes; bind symbols.
-  std::vector<int64_t> sym(c.signature.symbols.size(), -1);
-  std::vector<std::string> sym_source(sym.size());
+  // 2. Check dtypes, shapes and values; bind symbols.
+  std::vector<TensorView> views(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
-    const TensorSpec& s = specs[i];
     if (!by_index[i])
       return Status(StatusCode::invalid_argument,
-                    "input '" + s.name + "' is missing: expected " + spec_text(s));
-    const TensorView& t = by_index[i]->tensor;
-    const std::string who = "input '" + s.name + "'";
-    if (t.dtype() != s.dtype)
-      return Status(StatusCode::invalid_argument,
-                    who + ": dtype is " + std::string(dtype_name(t.dtype())) + ", expected " +
-                        std::string(dtype_name(s.dtype)));
-    if (t.shape().size() != s.dims.size())
-      return Status(StatusCode::invalid_argument, who + ": rank is " + to_string(t.shape().size()) +
-                                                      " (shape " + shape_text(t.shape()) +
-                                                      "), expected " + to_string(s.dims.size()) +
-                                                      " (" + spec_text(s) + ")");
-    const art::TensorSpec& sig_in = c.signature.inputs[plan.inputs[i]];
-    const auto& vdims = c.plan.values[sig_in.value].dims;
-    for (size_t d = 0; d < s.dims.size(); ++d) {
-      const int64_t got = t.shape()[d];
-      const DimSpec& ds = s.dims[d];
-      const std::string dim = who + ": dim " + to_string(d);
-      if (got < 0) return Status(StatusCode::invalid_argument, dim + " is " + to_string(got));
-      if (!ds.is_symbolic()) {
-        if (got != ds.value)
-          return Status(StatusCode::invalid_argument, dim + " is " + to_string(got) +
-                                                          ", expected " + to_string(ds.value) +
-                                                          " (" + spec_text(s) + ")");
-        continue;
-      }
-      if (got % ds.coeff != 0)
-        return Status(StatusCode::invalid_argument,
-                      dim + " is " + to_string(got) + ", expected a multiple of " +
-                          to_string(ds.coeff) + " (" + to_string(ds.coeff) + "*" + ds.symbol + ")");
-      const int64_t v = got / ds.coeff;
-      if (v < ds.min || v > ds.max)
-        return Status(StatusCode::out_of_range,
-                      dim + " gives symbol '" + ds.symbol + "' = " + to_string(v) + ", expected [" +
-                          to_string(ds.min) + ", " + to_string(ds.max) + "]");
-      const int32_t y = vdims[d].symbol;
-      if (sym[y] >= 0 && sym[y] != v)
-        return Status(StatusCode::invalid_argument,
-                      dim + " gives symbol '" + ds.symbol + "' = " + to_string(v) + " but " +
-                          sym_source[y] + " gave " + to_string(sym[y]));
-      sym[y] = v;
-      sym_source[y] = who + " dim " + to_string(d);
-    }
-    if (t.numel() > 0 && t.data() == nullptr)
-      return Status(StatusCode::invalid_argument, who + ": data pointer is null");
-    if (const auto& bound = sig_in.index_bound)
-      if (Status bs = check_index_bound(who, t, *bound); !bs.is_ok()) return bs;
+                    "input '" + specs[i].name + "' is missing: expected " + spec_text(specs[i]));
+    views[i] = by_index[i]->tensor;
+  }
+  Result<SymbolValues> bound_symbols = check_inputs(specs, views);
+  if (!bound_symbols.is_ok()) return bound_symbols.status();
+  std::vector<int64_t> sym(c.signature.symbols.size(), -1);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const auto& vdims = c.plan.values[c.signature.inputs[plan.inputs[i]].value].dims;
+    for (size_t d = 0; d < specs[i].dims.size(); ++d)
+      if (specs[i].dims[d].is_symbolic())
+        sym[vdims[d].symbol] = bound_symbols->at(specs[i].dims[d].symbol);
   }
 
   // 3. Shapes and memory: resolved once per set of symbol values, then every value's data
@@ -696,6 +640,79 @@ Session& Session::operator=(Session&&) noexcept = default;
 
 const Status& Session::status() const {
   return impl_->status;
+}
+
+Result<SymbolValues> check_inputs(std::span<const TensorSpec> specs,
+                                  std::span<const TensorView> tensors) {
+  if (tensors.size() != specs.size()) {
+    std::string names;
+    for (const TensorSpec& s : specs) names += (names.empty() ? "" : ", ") + s.name;
+    return Status(StatusCode::invalid_argument, to_string(tensors.size()) +
+                                                    " inputs given, expected " +
+                                                    to_string(specs.size()) + " (" + names + ")");
+  }
+  SymbolValues bound;
+  std::map<std::string, std::string> source;  // symbol -> the dim that bound it
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const TensorSpec& s = specs[i];
+    const TensorView& t = tensors[i];
+    const std::string who = "input '" + s.name + "'";
+    if (t.dtype() != s.dtype)
+      return Status(StatusCode::invalid_argument,
+                    who + ": dtype is " + std::string(dtype_name(t.dtype())) + ", expected " +
+                        std::string(dtype_name(s.dtype)));
+    if (t.shape().size() != s.dims.size())
+      return Status(StatusCode::invalid_argument, who + ": rank is " + to_string(t.shape().size()) +
+                                                      " (shape " + shape_text(t.shape()) +
+                                                      "), expected " + to_string(s.dims.size()) +
+                                                      " (" + spec_text(s) + ")");
+    for (size_t d = 0; d < s.dims.size(); ++d) {
+      const int64_t got = t.shape()[d];
+      const DimSpec& ds = s.dims[d];
+      const std::string dim = who + ": dim " + to_string(d);
+      if (got < 0) return Status(StatusCode::invalid_argument, dim + " is " + to_string(got));
+      if (!ds.is_symbolic()) {
+        if (got != ds.value)
+          return Status(StatusCode::invalid_argument, dim + " is " + to_string(got) +
+                                                          ", expected " + to_string(ds.value) +
+                                                          " (" + spec_text(s) + ")");
+        continue;
+      }
+      if (ds.coeff <= 0 || got % ds.coeff != 0)
+        return Status(StatusCode::invalid_argument,
+                      dim + " is " + to_string(got) + ", expected a multiple of " +
+                          to_string(ds.coeff) + " (" + to_string(ds.coeff) + "*" + ds.symbol + ")");
+      const int64_t v = got / ds.coeff;
+      if (v < ds.min || v > ds.max)
+        return Status(StatusCode::out_of_range,
+                      dim + " gives symbol '" + ds.symbol + "' = " + to_string(v) + ", expected [" +
+                          to_string(ds.min) + ", " + to_string(ds.max) + "]");
+      const auto [it, fresh] = bound.try_emplace(ds.symbol, v);
+      if (!fresh && it->second != v)
+        return Status(StatusCode::invalid_argument,
+                      dim + " gives symbol '" + ds.symbol + "' = " + to_string(v) + " but " +
+                          source[ds.symbol] + " gave " + to_string(it->second));
+      if (fresh) source[ds.symbol] = who + " dim " + to_string(d);
+    }
+    if (t.numel() > 0 && t.data() == nullptr)
+      return Status(StatusCode::invalid_argument, who + ": data pointer is null");
+    if (s.valid_range && dtype_is_integral(t.dtype())) {
+      const ValueRange& r = *s.valid_range;
+      host::HostTensor h;
+      h.data = const_cast<std::byte*>(static_cast<const std::byte*>(t.data()));
+      h.dtype = static_cast<art::TensorDType>(t.dtype());
+      h.shape = t.shape();
+      const std::vector<int64_t> values = host::to_int64(h);
+      for (size_t k = 0; k < values.size(); ++k) {
+        if (values[k] >= r.lo && values[k] < r.hi) continue;
+        return Status(StatusCode::out_of_range,
+                      who + ": element " + element_text(t.shape(), static_cast<int64_t>(k)) +
+                          " is " + to_string(values[k]) + ", outside [" + to_string(r.lo) + ", " +
+                          to_string(r.hi) + "), " + r.reason);
+      }
+    }
+  }
+  return bound;
 }
 
 Result<Outputs> Session::run(const std::vector<NamedInput>& inputs,

@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstring>
-#include <map>
 #include <nlohmann/json.hpp>
 
 #include "examples/server/npy_codec.h"
@@ -15,12 +13,6 @@ namespace neuronc::server {
 namespace {
 
 using nlohmann::json;
-
-std::string shape_text(const Shape& shape) {
-  std::string r = "[";
-  for (size_t i = 0; i < shape.size(); ++i) r += (i ? ", " : "") + std::to_string(shape[i]);
-  return r + "]";
-}
 
 std::string names_of(const std::vector<TensorSpec>& specs) {
   std::string r;
@@ -129,104 +121,13 @@ Result<std::vector<Tensor>> inputs_from_parts(const std::vector<TensorSpec>& spe
   return tensors;
 }
 
-// Every element of an integer tensor as int64.
-int64_t int_at(const Tensor& t, size_t k) {
-  const auto* p = static_cast<const std::byte*>(t.data()) + k * dtype_size(t.dtype());
-  switch (t.dtype()) {
-    case DType::i64: {
-      int64_t v;
-      std::memcpy(&v, p, 8);
-      return v;
-    }
-    case DType::i32: {
-      int32_t v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    case DType::i16: {
-      int16_t v;
-      std::memcpy(&v, p, 2);
-      return v;
-    }
-    case DType::i8:
-      return static_cast<int8_t>(*p);
-    default:  // u8, bool
-      return static_cast<uint8_t>(*p);
-  }
-}
-
-// Element `k` of `shape` as "[i, j, ...]".
-std::string element_text(const Shape& shape, int64_t k) {
-  Shape idx(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    idx[d] = shape[d] ? k % shape[d] : 0;
-    k = shape[d] ? k / shape[d] : 0;
-  }
-  return shape_text(idx);
-}
-
 }  // namespace
 
 Status validate_inputs(const std::vector<TensorSpec>& specs, const std::vector<Tensor>& tensors) {
-  if (tensors.size() != specs.size())
-    return Status(StatusCode::invalid_argument,
-                  std::to_string(tensors.size()) + " inputs given, expected " +
-                      std::to_string(specs.size()) + " (" + names_of(specs) + ")");
-  std::map<std::string, std::pair<int64_t, std::string>> bound;  // symbol -> value, source
-  for (size_t i = 0; i < specs.size(); ++i) {
-    const TensorSpec& s = specs[i];
-    const Tensor& t = tensors[i];
-    const std::string who = "input '" + s.name + "'";
-    if (t.dtype() != s.dtype)
-      return Status(StatusCode::invalid_argument,
-                    who + ": dtype is " + std::string(dtype_name(t.dtype())) + ", expected " +
-                        std::string(dtype_name(s.dtype)));
-    if (t.shape().size() != s.dims.size())
-      return Status(StatusCode::invalid_argument,
-                    who + ": rank is " + std::to_string(t.shape().size()) + " (shape " +
-                        shape_text(t.shape()) + "), expected " + std::to_string(s.dims.size()) +
-                        " (" + spec_text(s) + ")");
-    for (size_t d = 0; d < s.dims.size(); ++d) {
-      const int64_t got = t.shape()[d];
-      const DimSpec& ds = s.dims[d];
-      const std::string dim = who + ": dim " + std::to_string(d);
-      if (!ds.is_symbolic()) {
-        if (got != ds.value)
-          return Status(StatusCode::invalid_argument, dim + " is " + std::to_string(got) +
-                                                          ", expected " + std::to_string(ds.value) +
-                                                          " (" + spec_text(s) + ")");
-        continue;
-      }
-      if (ds.coeff <= 0 || got % ds.coeff != 0)
-        return Status(StatusCode::invalid_argument,
-                      dim + " is " + std::to_string(got) + ", expected a multiple of " +
-                          std::to_string(ds.coeff) + " (" + std::to_string(ds.coeff) + "*" +
-                          ds.symbol + ")");
-      const int64_t v = got / ds.coeff;
-      if (v < ds.min || v > ds.max)
-        return Status(StatusCode::out_of_range, dim + " gives symbol '" + ds.symbol +
-                                                    "' = " + std::to_string(v) + ", expected [" +
-                                                    std::to_string(ds.min) + ", " +
-                                                    std::to_string(ds.max) + "]");
-      const auto [it, fresh] = bound.try_emplace(ds.symbol, v, who + " dim " + std::to_string(d));
-      if (!fresh && it->second.first != v)
-        return Status(StatusCode::invalid_argument,
-                      dim + " gives symbol '" + ds.symbol + "' = " + std::to_string(v) + " but " +
-                          it->second.second + " gave " + std::to_string(it->second.first));
-    }
-    if (s.valid_range && dtype_is_integral(t.dtype())) {
-      const ValueRange& r = *s.valid_range;
-      for (int64_t k = 0; k < t.numel(); ++k) {
-        const int64_t v = int_at(t, static_cast<size_t>(k));
-        if (v >= r.lo && v < r.hi) continue;
-        return Status(StatusCode::out_of_range, who + ": element " + element_text(t.shape(), k) +
-                                                    " is " + std::to_string(v) + ", outside [" +
-                                                    std::to_string(r.lo) + ", " +
-                                                    std::to_string(r.hi) + "), " + r.reason);
-      }
-    }
-  }
-  return Status::ok();
+  std::vector<TensorView> views;
+  views.reserve(tensors.size());
+  for (const Tensor& t : tensors) views.push_back(t.view());
+  return check_inputs(specs, views).status();
 }
 
 Result<PredictRequest> parse_predict_request(const std::vector<TensorSpec>& inputs,

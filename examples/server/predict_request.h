@@ -44,9 +44,7 @@ Result<PredictRequest> parse_predict_request(const std::vector<TensorSpec>& inpu
                                              const std::vector<BodyPart>& parts,
                                              std::string_view output);
 
-// Checks `tensors` (one per spec, in order) as Session::run would, with the same messages: dtype,
-// rank, fixed dims, each symbolic dim a multiple of its coefficient within its range and bound to
-// one value across inputs, and the values of an integer input with a valid range.
+// Checks `tensors` (one per spec, in order) as Session::run would: the loader's check_inputs.
 Status validate_inputs(const std::vector<TensorSpec>& specs, const std::vector<Tensor>& tensors);
 
 // The HTTP status of an error: 400 for what the client sent (invalid_argument, not_found,

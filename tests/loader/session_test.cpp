@@ -173,6 +173,46 @@ TEST(Session, SymbolicDimsAreCheckedAgainstTheirRange) {
               HasSubstr("input 'x': dim 0 gives symbol 'batch' = 6, expected [1, 4]"));
 }
 
+// check_inputs is Session::run's own check, public for services that refuse a request before
+// they queue it: every kind of mismatch names the input, the expected and the found.
+TEST(CheckInputs, NamesTheInputTheExpectedAndTheFound) {
+  TensorSpec ids{"ids", DType::i64, {DimSpec{0, "b", 1, 1, 8}, DimSpec{0, "s", 2, 1, 64}}};
+  ids.valid_range = ValueRange{0, 100, "it indexes the 100 rows of an embedding"};
+  const TensorSpec mask{"mask", DType::f32, {DimSpec{0, "b", 1, 1, 8}, DimSpec{4, "", 1, 0, 0}}};
+  const std::vector<TensorSpec> specs{ids, mask};
+  std::vector<int64_t> idv(2 * 6, 7);
+  std::vector<float> maskv(2 * 4, 1.0f);
+  const auto views = [&](Shape id_shape, Shape mask_shape, DType id_dtype = DType::i64) {
+    return std::vector<TensorView>{TensorView(idv.data(), id_dtype, std::move(id_shape)),
+                                   TensorView(maskv.data(), DType::f32, std::move(mask_shape))};
+  };
+
+  Result<SymbolValues> ok = check_inputs(specs, views({2, 6}, {2, 4}));
+  ASSERT_TRUE(ok.is_ok()) << ok.status().message();
+  EXPECT_EQ(*ok, (SymbolValues{{"b", 2}, {"s", 3}}));
+
+  const auto error = [&](const std::vector<TensorView>& v) {
+    Result<SymbolValues> r = check_inputs(specs, v);
+    EXPECT_FALSE(r.is_ok());
+    return r.status().message();
+  };
+  EXPECT_EQ(error({views({2, 6}, {2, 4})[0]}), "1 inputs given, expected 2 (ids, mask)");
+  EXPECT_EQ(error(views({2, 6}, {2, 4}, DType::i32)), "input 'ids': dtype is i32, expected i64");
+  EXPECT_THAT(error(views({12}, {2, 4})),
+              HasSubstr("input 'ids': rank is 1 (shape [12]), expected 2"));
+  EXPECT_THAT(error(views({2, 5}, {2, 4})),
+              HasSubstr("input 'ids': dim 1 is 5, expected a multiple of 2"));
+  EXPECT_EQ(error(views({2, 6}, {3, 4})),
+            "input 'mask': dim 0 gives symbol 'b' = 3 but input 'ids' dim 0 gave 2");
+  EXPECT_THAT(error(views({2, 6}, {2, 5})), HasSubstr("input 'mask': dim 1 is 5, expected 4"));
+  EXPECT_THAT(error(views({9, 6}, {9, 4})),
+              HasSubstr("input 'ids': dim 0 gives symbol 'b' = 9, expected [1, 8]"));
+  idv[7] = 100;
+  EXPECT_EQ(error(views({2, 6}, {2, 4})),
+            "input 'ids': element [1, 1] is 100, outside [0, 100), it indexes the 100 rows of an "
+            "embedding");
+}
+
 TEST(Session, ManyThreadsOnOneModelMatchASerialRun) {
   Model model = load_two_partition();
   constexpr int kThreads = 6, kRuns = 4;

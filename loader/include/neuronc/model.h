@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -60,6 +61,18 @@ struct TensorSpec {
 
 // "f32[1, 2*s0]": the spec's dtype and dims, for messages.
 std::string spec_text(const TensorSpec& spec);
+
+// The value each symbol of a signature takes for one set of inputs, by symbol name.
+using SymbolValues = std::map<std::string, int64_t>;
+
+// Checks `tensors`, one per spec and in the specs' order, as Session::run does before it runs
+// anything: the count; each dtype and rank; each dim against its value, or against its symbol
+// (a multiple of the coefficient, within the symbol's range, one value per symbol); the data
+// pointer; integer inputs against their valid_range. The first mismatch is an error naming the
+// input, what was expected and what was found; otherwise the symbols' values. A service can
+// refuse a request with this before it queues it.
+Result<SymbolValues> check_inputs(std::span<const TensorSpec> specs,
+                                  std::span<const TensorView> tensors);
 
 // One program of a model that holds several over the same weights and states (a prefill and a
 // decode program, the shape buckets of one model): Session::run(entry, ...) runs it.
