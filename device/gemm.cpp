@@ -166,18 +166,24 @@ __attribute__((target("avx512f,avx512bf16"))) void kernel_bf16_8x32(int pairs, c
 #undef NEURONC_STORE512
 
 // Smallest biased exponent of the nonzero elements (255 when there are none) and largest biased
-// exponent of all elements of `n` bf16 values (subnormals give 0, NaN/inf 255).
-__attribute__((target("avx512f,avx512bw"))) void bf16_exponents(const uint16_t* p, int n,
+// exponent of all elements of `rows` rows of `n` bf16 values, `row_bytes` apart (subnormals give
+// 0, NaN/inf 255). The lanes are reduced once, after the last row: operand rows are short (one
+// tile's 128 columns), so a reduction per row would cost more than the scan.
+__attribute__((target("avx512f,avx512bw"))) void bf16_exponents(const std::byte* data,
+                                                                size_t row_bytes, int rows, int n,
                                                                 uint32_t* emin, uint32_t* emax) {
   const __m512i mag_mask = _mm512_set1_epi16(0x7fff);
   __m512i lo = _mm512_set1_epi16(255), hi = _mm512_setzero_si512();
-  for (int i = 0; i < n; i += 32) {
-    const __mmask32 live = n - i >= 32 ? ~__mmask32{0} : (__mmask32{1} << (n - i)) - 1;
-    const __m512i mag = _mm512_and_si512(_mm512_maskz_loadu_epi16(live, p + i), mag_mask);
-    const __m512i e = _mm512_srli_epi16(mag, 7);
-    const __mmask32 nonzero = _mm512_test_epi16_mask(mag, mag);
-    lo = _mm512_mask_min_epu16(lo, nonzero, lo, e);
-    hi = _mm512_max_epu16(hi, e);
+  for (int r = 0; r < rows; ++r) {
+    const auto* p = reinterpret_cast<const uint16_t*>(data + size_t(r) * row_bytes);
+    for (int i = 0; i < n; i += 32) {
+      const __mmask32 live = n - i >= 32 ? ~__mmask32{0} : (__mmask32{1} << (n - i)) - 1;
+      const __m512i mag = _mm512_and_si512(_mm512_maskz_loadu_epi16(live, p + i), mag_mask);
+      const __m512i e = _mm512_srli_epi16(mag, 7);
+      const __mmask32 nonzero = _mm512_test_epi16_mask(mag, mag);
+      lo = _mm512_mask_min_epu16(lo, nonzero, lo, e);
+      hi = _mm512_max_epu16(hi, e);
+    }
   }
   alignas(64) uint16_t l[32], h[32];
   _mm512_store_si512(l, lo);
@@ -236,10 +242,8 @@ bool has_bf16_dot() {
 bool bf16_exact(int M, int N, int K, const GemmOperand& A, const GemmOperand& B) {
 #ifdef NEURONC_X86
   uint32_t amin = 255, amax = 0, bmin = 255, bmax = 0;
-  for (int k = 0; k < K; ++k) {
-    bf16_exponents(reinterpret_cast<const uint16_t*>(A.data + k * A.row_bytes), M, &amin, &amax);
-    bf16_exponents(reinterpret_cast<const uint16_t*>(B.data + k * B.row_bytes), N, &bmin, &bmax);
-  }
+  bf16_exponents(A.data, A.row_bytes, K, M, &amin, &amax);
+  bf16_exponents(B.data, B.row_bytes, K, N, &bmin, &bmax);
   if (amax == 255 || bmax == 255) return false;  // NaN or infinity
   // Quantum of every product: 2^(amin - 134 + bmin - 134) >= 2^-126.
   if (amin + bmin < 142) return false;
