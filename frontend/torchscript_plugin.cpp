@@ -464,17 +464,26 @@ class Importer {
     slots_[n->output()] = items[static_cast<size_t>(i)];
   }
 
-  // Runs the node with libtorch on constants, with meta tensors standing in for run-time
-  // tensors (enough for aten::size, aten::dim and similar); the results are constants.
-  void evaluate(const jit::Node* n) {
+  // Runs node `n`'s operator with libtorch on its operands (constants, and meta tensors for
+  // run-time tensors); a failure is fail(n, failure(libtorch's message)).
+  template <typename Failure>
+  jit::Stack run_with_libtorch(const jit::Node* n, const Failure& failure) {
     jit::Stack stack;
     for (const jit::Value* in : n->inputs()) stack.push_back(ivalue_for_eval(slot(in), n));
     try {
       jit::Operation op = n->getOperation();
       op(stack);
     } catch (const std::exception& e) {
-      fail(n, "cannot be evaluated at compile time: " + torch_message(e));
+      fail(n, failure(torch_message(e)));
     }
+    return stack;
+  }
+
+  // Runs the node with libtorch on constants, with meta tensors standing in for run-time
+  // tensors (enough for aten::size, aten::dim and similar); the results are constants.
+  void evaluate(const jit::Node* n) {
+    const jit::Stack stack = run_with_libtorch(
+        n, [](const std::string& why) { return "cannot be evaluated at compile time: " + why; });
     if (stack.size() != n->outputs().size()) {
       fail(n, "produced " + std::to_string(stack.size()) + " values, expected " +
                   std::to_string(n->outputs().size()));
@@ -832,15 +841,10 @@ class Importer {
 
   // Output types of an op the registry does not know: run it on meta tensors.
   std::vector<ir::TensorType> types_by_running(const jit::Node* n) {
-    jit::Stack stack;
-    for (const jit::Value* in : n->inputs()) stack.push_back(ivalue_for_eval(slot(in), n));
-    try {
-      jit::Operation op = n->getOperation();
-      op(stack);
-    } catch (const std::exception& e) {
-      fail(n, "is not in neuronc's operator registry and its result types cannot be inferred (" +
-                  torch_message(e) + ")");
-    }
+    const jit::Stack stack = run_with_libtorch(n, [](const std::string& why) {
+      return "is not in neuronc's operator registry and its result types cannot be inferred (" +
+             why + ")";
+    });
     std::vector<ir::TensorType> out;
     for (const c10::IValue& v : stack) {
       if (!v.isTensor()) fail(n, "is not in the operator registry and returns a non-tensor");
