@@ -98,7 +98,7 @@ void gather_f32(const View& v, int p, float* out) {
     if (contig) {
       load_f32_n(q, v.dtype, out, n3);
     } else {
-      for (uint32_t i = 0; i < n3; ++i) out[i] = load_f32(q + i * v.stride[3], v.dtype);
+      load_f32_strided(q, v.stride[3], v.dtype, out, n3);
     }
     out += n3;
   });

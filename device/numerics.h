@@ -24,6 +24,7 @@ using kernels::f8e4m3_to_f32;
 using kernels::f8e5m2_to_f32;
 using kernels::load_f32;
 using kernels::load_f32_n;
+using kernels::load_f32_strided;
 using kernels::load_int;
 using kernels::Rounding;
 using kernels::StochasticRounder;

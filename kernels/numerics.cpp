@@ -296,6 +296,27 @@ void load_f32_n(const std::byte* src, DType t, float* dst, size_t n) {
   }
 }
 
+void load_f32_strided(const std::byte* src, int64_t stride, DType t, float* dst, size_t n) {
+  switch (t) {
+    case DType::f32:
+    case DType::tf32:
+      for (size_t i = 0; i < n; ++i) dst[i] = rd<float>(src + int64_t(i) * stride);
+      return;
+    case DType::bf16:
+      for (size_t i = 0; i < n; ++i) {
+        // load_f32 widens through double, and that conversion quiets a signalling NaN (sets
+        // the mantissa's top bit, keeps the payload); so does this.
+        uint32_t bits = uint32_t{rd<uint16_t>(src + int64_t(i) * stride)} << 16;
+        if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0) bits |= 0x00400000u;
+        dst[i] = std::bit_cast<float>(bits);
+      }
+      return;
+    default:
+      for (size_t i = 0; i < n; ++i) dst[i] = load_f32(src + int64_t(i) * stride, t);
+      return;
+  }
+}
+
 void store_f32_n(std::byte* dst, DType t, const float* src, size_t n, Rounding r,
                  StochasticRounder* rng) {
   if (r == Rounding::nearest_even || rng == nullptr) {

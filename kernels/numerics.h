@@ -74,6 +74,8 @@ void store_f32(std::byte* p, DType t, float x, Rounding r = Rounding::nearest_ev
 void load_f32_n(const std::byte* src, DType t, float* dst, size_t n);
 void store_f32_n(std::byte* dst, DType t, const float* src, size_t n,
                  Rounding r = Rounding::nearest_even, StochasticRounder* rng = nullptr);
+// `n` elements `stride` bytes apart, each exactly as load_f32 reads it.
+void load_f32_strided(const std::byte* src, int64_t stride, DType t, float* dst, size_t n);
 
 // Raw integer view of an element (bit-vector ops and bit-exact copies).
 int64_t load_int(const std::byte* p, DType t);

@@ -6,7 +6,9 @@
 
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <vector>
 
 namespace neuronc::device {
 namespace {
@@ -139,6 +141,31 @@ TEST(Integers, RoundSaturateAndNan) {
   store_f32(buf, DType::i16, -7.0f);
   EXPECT_EQ(load_int(buf, DType::i16), -7);
   EXPECT_EQ(load_f32(buf, DType::i16), -7.0f);
+}
+
+// The strided bulk load reads every element exactly as load_f32 does, for every dtype; bf16
+// signalling NaNs included (load_f32 widens through double, which quiets them).
+TEST(LoadF32Strided, EqualsLoadF32ElementByElement) {
+  constexpr size_t n = 37;
+  constexpr int64_t stride = 24;  // bytes: larger than every element
+  std::vector<std::byte> buf(n * stride);
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (std::byte& b : buf) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    b = static_cast<std::byte>(x);
+  }
+  const uint16_t snan = 0x7f81;  // bf16 signalling NaN
+  std::memcpy(buf.data() + 3 * stride, &snan, 2);
+  for (DType t : {DType::f32, DType::tf32, DType::bf16, DType::f16, DType::f8e4m3, DType::f8e5m2,
+                  DType::i32, DType::i16, DType::i8, DType::u8, DType::boolean}) {
+    std::vector<float> got(n);
+    load_f32_strided(buf.data(), stride, t, got.data(), n);
+    for (size_t i = 0; i < n; ++i) {
+      const float want = load_f32(buf.data() + i * stride, t);
+      EXPECT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want))
+          << dtype_name(t) << " element " << i;
+    }
+  }
 }
 
 }  // namespace
