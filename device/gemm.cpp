@@ -167,8 +167,7 @@ __attribute__((target("avx512f,avx512bf16"))) void kernel_bf16_8x32(int pairs, c
 
 // Smallest biased exponent of the nonzero elements (255 when there are none) and largest biased
 // exponent of all elements of `rows` rows of `n` bf16 values, `row_bytes` apart (subnormals give
-// 0, NaN/inf 255). The lanes are reduced once, after the last row: operand rows are short (one
-// tile's 128 columns), so a reduction per row would cost more than the scan.
+// 0, NaN/inf 255). The lanes are reduced once, after the last row.
 __attribute__((target("avx512f,avx512bw"))) void bf16_exponents(const std::byte* data,
                                                                 size_t row_bytes, int rows, int n,
                                                                 uint32_t* emin, uint32_t* emax) {
