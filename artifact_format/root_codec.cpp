@@ -235,10 +235,17 @@ std::vector<std::byte> encode_root(const ArtifactContents& c) {
     nodes.push_back(fb::CreateDebugNode(fbb, str(fbb, n.name), str(fbb, n.op), str(fbb, n.file),
                                         n.line, str(fbb, n.stack)));
   auto debug = fb::CreateDebugInfo(fbb, fbb.CreateVector(nodes));
+  // Every field of a segment is stored, zero or not, so the root's size does not depend on the
+  // segments' CRCs: the writer encodes the root before it has streamed the segments (whose CRCs
+  // it learns on the way) and re-encodes it, at the same size, after.
   std::vector<Offset<fb::Segment>> segments;
-  for (const SegmentInfo& s : c.segments)
-    segments.push_back(fb::CreateSegment(fbb, str(fbb, s.name), s.offset, s.stored_size, s.raw_size,
+  for (const SegmentInfo& s : c.segments) {
+    auto name = str(fbb, s.name);
+    fbb.ForceDefaults(true);
+    segments.push_back(fb::CreateSegment(fbb, name, s.offset, s.stored_size, s.raw_size,
                                          static_cast<fb::Compression>(s.compression), s.crc32c));
+    fbb.ForceDefaults(false);
+  }
   auto segments_vec = fbb.CreateVector(segments);
   auto target = str(fbb, c.target);
   auto root = fb::CreateArtifact(fbb, c.format_major, c.format_minor, producer, source, target,

@@ -1,12 +1,18 @@
 // Artifact writer (writer.h): constant layout into segments, CRCs, header + root + segments.
 #include "artifact_format/writer.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <map>
+#include <stdexcept>
 
 #include "artifact_format/crc32c.h"
 #include "artifact_format/file_header.h"
@@ -23,11 +29,47 @@ uint64_t align_up(uint64_t v, uint64_t a) {
 
 constexpr uint64_t kPackedAlignment = 64;
 
-// Header + root + zero padding + segments, handed to `sink` in order, after `size` (when given)
-// is told the file's total size (so an in-memory writer reserves it once instead of growing).
-void emit(const ArtifactContents& contents, std::span<const std::span<const std::byte>> payloads,
-          bool keep_segment_table, const std::function<void(std::span<const std::byte>)>& sink,
-          const std::function<void(uint64_t)>& size = nullptr) {
+// A segment's stored bytes: held (`bytes`), or made by `fill` where they are written.
+struct Payload {
+  std::span<const std::byte> bytes;
+  const ConstantFill* fill = nullptr;
+  uint64_t size() const { return fill ? fill->size : bytes.size(); }
+};
+
+// Where emit() puts the file's bytes, at absolute offsets.
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  // Called once, first, with the file's total size.
+  virtual void resize(uint64_t total) = 0;
+  virtual void write_at(uint64_t offset, std::span<const std::byte> bytes) = 0;
+  // Has `fill` make its bytes at `offset`; returns them (valid until the next call), for their
+  // CRC.
+  virtual std::span<const std::byte> fill_at(uint64_t offset, const ConstantFill& fill) = 0;
+};
+
+class MemorySink final : public Sink {
+ public:
+  explicit MemorySink(std::vector<std::byte>& out) : out_(out) {}
+  void resize(uint64_t total) override { out_.resize(total); }
+  void write_at(uint64_t offset, std::span<const std::byte> b) override {
+    std::copy(b.begin(), b.end(), out_.begin() + static_cast<ptrdiff_t>(offset));
+  }
+  std::span<const std::byte> fill_at(uint64_t offset, const ConstantFill& f) override {
+    const std::span<std::byte> dst(out_.data() + offset, f.size);
+    f.fill(dst);
+    return dst;
+  }
+
+ private:
+  std::vector<std::byte>& out_;
+};
+
+// Header + root + zero padding + segments, at their offsets in `sink`. A segment made by a fill
+// gets its CRC as it is made, and the root is written again with it at the end (its size does
+// not depend on CRCs: root_codec stores every segment field).
+void emit(const ArtifactContents& contents, std::span<const Payload> payloads,
+          bool keep_segment_table, Sink& sink) {
   ArtifactContents c = contents;
   uint64_t off = 0;
   for (size_t i = 0; i < payloads.size() && i < c.segments.size(); ++i) {
@@ -44,32 +86,49 @@ void emit(const ArtifactContents& contents, std::span<const std::span<const std:
   h.format_minor = c.format_minor;
   h.root_offset = kHeaderSize;
   h.root_size = root.size();
-  h.root_crc32c = crc32c(root);
   h.segments_offset = payloads.empty() ? kHeaderSize + root.size()
                                        : align_up(kHeaderSize + root.size(), kSegmentAlignment);
   h.segments_size = off;
-  std::array<std::byte, kHeaderSize> hb{};
-  encode_header(h, hb);
-  if (size) size(h.segments_offset + h.segments_size);
-  sink(hb);
-  sink(root);
+  sink.resize(h.segments_offset + h.segments_size);
   static const std::vector<std::byte> kZeros(kSegmentAlignment);
   uint64_t pos = kHeaderSize + root.size();
   auto pad_to = [&](uint64_t target) {
     while (pos < target) {
       const uint64_t n = std::min<uint64_t>(target - pos, kZeros.size());
-      sink(std::span<const std::byte>(kZeros.data(), n));
+      sink.write_at(pos, std::span<const std::byte>(kZeros.data(), n));
       pos += n;
     }
   };
   uint64_t seg = 0;
-  for (const auto& p : payloads) {
+  bool filled = false;
+  for (size_t i = 0; i < payloads.size(); ++i) {
+    const Payload& p = payloads[i];
     seg = align_up(seg, kSegmentAlignment);
     pad_to(h.segments_offset + seg);
-    sink(p);
+    if (p.fill) {
+      const std::span<const std::byte> made = sink.fill_at(pos, *p.fill);
+      if (i < c.segments.size()) c.segments[i].crc32c = crc32c(made);
+      filled = true;
+    } else {
+      sink.write_at(pos, p.bytes);
+    }
     pos += p.size();
     seg += p.size();
   }
+  const std::vector<std::byte> final_root = filled ? encode_root(c) : root;
+  if (final_root.size() != root.size())
+    throw std::logic_error("artifact writer: the root changed size with its segments' CRCs");
+  h.root_crc32c = crc32c(final_root);
+  std::array<std::byte, kHeaderSize> hb{};
+  encode_header(h, hb);
+  sink.write_at(0, hb);
+  sink.write_at(kHeaderSize, final_root);
+}
+
+std::vector<Payload> held(std::span<const std::span<const std::byte>> payloads) {
+  std::vector<Payload> out;
+  for (std::span<const std::byte> p : payloads) out.push_back({p, nullptr});
+  return out;
 }
 
 }  // namespace
@@ -78,10 +137,8 @@ std::vector<std::byte> encode_artifact(const ArtifactContents& contents,
                                        std::span<const std::span<const std::byte>> payloads,
                                        bool keep_segment_table) {
   std::vector<std::byte> out;
-  emit(
-      contents, payloads, keep_segment_table,
-      [&](std::span<const std::byte> b) { out.insert(out.end(), b.begin(), b.end()); },
-      [&](uint64_t n) { out.reserve(n); });
+  MemorySink sink(out);
+  emit(contents, held(payloads), keep_segment_table, sink);
   return out;
 }
 
@@ -91,11 +148,23 @@ struct ArtifactWriter::Impl {
   std::vector<std::span<const std::byte>> constant_bytes;
   std::vector<uint64_t> absent_size;  // per constant: its size when absent, else 0
   std::vector<std::unique_ptr<std::vector<std::byte>>> owned;
+  // Per constant: the fill that makes its bytes at write time, or none (bytes held).
+  std::vector<ConstantFill> fills;
 
   // Segment payloads after layout; `storage` keeps packed/compressed buffers alive.
-  std::vector<std::span<const std::byte>> payloads;
+  std::vector<Payload> payloads;
   std::vector<std::vector<std::byte>> storage;
 
+  // Makes constant i's bytes now (a fill the layout needs the bytes of: to compare, pack or
+  // compress them).
+  void materialize(size_t i) {
+    if (!fills[i].fill) return;
+    auto bytes = std::make_unique<std::vector<std::byte>>(fills[i].size);
+    fills[i].fill(*bytes);
+    constant_bytes[i] = *bytes;
+    owned.push_back(std::move(bytes));
+    fills[i] = {};
+  }
   Status layout(const WriteOptions& o);
 };
 
@@ -111,6 +180,7 @@ Status ArtifactWriter::Impl::layout(const WriteOptions& o) {
   // bytes an earlier one already holds shares its storage.
   std::vector<size_t> same_as(contents.constants.size(), SIZE_MAX);
   if (!entries.empty()) {
+    for (size_t i = 0; i < contents.constants.size(); ++i) materialize(i);
     std::map<std::pair<size_t, uint32_t>, std::vector<size_t>> seen;
     for (size_t i = 0; i < contents.constants.size(); ++i) {
       if (contents.constants[i].absent()) continue;
@@ -134,8 +204,9 @@ Status ArtifactWriter::Impl::layout(const WriteOptions& o) {
       k.offset = 0;
       continue;
     }
-    k.size = constant_bytes[i].size();
+    k.size = fills[i].fill ? fills[i].size : constant_bytes[i].size();
     if (same_as[i] != SIZE_MAX) continue;  // placed below
+    if (k.size < o.small_constant_bytes || o.compress_constants) materialize(i);
     if (k.size < o.small_constant_bytes) {
       k.segment = 0;
       k.offset = align_up(packed.size(), kPackedAlignment);
@@ -146,6 +217,14 @@ Status ArtifactWriter::Impl::layout(const WriteOptions& o) {
     }
   }
   storage.reserve(2 * (large.size() + 1));  // spans into storage must not move
+  auto add_filled_segment = [&](std::string name, const ConstantFill& fill) {
+    SegmentInfo s;
+    s.name = std::move(name);
+    s.raw_size = fill.size;
+    s.stored_size = fill.size;  // its CRC is taken as it is written
+    contents.segments.push_back(std::move(s));
+    payloads.push_back({{}, &fill});
+  };
   auto add_segment = [&](std::string name, std::span<const std::byte> raw) {
     SegmentInfo s;
     s.name = std::move(name);
@@ -162,7 +241,7 @@ Status ArtifactWriter::Impl::layout(const WriteOptions& o) {
     s.stored_size = stored.size();
     s.crc32c = crc32c(stored);
     contents.segments.push_back(std::move(s));
-    payloads.push_back(stored);
+    payloads.push_back({stored, nullptr});
   };
   const auto shared = static_cast<size_t>(
       std::count_if(same_as.begin(), same_as.end(), [](size_t j) { return j != SIZE_MAX; }));
@@ -179,7 +258,10 @@ Status ArtifactWriter::Impl::layout(const WriteOptions& o) {
     Constant& k = contents.constants[i];
     k.segment = static_cast<uint32_t>(contents.segments.size());
     k.offset = 0;
-    add_segment("constant:" + k.name, constant_bytes[i]);
+    if (fills[i].fill)
+      add_filled_segment("constant:" + k.name, fills[i]);
+    else
+      add_segment("constant:" + k.name, constant_bytes[i]);
   }
   for (size_t i = 0; i < contents.constants.size(); ++i) {
     if (same_as[i] == SIZE_MAX) continue;
@@ -279,6 +361,17 @@ uint32_t ArtifactWriter::add_constant(std::string name, TensorDType dtype, std::
   c.constants.push_back(std::move(k));
   impl_->constant_bytes.push_back(bytes);
   impl_->absent_size.push_back(0);
+  impl_->fills.emplace_back();
+  return v;
+}
+
+uint32_t ArtifactWriter::add_constant(std::string name, TensorDType dtype, std::vector<Dim> dims,
+                                      ConstantFill fill, uint64_t hbm_offset) {
+  const uint64_t size = fill.size;
+  const uint32_t v = add_constant(std::move(name), dtype, std::move(dims),
+                                  std::span<const std::byte>(), hbm_offset);
+  impl_->contents.constants.back().size = size;
+  impl_->fills.back() = std::move(fill);
   return v;
 }
 
@@ -345,33 +438,75 @@ uint32_t ArtifactWriter::add_debug_node(DebugNode node) {
 Result<std::vector<std::byte>> ArtifactWriter::write_memory(const WriteOptions& options) {
   NEURONC_ARTIFACT_RETURN_IF_ERROR(impl_->layout(options));
   std::vector<std::byte> out;
-  emit(
-      impl_->contents, impl_->payloads, false,
-      [&](std::span<const std::byte> b) { out.insert(out.end(), b.begin(), b.end()); },
-      [&](uint64_t n) { out.reserve(n); });
+  MemorySink sink(out);
+  emit(impl_->contents, impl_->payloads, false, sink);
   return out;
 }
+
+namespace {
+
+// Writes at offsets of an open file; fills go through one scratch buffer, grown to the largest
+// fill and reused, so no constant is held whole beside another.
+class FileSink final : public Sink {
+ public:
+  explicit FileSink(int fd) : fd_(fd) {}
+  void resize(uint64_t) override {}
+  void write_at(uint64_t offset, std::span<const std::byte> b) override {
+    while (!b.empty() && error_.empty()) {
+      const ssize_t n = ::pwrite(fd_, b.data(), b.size(), static_cast<off_t>(offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        error_ = n < 0 ? std::strerror(errno) : "no space written";
+        return;
+      }
+      b = b.subspan(static_cast<size_t>(n));
+      offset += static_cast<uint64_t>(n);
+    }
+  }
+  std::span<const std::byte> fill_at(uint64_t offset, const ConstantFill& f) override {
+    if (scratch_.size() < f.size) scratch_.resize(f.size);
+    const std::span<std::byte> made(scratch_.data(), f.size);
+    f.fill(made);
+    write_at(offset, made);
+    return made;
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  int fd_;
+  std::vector<std::byte> scratch_;
+  std::string error_;
+};
+
+}  // namespace
 
 Status ArtifactWriter::write_file(const std::string& path, const WriteOptions& options) {
   NEURONC_ARTIFACT_RETURN_IF_ERROR(impl_->layout(options));
   const std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f)
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
     return Status(StatusCode::io_error, "cannot create '" + tmp + "': " + std::strerror(errno));
-  bool ok = true;
-  emit(impl_->contents, impl_->payloads, false, [&](std::span<const std::byte> b) {
-    if (ok && !b.empty() && std::fwrite(b.data(), 1, b.size(), f) != b.size()) ok = false;
-  });
-  if (std::fclose(f) != 0) ok = false;
-  if (!ok) {
-    std::remove(tmp.c_str());
-    return Status(StatusCode::io_error, "cannot write '" + tmp + "': " + std::strerror(errno));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
+  // The temporary goes away unless it was renamed to `path`, also when a fill throws.
+  struct Temporary {
+    int fd;
+    const std::string& name;
+    bool keep = false;
+    ~Temporary() {
+      if (fd >= 0) ::close(fd);
+      if (!keep) ::unlink(name.c_str());
+    }
+  } temporary{fd, tmp};
+  FileSink sink(fd);
+  emit(impl_->contents, impl_->payloads, false, sink);
+  std::string error = sink.error();
+  const int closed = ::close(fd);
+  temporary.fd = -1;
+  if (error.empty() && closed != 0) error = std::strerror(errno);
+  if (!error.empty()) return Status(StatusCode::io_error, "cannot write '" + tmp + "': " + error);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
     return Status(StatusCode::io_error,
                   "cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
-  }
+  temporary.keep = true;
   return Status::ok();
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -20,6 +21,16 @@
 #include "artifact_format/status.h"
 
 namespace neuronc::artifact {
+
+// A constant's bytes made when the writer places them: `fill` writes exactly `size` bytes into
+// the span it is given (the artifact's own buffer, or a reused scratch buffer streamed to the
+// file), so a weight cast or re-laid out by the compiler is never held whole beside the
+// artifact. `fill` may throw; the write then fails and leaves no file behind. It must give the
+// same bytes every time it is called.
+struct ConstantFill {
+  uint64_t size = 0;
+  std::function<void(std::span<std::byte>)> fill;
+};
 
 struct WriteOptions {
   bool compress_constants = false;       // zstd-compress constant segments (not mmap-able then)
@@ -52,6 +63,9 @@ class ArtifactWriter {
                         std::span<const std::byte> bytes, uint64_t hbm_offset = kHostOnly);
   uint32_t add_constant(std::string name, TensorDType dtype, std::vector<Dim> dims,
                         std::vector<std::byte> owned_bytes, uint64_t hbm_offset = kHostOnly);
+  // A constant whose bytes `fill` makes at write time (see ConstantFill).
+  uint32_t add_constant(std::string name, TensorDType dtype, std::vector<Dim> dims,
+                        ConstantFill fill, uint64_t hbm_offset = kHostOnly);
   // A constant whose bytes the compiler never had (a weights-free export): its size is its
   // value's, its bytes are not in the file, and the artifact is timing-only.
   uint32_t add_absent_constant(std::string name, TensorDType dtype, std::vector<Dim> dims,
@@ -76,7 +90,9 @@ class ArtifactWriter {
   uint32_t add_debug_node(DebugNode node);
 
   // Fills memory_plan.hbm_arena_bytes (when 0) with the largest program HBM size, then checks
-  // the whole artifact with verify_contents() before writing.
+  // the whole artifact with verify_contents() before writing. write_file() streams the
+  // segments to the file (a temporary renamed to `path` when complete), holding no copy of the
+  // artifact in memory.
   Result<std::vector<std::byte>> write_memory(const WriteOptions& options = {});
   Status write_file(const std::string& path, const WriteOptions& options = {});
 

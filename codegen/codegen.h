@@ -11,8 +11,11 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -42,6 +45,10 @@ struct CodegenOptions {
   // Store 2-D weights that only feed matmuls transposed ([in, out]) so TensorE's moving operand
   // loads contiguously. The constant's binding says so (`ConstantBinding::transposed`).
   bool transpose_matmul_weights = true;
+  // Weights laid out from their payloads get a ConstantBinding::fill instead of bytes, made
+  // when the artifact is written (the compiler's one-program, one-core compiles); otherwise
+  // every binding holds its bytes.
+  bool defer_constant_bytes = false;
   // Fuse single-use element-wise chains into one kernel and unary activations into the
   // producing matmul's epilogue (intermediates then never reach HBM).
   bool fuse = true;
@@ -125,7 +132,15 @@ struct ConstantBinding {
   // weight too wide for whole rows in SBUF: TRAINIUM.md §5.3, full DMA rate from 32 KiB).
   int64_t column_block = 0;
   uint64_t offset = 0;
+  // The bytes (`size` of them): held in `data`, or made by `fill` into the span it is given
+  // (then `data` is empty) for a weight laid out from its payload, so the artifact writer
+  // makes them where they go and no laid-out copy of the model is held (ConstantFill).
   std::vector<std::byte> data;
+  uint64_t size = 0;
+  std::function<void(std::span<std::byte>)> fill;
+  // With `fill`: which payload bytes, in which dtype, it reads ("<dtype>@<address>+<offset>"),
+  // the same for every binding of one weight within one compile (sharing between partitions).
+  std::string fill_source;
   // The weight's bytes are absent (ir::ConstantPayload::absent: a weights-free export); `data`
   // is empty and the artifact is timing-only.
   bool absent = false;

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <unordered_set>
 
@@ -156,12 +157,15 @@ uint64_t checked_bytes(int64_t n, DType dt, const std::string& what) {
 class PayloadReader {
  public:
   explicit PayloadReader(const ir::Value* v)
-      : v_(v),
-        p_(*v->payload()),
-        shape_(static_shape(v)),
-        es_(ir::dtype_size(v->dtype())),
-        type_(ir::element_type(v->dtype())) {
-    if (ir::is_complex(v->dtype())) throw Error("constant '" + v->name() + "' is complex");
+      : PayloadReader(v->name(), *v->payload(), static_shape(v), v->dtype()) {}
+  PayloadReader(const std::string& name, const ir::ConstantPayload& p, std::vector<int64_t> shape,
+                ir::DType dtype)
+      : name_(name),
+        p_(p),
+        shape_(std::move(shape)),
+        es_(ir::dtype_size(dtype)),
+        type_(ir::element_type(dtype)) {
+    if (ir::is_complex(dtype)) throw Error("constant '" + name + "' is complex");
     // A payload with explicit strides (a tensor-parallel slice, say) is read through them.
     contiguous_ = p_.strides.empty();
   }
@@ -188,11 +192,11 @@ class PayloadReader {
       }
     }
     if (static_cast<size_t>(off + 1) * es_ > p_.nbytes)
-      throw Error("constant '" + v_->name() + "' payload holds " + std::to_string(p_.nbytes) +
+      throw Error("constant '" + name_ + "' payload holds " + std::to_string(p_.nbytes) +
                   " bytes but element offset " + std::to_string(off) + " needs more");
     return p_.data + off * static_cast<int64_t>(es_);
   }
-  const ir::Value* v_;
+  const std::string& name_;
   const ir::ConstantPayload& p_;
   std::vector<int64_t> shape_;
   size_t es_;
@@ -219,43 +223,91 @@ void store_element(std::byte* dst, DType t, double x) {
   }
 }
 
-// Bytes of a constant in the device dtype; `transposed` stores the 2-D transpose, a non-empty
-// `perm` the tensor permuted by it (stored dim i = logical dim perm[i]).
-std::vector<std::byte> constant_bytes(const ir::Value* v, const std::vector<double>* values,
-                                      bool transposed, const std::vector<int64_t>& perm,
-                                      int64_t row_interleave, int64_t column_block) {
-  const std::vector<int64_t> shape = static_shape(v);
+// What a constant's bytes are made from: a weight's payload (`values` empty) or values codegen
+// computed, and the layout they are stored in (ConstantBinding's fields of the same names).
+struct ConstantSource {
+  std::string name;
+  ir::DType dtype = ir::DType::f32;  // the value's (the payload's)
+  std::vector<int64_t> shape;
+  ir::ConstantPayload payload;  // its `owner` keeps the bytes alive
+  std::vector<double> values;   // when non-empty, these instead of the payload
+  bool transposed = false;
+  std::vector<int64_t> perm;
+  int64_t row_interleave = 0;
+  int64_t column_block = 0;
+
+  uint64_t size() const { return static_cast<uint64_t>(numel(shape)) * device::dtype_size(dt()); }
+  DType dt() const { return device_dtype(dtype); }
+};
+
+ConstantSource constant_source(const ir::Value* v, const std::vector<double>* values,
+                               bool transposed, const std::vector<int64_t>& perm,
+                               int64_t row_interleave, int64_t column_block) {
+  ConstantSource s{v->name(),  v->dtype(), static_shape(v), {},          {},
+                   transposed, perm,       row_interleave,  column_block};
+  if (values)
+    s.values = *values;
+  else
+    s.payload = *v->payload();
+  return s;
+}
+
+// Writes the constant's bytes in the device dtype into `out` (exactly s.size() bytes):
+// `transposed` stores the 2-D transpose, a non-empty `perm` the tensor permuted by it (stored
+// dim i = logical dim perm[i]).
+void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
+  const std::vector<int64_t>& shape = s.shape;
   const int64_t n = numel(shape);
-  const DType dt = device_dtype(v->dtype());
+  const DType dt = s.dt();
   const size_t es = device::dtype_size(dt);
-  std::vector<std::byte> out(static_cast<size_t>(n) * es);
-  const bool same_bytes = ir::dtype_size(v->dtype()) == es && v->dtype() != ir::DType::f64 &&
-                          v->dtype() != ir::DType::i64;
-  const bool raw = values == nullptr && v->payload()->strides.empty() && !transposed &&
-                   column_block == 0 && perm.empty() && row_interleave == 0 && same_bytes;
+  if (out.size() != static_cast<size_t>(n) * es)
+    throw Error("constant '" + s.name + "': " + std::to_string(out.size()) +
+                " bytes to fill, expected " + std::to_string(static_cast<size_t>(n) * es));
+  const bool from_values = !s.values.empty() || n == 0;
+  const bool same_bytes =
+      ir::dtype_size(s.dtype) == es && s.dtype != ir::DType::f64 && s.dtype != ir::DType::i64;
+  const bool raw = !from_values && s.payload.strides.empty() && !s.transposed &&
+                   s.column_block == 0 && s.perm.empty() && s.row_interleave == 0 && same_bytes;
   if (raw) {
-    const ir::ConstantPayload& p = *v->payload();
+    const ir::ConstantPayload& p = s.payload;
     const size_t need = static_cast<size_t>(p.storage_offset + n) * es;
     if (need > p.nbytes)
-      throw Error("constant '" + v->name() + "' payload holds " + std::to_string(p.nbytes) +
+      throw Error("constant '" + s.name + "' payload holds " + std::to_string(p.nbytes) +
                   " bytes, expected " + std::to_string(need));
     std::memcpy(out.data(), p.data + p.storage_offset * es, out.size());
-    return out;
+    return;
   }
   // Stored element j gets logical element i: put(j, i) for every element of the layout.
   auto lay_out = [&](auto put) {
-    if (column_block > 0) {  // the transpose [K, N] of [N, K] in column blocks
-      for (int64_t j = 0; j < n; ++j)
-        put(j, column_blocked_to_logical(j, shape[0], shape[1], column_block));
+    // The transpose [K, N] of [N, K] in column blocks of `w` columns (w = N: the plain
+    // transpose), as column_blocked_to_logical maps it, in 32 x 32 tiles so that the reads and
+    // the writes both stay within a few cache lines.
+    auto blocked_transpose = [&](int64_t rows, int64_t cols, int64_t w) {
+      constexpr int64_t kTile = 32;
+      for (int64_t b0 = 0; b0 < rows; b0 += w) {
+        const int64_t width = std::min(w, rows - b0), base = b0 * cols;
+        for (int64_t k0 = 0; k0 < cols; k0 += kTile)
+          for (int64_t c0 = 0; c0 < width; c0 += kTile)
+            for (int64_t c = c0, c1 = std::min(c0 + kTile, width); c < c1; ++c)
+              for (int64_t k = k0, k1 = std::min(k0 + kTile, cols); k < k1; ++k)
+                put(base + k * width + c, (b0 + c) * cols + k);
+      }
+    };
+    if (s.column_block > 0) {
+      blocked_transpose(shape[0], shape[1], s.column_block);
       return;
     }
-    if (!perm.empty() || row_interleave > 0) {
-      for (int64_t j = 0; j < n; ++j) put(j, stored_to_logical(j, shape, perm, row_interleave));
+    if (s.transposed && s.perm.empty() && s.row_interleave == 0 && shape.size() == 2) {
+      blocked_transpose(shape[0], shape[1], shape[0]);
+      return;
+    }
+    if (!s.perm.empty() || s.row_interleave > 0) {
+      for (int64_t j = 0; j < n; ++j) put(j, stored_to_logical(j, shape, s.perm, s.row_interleave));
       return;
     }
     for (int64_t i = 0; i < n; ++i) {
       int64_t j = i;
-      if (transposed) {  // out[c][r] = in[r][c] for in [R, C]
+      if (s.transposed) {  // out[c][r] = in[r][c] for in [R, C]
         const int64_t r = i / shape[1], c = i % shape[1];
         j = c * shape[0] + r;
       }
@@ -263,28 +315,33 @@ std::vector<std::byte> constant_bytes(const ir::Value* v, const std::vector<doub
     }
   };
   std::byte* o = out.data();
-  if (values) {
-    lay_out([&](int64_t j, int64_t i) { store_element(o + j * es, dt, (*values)[i]); });
-    return out;
+  if (from_values) {
+    lay_out([&](int64_t j, int64_t i) { store_element(o + j * es, dt, s.values[i]); });
+    return;
   }
   // The payload's elements are the stored bytes already (the dtype the device keeps): moved,
   // not converted (a conversion through double gives the same bytes).
-  const PayloadReader reader(v);
+  const PayloadReader reader(s.name, s.payload, shape, s.dtype);
   if (same_bytes) {
     if (const std::byte* src = reader.contiguous_data()) {
       lay_out([&](int64_t j, int64_t i) { std::memcpy(o + j * es, src + i * es, es); });
-      return out;
+      return;
     }
   }
-  if (const std::byte* f = v->dtype() == ir::DType::f32 ? reader.contiguous_data() : nullptr) {
+  if (const std::byte* f = s.dtype == ir::DType::f32 ? reader.contiguous_data() : nullptr) {
     lay_out([&](int64_t j, int64_t i) {
       float x;
       std::memcpy(&x, f + 4 * i, 4);
       store_element(o + j * es, dt, static_cast<double>(x));
     });
-    return out;
+    return;
   }
   lay_out([&](int64_t j, int64_t i) { store_element(o + j * es, dt, reader(i)); });
+}
+
+std::vector<std::byte> constant_bytes(const ConstantSource& s) {
+  std::vector<std::byte> out(s.size());
+  lay_out_constant(s, out);
   return out;
 }
 
@@ -336,8 +393,8 @@ std::optional<std::vector<std::byte>> constant_bytes_for(const ConstantBinding& 
     throw Error("constant '" + cb.name + "' differs in dtype or shape from the other program's");
   if (v->payload() && !v->producer()) {
     if (v->payload()->absent) return std::vector<std::byte>{};
-    return constant_bytes(v, nullptr, cb.transposed, cb.permutation, cb.row_interleave,
-                          cb.column_block);
+    return constant_bytes(constant_source(v, nullptr, cb.transposed, cb.permutation,
+                                          cb.row_interleave, cb.column_block));
   }
   // A compile-time dtype conversion of a weight (fold_constant).
   const ir::Node* n = v->producer();
@@ -348,8 +405,8 @@ std::optional<std::vector<std::byte>> constant_bytes_for(const ConstantBinding& 
     std::vector<double> values(static_cast<size_t>(count));
     const PayloadReader reader(n->input(0));
     for (int64_t i = 0; i < count; ++i) values[i] = reader(i);
-    return constant_bytes(v, &values, cb.transposed, cb.permutation, cb.row_interleave,
-                          cb.column_block);
+    return constant_bytes(constant_source(v, &values, cb.transposed, cb.permutation,
+                                          cb.row_interleave, cb.column_block));
   }
   throw Error("constant '" + cb.name + "' (of " + cb.origin +
               ") is computed from its weight in a way the other program cannot redo");
@@ -885,8 +942,23 @@ class PartitionCompiler {
         result_.constants.push_back(std::move(cb));
         continue;
       }
-      cb.data = constant_bytes(v, c.synthetic >= 0 ? &synthetic_values_[c.synthetic] : nullptr,
-                               cb.transposed, cb.permutation, cb.row_interleave, cb.column_block);
+      auto source = std::make_shared<const ConstantSource>(
+          constant_source(v, c.synthetic >= 0 ? &synthetic_values_[c.synthetic] : nullptr,
+                          cb.transposed, cb.permutation, cb.row_interleave, cb.column_block));
+      // A weight whose payload keeps its own bytes alive is laid out when the artifact is
+      // written, straight into it; values codegen made, and borrowed payloads, now.
+      if (opts_.defer_constant_bytes && source->values.empty() && source->payload.owner) {
+        cb.size = source->size();
+        cb.fill = [source](std::span<std::byte> out) { lay_out_constant(*source, out); };
+        char where[64];
+        std::snprintf(where, sizeof where, "@%p+%lld",
+                      static_cast<const void*>(source->payload.data),
+                      static_cast<long long>(source->payload.storage_offset));
+        cb.fill_source = std::string(ir::dtype_name(source->dtype)) + where;
+      } else {
+        cb.data = constant_bytes(*source);
+        cb.size = cb.data.size();
+      }
       result_.constants.push_back(std::move(cb));
     }
   }

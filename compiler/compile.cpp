@@ -147,8 +147,12 @@ std::string constant_key(const codegen::ConstantBinding& cb) {
   k += cb.transposed ? "|T|" : "|N|";
   for (int64_t d : cb.permutation) k += std::to_string(d) + ",";
   k += "|" + std::to_string(cb.row_interleave) + "|" + std::to_string(cb.column_block) + "|";
-  k += cb.absent ? std::string("absent")
-                 : std::to_string(cb.data.size()) + ":" + std::to_string(art::crc32c(cb.data));
+  if (cb.absent)
+    k += "absent";
+  else if (cb.fill)  // one program (DeviceArena::defer_constants): the payload it is made from
+    k += "from:" + cb.fill_source;
+  else
+    k += std::to_string(cb.data.size()) + ":" + std::to_string(art::crc32c(cb.data));
   return k;
 }
 
@@ -279,6 +283,11 @@ struct DeviceArena {
   // Constants placed so far (constant_key -> absolute offset): a later partition, of the same
   // program or of another entry, reads the one copy (prefill and decode share their weights).
   std::map<std::string, uint64_t> placed;
+  // One program on one core: a weight codegen lays out from its payload is made by the writer,
+  // straight into the artifact (ConstantBinding::fill). With several programs (entries, shape
+  // buckets) or cores, its bytes are made at once: sharing between programs and cores compares
+  // them.
+  bool defer_constants = false;
 };
 
 // Tensor parallelism (--tp N): every device program is compiled once, for core 0, from the graph
@@ -364,7 +373,7 @@ void write_metadata(art::ArtifactContents& c, const frontend::LoadedProgram& pro
   c.source.schema_version =
       std::to_string(prog.schema_major) + "." + std::to_string(prog.schema_minor);
   c.source.torch_version = prog.torch_version;
-  c.source.sha256 = frontend::digest_from_hex(prog.sha256);
+  c.source.sha256 = frontend::digest_from_hex(prog.sha256.get());
   c.source.file_name = std::filesystem::path(req.model).filename().string();
   c.target = req.target;
   c.num_cores = static_cast<uint32_t>(std::max(1, req.tp));
@@ -383,7 +392,8 @@ PartitionReport add_device_partition(const ir::Graph& g, const passes::Partition
   PartitionReport rep;
   rep.nodes = p.nodes.size();
   art::ArtifactContents& c = w.contents();
-  const codegen::CodegenOptions copts = codegen_options(req);
+  codegen::CodegenOptions copts = codegen_options(req);
+  copts.defer_constant_bytes = arena.defer_constants;
   codegen::CompiledPartition cp =
       codegen::compile_partition(g, p.nodes, p.inputs, p.outputs, target, copts);
   const uint64_t base = (arena.end + 4095) / 4096 * 4096;
@@ -452,7 +462,12 @@ PartitionReport add_device_partition(const ir::Graph& g, const passes::Partition
         tp.constants.push_back({cb, at, name, plan_dims(shape), tp.graphs.size() - 1, {}});
       continue;
     }
-    result.constant_bytes += cb.data.size();
+    result.constant_bytes += cb.size;
+    if (cb.fill) {  // made by the writer (one program, one core)
+      w.add_constant(name, from_device_dtype(cb.dtype), plan_dims(shape),
+                     art::ConstantFill{cb.size, std::move(cb.fill)}, at);
+      continue;
+    }
     // The writer takes the bytes (tensor parallelism still reads them below: a copy).
     w.add_constant(name, from_device_dtype(cb.dtype), plan_dims(shape),
                    tp.cores > 1 ? std::vector<std::byte>(cb.data) : std::move(cb.data), at);
@@ -937,9 +952,18 @@ void finish(ArtifactUnderConstruction& u, const CompileRequest& req,
   if (req.progress)
     req.progress("[4/4] writing the artifact", kReadShare + kOptimiseShare + kCodegenShare);
   if (u.tp.cores > 1) replicate_over_cores(u);
-  art::Result<std::vector<std::byte>> bytes = w.write_memory();
-  if (!bytes.is_ok()) throw ir::Error("writing the artifact: " + bytes.status().message());
-  result.artifact = std::move(*bytes);
+  if (!req.output.empty()) {
+    if (art::Status st = w.write_file(req.output); !st.is_ok())
+      throw ir::Error("writing the artifact: " + st.message());
+    std::error_code ec;
+    result.artifact_size = std::filesystem::file_size(req.output, ec);
+    if (ec) throw ir::Error("writing the artifact: '" + req.output + "': " + ec.message());
+  } else {
+    art::Result<std::vector<std::byte>> bytes = w.write_memory();
+    if (!bytes.is_ok()) throw ir::Error("writing the artifact: " + bytes.status().message());
+    result.artifact = std::move(*bytes);
+    result.artifact_size = result.artifact.size();
+  }
   result.seconds_write = since(t0);
 }
 
@@ -1043,8 +1067,10 @@ CompileResult compile_program(frontend::LoadedProgram prog, const CompileRequest
   else if (!req.buckets.empty())
     throw ir::Error("--buckets: the program is compiled for the given input shapes, not buckets");
   if (plan.symbols.empty()) {
+    u.arena.defer_constants = req.tp <= 1;
     compile_into(prog, req, u, result);
-    prog.graph.reset();  // the folded weights it holds: codegen laid out its own copies
+    // The folded weights the writer still lays out stay alive through its fills; the rest go.
+    prog.graph.reset();
     finish(u, req, result.flops, result);
     return result;
   }

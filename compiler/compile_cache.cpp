@@ -554,7 +554,57 @@ std::optional<CompileCache::Hit> CompileCache::fetch(const CacheKey& key, const 
 }
 
 bool CompileCache::store(const CacheKey& key, const CompileResult& result, std::string* why) const {
+  return store(key, result, {}, why);
+}
+
+bool CompileCache::store(const CacheKey& key, const CompileResult& result,
+                         const fs::path& artifact_file, std::string* why) const {
   why->clear();
+  // The artifact's bytes: the result's, or the file's (read through one descriptor, so the CRC
+  // and the copy are of the same file).
+  int in = -1;
+  struct Closer {
+    int& fd;
+    ~Closer() {
+      if (fd >= 0) ::close(fd);
+    }
+  } closer{in};
+  uint64_t artifact_bytes = result.artifact.size();
+  uint32_t artifact_crc = 0;
+  if (!artifact_file.empty()) {
+    in = ::open(artifact_file.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (in < 0 || ::fstat(in, &st) != 0) {
+      *why = "cannot read '" + artifact_file.string() + "': " + errno_text();
+      return false;
+    }
+    artifact_bytes = static_cast<uint64_t>(st.st_size);
+    if (artifact_bytes != result.artifact_size) {
+      *why = "'" + artifact_file.string() + "' holds " + std::to_string(artifact_bytes) +
+             " bytes, expected the compiled artifact's " + std::to_string(result.artifact_size) +
+             "; it was not cached";
+      return false;
+    }
+    std::vector<char> buf(size_t{4} << 20);
+    uint64_t off = 0;
+    while (off < artifact_bytes) {
+      const ssize_t r =
+          ::pread(in, buf.data(), std::min<uint64_t>(buf.size(), artifact_bytes - off),
+                  static_cast<off_t>(off));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        *why = "cannot read '" + artifact_file.string() + "': " + errno_text();
+        return false;
+      }
+      artifact_crc = artifact::crc32c(
+          std::span<const std::byte>(reinterpret_cast<const std::byte*>(buf.data()),
+                                     static_cast<size_t>(r)),
+          artifact_crc);
+      off += static_cast<uint64_t>(r);
+    }
+  } else {
+    artifact_crc = crc_of(result.artifact.data(), result.artifact.size());
+  }
   for (const CacheSource& s : key.sources) {
     CacheSource now;
     if (!stat_source(s.path, &now) || !(now.file == s.file)) {
@@ -573,9 +623,9 @@ bool CompileCache::store(const CacheKey& key, const CompileResult& result, std::
   EntryHeader h;
   h.report_bytes = static_cast<uint32_t>(report.size());
   h.artifact_offset = (kEntryHeader + report.size() + kPage - 1) / kPage * kPage;
-  h.artifact_bytes = result.artifact.size();
+  h.artifact_bytes = artifact_bytes;
   h.report_crc = crc_of(report.data(), report.size());
-  h.artifact_crc = crc_of(result.artifact.data(), result.artifact.size());
+  h.artifact_crc = artifact_crc;
   h.key = key_bytes(key.hex);
   const auto header = encode_entry_header(h);
   {
@@ -584,7 +634,14 @@ bool CompileCache::store(const CacheKey& key, const CompileResult& result, std::
     out.write(report.data(), report.size());
     const std::vector<char> pad(h.artifact_offset - kEntryHeader - report.size(), 0);
     out.write(pad.data(), pad.size());
-    out.write(result.artifact.data(), result.artifact.size());
+    if (in >= 0) {
+      if (!copy_range(in, 0, artifact_bytes, out) && out.ok()) {
+        *why = "copying '" + artifact_file.string() + "' into the cache failed: " + errno_text();
+        return false;
+      }
+    } else {
+      out.write(result.artifact.data(), result.artifact.size());
+    }
     if (!out.commit()) {
       *why = out.error();
       return false;

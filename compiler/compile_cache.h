@@ -90,6 +90,11 @@ class CompileCache {
   // or the cache directory cannot be written. Then deletes the least recently used entries
   // beyond the limit, and temporaries a crashed writer left more than an hour ago.
   bool store(const CacheKey& key, const CompileResult& result, std::string* why) const;
+  // The same for a result whose artifact was written to `artifact_file` (CompileRequest::output)
+  // rather than returned: its bytes are copied from the file, which must hold
+  // result.artifact_size of them.
+  bool store(const CacheKey& key, const CompileResult& result,
+             const std::filesystem::path& artifact_file, std::string* why) const;
 
   // The SHA-256 (hex) of the file at `path`, through the remembered digests; fills `state`.
   std::string file_sha256(const std::filesystem::path& path, CacheSource* state) const;

@@ -53,6 +53,10 @@ struct CompileRequest {
   // SHA-256s of source files the caller already computed (the compile cache's key), by file
   // identity: a source opened with one of these identities is not hashed again.
   std::vector<frontend::KnownDigest> known_sha256;
+  // Where to write the artifact. When set, the writer streams it to this file (a temporary
+  // renamed into place when whole, nothing left behind on failure) and CompileResult::artifact
+  // stays empty: no copy of the artifact is held in memory. When empty, the bytes are returned.
+  std::string output;
 };
 
 // A node result exposed by CompileRequest::debug_all_values, in execution order.
@@ -75,7 +79,8 @@ struct PartitionReport {
 };
 
 struct CompileResult {
-  std::vector<std::byte> artifact;
+  std::vector<std::byte> artifact;  // empty when CompileRequest::output named a file
+  uint64_t artifact_size = 0;       // its bytes, in memory or in the file
   std::string container, torch_version;
   size_t imported_nodes = 0, optimized_nodes = 0;
   std::vector<PartitionReport> partitions;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -69,6 +70,11 @@ LoadedProgram read_program(std::shared_ptr<MappedFile> file) {
   return p;
 }
 
+std::shared_future<std::string> hash_in_background(std::shared_ptr<MappedFile> file) {
+  return std::async(std::launch::async, [file = std::move(file)] { return file_sha256(*file); })
+      .share();
+}
+
 }  // namespace
 
 LoadedProgram load_program(const std::string& path, std::span<const KnownDigest> known) {
@@ -77,14 +83,20 @@ LoadedProgram load_program(const std::string& path, std::span<const KnownDigest>
   for (const KnownDigest& k : known)
     if (k.file == file->identity() && k.sha256.size() == 64) sha256 = k.sha256;
   LoadedProgram p = read_program(file);
-  p.sha256 = sha256.empty() ? file_sha256(*file) : sha256;
+  p.sha256 = sha256.empty() ? hash_in_background(file) : digest_ready(std::move(sha256));
   return p;
 }
 
 LoadedProgram load_program(std::shared_ptr<MappedFile> file) {
   LoadedProgram p = read_program(file);
-  p.sha256 = file_sha256(*file);
+  p.sha256 = hash_in_background(file);
   return p;
+}
+
+std::shared_future<std::string> digest_ready(std::string sha256) {
+  std::promise<std::string> p;
+  p.set_value(std::move(sha256));
+  return p.get_future().share();
 }
 
 bool is_program_set(const std::string& path) {

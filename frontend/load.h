@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <future>
 #include <memory>
 #include <span>
 #include <string>
@@ -34,7 +35,10 @@ struct LoadedProgram {
   std::string torch_version;  // as the file says ("2.14.1+debian"; "<=2.4" when absent)
   int schema_major = 0;
   int schema_minor = 0;
-  std::string sha256;  // of the whole input file, lower-case hex
+  // Of the whole input file, lower-case hex. Computed on a thread of its own while the compile
+  // goes on (a multi-GB model takes a second to hash); get() waits for it and rethrows a read
+  // error.
+  std::shared_future<std::string> sha256;
   std::vector<SampleInput> sample_inputs;
   std::shared_ptr<MappedFile> file;  // keeps the weight payloads valid
 };
@@ -57,6 +61,8 @@ LoadedProgram load_program(std::shared_ptr<MappedFile> file);
 // is read with pread(2) rather than through its mapping, so hashing a multi-GB model neither
 // faults in nor keeps resident any of its pages.
 std::string file_sha256(const MappedFile& f);
+// A digest already known, as LoadedProgram::sha256 holds one.
+std::shared_future<std::string> digest_ready(std::string sha256);
 
 // Whether `path` is a directory of programs of one model (a manifest.json beside them, as
 // models/scripts/export_causal_lm.py writes).

@@ -216,7 +216,7 @@ void Analysis::print_json(const AnalyzeOptions& o, const frontend::LoadedProgram
   j["container"] = prog.container;
   j["torch_version"] = prog.torch_version;
   j["schema_version"] = std::to_string(prog.schema_major) + "." + std::to_string(prog.schema_minor);
-  j["sha256"] = prog.sha256;
+  j["sha256"] = prog.sha256.get();
   j["target"] = o.target;
   j["nodes"] = g.nodes().size();
   auto sig = [&](bool inputs) {

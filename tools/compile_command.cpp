@@ -74,13 +74,6 @@ std::string default_output(std::string out) {
   return out + ".nca";
 }
 
-void write_artifact(const std::string& out, const std::vector<std::byte>& bytes) {
-  std::ofstream f(out, std::ios::binary);
-  if (!f) throw CommandExit{kExitError, "cannot create '" + out + "'", ""};
-  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!f) throw CommandExit{kExitError, "writing '" + out + "' failed", ""};
-}
-
 std::vector<std::byte> read_artifact_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary | std::ios::ate);
   if (!f) throw CommandExit{kExitError, "cannot read '" + path + "'", ""};
@@ -168,15 +161,14 @@ void run_compile(const CompileCli& o) {
     cache_use.seconds = cache_seconds();
   }
   if (!hit) {
+    req.output = out;  // streamed to the file by the writer
     r = compiler::compile_model(req);
-    eta->update("writing " + out, 1);
-    write_artifact(out, r.artifact);
-    artifact_bytes = r.artifact.size();
+    artifact_bytes = r.artifact_size;
     if (cache) {
       const auto t_store = std::chrono::steady_clock::now();
       eta->update("storing the artifact in the compile cache", 1);
       std::string why;
-      if (cache->store(key, r, &why)) {
+      if (cache->store(key, r, out, &why)) {
         cache_use.state = "stored";
       } else {
         warn(why);
@@ -189,7 +181,7 @@ void run_compile(const CompileCli& o) {
   }
   eta.reset();
   req.progress = nullptr;
-  if (!o.report.empty() && hit) r.artifact = read_artifact_file(out);
+  if (!o.report.empty() && r.artifact.empty()) r.artifact = read_artifact_file(out);
   if (!o.report.empty())
     write_compile_report(o.report, r, {o.model, out, o.target, o.auto_cast, req.opt_level});
   size_t device_parts = 0, host_parts = 0;

@@ -216,7 +216,7 @@ int main(int argc, char** argv) {
     fe::LoadedProgram p = fe::load_program(path);
     double ms = ms_since(t0);
     report("load_program (with SHA-256):", ms, read_ms, before, p);
-    std::printf("  %zu nodes, sha256 %.16s...\n", p.graph->nodes().size(), p.sha256.c_str());
+    std::printf("  %zu nodes, sha256 %.16s...\n", p.graph->nodes().size(), p.sha256.get().c_str());
   }
   return 0;
 }

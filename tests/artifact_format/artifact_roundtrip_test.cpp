@@ -1,6 +1,11 @@
 // Round trip and determinism of the artifact writer/reader, on hand-built device programs.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
 #include "artifact_format/crc32c.h"
 #include "artifact_format/mapped_file.h"
 #include "artifact_format/reader.h"
@@ -101,6 +106,77 @@ TEST(ArtifactRoundTrip, WriteFileThenMap) {
   auto a = read_artifact(f->bytes());
   ASSERT_TRUE(a.is_ok()) << a.status().message();
   EXPECT_EQ(a->contents.plan, w.contents().plan);
+}
+
+// A constant made by a fill at write time gives the same file as the same bytes held, in memory
+// and streamed to a file, with small, large and compressed constants; the fill runs once per
+// write and a throwing fill leaves no file behind.
+TEST(ArtifactRoundTrip, FilledConstantsWriteTheBytesHeldOnesWould) {
+  std::vector<float> big(300 * 1024), small(8);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i % 977) * 0.25f;
+  for (size_t i = 0; i < small.size(); ++i) small[i] = static_cast<float>(i) - 3.5f;
+  const auto big_bytes = testing::bytes_of(big), small_bytes = testing::bytes_of(small);
+  int fills = 0;
+  auto fill_of = [&fills](const std::vector<std::byte>& b) {
+    return ConstantFill{b.size(), [&fills, &b](std::span<std::byte> out) {
+                          ++fills;
+                          ASSERT_EQ(out.size(), b.size());
+                          std::memcpy(out.data(), b.data(), b.size());
+                        }};
+  };
+  auto writer = [&](bool filled) {
+    auto w = testing::two_partition_writer();
+    const std::vector<Dim> big_dims = {Dim::constant(static_cast<int64_t>(big.size()))};
+    const std::vector<Dim> small_dims = {Dim::constant(static_cast<int64_t>(small.size()))};
+    if (filled) {
+      w.add_constant("big", TensorDType::f32, big_dims, fill_of(big_bytes));
+      w.add_constant("small", TensorDType::f32, small_dims, fill_of(small_bytes));
+    } else {
+      w.add_constant("big", TensorDType::f32, big_dims, std::span<const std::byte>(big_bytes),
+                     kHostOnly);
+      w.add_constant("small", TensorDType::f32, small_dims, std::span<const std::byte>(small_bytes),
+                     kHostOnly);
+    }
+    return w;
+  };
+  for (const bool compress : {false, true}) {
+    SCOPED_TRACE(compress ? "compressed" : "raw");
+    const WriteOptions o{.compress_constants = compress};
+    auto held = writer(false).write_memory(o);
+    ASSERT_TRUE(held.is_ok()) << held.status().message();
+    fills = 0;
+    auto in_memory = writer(true).write_memory(o);
+    ASSERT_TRUE(in_memory.is_ok()) << in_memory.status().message();
+    EXPECT_EQ(fills, 2);
+    EXPECT_EQ(*in_memory, *held);
+    const std::string path = ::testing::TempDir() + "/filled.nca";
+    fills = 0;
+    ASSERT_TRUE(writer(true).write_file(path, o).is_ok());
+    EXPECT_EQ(fills, 2);
+    auto f = MappedFile::open(path);
+    ASSERT_TRUE(f.is_ok()) << f.status().message();
+    ASSERT_EQ(f->bytes().size(), held->size());
+    EXPECT_TRUE(std::equal(f->bytes().begin(), f->bytes().end(), held->begin()));
+    auto a = read_artifact(f->bytes());
+    ASSERT_TRUE(a.is_ok()) << a.status().message();
+    const auto got = a->constant_bytes(1);
+    ASSERT_EQ(got.size(), big_bytes.size());
+    EXPECT_EQ(0, std::memcmp(got.data(), big_bytes.data(), got.size()));
+  }
+  // A fill that fails: the error reaches the caller and neither the file nor its temporary is
+  // left.
+  auto w = testing::two_partition_writer();
+  w.add_constant("bad", TensorDType::f32, {Dim::constant(300 * 1024)},
+                 ConstantFill{300 * 1024 * 4,
+                              [](std::span<std::byte>) {
+                                throw std::runtime_error("constant 'bad': payload too short");
+                              }},
+                 kHostOnly);
+  const std::string path = ::testing::TempDir() + "/failed_fill.nca";
+  std::remove(path.c_str());
+  EXPECT_THROW((void)w.write_file(path), std::runtime_error);
+  EXPECT_FALSE(std::ifstream(path).good());
+  EXPECT_FALSE(std::ifstream(path + ".tmp").good());
 }
 
 TEST(ArtifactRoundTrip, EveryOpcodeRoundTrips) {

@@ -110,6 +110,35 @@ TEST(CompileCache, AHitGivesTheFreshCompilesArtifactAndReport) {
   EXPECT_EQ(compile_model(with_known).artifact, fresh.artifact);
 }
 
+// A compile that streams its artifact to a file (CompileRequest::output) writes the bytes it
+// would have returned, and the cache stores it from that file as it would from the bytes; a file
+// that is not the compiled artifact's size is refused, not stored.
+TEST(CompileCache, AnArtifactStreamedToItsFileIsCachedFromTheFile) {
+  const fs::path dir = fresh_dir("streamed");
+  CompileCache cache(dir / "cache");
+  const CompileRequest req = request(model_path());
+  const CacheKey key = cache.key(req);
+  const CompileResult in_memory = compile_model(req);
+  CompileRequest to_file = req;
+  to_file.output = (dir / "streamed.nca").string();
+  const CompileResult streamed = compile_model(to_file);
+  EXPECT_TRUE(streamed.artifact.empty());
+  EXPECT_EQ(streamed.artifact_size, in_memory.artifact.size());
+  EXPECT_EQ(read_file(dir / "streamed.nca"), in_memory.artifact);
+  EXPECT_FALSE(fs::exists(dir / "streamed.nca.tmp"));
+
+  std::string why;
+  CompileResult wrong_size = streamed;
+  wrong_size.artifact_size += 1;
+  EXPECT_FALSE(cache.store(key, wrong_size, dir / "streamed.nca", &why));
+  EXPECT_NE(why.find("expected the compiled artifact's"), std::string::npos) << why;
+  ASSERT_TRUE(cache.store(key, streamed, dir / "streamed.nca", &why)) << why;
+  auto hit = cache.fetch(key, dir / "out.nca", &why);
+  ASSERT_TRUE(hit) << why;
+  EXPECT_EQ(hit->artifact_bytes, in_memory.artifact.size());
+  EXPECT_EQ(read_file(dir / "out.nca"), in_memory.artifact);
+}
+
 TEST(CompileCache, ShapeBucketsAndHostNodesSurviveTheReport) {
   // A program with symbolic dims (buckets) and one with host partitions: their reports come
   // back whole.

@@ -41,7 +41,7 @@ TEST(LoadProgram, ExecuTorchLinearFixture) {
   EXPECT_EQ(p.torch_version, "2.9.0a0+fb");
   EXPECT_EQ(p.schema_major, 8);
   EXPECT_EQ(p.schema_minor, 12);
-  EXPECT_EQ(p.sha256, "17619460a5f1274fe80eccc5377b1bb1e2e35916c78b96d0e6cf2fc98c8e35df");
+  EXPECT_EQ(p.sha256.get(), "17619460a5f1274fe80eccc5377b1bb1e2e35916c78b96d0e6cf2fc98c8e35df");
   const ir::Graph& g = *p.graph;
   ASSERT_EQ(g.nodes().size(), 1u);
   EXPECT_EQ(g.nodes()[0]->op(), "aten.linear.default");

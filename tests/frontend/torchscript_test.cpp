@@ -181,7 +181,7 @@ TEST_P(TorchScriptZoo, LoadsVerifiesAndMatchesThePt2Weights) {
   LoadedProgram p = load_program(dir + "model.pt");
   const ir::Graph& g = *p.graph;
   EXPECT_EQ(p.container, "torchscript");
-  EXPECT_EQ(p.sha256.size(), 64u);
+  EXPECT_EQ(p.sha256.get().size(), 64u);
   EXPECT_EQ(ir::verify(g), std::vector<std::string>{});
   EXPECT_EQ(g.nodes().size(), e.nodes) << ir::print(g);
   std::map<std::string, size_t> ops = op_counts(g);
