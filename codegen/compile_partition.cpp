@@ -324,7 +324,26 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
   const PayloadReader reader(s.name, s.payload, shape, s.dtype);
   if (same_bytes) {
     if (const std::byte* src = reader.contiguous_data()) {
-      lay_out([&](int64_t j, int64_t i) { std::memcpy(o + j * es, src + i * es, es); });
+      // The element size a constant, so each move is one load and one store.
+      auto move = [&]<size_t kSize>() {
+        lay_out([&](int64_t j, int64_t i) { std::memcpy(o + j * kSize, src + i * kSize, kSize); });
+      };
+      switch (es) {
+        case 1:
+          move.template operator()<1>();
+          return;
+        case 2:
+          move.template operator()<2>();
+          return;
+        case 4:
+          move.template operator()<4>();
+          return;
+        case 8:
+          move.template operator()<8>();
+          return;
+        default:
+          lay_out([&](int64_t j, int64_t i) { std::memcpy(o + j * es, src + i * es, es); });
+      }
       return;
     }
   }

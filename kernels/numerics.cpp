@@ -144,6 +144,33 @@ bool have_avx2() {
 }
 #endif
 
+#if defined(__x86_64__)
+// fp32 -> bf16 of a run, rounding to nearest even and quieting NaNs exactly as
+// f32_to_bf16_nearest does, eight at a time (a folded weight cast is hundreds of millions).
+__attribute__((target("avx2"))) void narrow_bf16_avx2(const float* src, std::byte* dst, size_t n) {
+  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+  const __m256i bias = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1);
+  const __m256i quiet = _mm256_set1_epi32(0x40);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    const __m256i high = _mm256_srli_epi32(b, 16);
+    const __m256i rne = _mm256_srli_epi32(
+        _mm256_add_epi32(_mm256_add_epi32(b, bias), _mm256_and_si256(high, one)), 16);
+    const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(b, abs_mask), inf);
+    const __m256i r = _mm256_blendv_epi8(rne, _mm256_or_si256(high, quiet), is_nan);
+    // Eight 32-bit results below 2^16 to eight 16-bit ones: pack within each 128-bit lane,
+    // then bring the two lanes' low halves together.
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0b1000);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 2 * i), _mm256_castsi256_si128(packed));
+  }
+  for (; i < n; ++i) {
+    const uint16_t h = f32_to_bf16_nearest(src[i]);
+    std::memcpy(dst + 2 * i, &h, 2);
+  }
+}
+#endif
+
 void widen_bf16(const std::byte* src, float* dst, size_t n) {
 #if defined(__x86_64__)
   if (have_avx2()) return widen_bf16_avx2(src, dst, n);
@@ -325,6 +352,9 @@ void store_f32_n(std::byte* dst, DType t, const float* src, size_t n, Rounding r
         std::memcpy(dst, src, n * 4);
         return;
       case DType::bf16: {
+#if defined(__x86_64__)
+        if (have_avx2()) return narrow_bf16_avx2(src, dst, n);
+#endif
         auto* d = reinterpret_cast<unsigned char*>(dst);
         for (size_t i = 0; i < n; ++i) {
           const uint16_t b = f32_to_bf16_nearest(src[i]);

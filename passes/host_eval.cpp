@@ -1,6 +1,8 @@
 // Node evaluation through the host kernels, and constants as host tensors (see the header).
 #include "passes/host_eval.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 
@@ -235,16 +237,20 @@ Result<std::vector<DenseTensor>> evaluate_on_host(const ir::Node& n,
   } catch (const ir::Error& e) {
     return fail(e.what());
   }
-  std::vector<std::shared_ptr<std::vector<std::byte>>> out_bytes;  // zeroed, as kernels expect
+  // Zeroed, as kernels expect, by calloc: a large block comes from pages the kernel hands out
+  // zeroed, so a weight-sized result (a folded cast) is not cleared twice.
+  std::vector<std::shared_ptr<std::byte>> out_bytes;
   std::vector<host::HostTensor> out_views;
   out_views.reserve(n.outputs().size());
   for (const ir::Value* o : n.outputs()) {
     auto shape = static_shape(o->shape());
     if (!shape) return fail("output '" + o->name() + "' has a symbolic shape");
     const ::neuronc::DType t = ir::element_type(o->dtype());
-    out_bytes.push_back(std::make_shared<std::vector<std::byte>>(
-        static_cast<size_t>(count(*shape)) * ::neuronc::dtype_size(t)));
-    out_views.push_back({out_bytes.back()->data(), t, *shape});
+    const size_t bytes = static_cast<size_t>(count(*shape)) * ::neuronc::dtype_size(t);
+    auto* p = static_cast<std::byte*>(std::calloc(std::max<size_t>(bytes, 1), 1));
+    if (!p) return fail("cannot allocate " + std::to_string(bytes) + " bytes for its result");
+    out_bytes.emplace_back(p, std::free);
+    out_views.push_back({out_bytes.back().get(), t, *shape});
   }
   std::vector<host::HostTensor*> out_ptrs;
   for (host::HostTensor& v : out_views) out_ptrs.push_back(&v);
@@ -252,7 +258,7 @@ Result<std::vector<DenseTensor>> evaluate_on_host(const ir::Node& n,
   if (Status st = kernel(ctx); !st.is_ok()) return st;
   std::vector<DenseTensor> out;
   for (size_t i = 0; i < out_views.size(); ++i)
-    out.push_back({out_views[i].dtype, out_views[i].shape, out_bytes[i]->data(), out_bytes[i]});
+    out.push_back({out_views[i].dtype, out_views[i].shape, out_bytes[i].get(), out_bytes[i]});
   return out;
 }
 

@@ -168,5 +168,33 @@ TEST(LoadF32Strided, EqualsLoadF32ElementByElement) {
   }
 }
 
+// The run conversion to bf16 (vectorised where the CPU has AVX2) gives every element the bytes
+// the one-element rounding does: ties to even, overflow to infinity, NaNs quieted with their
+// sign and payload's top bits, for every run length around the vector width.
+TEST(StoreF32N, Bf16RunEqualsRoundingEachElement) {
+  std::vector<float> src;
+  for (uint32_t bits :
+       {0x00000000u, 0x80000000u, 0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu, 0xff7fffffu,
+        0x7f800000u, 0xff800000u, 0x7f800001u, 0xff800001u, 0x7fc00000u, 0xffffffffu, 0x7fbfffffu,
+        0x00000001u, 0x807fffffu, 0x4049ffffu})
+    src.push_back(std::bit_cast<float>(bits));
+  uint64_t x = 0x2545f4914f6cdd1dull;
+  while (src.size() < 83) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    src.push_back(std::bit_cast<float>(static_cast<uint32_t>(x)));
+  }
+  for (size_t n = 0; n <= src.size(); ++n) {
+    std::vector<std::byte> got(2 * n + 2, std::byte{0xcd});
+    kernels::store_f32_n(got.data(), DType::bf16, src.data(), n);
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t h;
+      std::memcpy(&h, got.data() + 2 * i, 2);
+      EXPECT_EQ(h, kernels::f32_to_bf16_nearest(src[i]))
+          << "run of " << n << ", element " << i << " bits " << std::bit_cast<uint32_t>(src[i]);
+    }
+    EXPECT_EQ(got[2 * n], std::byte{0xcd}) << "run of " << n << " wrote past its end";
+  }
+}
+
 }  // namespace
 }  // namespace neuronc::device
