@@ -280,16 +280,17 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
   // Stored element j gets logical element i: put(j, i) for every element of the layout.
   auto lay_out = [&](auto put) {
     // The transpose [K, N] of [N, K] in column blocks of `w` columns (w = N: the plain
-    // transpose), as column_blocked_to_logical maps it, in 32 x 32 tiles so that the reads and
-    // the writes both stay within a few cache lines.
+    // transpose), as column_blocked_to_logical maps it, in 16 x 16 tiles written row by row:
+    // few enough cache lines that power-of-two row strides do not evict each other (a 4096-wide
+    // bf16 transpose: 0.5 ns per element against 6.6 with 32 x 32 tiles read row by row).
     auto blocked_transpose = [&](int64_t rows, int64_t cols, int64_t w) {
-      constexpr int64_t kTile = 32;
+      constexpr int64_t kTile = 16;
       for (int64_t b0 = 0; b0 < rows; b0 += w) {
         const int64_t width = std::min(w, rows - b0), base = b0 * cols;
         for (int64_t k0 = 0; k0 < cols; k0 += kTile)
           for (int64_t c0 = 0; c0 < width; c0 += kTile)
-            for (int64_t c = c0, c1 = std::min(c0 + kTile, width); c < c1; ++c)
-              for (int64_t k = k0, k1 = std::min(k0 + kTile, cols); k < k1; ++k)
+            for (int64_t k = k0, k1 = std::min(k0 + kTile, cols); k < k1; ++k)
+              for (int64_t c = c0, c1 = std::min(c0 + kTile, width); c < c1; ++c)
                 put(base + k * width + c, (b0 + c) * cols + k);
       }
     };
