@@ -8,6 +8,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "kernels/zeroed_bytes.h"
 #include "passes/host_eval.h"
 #include "passes/rewrite.h"
 
@@ -70,10 +71,17 @@ class Fuser {
     return !has_bias(a) || a.input(2)->dtype() == b.input(2)->dtype();
   }
 
+  struct Stacked {
+    std::shared_ptr<std::byte> bytes;
+    size_t size = 0;
+  };
+  // Null `bytes`: absent (weights-free).
   ir::Value* add_constant(const std::string& base, ir::DType dtype,
-                          const std::vector<int64_t>& shape,
-                          std::shared_ptr<std::vector<std::byte>> bytes) {
-    return add_constant_input(g_, base, "fused." + base, dtype, shape, std::move(bytes));
+                          const std::vector<int64_t>& shape, std::optional<Stacked> bytes) {
+    if (!bytes) return add_constant_input(g_, base, "fused." + base, dtype, shape, nullptr);
+    ir::Value* c = add_constant_input(g_, base, "fused." + base, dtype, shape, nullptr);
+    c->set_payload(ir::ConstantPayload{bytes->bytes.get(), bytes->size, 0, {}, bytes->bytes});
+    return c;
   }
 
   static bool absent(const ir::Value* v) { return v && v->payload() && v->payload()->absent; }
@@ -81,24 +89,23 @@ class Fuser {
   // The siblings' weights (and biases) stacked along the output features: their bytes one after
   // another, copied once from the payloads (the rows of [N_i, K] weights of one dtype, so the
   // stack is the concatenation). Null when a payload is not dense.
-  static std::shared_ptr<std::vector<std::byte>> stacked(const std::vector<ir::Node*>& group,
-                                                         size_t input) {
+  static std::optional<Stacked> stacked(const std::vector<ir::Node*>& group, size_t input) {
     std::vector<DenseTensor> parts;
     size_t total = 0;
     for (ir::Node* n : group) {
-      if (ir::is_complex(n->input(input)->dtype())) return nullptr;
+      if (ir::is_complex(n->input(input)->dtype())) return std::nullopt;
       std::optional<DenseTensor> d = dense_constant(*n->input(input));
-      if (!d) return nullptr;
+      if (!d) return std::nullopt;
       total += d->nbytes();
       parts.push_back(std::move(*d));
     }
-    auto bytes = std::make_shared<std::vector<std::byte>>(total);
+    Stacked out{kernels::zeroed_bytes(total), total};  // huge pages for a weight-sized stack
     size_t at = 0;
     for (const DenseTensor& d : parts) {
-      if (d.nbytes()) std::memcpy(bytes->data() + at, d.data, d.nbytes());
+      if (d.nbytes()) std::memcpy(out.bytes.get() + at, d.data, d.nbytes());
       at += d.nbytes();
     }
-    return bytes;
+    return out;
   }
 
   bool fuse(const std::vector<ir::Node*>& group) {
@@ -116,7 +123,7 @@ class Fuser {
       if (has_bias(*n) && n->input(2)->type().shape[0] != n->input(1)->type().shape[0])
         return false;
     }
-    std::shared_ptr<std::vector<std::byte>> w_bytes, b_bytes;
+    std::optional<Stacked> w_bytes, b_bytes;
     if (!any_absent) {
       w_bytes = stacked(group, 1);
       if (!w_bytes) return false;

@@ -1,13 +1,13 @@
 // Node evaluation through the host kernels, and constants as host tensors (see the header).
 #include "passes/host_eval.h"
 
-#include <algorithm>
-#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <optional>
 
 #include "ir/op_registry.h"
 #include "kernels/numerics.h"
+#include "kernels/zeroed_bytes.h"
 
 namespace neuronc::passes {
 namespace {
@@ -237,8 +237,8 @@ Result<std::vector<DenseTensor>> evaluate_on_host(const ir::Node& n,
   } catch (const ir::Error& e) {
     return fail(e.what());
   }
-  // Zeroed, as kernels expect, by calloc: a large block comes from pages the kernel hands out
-  // zeroed, so a weight-sized result (a folded cast) is not cleared twice.
+  // Zeroed, as kernels expect: a weight-sized result (a folded cast) in huge pages the kernel
+  // hands out zeroed (kernels/zeroed_bytes.h).
   std::vector<std::shared_ptr<std::byte>> out_bytes;
   std::vector<host::HostTensor> out_views;
   out_views.reserve(n.outputs().size());
@@ -247,9 +247,11 @@ Result<std::vector<DenseTensor>> evaluate_on_host(const ir::Node& n,
     if (!shape) return fail("output '" + o->name() + "' has a symbolic shape");
     const ::neuronc::DType t = ir::element_type(o->dtype());
     const size_t bytes = static_cast<size_t>(count(*shape)) * ::neuronc::dtype_size(t);
-    auto* p = static_cast<std::byte*>(std::calloc(std::max<size_t>(bytes, 1), 1));
-    if (!p) return fail("cannot allocate " + std::to_string(bytes) + " bytes for its result");
-    out_bytes.emplace_back(p, std::free);
+    try {
+      out_bytes.push_back(kernels::zeroed_bytes(bytes));
+    } catch (const std::bad_alloc&) {
+      return fail("cannot allocate " + std::to_string(bytes) + " bytes for its result");
+    }
     out_views.push_back({out_bytes.back().get(), t, *shape});
   }
   std::vector<host::HostTensor*> out_ptrs;

@@ -8,7 +8,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <vector>
+
+#include "kernels/zeroed_bytes.h"
 
 namespace neuronc::device {
 namespace {
@@ -193,6 +196,23 @@ TEST(StoreF32N, Bf16RunEqualsRoundingEachElement) {
           << "run of " << n << ", element " << i << " bits " << std::bit_cast<uint32_t>(src[i]);
     }
     EXPECT_EQ(got[2 * n], std::byte{0xcd}) << "run of " << n << " wrote past its end";
+  }
+}
+
+// Zeroed blocks (kernels/zeroed_bytes.h), small ones from the heap and large ones mapped with
+// huge pages asked for: every byte zero, every byte writable, a distinct block each time, and a
+// non-null block for no bytes.
+TEST(ZeroedBytes, SmallAndLargeBlocksAreZeroAndWritable) {
+  for (size_t n : {size_t{0}, size_t{1}, size_t{4095}, size_t{4} << 20, (size_t{9} << 20) + 3}) {
+    std::shared_ptr<std::byte> a = kernels::zeroed_bytes(n), b = kernels::zeroed_bytes(n);
+    ASSERT_NE(a.get(), nullptr) << n;
+    EXPECT_NE(a.get(), b.get()) << n;
+    for (size_t i = 0; i < n; i += 4093) EXPECT_EQ(a.get()[i], std::byte{0}) << n << " at " << i;
+    if (n == 0) continue;
+    EXPECT_EQ(a.get()[n - 1], std::byte{0}) << n;
+    std::memset(a.get(), 0x5a, n);
+    EXPECT_EQ(a.get()[n - 1], std::byte{0x5a}) << n;
+    EXPECT_EQ(b.get()[n - 1], std::byte{0}) << n;
   }
 }
 
