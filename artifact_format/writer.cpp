@@ -19,6 +19,7 @@
 #include "artifact_format/root_codec.h"
 #include "artifact_format/segment_codec.h"
 #include "artifact_format/verifier.h"
+#include "kernels/zeroed_bytes.h"
 
 namespace neuronc::artifact {
 namespace {
@@ -449,7 +450,10 @@ namespace {
 // fill and reused, so no constant is held whole beside another.
 class FileSink final : public Sink {
  public:
-  explicit FileSink(int fd) : fd_(fd) {}
+  // `largest_fill`: the most bytes one fill makes, the scratch buffer's size (allocated once,
+  // in huge pages when large: kernels/zeroed_bytes.h).
+  FileSink(int fd, uint64_t largest_fill)
+      : fd_(fd), scratch_(kernels::zeroed_bytes(largest_fill)), scratch_size_(largest_fill) {}
   void resize(uint64_t) override {}
   void write_at(uint64_t offset, std::span<const std::byte> b) override {
     while (!b.empty() && error_.empty()) {
@@ -464,8 +468,9 @@ class FileSink final : public Sink {
     }
   }
   std::span<const std::byte> fill_at(uint64_t offset, const ConstantFill& f) override {
-    if (scratch_.size() < f.size) scratch_.resize(f.size);
-    const std::span<std::byte> made(scratch_.data(), f.size);
+    if (f.size > scratch_size_)
+      throw std::logic_error("artifact writer: a fill outgrew its buffer");
+    const std::span<std::byte> made(scratch_.get(), f.size);
     f.fill(made);
     write_at(offset, made);
     return made;
@@ -474,7 +479,8 @@ class FileSink final : public Sink {
 
  private:
   int fd_;
-  std::vector<std::byte> scratch_;
+  std::shared_ptr<std::byte> scratch_;
+  uint64_t scratch_size_;
   std::string error_;
 };
 
@@ -496,7 +502,10 @@ Status ArtifactWriter::write_file(const std::string& path, const WriteOptions& o
       if (!keep) ::unlink(name.c_str());
     }
   } temporary{fd, tmp};
-  FileSink sink(fd);
+  uint64_t largest_fill = 0;
+  for (const Payload& p : impl_->payloads)
+    if (p.fill) largest_fill = std::max(largest_fill, p.fill->size);
+  FileSink sink(fd, largest_fill);
   emit(impl_->contents, impl_->payloads, false, sink);
   std::string error = sink.error();
   const int closed = ::close(fd);
