@@ -267,28 +267,30 @@ Status exec_matmul(const ExecContext& ctx, const MatMul& x) {
   const int M = static_cast<int>(s.n);
   const int N = static_cast<int>(mv.n);
   if (x.accumulate) NEURONC_DEVICE_RETURN_IF_ERROR(check_accumulate(ctx, x.dst));
-  if (dense(s) && dense(mv) && dense(d) && x.dst.dtype == DType::f32) {
-    // The common case: every partition row is one contiguous run. The GEMM widens the operands
-    // while packing them and writes (or accumulates) fp32 straight into PSUM; an fp32 store
+  // The GEMM reads a dense operand (every partition row one contiguous run) in place; a strided
+  // one (a convolution's window over padded SBUF) has its rows gathered first, raw, in its own
+  // dtype. Either way the GEMM widens the elements as it packs them, exactly as gather_f32
+  // would, so a bf16 operand keeps the bf16 kernel instead of becoming an fp32 GEMM.
+  thread_local std::vector<std::byte> gathered_s, gathered_m;
+  auto operand = [&](const View& v, int n, std::vector<std::byte>& buf) -> GemmOperand {
+    if (dense(v)) return {v.base, size_t(v.pitch), v.dtype};
+    buf.resize(size_t(K) * size_t(n) * v.size);
+    for_partitions(ctx, K, uint64_t(K) * uint64_t(n),
+                   [&](int k) { gather_raw(v, k, buf.data() + size_t(k) * size_t(n) * v.size); });
+    return {buf.data(), size_t(n) * v.size, v.dtype};
+  };
+  const GemmOperand A = operand(s, M, gathered_s), B = operand(mv, N, gathered_m);
+  if (dense(d) && x.dst.dtype == DType::f32) {
+    // The common case: the GEMM writes (or accumulates) fp32 straight into PSUM; an fp32 store
     // never rounds, so this is bit-identical to the general path below.
-    gemm_at_b(M, N, K, {s.base, size_t(s.pitch), s.dtype}, {mv.base, size_t(mv.pitch), mv.dtype},
-              reinterpret_cast<float*>(d.base), size_t(d.pitch) / 4, x.accumulate);
+    gemm_at_b(M, N, K, A, B, reinterpret_cast<float*>(d.base), size_t(d.pitch) / 4, x.accumulate);
     mark_psum(ctx, x.dst, 1);
     return Status::ok();
   }
-  thread_local std::vector<float> a, b, c;
-  a.resize(size_t(K) * M);
-  b.resize(size_t(K) * N);
+  thread_local std::vector<float> c;
   c.resize(size_t(M) * N);
-  float* pa = a.data();
-  float* pb = b.data();
   float* pc = c.data();
-  const uint64_t work = uint64_t(K) * (M + N);
-  for_partitions(ctx, K, work, [&](int k) {
-    gather_f32(s, k, pa + size_t(k) * M);
-    gather_f32(mv, k, pb + size_t(k) * N);
-  });
-  gemm_at_b_f32(M, N, K, pa, M, pb, N, pc, N);
+  gemm_at_b(M, N, K, A, B, pc, N, false);
   for_partitions(ctx, M, uint64_t(M) * N, [&](int m) {
     float* row = pc + size_t(m) * N;
     if (x.accumulate) {
