@@ -117,16 +117,51 @@ void scatter_f32(const View& v, int p, const float* in, Rounding r, StochasticRo
   });
 }
 
+// Copies n elements of `size` bytes between a packed run and one `stride` bytes apart
+// (`to_strided` says which way), each copy one load and one store for the element sizes there
+// are (a convolution's stride-2 window reads bf16 elements one by one).
+void copy_strided(std::byte* packed, std::byte* strided, int64_t stride, uint32_t size, uint32_t n,
+                  bool to_strided) {
+  auto run = [&]<uint32_t kSize>() {
+    for (uint32_t i = 0; i < n; ++i) {
+      std::byte* s = strided + i * stride;
+      std::byte* d = packed + size_t{i} * kSize;
+      if (to_strided)
+        std::memcpy(s, d, kSize);
+      else
+        std::memcpy(d, s, kSize);
+    }
+  };
+  switch (size) {
+    case 1:
+      return run.template operator()<1>();
+    case 2:
+      return run.template operator()<2>();
+    case 4:
+      return run.template operator()<4>();
+    case 8:
+      return run.template operator()<8>();
+    default:
+      for (uint32_t i = 0; i < n; ++i) {
+        std::byte* s = strided + i * stride;
+        std::byte* d = packed + size_t{i} * size;
+        if (to_strided)
+          std::memcpy(s, d, size);
+        else
+          std::memcpy(d, s, size);
+      }
+  }
+}
+
 // Raw element bytes, packed.
 void gather_raw(const View& v, int p, std::byte* out) {
   const uint32_t n3 = v.count[3];
   const bool contig = v.inner_contiguous();
   for_each_inner(v, p, [&](std::byte* q) {
-    if (contig) {
+    if (contig)
       std::memcpy(out, q, size_t{n3} * v.size);
-    } else {
-      for (uint32_t i = 0; i < n3; ++i) std::memcpy(out + i * v.size, q + i * v.stride[3], v.size);
-    }
+    else
+      copy_strided(out, q, v.stride[3], v.size, n3, false);
     out += size_t{n3} * v.size;
   });
 }
@@ -135,11 +170,10 @@ void scatter_raw(const View& v, int p, const std::byte* in) {
   const uint32_t n3 = v.count[3];
   const bool contig = v.inner_contiguous();
   for_each_inner(v, p, [&](std::byte* q) {
-    if (contig) {
+    if (contig)
       std::memcpy(q, in, size_t{n3} * v.size);
-    } else {
-      for (uint32_t i = 0; i < n3; ++i) std::memcpy(q + i * v.stride[3], in + i * v.size, v.size);
-    }
+    else
+      copy_strided(const_cast<std::byte*>(in), q, v.stride[3], v.size, n3, true);
     in += size_t{n3} * v.size;
   });
 }
