@@ -270,13 +270,32 @@ inline uint16_t bf16_bits(const GemmOperand& x, int k, int i) {
 // Packs rows [0, K) x columns [c0, c0 + cb) of a bf16 operand into width-wide pair panels
 // [K/2][width]; odd K pads the last pair's even half with -0 (A) or +0 (B), whose product -0
 // leaves every sum unchanged, and columns past cb are zero.
-void pack_bf16_pairs(const GemmOperand& x, int K, int c0, int cb, int width, uint16_t pad,
-                     uint32_t* dst) {
+// (Only the bf16-pair path calls it, so AVX-512 is there: 16 columns at a time.)
+__attribute__((target("avx512f,avx512bw"))) void pack_bf16_pairs(const GemmOperand& x, int K,
+                                                                 int c0, int cb, int width,
+                                                                 uint16_t pad, uint32_t* dst) {
   const int pairs = (K + 1) / 2;
   for (int q = 0; q < pairs; ++q) {
     uint32_t* row = dst + size_t(q) * width;
     const int k = 2 * q;
-    for (int c = 0; c < cb; ++c) {
+    int c = 0;
+    const std::byte* hi_row = x.data + k * x.row_bytes + size_t(c0) * 2;
+    const std::byte* lo_row = k + 1 < K ? x.data + (k + 1) * x.row_bytes + size_t(c0) * 2 : nullptr;
+    // The zero-masking forms: GCC 12 calls the unmasked ones' undefined passthrough
+    // maybe-uninitialized.
+    const __mmask16 all = 0xffff;
+    const __m512i pad16 = _mm512_set1_epi32(pad);
+    for (; c + 16 <= cb; c += 16) {
+      const __m512i hi = _mm512_maskz_cvtepu16_epi32(
+          all, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hi_row + size_t(c) * 2)));
+      const __m512i lo =
+          lo_row ? _mm512_maskz_cvtepu16_epi32(
+                       all,
+                       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lo_row + size_t(c) * 2)))
+                 : pad16;
+      _mm512_storeu_si512(row + c, _mm512_or_si512(_mm512_maskz_slli_epi32(all, hi, 16), lo));
+    }
+    for (; c < cb; ++c) {
       const uint32_t lo = k + 1 < K ? bf16_bits(x, k + 1, c0 + c) : pad;
       row[c] = (uint32_t{bf16_bits(x, k, c0 + c)} << 16) | lo;
     }
