@@ -270,7 +270,7 @@ inline uint16_t bf16_bits(const GemmOperand& x, int k, int i) {
 // Packs rows [0, K) x columns [c0, c0 + cb) of a bf16 operand into width-wide pair panels
 // [K/2][width]; odd K pads the last pair's even half with -0 (A) or +0 (B), whose product -0
 // leaves every sum unchanged, and columns past cb are zero.
-// (Only the bf16-pair path calls it, so AVX-512 is there: 16 columns at a time.)
+// (Only the bf16-pair path calls it, so AVX-512 is there: 16 or 8 columns at a time.)
 __attribute__((target("avx512f,avx512bw"))) void pack_bf16_pairs(const GemmOperand& x, int K,
                                                                  int c0, int cb, int width,
                                                                  uint16_t pad, uint32_t* dst) {
@@ -294,6 +294,15 @@ __attribute__((target("avx512f,avx512bw"))) void pack_bf16_pairs(const GemmOpera
                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lo_row + size_t(c) * 2)))
                  : pad16;
       _mm512_storeu_si512(row + c, _mm512_or_si512(_mm512_maskz_slli_epi32(all, hi, 16), lo));
+    }
+    for (; c + 8 <= cb; c += 8) {  // an 8-row A panel
+      const __m256i hi = _mm256_cvtepu16_epi32(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(hi_row + size_t(c) * 2)));
+      const __m256i lo = lo_row ? _mm256_cvtepu16_epi32(_mm_loadu_si128(
+                                      reinterpret_cast<const __m128i*>(lo_row + size_t(c) * 2)))
+                                : _mm256_set1_epi32(pad);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + c),
+                          _mm256_or_si256(_mm256_slli_epi32(hi, 16), lo));
     }
     for (; c < cb; ++c) {
       const uint32_t lo = k + 1 < K ? bf16_bits(x, k + 1, c0 + c) : pad;
