@@ -230,7 +230,9 @@ struct ConstantSource {
   ir::DType dtype = ir::DType::f32;  // the value's (the payload's)
   std::vector<int64_t> shape;
   ir::ConstantPayload payload;  // its `owner` keeps the bytes alive
-  std::vector<double> values;   // when non-empty, these instead of the payload
+  // When set, these instead of the payload (codegen's own, alive while it runs: such a
+  // constant's bytes are made at once, never by a deferred fill).
+  const std::vector<double>* values = nullptr;
   bool transposed = false;
   std::vector<int64_t> perm;
   int64_t row_interleave = 0;
@@ -246,7 +248,7 @@ ConstantSource constant_source(const ir::Value* v, const std::vector<double>* va
   ConstantSource s{v->name(),  v->dtype(), static_shape(v), {},          {},
                    transposed, perm,       row_interleave,  column_block};
   if (values)
-    s.values = *values;
+    s.values = values;
   else
     s.payload = *v->payload();
   return s;
@@ -263,7 +265,7 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
   if (out.size() != static_cast<size_t>(n) * es)
     throw Error("constant '" + s.name + "': " + std::to_string(out.size()) +
                 " bytes to fill, expected " + std::to_string(static_cast<size_t>(n) * es));
-  const bool from_values = !s.values.empty() || n == 0;
+  const bool from_values = s.values != nullptr || n == 0;
   const bool same_bytes =
       ir::dtype_size(s.dtype) == es && s.dtype != ir::DType::f64 && s.dtype != ir::DType::i64;
   const bool raw = !from_values && s.payload.strides.empty() && !s.transposed &&
@@ -317,7 +319,7 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
   };
   std::byte* o = out.data();
   if (from_values) {
-    lay_out([&](int64_t j, int64_t i) { store_element(o + j * es, dt, s.values[i]); });
+    lay_out([&](int64_t j, int64_t i) { store_element(o + j * es, dt, (*s.values)[i]); });
     return;
   }
   // The payload's elements are the stored bytes already (the dtype the device keeps): moved,
@@ -967,7 +969,7 @@ class PartitionCompiler {
                           cb.transposed, cb.permutation, cb.row_interleave, cb.column_block));
       // A weight whose payload keeps its own bytes alive is laid out when the artifact is
       // written, straight into it; values codegen made, and borrowed payloads, now.
-      if (opts_.defer_constant_bytes && source->values.empty() && source->payload.owner) {
+      if (opts_.defer_constant_bytes && !source->values && source->payload.owner) {
         cb.size = source->size();
         cb.fill = [source](std::span<std::byte> out) { lay_out_constant(*source, out); };
         char where[64];

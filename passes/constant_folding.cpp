@@ -11,9 +11,17 @@
 namespace neuronc::passes {
 
 bool ConstantFolding::fits(const ir::Node& n) const {
+  // A cast to a dtype no wider (a weight's bf16 copy under --auto-cast) bloats nothing, at any
+  // size: folded here, it is one dense cast in the narrow type, where codegen would otherwise
+  // convert it element by element through doubles (a tied LM head: 262M of them).
+  const bool narrowing_cast =
+      (n.op() == "aten._to_copy.default" || n.op() == "aten.to.dtype") && n.inputs().size() >= 1 &&
+      n.outputs().size() == 1 && n.input(0) &&
+      ir::dtype_size(n.output()->dtype()) <= ir::dtype_size(n.input(0)->dtype());
   for (const ir::Value* out : n.outputs()) {
     auto numel = ir::numel(out->shape());
-    if (!numel || !numel->is_constant() || numel->coeff > max_elements_) return false;
+    if (!numel || !numel->is_constant()) return false;
+    if (numel->coeff > max_elements_ && !narrowing_cast) return false;
   }
   return true;
 }

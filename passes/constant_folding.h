@@ -6,8 +6,9 @@
 // of weights (auto-cast) into weights stored in the narrow type.
 //
 // One forward walk; results larger than `max_elements` stay in the graph (they would bloat the
-// artifact more than they save). Non-persistent buffers are constants too; persistent buffers
-// that the graph mutates are not (their runtime value may differ from the file's).
+// artifact more than they save), except casts to a dtype no wider, which bloat nothing.
+// Non-persistent buffers are constants too; persistent buffers that the graph mutates are not
+// (their runtime value may differ from the file's).
 #pragma once
 
 #include <cstdint>
@@ -23,7 +24,7 @@ class ConstantFolding : public Pass {
   bool run(ir::Graph& g) override;
 
  private:
-  // Every output is static and at most max_elements_ long.
+  // Every output is static and at most max_elements_ long (any length for a narrowing cast).
   bool fits(const ir::Node& n) const;
   int64_t max_elements_;
 };

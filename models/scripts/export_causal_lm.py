@@ -5,10 +5,12 @@ per prompt-length bucket, and a decode program, over a static KV cache.
     export_causal_lm.py HF_DIR OUT_DIR [--max-seq N] [--prefill-buckets 32,64,128]
                         [--decode-buckets 128,256,...] [--batch B] [--meta] [--prompt-len P]
                         [--new-tokens T] [--on-device-sampling [--max-top-k K]]
+                        [--random-weights]
     export_causal_lm.py --random FAMILY OUT_DIR [--heads H --kv-heads K] ...
                                                       (a small random model, for tests)
 
-HF_DIR is a `save_pretrained` directory (with --meta, a directory holding only config.json).
+HF_DIR is a `save_pretrained` directory (with --meta or --random-weights, a directory holding
+only config.json).
 Runs with the user's PyTorch and transformers. OUT_DIR receives:
 
     manifest.json           family, sizes, buckets, cache layout, files, versions
@@ -69,6 +71,20 @@ def fail(msg):
     sys.exit(2)
 
 
+def random_model(cfg, seed):
+    """The model of `cfg` in fp32 with seeded random weights. Variance-preserving: the
+    library's small init makes every logit nearly equal, and greedy tokens of a near-flat
+    distribution are decided by rounding noise."""
+    import transformers
+    torch.manual_seed(seed)
+    m = transformers.AutoModelForCausalLM.from_config(cfg).float()
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            if p.dim() >= 2:
+                p.normal_(0, 1 / p.shape[-1] ** 0.5)
+    return m.eval()
+
+
 def load(a):
     import transformers
     if a.random:
@@ -84,15 +100,7 @@ def load(a):
         if a.kv_heads:
             config["num_key_value_heads"] = a.kv_heads
         cfg = getattr(transformers, cls)(**config)
-        torch.manual_seed(a.seed)
-        m = transformers.AutoModelForCausalLM.from_config(cfg)
-        # Variance-preserving weights: the library's small init makes every logit nearly equal,
-        # and greedy tokens of a near-flat distribution are decided by rounding noise.
-        with torch.no_grad():
-            for name, p in m.named_parameters():
-                if p.dim() >= 2:
-                    p.normal_(0, 1 / p.shape[-1] ** 0.5)
-        return m.eval(), a.random
+        return random_model(cfg, a.seed), a.random
     cfg_path = os.path.join(a.hf_dir, "config.json")
     if not os.path.exists(cfg_path):
         fail(f"{a.hf_dir}: expected a save_pretrained directory with config.json, found none")
@@ -103,6 +111,8 @@ def load(a):
     if a.meta:
         with torch.device("meta"):
             m = transformers.AutoModelForCausalLM.from_config(cfg)
+    elif a.random_weights:
+        return random_model(cfg, a.seed), cfg.model_type
     else:
         m = transformers.AutoModelForCausalLM.from_pretrained(a.hf_dir, torch_dtype=torch.float32)
     return m.eval(), cfg.model_type
@@ -310,6 +320,10 @@ def main():
     ap.add_argument("--max-top-k", type=int, default=50,
                     help="with --on-device-sampling: the largest top-k a request may ask for")
     ap.add_argument("--meta", action="store_true", help="no weights: a timing-only export")
+    ap.add_argument("--random-weights", action="store_true",
+                    help="HF_DIR's config (config.json alone will do) with seeded random "
+                         "variance-preserving fp32 weights instead of its own: a full-size "
+                         "architecture whose outputs are computed, for simulator benchmarks")
     ap.add_argument("--prompt-len", type=int, default=12, help="the reference prompt's length")
     ap.add_argument("--new-tokens", type=int, default=64, help="the reference's new tokens")
     ap.add_argument("--seed", type=int, default=0)
@@ -321,6 +335,9 @@ def main():
         fail("expected HF_DIR or --random FAMILY")
     if a.random and a.meta:
         fail("--meta exports a real model's config without weights; --random makes weights")
+    if a.random_weights and (a.meta or a.random or not a.hf_dir):
+        fail("--random-weights gives HF_DIR's config random weights: expected HF_DIR, without "
+             "--meta or --random")
     try:
         buckets = sorted({int(b) for b in a.prefill_buckets.split(",") if b})
     except ValueError:
@@ -369,7 +386,9 @@ def main():
         "eos_token_id": m.config.eos_token_id, "kv_cache": cache, "programs": programs,
         "torch": torch.__version__,
         "transformers": __import__("transformers").__version__,
-        "source": "random:" + family if a.random else os.path.abspath(a.hf_dir)}
+        "source": ("random:" + family if a.random else
+                   "random weights:" + os.path.abspath(a.hf_dir) if a.random_weights else
+                   os.path.abspath(a.hf_dir))}
     if not a.meta:
         d = os.path.join(a.out, "reference")
         os.makedirs(d, exist_ok=True)
