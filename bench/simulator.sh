@@ -2,8 +2,15 @@
 # Host time per simulated inference beside PyTorch eager on the same CPU and the same inputs
 # (issue 19): writes bench/results/simulator.md.
 #
-#   sudo bench/simulator.sh                 # resnet50 resnet101 bert_base bert_large
+#   sudo bench/simulator.sh                 # resnet50 resnet101 bert_base bert_large, and the
+#                                           # LLM decode step llama32_1b_4layers_decode
 #   MODELS="resnet50" sudo bench/simulator.sh
+#
+# The decode step is one token through Llama-3.2-1B cut to 4 layers (models/llm_configs), with
+# seeded random weights, over a 256-position KV cache: the decode program of
+#   python3 models/scripts/export_causal_lm.py models/llm_configs/llama32_1b_4layers OUT \
+#       --random-weights --max-seq 256 --prefill-buckets 32 --decode-buckets 256
+# (run in the export chroot; move OUT/decode to models/full/llama32_1b_4layers_decode).
 #
 # Needs the full-size zoo (models/export_all.sh --full --no-intermediates), a release build
 # (NEURONC, default build/tools/neuronc) and, for the PyTorch column, the export chroot
@@ -27,7 +34,7 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
 NEURONC="${NEURONC:-$ROOT/build/tools/neuronc}"
 OUT="${OUT:-$ROOT/bench/results/simulator.md}"
-MODELS="${MODELS:-resnet50 resnet101 bert_base bert_large}"
+MODELS="${MODELS:-resnet50 resnet101 bert_base bert_large llama32_1b_4layers_decode}"
 SID_DIR="${NEURONC_SID_CHROOT:-/var/tmp/neuronc-sid}"
 [[ -x "$NEURONC" ]] || { echo "simulator.sh: build neuronc first ($NEURONC)" >&2; exit 2; }
 [[ -x "$SID_DIR/usr/bin/python3" ]] || { echo "simulator.sh: no export chroot at $SID_DIR" >&2; exit 2; }
@@ -59,15 +66,27 @@ out = {"torch": torch.__version__,
        "blas": os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3"), "models": {}}
 for name in sys.argv[1:]:
     d = f"/tmp/neuronc_simulator_bench/{name}"
-    m = torch.export.load(f"{d}/model.pt2").module()
+    ep = torch.export.load(f"{d}/model.pt2")
+    m = ep.module()
+    for p in m.parameters():
+        p.requires_grad_(False)  # the TorchScript-based ONNX exporter refuses graph outputs that need grad
     args = [torch.from_numpy(np.load(p)) for p in sorted(glob.glob(f"{d}/input_*.npy"))]
+    # Positionally, or by name: a program traced with keyword arguments (export_causal_lm.py's)
+    # takes only those.
+    names = list(ep.graph_signature.user_inputs)
+    spec = ep.call_spec.in_spec  # (args, kwargs)
+    by_name = bool((spec.child(1) if hasattr(spec, "child") else spec.children_specs[1]).context)
+
+    def call(*a):
+        return m(**dict(zip(names, a))) if by_name else m(*a)
+
     with torch.no_grad():
         for _ in range(2):
-            m(*args)
+            call(*args)
         times = []
         for _ in range(7):
             t0 = time.perf_counter()
-            m(*args)
+            call(*args)
             times.append(time.perf_counter() - t0)
     out["models"][name] = statistics.median(times)
     try:
@@ -87,10 +106,11 @@ for name in sys.argv[1:]:
             return self
 
         def forward(self, *a):
-            return self.m(*a)
+            return call(*a)
 
     onnx_path = f"{d}/model.onnx"
-    torch.onnx.export(Unlifted(m), tuple(args), onnx_path, dynamo=False)
+    with torch.no_grad():
+        torch.onnx.export(Unlifted(m), tuple(args), onnx_path, dynamo=False)
     so = ort.SessionOptions()
     so.intra_op_num_threads = 2
     so.inter_op_num_threads = 1
@@ -104,7 +124,7 @@ for name in sys.argv[1:]:
         got = sess.run(None, feed)
         times.append(time.perf_counter() - t0)
     with torch.no_grad():
-        ref = m(*args)
+        ref = call(*args)
     ref = ref[0] if isinstance(ref, (tuple, list)) else ref
     diff = float(np.abs(got[0] - ref.numpy()).max())
     scale = float(np.abs(ref.numpy()).max())
