@@ -468,6 +468,10 @@ class FileSink final : public Sink {
     }
   }
   std::span<const std::byte> fill_at(uint64_t offset, const ConstantFill& f) override {
+    if (f.as_is.size() == f.size) {
+      write_at(offset, f.as_is);
+      return f.as_is;
+    }
     if (f.size > scratch_size_)
       throw std::logic_error("artifact writer: a fill outgrew its buffer");
     const std::span<std::byte> made(scratch_.get(), f.size);
@@ -504,7 +508,8 @@ Status ArtifactWriter::write_file(const std::string& path, const WriteOptions& o
   } temporary{fd, tmp};
   uint64_t largest_fill = 0;
   for (const Payload& p : impl_->payloads)
-    if (p.fill) largest_fill = std::max(largest_fill, p.fill->size);
+    if (p.fill && p.fill->as_is.size() != p.fill->size)
+      largest_fill = std::max(largest_fill, p.fill->size);
   FileSink sink(fd, largest_fill);
   emit(impl_->contents, impl_->payloads, false, sink);
   std::string error = sink.error();

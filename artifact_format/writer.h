@@ -30,6 +30,10 @@ namespace neuronc::artifact {
 struct ConstantFill {
   uint64_t size = 0;
   std::function<void(std::span<std::byte>)> fill;
+  // When the bytes already exist as they are to be stored (a weight kept in its file's dtype
+  // and layout): those `size` bytes, kept alive by whatever `fill` holds. A file is then
+  // written straight from them, with no copy through the writer's buffer.
+  std::span<const std::byte> as_is;
 };
 
 struct WriteOptions {

@@ -138,6 +138,9 @@ struct ConstantBinding {
   std::vector<std::byte> data;
   uint64_t size = 0;
   std::function<void(std::span<std::byte>)> fill;
+  // With `fill`, when the stored bytes are the payload's as they are (its dtype, row-major):
+  // those bytes, which `fill` keeps alive (artifact::ConstantFill::as_is).
+  std::span<const std::byte> as_is;
   // With `fill`: which payload bytes, in which dtype, it reads ("<dtype>@<address>+<offset>"),
   // the same for every binding of one weight within one compile (sharing between partitions).
   std::string fill_source;

@@ -152,6 +152,19 @@ uint64_t checked_bytes(int64_t n, DType dt, const std::string& what) {
   return bytes;
 }
 
+// Whether a payload's elements lie row-major over `shape`: no strides given, or the dense ones
+// (a dim of one element may have any stride).
+bool row_major(const ir::ConstantPayload& p, const std::vector<int64_t>& shape) {
+  if (p.strides.empty()) return true;
+  if (p.strides.size() != shape.size()) return false;
+  int64_t dense = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] != 1 && p.strides[d] != dense) return false;
+    dense *= shape[d];
+  }
+  return true;
+}
+
 // Reads the elements of a constant's payload (row-major over the value's shape) as double, the
 // shape and strides taken once, not per element.
 class PayloadReader {
@@ -167,7 +180,7 @@ class PayloadReader {
         type_(ir::element_type(dtype)) {
     if (ir::is_complex(dtype)) throw Error("constant '" + name + "' is complex");
     // A payload with explicit strides (a tensor-parallel slice, say) is read through them.
-    contiguous_ = p_.strides.empty();
+    contiguous_ = row_major(p_, shape_);
   }
   double operator()(int64_t i) const { return kernels::load_double(at(i), type_); }
   // The bytes of the first element when the payload is contiguous and holds every element, so
@@ -254,6 +267,25 @@ ConstantSource constant_source(const ir::Value* v, const std::vector<double>* va
   return s;
 }
 
+// The payload's bytes when they are the stored bytes as they are (the device keeps the dtype,
+// and the layout is the payload's own row-major order), else empty. Throws when the payload is
+// shorter than the shape needs.
+std::span<const std::byte> as_is(const ConstantSource& s) {
+  const int64_t n = numel(s.shape);
+  const size_t es = device::dtype_size(s.dt());
+  const bool same_bytes =
+      ir::dtype_size(s.dtype) == es && s.dtype != ir::DType::f64 && s.dtype != ir::DType::i64;
+  if (s.values || n == 0 || !row_major(s.payload, s.shape) || s.transposed || s.column_block != 0 ||
+      !s.perm.empty() || s.row_interleave != 0 || !same_bytes)
+    return {};
+  const ir::ConstantPayload& p = s.payload;
+  const size_t need = static_cast<size_t>(p.storage_offset + n) * es;
+  if (need > p.nbytes)
+    throw Error("constant '" + s.name + "' payload holds " + std::to_string(p.nbytes) +
+                " bytes, expected " + std::to_string(need));
+  return {p.data + p.storage_offset * es, static_cast<size_t>(n) * es};
+}
+
 // Writes the constant's bytes in the device dtype into `out` (exactly s.size() bytes):
 // `transposed` stores the 2-D transpose, a non-empty `perm` the tensor permuted by it (stored
 // dim i = logical dim perm[i]).
@@ -268,15 +300,8 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
   const bool from_values = s.values != nullptr || n == 0;
   const bool same_bytes =
       ir::dtype_size(s.dtype) == es && s.dtype != ir::DType::f64 && s.dtype != ir::DType::i64;
-  const bool raw = !from_values && s.payload.strides.empty() && !s.transposed &&
-                   s.column_block == 0 && s.perm.empty() && s.row_interleave == 0 && same_bytes;
-  if (raw) {
-    const ir::ConstantPayload& p = s.payload;
-    const size_t need = static_cast<size_t>(p.storage_offset + n) * es;
-    if (need > p.nbytes)
-      throw Error("constant '" + s.name + "' payload holds " + std::to_string(p.nbytes) +
-                  " bytes, expected " + std::to_string(need));
-    std::memcpy(out.data(), p.data + p.storage_offset * es, out.size());
+  if (const std::span<const std::byte> raw = as_is(s); !raw.empty()) {
+    std::memcpy(out.data(), raw.data(), out.size());
     return;
   }
   // Stored element j gets logical element i: put(j, i) for every element of the layout.
@@ -972,6 +997,7 @@ class PartitionCompiler {
       if (opts_.defer_constant_bytes && !source->values && source->payload.owner) {
         cb.size = source->size();
         cb.fill = [source](std::span<std::byte> out) { lay_out_constant(*source, out); };
+        cb.as_is = as_is(*source);
         char where[64];
         std::snprintf(where, sizeof where, "@%p+%lld",
                       static_cast<const void*>(source->payload.data),

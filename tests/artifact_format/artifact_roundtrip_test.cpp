@@ -117,24 +117,33 @@ TEST(ArtifactRoundTrip, FilledConstantsWriteTheBytesHeldOnesWould) {
   for (size_t i = 0; i < small.size(); ++i) small[i] = static_cast<float>(i) - 3.5f;
   const auto big_bytes = testing::bytes_of(big), small_bytes = testing::bytes_of(small);
   int fills = 0;
-  auto fill_of = [&fills](const std::vector<std::byte>& b) {
-    return ConstantFill{b.size(), [&fills, &b](std::span<std::byte> out) {
+  std::vector<float> kept(200 * 1024);  // a third, stored as it is (ConstantFill::as_is)
+  for (size_t i = 0; i < kept.size(); ++i) kept[i] = static_cast<float>(i % 613) - 7.0f;
+  const auto kept_bytes = testing::bytes_of(kept);
+  auto fill_of = [&fills](const std::vector<std::byte>& b, bool as_is = false) {
+    return ConstantFill{b.size(),
+                        [&fills, &b](std::span<std::byte> out) {
                           ++fills;
                           ASSERT_EQ(out.size(), b.size());
                           std::memcpy(out.data(), b.data(), b.size());
-                        }};
+                        },
+                        as_is ? std::span<const std::byte>(b) : std::span<const std::byte>()};
   };
   auto writer = [&](bool filled) {
     auto w = testing::two_partition_writer();
     const std::vector<Dim> big_dims = {Dim::constant(static_cast<int64_t>(big.size()))};
     const std::vector<Dim> small_dims = {Dim::constant(static_cast<int64_t>(small.size()))};
+    const std::vector<Dim> kept_dims = {Dim::constant(static_cast<int64_t>(kept.size()))};
     if (filled) {
       w.add_constant("big", TensorDType::f32, big_dims, fill_of(big_bytes));
       w.add_constant("small", TensorDType::f32, small_dims, fill_of(small_bytes));
+      w.add_constant("kept", TensorDType::f32, kept_dims, fill_of(kept_bytes, true));
     } else {
       w.add_constant("big", TensorDType::f32, big_dims, std::span<const std::byte>(big_bytes),
                      kHostOnly);
       w.add_constant("small", TensorDType::f32, small_dims, std::span<const std::byte>(small_bytes),
+                     kHostOnly);
+      w.add_constant("kept", TensorDType::f32, kept_dims, std::span<const std::byte>(kept_bytes),
                      kHostOnly);
     }
     return w;
@@ -147,12 +156,13 @@ TEST(ArtifactRoundTrip, FilledConstantsWriteTheBytesHeldOnesWould) {
     fills = 0;
     auto in_memory = writer(true).write_memory(o);
     ASSERT_TRUE(in_memory.is_ok()) << in_memory.status().message();
-    EXPECT_EQ(fills, 2);
+    EXPECT_EQ(fills, 3);
     EXPECT_EQ(*in_memory, *held);
     const std::string path = ::testing::TempDir() + "/filled.nca";
     fills = 0;
     ASSERT_TRUE(writer(true).write_file(path, o).is_ok());
-    EXPECT_EQ(fills, 2);
+    // The kept constant goes to the file from its own bytes, unless it is compressed.
+    EXPECT_EQ(fills, compress ? 3 : 2);
     auto f = MappedFile::open(path);
     ASSERT_TRUE(f.is_ok()) << f.status().message();
     ASSERT_EQ(f->bytes().size(), held->size());
@@ -170,7 +180,8 @@ TEST(ArtifactRoundTrip, FilledConstantsWriteTheBytesHeldOnesWould) {
                  ConstantFill{300 * 1024 * 4,
                               [](std::span<std::byte>) {
                                 throw std::runtime_error("constant 'bad': payload too short");
-                              }},
+                              },
+                              {}},
                  kHostOnly);
   const std::string path = ::testing::TempDir() + "/failed_fill.nca";
   std::remove(path.c_str());
