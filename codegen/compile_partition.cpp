@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
 #include <unordered_set>
 
 #include "codegen/codegen.h"
@@ -352,25 +353,25 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
   const PayloadReader reader(s.name, s.payload, shape, s.dtype);
   if (same_bytes) {
     if (const std::byte* src = reader.contiguous_data()) {
-      // The element size a constant, so each move is one load and one store.
-      auto move = [&]<size_t kSize>() {
-        lay_out([&](int64_t j, int64_t i) { std::memcpy(o + j * kSize, src + i * kSize, kSize); });
+      // The element size a compile-time constant where it can be: one load and one store.
+      auto move = [&](auto size) {
+        lay_out([&](int64_t j, int64_t i) { std::memcpy(o + j * size, src + i * size, size); });
       };
       switch (es) {
         case 1:
-          move.template operator()<1>();
-          return;
+          move(std::integral_constant<size_t, 1>{});
+          break;
         case 2:
-          move.template operator()<2>();
-          return;
+          move(std::integral_constant<size_t, 2>{});
+          break;
         case 4:
-          move.template operator()<4>();
-          return;
+          move(std::integral_constant<size_t, 4>{});
+          break;
         case 8:
-          move.template operator()<8>();
-          return;
+          move(std::integral_constant<size_t, 8>{});
+          break;
         default:
-          lay_out([&](int64_t j, int64_t i) { std::memcpy(o + j * es, src + i * es, es); });
+          move(es);
       }
       return;
     }

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "device/gemm.h"
 #include "device/verifier.h"
@@ -122,34 +123,28 @@ void scatter_f32(const View& v, int p, const float* in, Rounding r, StochasticRo
 // are (a convolution's stride-2 window reads bf16 elements one by one).
 void copy_strided(std::byte* packed, std::byte* strided, int64_t stride, uint32_t size, uint32_t n,
                   bool to_strided) {
-  auto run = [&]<uint32_t kSize>() {
+  // `es`: the element size, a compile-time constant where it can be.
+  auto run = [&](auto es) {
     for (uint32_t i = 0; i < n; ++i) {
       std::byte* s = strided + i * stride;
-      std::byte* d = packed + size_t{i} * kSize;
+      std::byte* d = packed + size_t{i} * es;
       if (to_strided)
-        std::memcpy(s, d, kSize);
+        std::memcpy(s, d, es);
       else
-        std::memcpy(d, s, kSize);
+        std::memcpy(d, s, es);
     }
   };
   switch (size) {
     case 1:
-      return run.template operator()<1>();
+      return run(std::integral_constant<size_t, 1>{});
     case 2:
-      return run.template operator()<2>();
+      return run(std::integral_constant<size_t, 2>{});
     case 4:
-      return run.template operator()<4>();
+      return run(std::integral_constant<size_t, 4>{});
     case 8:
-      return run.template operator()<8>();
+      return run(std::integral_constant<size_t, 8>{});
     default:
-      for (uint32_t i = 0; i < n; ++i) {
-        std::byte* s = strided + i * stride;
-        std::byte* d = packed + size_t{i} * size;
-        if (to_strided)
-          std::memcpy(s, d, size);
-        else
-          std::memcpy(d, s, size);
-      }
+      return run(size_t{size});
   }
 }
 
