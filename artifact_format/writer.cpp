@@ -47,6 +47,8 @@ class Sink {
   // Has `fill` make its bytes at `offset`; returns them (valid until the next call), for their
   // CRC.
   virtual std::span<const std::byte> fill_at(uint64_t offset, const ConstantFill& fill) = 0;
+  // Called when emit() is done with the bytes fill_at() returned for `fill`.
+  virtual void release(const ConstantFill&) {}
 };
 
 class MemorySink final : public Sink {
@@ -109,6 +111,7 @@ void emit(const ArtifactContents& contents, std::span<const Payload> payloads,
     if (p.fill) {
       const std::span<const std::byte> made = sink.fill_at(pos, *p.fill);
       if (i < c.segments.size()) c.segments[i].crc32c = crc32c(made);
+      sink.release(*p.fill);
       filled = true;
     } else {
       sink.write_at(pos, p.bytes);
@@ -470,7 +473,7 @@ class FileSink final : public Sink {
   std::span<const std::byte> fill_at(uint64_t offset, const ConstantFill& f) override {
     if (f.as_is.size() == f.size) {
       write_at(offset, f.as_is);
-      return f.as_is;
+      return f.as_is;  // its CRC is taken, then release() drops its pages
     }
     if (f.size > scratch_size_)
       throw std::logic_error("artifact writer: a fill outgrew its buffer");
@@ -478,6 +481,9 @@ class FileSink final : public Sink {
     f.fill(made);
     write_at(offset, made);
     return made;
+  }
+  void release(const ConstantFill& f) override {
+    if (f.drop_as_is && f.as_is.size() == f.size) f.drop_as_is(f.as_is.data(), f.as_is.size());
   }
   const std::string& error() const { return error_; }
 

@@ -34,6 +34,10 @@ struct ConstantFill {
   // and layout): those `size` bytes, kept alive by whatever `fill` holds. A file is then
   // written straight from them, with no copy through the writer's buffer.
   std::span<const std::byte> as_is;
+  // When set, called with `as_is` once a file has them: they lie in a read-only file mapping
+  // whose pages it drops from the process (ir::ConstantPayload::drop_pages; a later read brings
+  // them back from the file), so writing a model's weights leaves none of them resident.
+  void (*drop_as_is)(const std::byte* p, size_t n) = nullptr;
 };
 
 struct WriteOptions {

@@ -141,6 +141,7 @@ struct ConstantBinding {
   // With `fill`, when the stored bytes are the payload's as they are (its dtype, row-major):
   // those bytes, which `fill` keeps alive (artifact::ConstantFill::as_is).
   std::span<const std::byte> as_is;
+  void (*drop_as_is)(const std::byte*, size_t) = nullptr;  // the payload's drop_pages
   // With `fill`: which payload bytes, in which dtype, it reads ("<dtype>@<address>+<offset>"),
   // the same for every binding of one weight within one compile (sharing between partitions).
   std::string fill_source;

@@ -999,6 +999,7 @@ class PartitionCompiler {
         cb.size = source->size();
         cb.fill = [source](std::span<std::byte> out) { lay_out_constant(*source, out); };
         cb.as_is = as_is(*source);
+        if (!cb.as_is.empty()) cb.drop_as_is = source->payload.drop_pages;
         char where[64];
         std::snprintf(where, sizeof where, "@%p+%lld",
                       static_cast<const void*>(source->payload.data),

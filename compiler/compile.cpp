@@ -465,7 +465,7 @@ PartitionReport add_device_partition(const ir::Graph& g, const passes::Partition
     result.constant_bytes += cb.size;
     if (cb.fill) {  // made by the writer (one program, one core)
       w.add_constant(name, from_device_dtype(cb.dtype), plan_dims(shape),
-                     art::ConstantFill{cb.size, std::move(cb.fill), cb.as_is}, at);
+                     art::ConstantFill{cb.size, std::move(cb.fill), cb.as_is, cb.drop_as_is}, at);
       continue;
     }
     // The writer takes the bytes (tensor parallelism still reads them below: a copy).

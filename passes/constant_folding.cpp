@@ -105,13 +105,15 @@ bool ConstantFolding::run(ir::Graph& g) {
     }
     g.erase(n);
     changed = true;
-    // A mapped weight read for the last time (a cast folded into its bf16 copy) leaves this
-    // process's memory: the model's bytes are not held twice.
-    for (ir::Value* v : inputs)
-      if (v && !v->producer() && v->uses().empty() && v->payload() && v->payload()->drop_pages) {
-        known.erase(v);
-        v->payload()->drop_pages(v->payload()->data, v->payload()->nbytes);
-      }
+    // A mapped weight just read (a cast folded into its bf16 copy) leaves this process's
+    // memory, so the model's bytes are not held twice: dropping pages never changes a value, and
+    // a later read (a tied embedding's table, written out as it is) brings them back from the
+    // file. One read for the last time is forgotten too.
+    for (ir::Value* v : inputs) {
+      if (!v || v->producer() || !v->payload() || !v->payload()->drop_pages) continue;
+      if (v->uses().empty()) known.erase(v);
+      v->payload()->drop_pages(v->payload()->data, v->payload()->nbytes);
+    }
   }
   if (changed) g.erase_unused_constant_inputs();
   return changed;

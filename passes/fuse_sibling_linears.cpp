@@ -101,9 +101,14 @@ class Fuser {
     }
     Stacked out{kernels::zeroed_bytes(total), total};  // huge pages for a weight-sized stack
     size_t at = 0;
-    for (const DenseTensor& d : parts) {
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const DenseTensor& d = parts[i];
       if (d.nbytes()) std::memcpy(out.bytes.get() + at, d.data, d.nbytes());
       at += d.nbytes();
+      // A mapped weight just copied leaves this process's memory (as constant folding does:
+      // a later read brings its pages back from the file), so it is not held beside its copy.
+      const ir::ConstantPayload* p = group[i]->input(input)->payload();
+      if (p->drop_pages) p->drop_pages(p->data, p->nbytes);
     }
     return out;
   }

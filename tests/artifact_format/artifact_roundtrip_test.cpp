@@ -120,6 +120,7 @@ TEST(ArtifactRoundTrip, FilledConstantsWriteTheBytesHeldOnesWould) {
   std::vector<float> kept(200 * 1024);  // a third, stored as it is (ConstantFill::as_is)
   for (size_t i = 0; i < kept.size(); ++i) kept[i] = static_cast<float>(i % 613) - 7.0f;
   const auto kept_bytes = testing::bytes_of(kept);
+  static size_t dropped;  // bytes handed to drop_as_is
   auto fill_of = [&fills](const std::vector<std::byte>& b, bool as_is = false) {
     return ConstantFill{b.size(),
                         [&fills, &b](std::span<std::byte> out) {
@@ -127,7 +128,8 @@ TEST(ArtifactRoundTrip, FilledConstantsWriteTheBytesHeldOnesWould) {
                           ASSERT_EQ(out.size(), b.size());
                           std::memcpy(out.data(), b.data(), b.size());
                         },
-                        as_is ? std::span<const std::byte>(b) : std::span<const std::byte>()};
+                        as_is ? std::span<const std::byte>(b) : std::span<const std::byte>(),
+                        as_is ? +[](const std::byte*, size_t n) { dropped += n; } : nullptr};
   };
   auto writer = [&](bool filled) {
     auto w = testing::two_partition_writer();
@@ -154,15 +156,19 @@ TEST(ArtifactRoundTrip, FilledConstantsWriteTheBytesHeldOnesWould) {
     auto held = writer(false).write_memory(o);
     ASSERT_TRUE(held.is_ok()) << held.status().message();
     fills = 0;
+    dropped = 0;
     auto in_memory = writer(true).write_memory(o);
     ASSERT_TRUE(in_memory.is_ok()) << in_memory.status().message();
     EXPECT_EQ(fills, 3);
+    EXPECT_EQ(dropped, 0u);  // memory is no file
     EXPECT_EQ(*in_memory, *held);
     const std::string path = ::testing::TempDir() + "/filled.nca";
     fills = 0;
     ASSERT_TRUE(writer(true).write_file(path, o).is_ok());
-    // The kept constant goes to the file from its own bytes, unless it is compressed.
+    // The kept constant goes to the file from its own bytes, whose pages are then dropped,
+    // unless it is compressed (made into the writer's memory like the rest).
     EXPECT_EQ(fills, compress ? 3 : 2);
+    EXPECT_EQ(dropped, compress ? 0u : kept_bytes.size());
     auto f = MappedFile::open(path);
     ASSERT_TRUE(f.is_ok()) << f.status().message();
     ASSERT_EQ(f->bytes().size(), held->size());
