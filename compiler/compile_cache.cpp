@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iomanip>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
@@ -300,6 +301,22 @@ uint32_t crc_of(const void* p, size_t n) {
   return artifact::crc32c(std::span<const std::byte>(static_cast<const std::byte*>(p), n));
 }
 
+// The CRC32C of `n` bytes at `offset` of `fd`, read (not mapped: no page faults, and nothing
+// stays resident) in 4 MiB pieces; nullopt on a short read.
+std::optional<uint32_t> crc_of_range(int fd, uint64_t offset, uint64_t n) {
+  std::vector<std::byte> buf(std::min<uint64_t>(n, uint64_t{4} << 20));
+  uint32_t crc = 0;
+  for (uint64_t off = 0; off < n;) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), n - off));
+    const ssize_t r = ::pread(fd, buf.data(), want, static_cast<off_t>(offset + off));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return std::nullopt;
+    crc = artifact::crc32c(std::span<const std::byte>(buf.data(), static_cast<size_t>(r)), crc);
+    off += static_cast<uint64_t>(r);
+  }
+  return crc;
+}
+
 struct EntryHeader {
   uint32_t report_bytes = 0;
   uint64_t artifact_offset = 0, artifact_bytes = 0;
@@ -527,20 +544,9 @@ std::optional<CompileCache::Hit> CompileCache::fetch(const CacheKey& key, const 
     return corrupt(std::string("report: ") + e.what());
   }
   hit.artifact_bytes = h.artifact_bytes;
-  {
-    // Read, not mapped: no page faults, and nothing of the artifact stays resident.
-    std::vector<std::byte> buf(std::min<uint64_t>(h.artifact_bytes, uint64_t{4} << 20));
-    uint32_t crc = 0;
-    for (uint64_t off = 0; off < h.artifact_bytes;) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), h.artifact_bytes - off));
-      const ssize_t r = ::pread(fd, buf.data(), n, static_cast<off_t>(h.artifact_offset + off));
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) return corrupt("short read of the artifact");
-      crc = artifact::crc32c(std::span<const std::byte>(buf.data(), static_cast<size_t>(r)), crc);
-      off += static_cast<uint64_t>(r);
-    }
-    if (crc != h.artifact_crc) return corrupt("artifact CRC32C mismatch");
-  }
+  const std::optional<uint32_t> crc = crc_of_range(fd, h.artifact_offset, h.artifact_bytes);
+  if (!crc) return corrupt("short read of the artifact");
+  if (*crc != h.artifact_crc) return corrupt("artifact CRC32C mismatch");
   AtomicFile out(output);
   if (!out.ok() || !copy_range(fd, h.artifact_offset, h.artifact_bytes, out) || !out.commit()) {
     *why = out.ok()
@@ -585,23 +591,12 @@ bool CompileCache::store(const CacheKey& key, const CompileResult& result,
              "; it was not cached";
       return false;
     }
-    std::vector<char> buf(size_t{4} << 20);
-    uint64_t off = 0;
-    while (off < artifact_bytes) {
-      const ssize_t r =
-          ::pread(in, buf.data(), std::min<uint64_t>(buf.size(), artifact_bytes - off),
-                  static_cast<off_t>(off));
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) {
-        *why = "cannot read '" + artifact_file.string() + "': " + errno_text();
-        return false;
-      }
-      artifact_crc = artifact::crc32c(
-          std::span<const std::byte>(reinterpret_cast<const std::byte*>(buf.data()),
-                                     static_cast<size_t>(r)),
-          artifact_crc);
-      off += static_cast<uint64_t>(r);
+    const std::optional<uint32_t> crc = crc_of_range(in, 0, artifact_bytes);
+    if (!crc) {
+      *why = "cannot read '" + artifact_file.string() + "': " + errno_text();
+      return false;
     }
+    artifact_crc = *crc;
   } else {
     artifact_crc = crc_of(result.artifact.data(), result.artifact.size());
   }
