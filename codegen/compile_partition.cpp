@@ -254,6 +254,11 @@ struct ConstantSource {
 
   uint64_t size() const { return static_cast<uint64_t>(numel(shape)) * device::dtype_size(dt()); }
   DType dt() const { return device_dtype(dtype); }
+  // Whether the device keeps the payload's own element bytes (no conversion).
+  bool same_bytes() const {
+    return ir::dtype_size(dtype) == device::dtype_size(dt()) && dtype != ir::DType::f64 &&
+           dtype != ir::DType::i64;
+  }
 };
 
 ConstantSource constant_source(const ir::Value* v, const std::vector<double>* values,
@@ -274,10 +279,8 @@ ConstantSource constant_source(const ir::Value* v, const std::vector<double>* va
 std::span<const std::byte> as_is(const ConstantSource& s) {
   const int64_t n = numel(s.shape);
   const size_t es = device::dtype_size(s.dt());
-  const bool same_bytes =
-      ir::dtype_size(s.dtype) == es && s.dtype != ir::DType::f64 && s.dtype != ir::DType::i64;
   if (s.values || n == 0 || !row_major(s.payload, s.shape) || s.transposed || s.column_block != 0 ||
-      !s.perm.empty() || s.row_interleave != 0 || !same_bytes)
+      !s.perm.empty() || s.row_interleave != 0 || !s.same_bytes())
     return {};
   const ir::ConstantPayload& p = s.payload;
   const size_t need = static_cast<size_t>(p.storage_offset + n) * es;
@@ -299,8 +302,6 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
     throw Error("constant '" + s.name + "': " + std::to_string(out.size()) +
                 " bytes to fill, expected " + std::to_string(static_cast<size_t>(n) * es));
   const bool from_values = s.values != nullptr || n == 0;
-  const bool same_bytes =
-      ir::dtype_size(s.dtype) == es && s.dtype != ir::DType::f64 && s.dtype != ir::DType::i64;
   if (const std::span<const std::byte> raw = as_is(s); !raw.empty()) {
     std::memcpy(out.data(), raw.data(), out.size());
     return;
@@ -351,7 +352,7 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
   // The payload's elements are the stored bytes already (the dtype the device keeps): moved,
   // not converted (a conversion through double gives the same bytes).
   const PayloadReader reader(s.name, s.payload, shape, s.dtype);
-  if (same_bytes) {
+  if (s.same_bytes()) {
     if (const std::byte* src = reader.contiguous_data()) {
       // The element size a compile-time constant where it can be: one load and one store.
       auto move = [&](auto size) {

@@ -78,10 +78,10 @@ class Fuser {
   // Null `bytes`: absent (weights-free).
   ir::Value* add_constant(const std::string& base, ir::DType dtype,
                           const std::vector<int64_t>& shape, std::optional<Stacked> bytes) {
-    if (!bytes) return add_constant_input(g_, base, "fused." + base, dtype, shape, nullptr);
-    ir::Value* c = add_constant_input(g_, base, "fused." + base, dtype, shape, nullptr);
-    c->set_payload(ir::ConstantPayload{bytes->bytes.get(), bytes->size, 0, {}, bytes->bytes});
-    return c;
+    return add_constant_input(
+        g_, base, "fused." + base, dtype, shape,
+        bytes ? ir::ConstantPayload{bytes->bytes.get(), bytes->size, 0, {}, bytes->bytes}
+              : ir::ConstantPayload::absent_bytes());
   }
 
   static bool absent(const ir::Value* v) { return v && v->payload() && v->payload()->absent; }

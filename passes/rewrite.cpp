@@ -102,12 +102,19 @@ ir::Value* add_constant_input(ir::Graph& g, const std::string& base, const std::
 ir::Value* add_constant_input(ir::Graph& g, const std::string& base, const std::string& target,
                               ir::DType dtype, const std::vector<int64_t>& shape,
                               std::shared_ptr<std::vector<std::byte>> bytes) {
+  return add_constant_input(g, base, target, dtype, shape,
+                            bytes ? ir::ConstantPayload{bytes->data(), bytes->size(), 0, {}, bytes}
+                                  : ir::ConstantPayload::absent_bytes());
+}
+
+ir::Value* add_constant_input(ir::Graph& g, const std::string& base, const std::string& target,
+                              ir::DType dtype, const std::vector<int64_t>& shape,
+                              ir::ConstantPayload payload) {
   ir::TensorType type;
   type.dtype = dtype;
   for (int64_t d : shape) type.shape.push_back(ir::Dim::constant(d));
   ir::Value* c = g.add_input(g.unique_name(base), type, ir::InputRole::constant, target);
-  c->set_payload(bytes ? ir::ConstantPayload{bytes->data(), bytes->size(), 0, {}, bytes}
-                       : ir::ConstantPayload::absent_bytes());
+  c->set_payload(std::move(payload));
   return c;
 }
 

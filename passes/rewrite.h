@@ -54,6 +54,10 @@ ir::Value* add_constant_input(ir::Graph& g, const std::string& base, const std::
 ir::Value* add_constant_input(ir::Graph& g, const std::string& base, const std::string& target,
                               ir::DType dtype, const std::vector<int64_t>& shape,
                               std::shared_ptr<std::vector<std::byte>> bytes);
+// The same with its payload given whole.
+ir::Value* add_constant_input(ir::Graph& g, const std::string& base, const std::string& target,
+                              ir::DType dtype, const std::vector<int64_t>& shape,
+                              ir::ConstantPayload payload);
 
 // The attributes of the aten.slice.Tensor that narrow node `n` (dim, start, length) is: a
 // negative start counted from the end, end = start + length. Throws ir::Error when a symbolic
