@@ -132,11 +132,10 @@ struct ConstantBinding {
   // weight too wide for whole rows in SBUF: TRAINIUM.md §5.3, full DMA rate from 32 KiB).
   int64_t column_block = 0;
   uint64_t offset = 0;
-  // The bytes (`size` of them): held in `data`, or made by `fill` into the span it is given
+  // The bytes (numel x dtype size): held in `data`, or made by `fill` into the span it is given
   // (then `data` is empty) for a weight laid out from its payload, so the artifact writer
   // makes them where they go and no laid-out copy of the model is held (ConstantFill).
   std::vector<std::byte> data;
-  uint64_t size = 0;
   std::function<void(std::span<std::byte>)> fill;
   // With `fill`, when the stored bytes are the payload's as they are (its dtype, row-major):
   // those bytes, which `fill` keeps alive (artifact::ConstantFill::as_is).

@@ -997,7 +997,6 @@ class PartitionCompiler {
       // A weight whose payload keeps its own bytes alive is laid out when the artifact is
       // written, straight into it; values codegen made, and borrowed payloads, now.
       if (opts_.defer_constant_bytes && !source->values && source->payload.owner) {
-        cb.size = source->size();
         cb.fill = [source](std::span<std::byte> out) { lay_out_constant(*source, out); };
         cb.as_is = as_is(*source);
         if (!cb.as_is.empty()) cb.drop_as_is = source->payload.drop_pages;
@@ -1008,7 +1007,6 @@ class PartitionCompiler {
         cb.fill_source = std::string(ir::dtype_name(source->dtype)) + where;
       } else {
         cb.data = constant_bytes(*source);
-        cb.size = cb.data.size();
       }
       result_.constants.push_back(std::move(cb));
     }

@@ -462,12 +462,14 @@ PartitionReport add_device_partition(const ir::Graph& g, const passes::Partition
         tp.constants.push_back({cb, at, name, plan_dims(shape), tp.graphs.size() - 1, {}});
       continue;
     }
-    result.constant_bytes += cb.size;
     if (cb.fill) {  // made by the writer (one program, one core)
-      w.add_constant(name, from_device_dtype(cb.dtype), plan_dims(shape),
-                     art::ConstantFill{cb.size, std::move(cb.fill), cb.as_is, cb.drop_as_is}, at);
+      result.constant_bytes += constant_size(cb);
+      w.add_constant(
+          name, from_device_dtype(cb.dtype), plan_dims(shape),
+          art::ConstantFill{constant_size(cb), std::move(cb.fill), cb.as_is, cb.drop_as_is}, at);
       continue;
     }
+    result.constant_bytes += cb.data.size();
     // The writer takes the bytes (tensor parallelism still reads them below: a copy).
     w.add_constant(name, from_device_dtype(cb.dtype), plan_dims(shape),
                    tp.cores > 1 ? std::vector<std::byte>(cb.data) : std::move(cb.data), at);
