@@ -58,15 +58,29 @@ View make_view(const ExecContext& ctx, const MemRef& m) {
       v.pitch = t.psum_partition_bytes;
       break;
   }
-  const int pad = 4 - m.num_levels;
-  for (int l = 0; l < 4; ++l) {
-    if (l < pad) {
-      v.stride[l] = 0;
-      v.count[l] = 1;
-    } else {
-      v.stride[l] = int64_t{m.levels[l - pad].stride} * v.size;
-      v.count[l] = m.levels[l - pad].count;
+  // The levels with more than one element, outermost first, with each level merged into the
+  // one outside it where that one steps exactly over it (a row of 4 x 1024 elements 1024 apart
+  // is one run of 4096): the same elements in the same order, in fewer and longer runs.
+  std::array<int64_t, 4> stride{};
+  std::array<uint32_t, 4> count{};
+  int levels = 0;
+  for (int l = 0; l < m.num_levels; ++l) {
+    const uint32_t c = m.levels[l].count;
+    const int64_t st = int64_t{m.levels[l].stride} * v.size;
+    if (c == 1) continue;
+    if (levels > 0 && stride[levels - 1] == st * c) {
+      stride[levels - 1] = st;
+      count[levels - 1] *= c;
+      continue;
     }
+    stride[levels] = st;
+    count[levels] = c;
+    ++levels;
+  }
+  const int pad = 4 - levels;
+  for (int l = 0; l < 4; ++l) {
+    v.stride[l] = l < pad ? 0 : stride[l - pad];
+    v.count[l] = l < pad ? 1 : count[l - pad];
   }
   v.n = m.free_size();
   return v;
@@ -273,14 +287,15 @@ Status check_accumulate(const ExecContext& ctx, const MemRef& m) {
   const uint64_t words = t.psum_partition_bytes / 4;
   for (int p = 0; p < m.partition_count; ++p) {
     const uint8_t* row = ctx.core->psum_from_matmul.data() + (m.partition_start + p) * words;
-    for (int64_t w = r.begin / 4; w < (r.end + 3) / 4; ++w) {
-      if (!row[w])
-        return failed_precondition(
-            "matmul accumulates into psum partition " + to_string(m.partition_start + p) +
-            " byte " + to_string(w * 4) +
-            ", which was not written by a matmul of an open accumulation group: expected a "
-            "first matmul with accumulate=false (accumulating onto non-matmul data is "
-            "undefined)");
+    const int64_t w0 = r.begin / 4, w1 = (r.end + 3) / 4;
+    if (const void* hole = std::memchr(row + w0, 0, size_t(w1 - w0))) {
+      const int64_t w = static_cast<const uint8_t*>(hole) - row;
+      return failed_precondition(
+          "matmul accumulates into psum partition " + to_string(m.partition_start + p) + " byte " +
+          to_string(w * 4) +
+          ", which was not written by a matmul of an open accumulation group: expected a "
+          "first matmul with accumulate=false (accumulating onto non-matmul data is "
+          "undefined)");
     }
   }
   return Status::ok();
@@ -720,7 +735,8 @@ Status exec_dma(const ExecContext& ctx, const DmaCopy& x) {
           s.count[0] * s.count[1] * s.count[2] == 1 && d.count[0] * d.count[1] * d.count[2] == 1) {
         std::memmove(d.row(p), s.row(p), s.n * s.size);
       } else {
-        std::vector<std::byte> buf(s.n * s.size);
+        thread_local std::vector<std::byte> buf;
+        buf.resize(s.n * s.size);
         gather_raw(s, p, buf.data());
         scatter_raw(d, p, buf.data());
       }

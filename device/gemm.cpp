@@ -354,6 +354,124 @@ void gemm_bf16_pairs(int M, int N, int K, const GemmOperand& A, const GemmOperan
 }
 #endif
 
+#ifdef NEURONC_X86
+// ---- Thin problems ------------------------------------------------------------------------
+// A GEMM with a handful of rows (a decode step's one token as the stationary operand) or of
+// columns wastes most of an 8 x 32 tile, and packing and exponent-scanning the wide operand
+// cost more than its arithmetic. Here the wide operand is read in place, widened 16 elements
+// at a time, and each output still gets fp32 FMAs in increasing K from zero with A's element
+// as the first factor: the fp32 kernel's bits, whatever the exponent range.
+
+// Rows of the narrow operand computed at once, and the most wide-operand elements each row is
+// computed against (8 vectors: 16 independent FMA chains for one or two rows, 4 vectors for
+// three or four, so the chains hide the FMA latency).
+constexpr int kThin = 4;
+constexpr int kThinWidth = 128;
+
+// Widens the first `live` of 16 elements (bf16 or fp32) at p; the rest are 0.
+template <DType T>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) inline __m512 widen16(const std::byte* p,
+                                                                           __mmask16 live) {
+  if constexpr (T == DType::bf16) {
+    const __m256i h = _mm256_maskz_loadu_epi16(live, p);
+    // The zero-masking forms: GCC 12 calls the unmasked ones' passthrough maybe-uninitialized.
+    const __mmask16 all = 0xffff;
+    return _mm512_castsi512_ps(
+        _mm512_maskz_slli_epi32(all, _mm512_maskz_cvtepu16_epi32(all, h), 16));
+  } else {
+    return _mm512_maskz_loadu_ps(live, p);
+  }
+}
+
+// out[r][j] = sum over k of A * B for narrow rows r0 + r (r < R) and wide elements j0 + j
+// (j < live <= 16 V): the narrow operand gives one scalar per k and row, the wide one a run of
+// elements. `narrow_is_a` keeps A the first factor of each FMA.
+template <DType TW, int R, int V, bool narrow_is_a>
+__attribute__((target("avx512f,avx512bw,avx512vl,fma"))) void thin_block(
+    int K, const GemmOperand& narrow, int r0, const GemmOperand& wide, int j0, int live,
+    float (*out)[kThinWidth]) {
+  __m512 acc[R][V];
+  for (int r = 0; r < R; ++r)
+    for (int q = 0; q < V; ++q) acc[r][q] = _mm512_setzero_ps();
+  __mmask16 mask[V];
+  for (int q = 0; q < V; ++q) {
+    const int n = std::clamp(live - 16 * q, 0, 16);
+    mask[q] = static_cast<__mmask16>((1u << n) - 1);
+  }
+  constexpr size_t wsize = TW == DType::bf16 ? 2 : 4;
+  const size_t nsize = dtype_size(narrow.dtype);
+  for (int k = 0; k < K; ++k) {
+    const std::byte* w = wide.data + size_t(k) * wide.row_bytes + size_t(j0) * wsize;
+    __m512 wv[V];
+    for (int q = 0; q < V; ++q) wv[q] = widen16<TW>(w + size_t(16 * q) * wsize, mask[q]);
+    const std::byte* nrow = narrow.data + size_t(k) * narrow.row_bytes;
+    for (int r = 0; r < R; ++r) {
+      const __m512 nv = _mm512_set1_ps(load_f32(nrow + size_t(r0 + r) * nsize, narrow.dtype));
+      for (int q = 0; q < V; ++q)
+        acc[r][q] = narrow_is_a ? _mm512_fmadd_ps(nv, wv[q], acc[r][q])
+                                : _mm512_fmadd_ps(wv[q], nv, acc[r][q]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int q = 0; q < V; ++q) _mm512_storeu_ps(out[r] + 16 * q, acc[r][q]);
+}
+
+template <DType TW, bool narrow_is_a>
+void thin_gemm(int narrow_n, int wide_n, int K, const GemmOperand& narrow, const GemmOperand& wide,
+               float* C, size_t ldc, bool accumulate) {
+  alignas(64) float out[kThin][kThinWidth];
+  for (int r0 = 0; r0 < narrow_n; r0 += kThin) {
+    const int rb = std::min(kThin, narrow_n - r0);
+    const int width = rb <= 2 ? kThinWidth : kThinWidth / 2;
+    for (int j0 = 0; j0 < wide_n; j0 += width) {
+      const int live = std::min(width, wide_n - j0);
+      switch (rb) {
+        case 1:
+          thin_block<TW, 1, 8, narrow_is_a>(K, narrow, r0, wide, j0, live, out);
+          break;
+        case 2:
+          thin_block<TW, 2, 8, narrow_is_a>(K, narrow, r0, wide, j0, live, out);
+          break;
+        case 3:
+          thin_block<TW, 3, 4, narrow_is_a>(K, narrow, r0, wide, j0, live, out);
+          break;
+        default:
+          thin_block<TW, 4, 4, narrow_is_a>(K, narrow, r0, wide, j0, live, out);
+          break;
+      }
+      // The narrow rows are C's rows when A is narrow, its columns when B is.
+      for (int r = 0; r < rb; ++r)
+        for (int j = 0; j < live; ++j) {
+          float& c =
+              narrow_is_a ? C[size_t(r0 + r) * ldc + j0 + j] : C[size_t(j0 + j) * ldc + r0 + r];
+          c = accumulate ? c + out[r][j] : out[r][j];
+        }
+    }
+  }
+}
+
+// Whether the thin path takes the problem: one side at most kThin wide, the other side's
+// elements bf16 or fp32, AVX-512 (with BW and VL) on the host.
+bool thin_applies(int M, int N, const GemmOperand& A, const GemmOperand& B) {
+  static const bool kHost = isa() == Isa::avx512 && __builtin_cpu_supports("avx512bw") &&
+                            __builtin_cpu_supports("avx512vl");
+  auto widenable = [](DType t) { return t == DType::bf16 || t == DType::f32; };
+  return kHost && ((M <= kThin && widenable(B.dtype)) || (N <= kThin && widenable(A.dtype)));
+}
+
+void gemm_thin(int M, int N, int K, const GemmOperand& A, const GemmOperand& B, float* C,
+               size_t ldc, bool accumulate) {
+  if (M <= kThin && B.dtype == DType::bf16)
+    thin_gemm<DType::bf16, true>(M, N, K, A, B, C, ldc, accumulate);
+  else if (M <= kThin && B.dtype == DType::f32)
+    thin_gemm<DType::f32, true>(M, N, K, A, B, C, ldc, accumulate);
+  else if (A.dtype == DType::bf16)
+    thin_gemm<DType::bf16, false>(N, M, K, B, A, C, ldc, accumulate);
+  else
+    thin_gemm<DType::f32, false>(N, M, K, B, A, C, ldc, accumulate);
+}
+#endif
+
 struct Shape {
   int mr, nr;  // micro-tile; A is packed in mr-wide panels
 };
@@ -413,9 +531,18 @@ void compute_panels(int M, int N, int p0, int p1, int K, const float* Ap, const 
 
 }  // namespace
 
-bool gemm_uses_bf16_dot(int M, int N, int K, const GemmOperand& A, const GemmOperand& B) {
-  return M > 0 && N > 0 && K > 0 && A.dtype == DType::bf16 && B.dtype == DType::bf16 &&
-         has_bf16_dot() && bf16_exact(M, N, K, A, B);
+GemmPath gemm_path(int M, int N, int K, const GemmOperand& A, const GemmOperand& B) {
+#ifdef NEURONC_X86
+  if (M > 0 && N > 0 && K > 0) {
+    if (thin_applies(M, N, A, B)) return GemmPath::thin;
+    if (A.dtype == DType::bf16 && B.dtype == DType::bf16 && has_bf16_dot() &&
+        bf16_exact(M, N, K, A, B))
+      return GemmPath::bf16_dot;
+  }
+#else
+  (void)M, (void)N, (void)K, (void)A, (void)B;
+#endif
+  return GemmPath::fp32;
 }
 
 void gemm_at_b(int M, int N, int K, const GemmOperand& A, const GemmOperand& B, float* C,
@@ -427,9 +554,13 @@ void gemm_at_b(int M, int N, int K, const GemmOperand& A, const GemmOperand& B, 
     return;
   }
 #ifdef NEURONC_X86
-  if (gemm_uses_bf16_dot(M, N, K, A, B)) {
-    gemm_bf16_pairs(M, N, K, A, B, C, ldc, accumulate);
-    return;
+  switch (gemm_path(M, N, K, A, B)) {
+    case GemmPath::thin:
+      return gemm_thin(M, N, K, A, B, C, ldc, accumulate);
+    case GemmPath::bf16_dot:
+      return gemm_bf16_pairs(M, N, K, A, B, C, ldc, accumulate);
+    case GemmPath::fp32:
+      break;
   }
 #endif
   const size_t a_size = dtype_size(A.dtype);

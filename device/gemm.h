@@ -29,9 +29,13 @@ void gemm_at_b(int M, int N, int K, const GemmOperand& A, const GemmOperand& B, 
 void gemm_at_b_f32(int M, int N, int K, const float* A, size_t lda, const float* B, size_t ldb,
                    float* C, size_t ldc);
 
-// Whether gemm_at_b would compute this bf16 x bf16 problem with the host's bf16 dot product
-// (for tests and benchmarks; the bits are the same either way).
-bool gemm_uses_bf16_dot(int M, int N, int K, const GemmOperand& A, const GemmOperand& B);
+// How gemm_at_b computes a problem (for tests and benchmarks; the bits are the same on every
+// path): `thin` when one side is at most 4 wide and the other's elements are bf16 or fp32
+// (AVX-512 hosts; the wide operand is widened in place, no packing), `bf16_dot` for bf16 x bf16
+// tiles whose exponent range lets the host's bf16 dot product give the FMA chain's bits
+// (gemm.cpp explains why), `fp32` otherwise.
+enum class GemmPath { thin, bf16_dot, fp32 };
+GemmPath gemm_path(int M, int N, int K, const GemmOperand& A, const GemmOperand& B);
 
 // Which kernel the dispatcher picked on this machine: "avx512", "avx2" or "scalar", with
 // "+bf16" when bf16 x bf16 tiles whose exponent range allows it use the host's bf16 dot

@@ -97,7 +97,8 @@ TEST(Gemm, Bf16InRangeTakesTheDotProductPathAndMatchesFmaBitForBit) {
         const auto a = random_bf16(K, M, -20, 20, 1000 + K * 7 + M);
         const auto b = random_bf16(K, N, -20, 20, 2000 + K * 11 + N);
         if (host_has_bf16_dot()) {
-          ASSERT_TRUE(gemm_uses_bf16_dot(M, N, K, a.operand(), b.operand()));
+          ASSERT_EQ(gemm_path(M, N, K, a.operand(), b.operand()),
+                    M <= 4 || N <= 4 ? GemmPath::thin : GemmPath::bf16_dot);
         }
         expect_exact(a, b, "random");
         ++cases;
@@ -117,7 +118,7 @@ TEST(Gemm, Bf16CancellationAndSignedZeros) {
     for (int j = 0; j < N; ++j) b.bits[k * N + j] = (j % 3 == 0) ? 0x0000 : 0x4000 | (j & 0x7f);
   }
   if (host_has_bf16_dot()) {
-    ASSERT_TRUE(gemm_uses_bf16_dot(M, N, K, a.operand(), b.operand()));
+    ASSERT_EQ(gemm_path(M, N, K, a.operand(), b.operand()), GemmPath::bf16_dot);
   }
   expect_exact(a, b, "cancellation");
 }
@@ -129,13 +130,13 @@ TEST(Gemm, Bf16AtTheEdgeOfTheExactRange) {
   const auto a = random_bf16(K, M, -56, -50, 7, 0);
   const auto b = random_bf16(K, N, -56, -50, 8, 0);  // emin sum: 71 + 71 = 142 biased
   if (host_has_bf16_dot()) {
-    EXPECT_TRUE(gemm_uses_bf16_dot(M, N, K, a.operand(), b.operand()));
+    EXPECT_EQ(gemm_path(M, N, K, a.operand(), b.operand()), GemmPath::bf16_dot);
   }
   expect_exact(a, b, "small edge");
   const auto c = random_bf16(K, M, 55, 58, 9, 0);
   const auto d = random_bf16(K, N, 55, 58, 10, 0);
   if (host_has_bf16_dot()) {
-    EXPECT_TRUE(gemm_uses_bf16_dot(M, N, K, c.operand(), d.operand()));
+    EXPECT_EQ(gemm_path(M, N, K, c.operand(), d.operand()), GemmPath::bf16_dot);
   }
   expect_exact(c, d, "large edge");
 }
@@ -160,8 +161,57 @@ TEST(Gemm, Bf16OutOfRangeTilesFallBackAndStayExact) {
     auto a = random_bf16(K, M, c.emin, c.emax, 31, 0);
     const auto b = random_bf16(K, N, c.emin, c.emax, 32, 0);
     if (c.poke) a.bits[3 * M + 2] = c.poke;
-    EXPECT_FALSE(gemm_uses_bf16_dot(M, N, K, a.operand(), b.operand())) << c.what;
+    EXPECT_EQ(gemm_path(M, N, K, a.operand(), b.operand()), GemmPath::fp32) << c.what;
     expect_exact(a, b, c.what);
+  }
+}
+
+// A decode step's shapes: one side 1 to 4 wide, read in place. Out-of-range values (NaN,
+// infinities, subnormals, overflow) that keep a tile off the bf16 dot product do not matter
+// there, fp32 elements on the wide side are widened in place too, and rows may lie further
+// apart than they are long (an SBUF partition's pitch).
+TEST(Gemm, ThinProblemsAreTheFmaChainForAnyValues) {
+  struct Range {
+    const char* what;
+    int emin, emax;
+    uint16_t poke;
+  };
+  const Range ranges[] = {{"in range", -20, 20, 0},    {"subnormal", -20, 20, 0x0005},
+                          {"overflow", 60, 100, 0},    {"underflow", -70, -60, 0},
+                          {"infinity", -5, 5, 0xff80}, {"nan", -5, 5, 0x7fc1}};
+  int thin = 0;
+  for (const Range& r : ranges)
+    for (int K : {1, 2, 129})
+      for (int narrow : {1, 2, 3, 4})
+        for (int wide : {1, 15, 16, 17, 64, 65, 127, 128, 129, 512}) {
+          for (bool narrow_is_a : {true, false}) {
+            const int M = narrow_is_a ? narrow : wide, N = narrow_is_a ? wide : narrow;
+            auto a = random_bf16(K, M, r.emin, r.emax, 300 + K + M, 1);
+            const auto b = random_bf16(K, N, r.emin, r.emax, 400 + K + N, 1);
+            if (r.poke) a.bits[size_t(K / 2) * M + M / 2] = r.poke;
+            if (gemm_path(M, N, K, a.operand(), b.operand()) == GemmPath::thin) ++thin;
+            expect_exact(a, b, r.what);
+            // The wide side as fp32 rows, 3 elements longer than the row they hold.
+            const Bf16Matrix& w = narrow_is_a ? b : a;
+            const int cols = w.cols, pitch = cols + 3;
+            std::vector<float> wf(size_t(K) * pitch, -7.0f);
+            for (int k = 0; k < K; ++k)
+              for (int c = 0; c < cols; ++c) wf[size_t(k) * pitch + c] = w.at(k, c);
+            const GemmOperand wop{reinterpret_cast<const std::byte*>(wf.data()), size_t(pitch) * 4,
+                                  DType::f32};
+            std::vector<float> got(size_t(M) * N);
+            gemm_at_b(M, N, K, narrow_is_a ? a.operand() : wop, narrow_is_a ? wop : b.operand(),
+                      got.data(), N, false);
+            const auto want = reference(a, b, nullptr);
+            for (size_t i = 0; i < got.size(); ++i)
+              ASSERT_TRUE((std::isnan(got[i]) && std::isnan(want[i])) ||
+                          bits_of(got[i]) == bits_of(want[i]))
+                  << r.what << " fp32 wide side K=" << K << " M=" << M << " N=" << N << " element "
+                  << i;
+          }
+        }
+  if (host_has_bf16_dot()) {
+    EXPECT_EQ(thin, 6 * 3 * 4 * 10 * 2);
   }
 }
 
