@@ -206,6 +206,16 @@ uint64_t mix(uint64_t a, uint64_t b) {
   return z ^ (z >> 31);
 }
 
+// n elements of this thread's scratch buffer number `Slot`: the hot instructions gather a
+// partition row into one instead of allocating and zero-filling a vector per partition. A
+// caller holds at most one row of each slot at a time, and nothing it calls uses that slot.
+template <typename T, int Slot = 0>
+T* scratch_row(uint64_t n) {
+  thread_local std::vector<T> v;
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
 // Runs fn(p) for every partition, in parallel when the instruction is large.
 template <typename Fn>
 void for_partitions(const ExecContext& ctx, int partitions, uint64_t work, Fn&& fn) {
@@ -434,17 +444,37 @@ Status exec_activation(const ExecContext& ctx, const Activation& x) {
   std::optional<View> acc;
   if (x.accumulate_dst) acc = make_view(ctx, *x.accumulate_dst);
   for_partitions(ctx, s.partitions, s.n * s.partitions, [&](int p) {
-    std::vector<float> buf(s.n);
-    gather_f32(s, p, buf.data());
+    float* buf = scratch_row<float>(s.n);
+    gather_f32(s, p, buf);
     const float scale = scalar_value(ctx, x.scale, p);
     const float bias = scalar_value(ctx, x.bias, p);
     float sum = 0.0f;
-    activate_row(x.function, buf.data(), s.n, scale, bias, acc ? &sum : nullptr);
+    activate_row(x.function, buf, s.n, scale, bias, acc ? &sum : nullptr);
     Rng rng = rng_for(ctx, p);
-    scatter_f32(d, p, buf.data(), rng.mode, rng.ptr());
+    scatter_f32(d, p, buf, rng.mode, rng.ptr());
     if (acc) store_f32(acc->row(p), acc->dtype, sum);
   });
   return Status::ok();
+}
+
+// a[i] = alu(op, a[i], b[i]) over a row. The common ops get a loop of their own with the op a
+// constant, so it vectorises; the arithmetic is alu's, element by element.
+void alu_row(AluOp op, float* a, const float* b, uint64_t n) {
+  auto run = [&](auto f) {
+    for (uint64_t i = 0; i < n; ++i) a[i] = f(a[i], b[i]);
+  };
+  switch (op) {
+    case AluOp::add:
+      return run([](float x, float y) { return alu(AluOp::add, x, y); });
+    case AluOp::subtract:
+      return run([](float x, float y) { return alu(AluOp::subtract, x, y); });
+    case AluOp::multiply:
+      return run([](float x, float y) { return alu(AluOp::multiply, x, y); });
+    case AluOp::max:
+      return run([](float x, float y) { return alu(AluOp::max, x, y); });
+    default:
+      return run([op](float x, float y) { return alu(op, x, y); });
+  }
 }
 
 Status exec_tensor_tensor(const ExecContext& ctx, const TensorTensor& x) {
@@ -454,19 +484,21 @@ Status exec_tensor_tensor(const ExecContext& ctx, const TensorTensor& x) {
   const bool bitwise = alu_op_is_bitwise(x.op);
   for_partitions(ctx, d.partitions, d.n * d.partitions, [&](int p) {
     if (bitwise) {
-      std::vector<int64_t> va(d.n), vb(d.n);
-      gather_int(a, p, va.data());
-      gather_int(b, p, vb.data());
+      int64_t* va = scratch_row<int64_t, 0>(d.n);
+      int64_t* vb = scratch_row<int64_t, 1>(d.n);
+      gather_int(a, p, va);
+      gather_int(b, p, vb);
       for (uint64_t i = 0; i < d.n; ++i) va[i] = alu_int(x.op, va[i], vb[i]);
-      scatter_int(d, p, va.data());
+      scatter_int(d, p, va);
       return;
     }
-    std::vector<float> va(d.n), vb(d.n);
-    gather_f32(a, p, va.data());
-    gather_f32(b, p, vb.data());
-    for (uint64_t i = 0; i < d.n; ++i) va[i] = alu(x.op, va[i], vb[i]);
+    float* va = scratch_row<float, 0>(d.n);
+    float* vb = scratch_row<float, 1>(d.n);
+    gather_f32(a, p, va);
+    gather_f32(b, p, vb);
+    alu_row(x.op, va, vb, d.n);
     Rng rng = rng_for(ctx, p);
-    scatter_f32(d, p, va.data(), rng.mode, rng.ptr());
+    scatter_f32(d, p, va, rng.mode, rng.ptr());
   });
   return Status::ok();
 }
@@ -508,14 +540,15 @@ Status exec_tensor_scalar(const ExecContext& ctx, const TensorScalar& x) {
       scatter_int(d, p, v.data());
       return;
     }
-    std::vector<float> v(d.n);
-    gather_f32(s, p, v.data());
-    for (auto& e : v) {
+    float* v = scratch_row<float>(d.n);
+    gather_f32(s, p, v);
+    for (uint64_t i = 0; i < d.n; ++i) {
+      float& e = v[i];
       e = x.reverse0 ? alu(x.op0, o0, e) : alu(x.op0, e, o0);
       if (x.op1 != AluOp::bypass) e = x.reverse1 ? alu(x.op1, o1, e) : alu(x.op1, e, o1);
     }
     Rng rng = rng_for(ctx, p);
-    scatter_f32(d, p, v.data(), rng.mode, rng.ptr());
+    scatter_f32(d, p, v, rng.mode, rng.ptr());
   });
   return Status::ok();
 }
@@ -524,13 +557,13 @@ Status exec_tensor_reduce(const ExecContext& ctx, const TensorReduce& x) {
   const View s = make_view(ctx, x.src);
   const View d = make_view(ctx, x.dst);
   for_partitions(ctx, s.partitions, s.n * s.partitions, [&](int p) {
-    std::vector<float> v(s.n);
-    gather_f32(s, p, v.data());
+    float* v = scratch_row<float, 0>(s.n);
+    gather_f32(s, p, v);
     const uint64_t outer = d.n;
     const uint64_t inner = s.n / outer;
-    std::vector<float> r(outer);
+    float* r = scratch_row<float, 1>(outer);
     for (uint64_t o = 0; o < outer; ++o) {
-      const float* q = v.data() + o * inner;
+      const float* q = v + o * inner;
       float acc = x.op == ReduceOp::sum ? 0.0f : q[0];
       for (uint64_t i = (x.op == ReduceOp::sum ? 0 : 1); i < inner; ++i) {
         switch (x.op) {
@@ -548,7 +581,7 @@ Status exec_tensor_reduce(const ExecContext& ctx, const TensorReduce& x) {
       r[o] = x.negate ? -acc : acc;
     }
     Rng rng = rng_for(ctx, p);
-    scatter_f32(d, p, r.data(), rng.mode, rng.ptr());
+    scatter_f32(d, p, r, rng.mode, rng.ptr());
   });
   return Status::ok();
 }
@@ -561,15 +594,15 @@ Status exec_tensor_copy(const ExecContext& ctx, Engine e, const TensorCopy& x) {
       x.src.dtype == x.dst.dtype && !(e == Engine::scalar && ctx.target->core_generation == 2);
   for_partitions(ctx, d.partitions, d.n * d.partitions, [&](int p) {
     if (raw) {
-      std::vector<std::byte> buf(s.n * s.size);
-      gather_raw(s, p, buf.data());
-      scatter_raw(d, p, buf.data());
+      std::byte* buf = scratch_row<std::byte>(s.n * s.size);
+      gather_raw(s, p, buf);
+      scatter_raw(d, p, buf);
       return;
     }
-    std::vector<float> v(s.n);
-    gather_f32(s, p, v.data());
+    float* v = scratch_row<float>(s.n);
+    gather_f32(s, p, v);
     Rng rng = rng_for(ctx, p);
-    scatter_f32(d, p, v.data(), rng.mode, rng.ptr());
+    scatter_f32(d, p, v, rng.mode, rng.ptr());
   });
   return Status::ok();
 }
