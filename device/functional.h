@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <vector>
 
 #include "device/isa.h"
@@ -14,10 +16,13 @@
 
 namespace neuronc::device {
 
-// On-chip memories of one NeuronCore. Not thread-safe.
+// On-chip memories of one NeuronCore. Not thread-safe. SBUF and PSUM live in blocks of their
+// own (kernels::zeroed_bytes: huge pages for SBUF): a matmul or DMA reads or writes one run in
+// each of 128 partitions, every one a page apart, and on 4 KiB pages each is a TLB miss.
 struct CoreMemory {
-  std::vector<std::byte> sbuf;  // partitions x sbuf_partition_bytes
-  std::vector<std::byte> psum;  // partitions x psum_partition_bytes
+  std::shared_ptr<std::byte> sbuf_block, psum_block;
+  std::span<std::byte> sbuf;  // partitions x sbuf_partition_bytes, in sbuf_block
+  std::span<std::byte> psum;  // partitions x psum_partition_bytes, in psum_block
   // Per 4-byte PSUM word: 1 when the last write came from a matmul (an open accumulation
   // group may continue), 0 otherwise (TRAINIUM.md §3.4).
   std::vector<uint8_t> psum_from_matmul;

@@ -25,6 +25,7 @@
 #include "device/dependency_tracker.h"
 #include "device/functional.h"
 #include "device/verifier.h"
+#include "kernels/zeroed_bytes.h"
 
 namespace neuronc::device {
 
@@ -964,9 +965,14 @@ Simulator::~Simulator() = default;
 void Simulator::reset(int cores) {
   memories_->cores.assign(cores, {});
   const std::byte fill = options_.poison ? std::byte{0xff} : std::byte{0};
+  auto block = [fill](std::shared_ptr<std::byte>& owner, std::span<std::byte>& bytes, size_t n) {
+    owner = kernels::zeroed_bytes(n);
+    bytes = {owner.get(), n};
+    if (fill != std::byte{0}) std::fill(bytes.begin(), bytes.end(), fill);
+  };
   for (auto& m : memories_->cores) {
-    m.sbuf.assign(size_t(target_.partitions) * target_.sbuf_partition_bytes, fill);
-    m.psum.assign(size_t(target_.partitions) * target_.psum_partition_bytes, fill);
+    block(m.sbuf_block, m.sbuf, size_t(target_.partitions) * target_.sbuf_partition_bytes);
+    block(m.psum_block, m.psum, size_t(target_.partitions) * target_.psum_partition_bytes);
     m.psum_from_matmul.assign(size_t(target_.partitions) * target_.psum_partition_bytes / 4, 0);
   }
 }

@@ -1,5 +1,5 @@
 // Zeroed byte blocks for results the size of a model's weights (a folded bf16 cast, stacked
-// sibling weights). A large block is an anonymous mapping of its own with transparent huge pages
+// sibling weights) and for the device model's memories (the HBM arena, SBUF). A large block is an anonymous mapping of its own with transparent huge pages
 // asked for: the kernel hands it out zeroed, so nothing clears it twice, and it is faulted in
 // 2 MiB at a time instead of 4 KiB. On this project's VMs a 4 KiB fault costs microseconds: 672 MB
 // of 8 MB calloc blocks took 4.8-5.3 s to fill where huge-page mappings took 1.0-1.2 s.

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "device/simulator.h"
+#include "kernels/zeroed_bytes.h"
 #include "loader/model_impl.h"
 #include "loader/plan_walker.h"
 
@@ -21,10 +22,6 @@ namespace {
 
 using std::to_string;
 namespace art = ::neuronc::artifact;
-
-struct FreeDeleter {
-  void operator()(std::byte* p) const { std::free(p); }
-};
 
 std::string shape_text(const Shape& s) {
   std::string r = "[";
@@ -124,7 +121,7 @@ struct Session::Impl {
   Status status;
   std::unique_ptr<DeviceProcesses> processes;
   std::unique_ptr<device::Simulator> sim;
-  std::unique_ptr<std::byte, FreeDeleter> hbm;
+  std::shared_ptr<std::byte> hbm;
   uint64_t hbm_size = 0;
   std::vector<std::vector<std::byte>> scratch;  // per plan value (intermediates)
   std::vector<host::HostTensor> slots;          // per plan value, valid during a run
@@ -414,11 +411,14 @@ Status Session::Impl::init() {
   }
   sim = std::make_unique<device::Simulator>(*m->target, so);
   hbm_size = c.memory_plan.hbm_arena_bytes;
-  // calloc: the kernel hands out zero pages lazily, so untouched arena costs no RSS.
-  hbm.reset(static_cast<std::byte*>(std::calloc(std::max<uint64_t>(hbm_size, 1), 1)));
-  if (!hbm)
+  // A zeroed mapping (huge pages when large): the kernel hands out zero pages lazily, so
+  // untouched arena costs no RSS, and a DMA's partition rows do not each miss the TLB.
+  try {
+    hbm = kernels::zeroed_bytes(std::max<uint64_t>(hbm_size, 1));
+  } catch (const std::bad_alloc&) {
     return Status(StatusCode::resource_exhausted,
                   "cannot allocate the " + to_string(hbm_size) + "-byte hbm arena");
+  }
   for (uint32_t i = 0; i < c.constants.size(); ++i) {
     const art::Constant& k = c.constants[i];
     if (k.hbm_offset == art::kHostOnly) continue;
