@@ -12,12 +12,15 @@
 //   std::array<int32_t, 4>  an Iota4 struct
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -327,9 +330,47 @@ void for_each_operand(Op& op, F&& f) {
       op);
 }
 
+// The most memory operands any one instruction has (over every opcode's schema).
+template <class T>
+constexpr size_t memory_field_count() {
+  size_t n = 0;
+  for_each_field<T>([&](const auto& fd) {
+    if constexpr (kIsMemoryField<typename std::remove_cvref_t<decltype(fd)>::Member>) ++n;
+  });
+  return n;
+}
+template <size_t... I>
+constexpr size_t max_memory_fields(std::index_sequence<I...>) {
+  return std::max({memory_field_count<std::variant_alternative_t<I, Operation>>()...});
+}
+inline constexpr size_t kMaxMemoryOperands =
+    max_memory_fields(std::make_index_sequence<std::variant_size_v<Operation>>{});
+
+// One instruction's reads or writes, held in place (no allocation: the simulator asks for them
+// for every instruction it issues). for_each_operand visits each memory field at most once per
+// group, so kMaxMemoryOperands always holds them.
+class MemRefs {
+ public:
+  void push_back(const MemRef& m) { items_[size_++] = m; }  // size_ < kMaxMemoryOperands
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const MemRef* begin() const { return items_.data(); }
+  const MemRef* end() const { return items_.data() + size_; }
+  const MemRef& operator[](size_t i) const { return items_[i]; }
+  MemRef& front() { return items_[0]; }
+  const MemRef& front() const { return items_[0]; }
+  friend bool operator==(const MemRefs& a, const MemRefs& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+
+ private:
+  std::array<MemRef, kMaxMemoryOperands> items_{};
+  size_t size_ = 0;
+};
+
 struct Operands {
-  std::vector<MemRef> reads;
-  std::vector<MemRef> writes;
+  MemRefs reads;
+  MemRefs writes;
 };
 // The bytes `op` reads and writes (from for_each_operand; an indirect DMA reads the footprint
 // of its table, indirect_table_footprint).

@@ -102,10 +102,13 @@ bool engine_runs(Engine e, Opcode op) {
 // §3.5: which engine may touch which memory.
 Status check_access(const Target& t, Engine e, Opcode op, const MemRef& m, bool write) {
   const bool dma = op == Opcode::dma_copy || op == Opcode::collective;
-  const std::string who = dma ? "dma" : std::string(engine_name(e)) + " engine";
+  // Who accesses, made only for an error.
+  const auto who = [&] {
+    return dma ? std::string("dma") : std::string(engine_name(e)) + " engine";
+  };
   if (dma) {
     if (m.memory == MemoryKind::psum)
-      return invalid_argument(who + " cannot " + (write ? "write" : "read") +
+      return invalid_argument(who() + " cannot " + (write ? "write" : "read") +
                               " psum: expected hbm or sbuf");
     if (op == Opcode::collective && m.memory != MemoryKind::hbm)
       return invalid_argument("collective operands must be in hbm, found " +
@@ -113,7 +116,7 @@ Status check_access(const Target& t, Engine e, Opcode op, const MemRef& m, bool 
     return Status::ok();
   }
   if (m.memory == MemoryKind::hbm)
-    return invalid_argument(who +
+    return invalid_argument(who() +
                             " cannot access hbm: expected sbuf or psum (hbm is reached "
                             "through dma_copy)");
   switch (e) {
@@ -171,58 +174,60 @@ ByteRect byte_rect(const MemRef& m, uint16_t core) {
 }
 
 Status verify_memref(const Target& t, const MemRef& m, bool compute_operand, uint64_t hbm_size) {
-  const std::string name = ref_name(m);
+  // The operand's name, made only for an error.
+  const auto name = [&m] { return ref_name(m); };
   if (static_cast<int>(m.dtype) >= kNumDTypes)
-    return invalid_argument(name + ": unknown dtype " + to_string(static_cast<int>(m.dtype)));
+    return invalid_argument(name() + ": unknown dtype " + to_string(static_cast<int>(m.dtype)));
   if (!is_engine_dtype(m.dtype))
-    return invalid_argument(name + ": dtype " + std::string(dtype_name(m.dtype)) +
+    return invalid_argument(name() + ": dtype " + std::string(dtype_name(m.dtype)) +
                             " is not one the engines read or write");
   if (m.num_levels < 1 || m.num_levels > t.access_pattern_levels)
-    return invalid_argument(name + ": " + to_string(m.num_levels) +
+    return invalid_argument(name() + ": " + to_string(m.num_levels) +
                             " access-pattern levels, expected 1 to " +
                             to_string(t.access_pattern_levels));
   for (int l = 0; l < m.num_levels; ++l) {
     const AccessLevel& lv = m.levels[l];
     if (lv.count == 0)
-      return invalid_argument(name + ": access-pattern level " + to_string(l) + " has count 0");
+      return invalid_argument(name() + ": access-pattern level " + to_string(l) + " has count 0");
     if (m.memory != MemoryKind::hbm) {
       // ARCH2 (§3.3): size is uint16, stride int16, in elements.
       if (lv.count > 65535)
-        return invalid_argument(name + ": access-pattern level " + to_string(l) + " count " +
+        return invalid_argument(name() + ": access-pattern level " + to_string(l) + " count " +
                                 to_string(lv.count) + " exceeds 65535");
       if (lv.stride < -32768 || lv.stride > 32767)
-        return invalid_argument(name + ": access-pattern level " + to_string(l) + " stride " +
+        return invalid_argument(name() + ": access-pattern level " + to_string(l) + " stride " +
                                 to_string(lv.stride) + " is outside the int16 range");
     }
   }
-  if (m.partition_count == 0) return invalid_argument(name + ": partition count is 0");
+  if (m.partition_count == 0) return invalid_argument(name() + ": partition count is 0");
   if (m.memory == MemoryKind::hbm) {
     const ByteRange r = footprint(m);
     if (r.begin < 0 || static_cast<uint64_t>(r.end) > hbm_size)
-      return out_of_range(name + ": hbm bytes [" + to_string(r.begin) + ", " + to_string(r.end) +
+      return out_of_range(name() + ": hbm bytes [" + to_string(r.begin) + ", " + to_string(r.end) +
                           ") are outside the arena of " + to_string(hbm_size) + " bytes");
     return Status::ok();
   }
   if (m.partition_stride != 0)
-    return invalid_argument(name + ": partition stride " + to_string(m.partition_stride) +
+    return invalid_argument(name() + ": partition stride " + to_string(m.partition_stride) +
                             " is only allowed for hbm (sbuf/psum partitions have no stride)");
   if (m.partition_start + m.partition_count > t.partitions)
-    return out_of_range(name + ": partitions [" + to_string(m.partition_start) + ", " +
+    return out_of_range(name() + ": partitions [" + to_string(m.partition_start) + ", " +
                         to_string(m.partition_start + m.partition_count) + ") exceed the " +
                         to_string(t.partitions) + " partitions");
   const uint64_t cap =
       m.memory == MemoryKind::sbuf ? t.sbuf_partition_bytes : t.psum_partition_bytes;
   const ByteRange r = footprint(m);
   if (r.begin < 0 || static_cast<uint64_t>(r.end) > cap)
-    return out_of_range(name + ": bytes [" + to_string(r.begin) + ", " + to_string(r.end) +
+    return out_of_range(name() + ": bytes [" + to_string(r.begin) + ", " + to_string(r.end) +
                         ") are outside the " + to_string(cap) + "-byte " +
                         std::string(memory_name(m.memory)) + " partition");
   if (compute_operand) {
-    NEURONC_DEVICE_RETURN_IF_ERROR(check_alignment(m, name.c_str()));
+    if (!engine_partitions_allowed(m.partition_start, m.partition_count))
+      return check_alignment(m, name().c_str());
     const uint64_t limit =
         m.memory == MemoryKind::sbuf ? t.max_free_elems_sbuf : t.max_free_elems_psum;
     if (m.free_size() > limit)
-      return invalid_argument(name + ": " + to_string(m.free_size()) +
+      return invalid_argument(name() + ": " + to_string(m.free_size()) +
                               " elements per partition exceed the " + to_string(limit) +
                               "-element limit of one instruction in " +
                               std::string(memory_name(m.memory)));

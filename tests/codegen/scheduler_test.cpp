@@ -170,8 +170,7 @@ TEST(Scheduler, KeepsConflictingPairsAndQueuesInOrder) {
           const device::Operands oj = device::operands(insts[j].op);
           bool conflict = insts[i].role != DmaRole::none && insts[i].role == insts[j].role &&
                           (whole || insts[i].group == insts[j].group);
-          auto any = [&](const std::vector<device::MemRef>& x,
-                         const std::vector<device::MemRef>& y) {
+          auto any = [&](const device::MemRefs& x, const device::MemRefs& y) {
             for (const auto& u : x)
               for (const auto& v : y)
                 if (overlaps(byte_rect(u), byte_rect(v))) return true;
