@@ -34,6 +34,20 @@ struct View {
 
   std::byte* row(int p) const { return base + p * pitch; }
   bool inner_contiguous() const { return count[3] == 1 || stride[3] == size; }
+
+  // Prefetches the start of partition p + kAhead's bytes, when there is one: an instruction
+  // walks its partitions in order, each a separate stream the hardware prefetcher does not
+  // follow, so every row would otherwise start with cache misses.
+  void prefetch_ahead(int p) const {
+    constexpr int kAhead = 2;
+    constexpr int64_t kMaxBytes = 2048;
+    if (p + kAhead >= partitions) return;
+    int64_t lo = 0, hi = 0;  // the row's footprint, relative to its base
+    for (int l = 0; l < 4; ++l) (stride[l] < 0 ? lo : hi) += stride[l] * (int64_t{count[l]} - 1);
+    const char* r = reinterpret_cast<const char*>(row(p + kAhead));
+    for (int64_t b = lo; b < std::min<int64_t>(hi + size, lo + kMaxBytes); b += 64)
+      __builtin_prefetch(r + b);
+  }
 };
 
 View make_view(const ExecContext& ctx, const MemRef& m) {
@@ -41,7 +55,6 @@ View make_view(const ExecContext& ctx, const MemRef& m) {
   v.size = dtype_size(m.dtype);
   v.dtype = m.dtype;
   v.partitions = m.partition_count;
-  const Target& t = *ctx.target;
   switch (m.memory) {
     case MemoryKind::hbm:
       v.base = ctx.hbm + m.offset;
@@ -49,13 +62,13 @@ View make_view(const ExecContext& ctx, const MemRef& m) {
       break;
     case MemoryKind::sbuf:
       v.base =
-          ctx.core->sbuf.data() + uint64_t{m.partition_start} * t.sbuf_partition_bytes + m.offset;
-      v.pitch = t.sbuf_partition_bytes;
+          ctx.core->sbuf.data() + uint64_t{m.partition_start} * ctx.core->sbuf_pitch + m.offset;
+      v.pitch = ctx.core->sbuf_pitch;
       break;
     case MemoryKind::psum:
       v.base =
-          ctx.core->psum.data() + uint64_t{m.partition_start} * t.psum_partition_bytes + m.offset;
-      v.pitch = t.psum_partition_bytes;
+          ctx.core->psum.data() + uint64_t{m.partition_start} * ctx.core->psum_pitch + m.offset;
+      v.pitch = ctx.core->psum_pitch;
       break;
   }
   // The levels with more than one element, outermost first, with each level merged into the
@@ -107,6 +120,7 @@ void for_each_inner(const View& v, int p, Fn&& fn) {
 }
 
 void gather_f32(const View& v, int p, float* out) {
+  v.prefetch_ahead(p);
   const uint32_t n3 = v.count[3];
   const bool contig = v.inner_contiguous();
   for_each_inner(v, p, [&](std::byte* q) {
@@ -164,6 +178,7 @@ void copy_strided(std::byte* packed, std::byte* strided, int64_t stride, uint32_
 
 // Raw element bytes, packed.
 void gather_raw(const View& v, int p, std::byte* out) {
+  v.prefetch_ahead(p);
   const uint32_t n3 = v.count[3];
   const bool contig = v.inner_contiguous();
   for_each_inner(v, p, [&](std::byte* q) {

@@ -18,11 +18,16 @@ namespace neuronc::device {
 
 // On-chip memories of one NeuronCore. Not thread-safe. SBUF and PSUM live in blocks of their
 // own (kernels::zeroed_bytes: huge pages for SBUF): a matmul or DMA reads or writes one run in
-// each of 128 partitions, every one a page apart, and on 4 KiB pages each is a TLB miss.
+// each of 128 partitions, every one a page apart, and on 4 KiB pages each is a TLB miss. On the
+// host, partition p starts at p * pitch, one cache line past the partition's size: at the size
+// itself (192 KiB, 16 KiB) every partition's run would map to the same few cache sets, and an
+// instruction's 128 runs would evict each other.
 struct CoreMemory {
+  static constexpr uint64_t kPartitionPad = 64;
   std::shared_ptr<std::byte> sbuf_block, psum_block;
-  std::span<std::byte> sbuf;  // partitions x sbuf_partition_bytes, in sbuf_block
-  std::span<std::byte> psum;  // partitions x psum_partition_bytes, in psum_block
+  uint64_t sbuf_pitch = 0, psum_pitch = 0;  // partition bytes + kPartitionPad
+  std::span<std::byte> sbuf;                // partitions x sbuf_pitch, in sbuf_block
+  std::span<std::byte> psum;                // partitions x psum_pitch, in psum_block
   // Per 4-byte PSUM word: 1 when the last write came from a matmul (an open accumulation
   // group may continue), 0 otherwise (TRAINIUM.md §3.4).
   std::vector<uint8_t> psum_from_matmul;

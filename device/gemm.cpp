@@ -237,12 +237,10 @@ bool has_bf16_dot() {
 #endif
 }
 
-// Whether the bf16 x bf16 tile A^T B can go through VDPBF16PS bit-exactly (see the top).
-bool bf16_exact(int M, int N, int K, const GemmOperand& A, const GemmOperand& B) {
-#ifdef NEURONC_X86
-  uint32_t amin = 255, amax = 0, bmin = 255, bmax = 0;
-  bf16_exponents(A.data, A.row_bytes, K, M, &amin, &amax);
-  bf16_exponents(B.data, B.row_bytes, K, N, &bmin, &bmax);
+// Whether a bf16 x bf16 tile whose elements' biased exponents span [amin, amax] (A; nonzero
+// elements for the minimum) and [bmin, bmax] (B), summed over K, goes through VDPBF16PS
+// bit-exactly (see the top).
+bool exact_range(uint32_t amin, uint32_t amax, uint32_t bmin, uint32_t bmax, int K) {
   if (amax == 255 || bmax == 255) return false;  // NaN or infinity
   // Quantum of every product: 2^(amin - 134 + bmin - 134) >= 2^-126.
   if (amin + bmin < 142) return false;
@@ -250,6 +248,15 @@ bool bf16_exact(int M, int N, int K, const GemmOperand& A, const GemmOperand& B)
   int log2k = 0;
   while ((1 << log2k) < K) ++log2k;
   return static_cast<int>(amax + bmax) - 252 + log2k + 1 <= 126;
+}
+
+// Whether the bf16 x bf16 tile A^T B can go through VDPBF16PS bit-exactly.
+bool bf16_exact(int M, int N, int K, const GemmOperand& A, const GemmOperand& B) {
+#ifdef NEURONC_X86
+  uint32_t amin = 255, amax = 0, bmin = 255, bmax = 0;
+  bf16_exponents(A.data, A.row_bytes, K, M, &amin, &amax);
+  bf16_exponents(B.data, B.row_bytes, K, N, &bmin, &bmax);
+  return exact_range(amin, amax, bmin, bmax, K);
 #else
   (void)M, (void)N, (void)K, (void)A, (void)B;
   return false;
@@ -260,80 +267,133 @@ bool bf16_exact(int M, int N, int K, const GemmOperand& A, const GemmOperand& B)
 // The bf16-pair path exists only where VDPBF16PS does (has_bf16_dot); its edge blocks run the
 // same micro-kernel as whole ones.
 
-// Reads row k of a bf16 operand as raw bits.
-inline uint16_t bf16_bits(const GemmOperand& x, int k, int i) {
-  uint16_t v;
-  std::memcpy(&v, x.data + k * x.row_bytes + size_t(i) * 2, 2);
-  return v;
+// The exponent range of packed words (bf16_exponents' lanes, before their reduction).
+struct ExponentLanes {
+  __m512i lo, hi;
+};
+
+// Folds the biased exponents of 32 bf16 words into `e` (nonzero words only for the minimum).
+__attribute__((target("avx512f,avx512bw"))) inline void fold_exponents(ExponentLanes& e,
+                                                                       __m512i v) {
+  const __m512i mag = _mm512_and_si512(v, _mm512_set1_epi16(0x7fff));
+  const __m512i ex = _mm512_srli_epi16(mag, 7);
+  e.lo = _mm512_mask_min_epu16(e.lo, _mm512_test_epi16_mask(mag, mag), e.lo, ex);
+  e.hi = _mm512_max_epu16(e.hi, ex);
 }
 
-// Packs rows [0, K) x columns [c0, c0 + cb) of a bf16 operand into width-wide pair panels
-// [K/2][width]; odd K pads the last pair's even half with -0 (A) or +0 (B), whose product -0
-// leaves every sum unchanged, and columns past cb are zero.
-// (Only the bf16-pair path calls it, so AVX-512 is there: 16 or 8 columns at a time.)
-__attribute__((target("avx512f,avx512bw"))) void pack_bf16_pairs(const GemmOperand& x, int K,
-                                                                 int c0, int cb, int width,
-                                                                 uint16_t pad, uint32_t* dst) {
+// Packs rows [0, K) x columns [0, cols) of a bf16 operand into `width`-wide pair panels
+// dst[panel][K/2][width] (width 8: A panels, 32: B panels), each dword (x[k] << 16) | x[k + 1];
+// odd K pads the last pair's even half with -0 (A) or +0 (B), whose product -0 leaves every sum
+// unchanged, and columns past `cols` are zero. Row pairs are read once each, 32 columns at a
+// time (masked at the edge, so nothing past `cols` is read), interleaved by word permutes, and
+// their exponents folded into `e` on the way. Row by row, not panel by panel: an operand read in
+// place has its rows an SBUF partition apart, and those alias to a couple of cache sets, so a
+// panel-by-panel walk would miss on every row of every panel. (Only the bf16-pair path calls
+// it, so AVX-512 BW and VL are there.)
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void pack_bf16_pairs(const GemmOperand& x,
+                                                                          int K, int cols,
+                                                                          int width, uint16_t pad,
+                                                                          uint32_t* dst,
+                                                                          ExponentLanes& e) {
   const int pairs = (K + 1) / 2;
+  const int panels = (cols + width - 1) / width;
+  const size_t panel_words = size_t(pairs) * width;
+  // Words j of `lo` and `hi` become dword j: (hi[j] << 16) | lo[j].
+  alignas(64) static constexpr uint16_t kLow[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,
+                                                    37, 6,  38, 7,  39, 8,  40, 9,  41, 10, 42,
+                                                    11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  alignas(64) static constexpr uint16_t kHigh[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21,
+                                                     53, 22, 54, 23, 55, 24, 56, 25, 57, 26, 58,
+                                                     27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+  const __m512i low = _mm512_load_si512(kLow), high = _mm512_load_si512(kHigh);
+
+  // Rows outer, so each row's lines are read one after the other; and the rows kPrefetch
+  // pairs ahead are prefetched, since rows a partition apart are separate streams that the
+  // hardware prefetcher does not follow.
+  constexpr int kPrefetch = 4;
+  const size_t row_span = size_t(cols) * 2;
+  auto prefetch_row = [&](int k) {
+    if (k >= K) return;
+    const char* r = reinterpret_cast<const char*>(x.data + k * x.row_bytes);
+    for (size_t b = 0; b < row_span; b += 64) _mm_prefetch(r + b, _MM_HINT_T0);
+  };
+  for (int q = 0; q < std::min(kPrefetch, pairs); ++q) prefetch_row(2 * q), prefetch_row(2 * q + 1);
   for (int q = 0; q < pairs; ++q) {
-    uint32_t* row = dst + size_t(q) * width;
     const int k = 2 * q;
-    int c = 0;
-    const std::byte* hi_row = x.data + k * x.row_bytes + size_t(c0) * 2;
-    const std::byte* lo_row = k + 1 < K ? x.data + (k + 1) * x.row_bytes + size_t(c0) * 2 : nullptr;
-    // The zero-masking forms: GCC 12 calls the unmasked ones' undefined passthrough
-    // maybe-uninitialized.
-    const __mmask16 all = 0xffff;
-    const __m512i pad16 = _mm512_set1_epi32(pad);
-    for (; c + 16 <= cb; c += 16) {
-      const __m512i hi = _mm512_maskz_cvtepu16_epi32(
-          all, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hi_row + size_t(c) * 2)));
-      const __m512i lo =
-          lo_row ? _mm512_maskz_cvtepu16_epi32(
-                       all,
-                       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lo_row + size_t(c) * 2)))
-                 : pad16;
-      _mm512_storeu_si512(row + c, _mm512_or_si512(_mm512_maskz_slli_epi32(all, hi, 16), lo));
+    prefetch_row(k + 2 * kPrefetch);
+    prefetch_row(k + 2 * kPrefetch + 1);
+    for (int c0 = 0; c0 < cols; c0 += 32) {
+      const int n = std::min(32, cols - c0);
+      const __mmask32 live = n == 32 ? ~__mmask32{0} : (__mmask32{1} << n) - 1;
+      const __m512i padv = _mm512_maskz_mov_epi16(live, _mm512_set1_epi16(static_cast<short>(pad)));
+      const std::byte* row = x.data + k * x.row_bytes + size_t(c0) * 2;
+      const __m512i hi = _mm512_maskz_loadu_epi16(live, row);
+      const __m512i lo = k + 1 < K ? _mm512_maskz_loadu_epi16(live, row + x.row_bytes) : padv;
+      fold_exponents(e, hi);
+      fold_exponents(e, lo);
+      const __m512i d0 = _mm512_permutex2var_epi16(lo, low, hi);   // columns c0 .. c0 + 15
+      const __m512i d1 = _mm512_permutex2var_epi16(lo, high, hi);  // c0 + 16 .. c0 + 31
+      if (width == 32) {
+        uint32_t* o = dst + size_t(c0 / 32) * panel_words + size_t(q) * 32;
+        _mm512_storeu_si512(o, d0);
+        _mm512_storeu_si512(o + 16, d1);
+        continue;
+      }
+      // width 8: the 32 columns are up to 4 panels.
+      // The zero-masking extracts: GCC 12 calls the unmasked ones' passthrough
+      // maybe-uninitialized.
+      const __m256i quarter[4] = {_mm512_maskz_extracti64x4_epi64(0xff, d0, 0),
+                                  _mm512_maskz_extracti64x4_epi64(0xff, d0, 1),
+                                  _mm512_maskz_extracti64x4_epi64(0xff, d1, 0),
+                                  _mm512_maskz_extracti64x4_epi64(0xff, d1, 1)};
+      for (int j = 0; j < 4 && c0 / 8 + j < panels; ++j)
+        _mm256_storeu_si256(
+            reinterpret_cast<__m256i*>(dst + size_t(c0 / 8 + j) * panel_words + size_t(q) * 8),
+            quarter[j]);
     }
-    for (; c + 8 <= cb; c += 8) {  // an 8-row A panel
-      const __m256i hi = _mm256_cvtepu16_epi32(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(hi_row + size_t(c) * 2)));
-      const __m256i lo = lo_row ? _mm256_cvtepu16_epi32(_mm_loadu_si128(
-                                      reinterpret_cast<const __m128i*>(lo_row + size_t(c) * 2)))
-                                : _mm256_set1_epi32(pad);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + c),
-                          _mm256_or_si256(_mm256_slli_epi32(hi, 16), lo));
-    }
-    for (; c < cb; ++c) {
-      const uint32_t lo = k + 1 < K ? bf16_bits(x, k + 1, c0 + c) : pad;
-      row[c] = (uint32_t{bf16_bits(x, k, c0 + c)} << 16) | lo;
-    }
-    std::fill(row + cb, row + width, 0u);
   }
 }
 
-// The bf16-pair GEMM: 8-row A panels, 32-column B panels packed per task.
-void gemm_bf16_pairs(int M, int N, int K, const GemmOperand& A, const GemmOperand& B, float* C,
-                     size_t ldc, bool accumulate) {
+// Biased exponent range of the lanes (bf16_exponents' reduction).
+__attribute__((target("avx512f,avx512bw"))) void reduce_exponents(const ExponentLanes& e,
+                                                                  uint32_t* emin, uint32_t* emax) {
+  alignas(64) uint16_t l[32], h[32];
+  _mm512_store_si512(l, e.lo);
+  _mm512_store_si512(h, e.hi);
+  for (int i = 0; i < 32; ++i) {
+    *emin = std::min<uint32_t>(*emin, l[i]);
+    *emax = std::max<uint32_t>(*emax, h[i]);
+  }
+}
+
+// The bf16-pair GEMM: A packed into 8-row panels and B into 32-column panels, both up front
+// with their exponent ranges; false (C untouched) when the ranges rule VDPBF16PS out, so the
+// fp32 path computes it.
+__attribute__((target("avx512f,avx512bw"))) bool gemm_bf16_pairs(int M, int N, int K,
+                                                                 const GemmOperand& A,
+                                                                 const GemmOperand& B, float* C,
+                                                                 size_t ldc, bool accumulate) {
   constexpr int mr = 8, nr = 32;
   const int pairs = (K + 1) / 2;
   const int panels = (M + mr - 1) / mr;
-  thread_local std::vector<uint32_t> packed_a;
-  packed_a.resize(size_t(panels) * pairs * mr);
-  for (int p = 0; p < panels; ++p)
-    pack_bf16_pairs(A, K, p * mr, std::min(mr, M - p * mr), mr, 0x8000,
-                    packed_a.data() + size_t(p) * pairs * mr);
   const int bpanels = (N + nr - 1) / nr;
-  thread_local std::vector<uint32_t> packed_b;
+  thread_local std::vector<uint32_t> packed_a, packed_b;
+  packed_a.resize(size_t(panels) * pairs * mr);
   packed_b.resize(size_t(bpanels) * pairs * nr);
+  ExponentLanes ea{_mm512_set1_epi16(255), _mm512_setzero_si512()}, eb = ea;
+  pack_bf16_pairs(A, K, M, mr, 0x8000, packed_a.data(), ea);
+  pack_bf16_pairs(B, K, N, nr, 0x0000, packed_b.data(), eb);
+  uint32_t amin = 255, amax = 0, bmin = 255, bmax = 0;
+  reduce_exponents(ea, &amin, &amax);
+  reduce_exponents(eb, &bmin, &bmax);
+  if (!exact_range(amin, amax, bmin, bmax, K)) return false;
   const uint32_t* Ap = packed_a.data();
-  uint32_t* Bp = packed_b.data();
+  const uint32_t* Bp = packed_b.data();
   auto run = [&](int p0, int p1) {
     for (int pj = p0; pj < p1; ++pj) {
       const int n0 = pj * nr;
       const int nb = std::min(nr, N - n0);
-      uint32_t* b = Bp + size_t(pj) * pairs * nr;
-      pack_bf16_pairs(B, K, n0, nb, nr, 0x0000, b);
+      const uint32_t* b = Bp + size_t(pj) * pairs * nr;
       for (int m = 0; m < M; m += mr) {
         const int mb = std::min(mr, M - m);
         const uint32_t* ap = Ap + size_t(m / mr) * pairs * mr;
@@ -351,6 +411,7 @@ void gemm_bf16_pairs(int M, int N, int K, const GemmOperand& A, const GemmOperan
     }
   };
   for_panel_tasks(double(M) * N * K, bpanels, run);
+  return true;
 }
 #endif
 
@@ -554,14 +615,11 @@ void gemm_at_b(int M, int N, int K, const GemmOperand& A, const GemmOperand& B, 
     return;
   }
 #ifdef NEURONC_X86
-  switch (gemm_path(M, N, K, A, B)) {
-    case GemmPath::thin:
-      return gemm_thin(M, N, K, A, B, C, ldc, accumulate);
-    case GemmPath::bf16_dot:
-      return gemm_bf16_pairs(M, N, K, A, B, C, ldc, accumulate);
-    case GemmPath::fp32:
-      break;
-  }
+  // gemm_path's choice, with the bf16 operands' exponent ranges taken while they are packed.
+  if (thin_applies(M, N, A, B)) return gemm_thin(M, N, K, A, B, C, ldc, accumulate);
+  if (A.dtype == DType::bf16 && B.dtype == DType::bf16 && has_bf16_dot() &&
+      gemm_bf16_pairs(M, N, K, A, B, C, ldc, accumulate))
+    return;
 #endif
   const size_t a_size = dtype_size(A.dtype);
   const size_t b_size = dtype_size(B.dtype);

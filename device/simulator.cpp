@@ -20,6 +20,7 @@
 #include <deque>
 #include <limits>
 #include <queue>
+#include <stdexcept>
 #include <string>
 
 #include "device/dependency_tracker.h"
@@ -965,23 +966,34 @@ Simulator::~Simulator() = default;
 void Simulator::reset(int cores) {
   memories_->cores.assign(cores, {});
   const std::byte fill = options_.poison ? std::byte{0xff} : std::byte{0};
-  auto block = [fill](std::shared_ptr<std::byte>& owner, std::span<std::byte>& bytes, size_t n) {
+  auto block = [&](std::shared_ptr<std::byte>& owner, std::span<std::byte>& bytes, uint64_t& pitch,
+                   uint64_t partition_bytes) {
+    pitch = partition_bytes + CoreMemory::kPartitionPad;
+    const size_t n = size_t(target_.partitions) * pitch;
     owner = kernels::zeroed_bytes(n);
     bytes = {owner.get(), n};
     if (fill != std::byte{0}) std::fill(bytes.begin(), bytes.end(), fill);
   };
   for (auto& m : memories_->cores) {
-    block(m.sbuf_block, m.sbuf, size_t(target_.partitions) * target_.sbuf_partition_bytes);
-    block(m.psum_block, m.psum, size_t(target_.partitions) * target_.psum_partition_bytes);
+    block(m.sbuf_block, m.sbuf, m.sbuf_pitch, target_.sbuf_partition_bytes);
+    block(m.psum_block, m.psum, m.psum_pitch, target_.psum_partition_bytes);
     m.psum_from_matmul.assign(size_t(target_.partitions) * target_.psum_partition_bytes / 4, 0);
   }
 }
 
-std::span<std::byte> Simulator::sbuf(int core) {
-  return memories_->cores.at(core).sbuf;
+std::span<std::byte> Simulator::sbuf(int core, int partition) {
+  const CoreMemory& m = memories_->cores.at(core);
+  if (partition < 0 || partition >= target_.partitions)
+    throw std::out_of_range("sbuf partition " + to_string(partition) + " of " +
+                            to_string(target_.partitions));
+  return m.sbuf.subspan(size_t(partition) * m.sbuf_pitch, target_.sbuf_partition_bytes);
 }
-std::span<std::byte> Simulator::psum(int core) {
-  return memories_->cores.at(core).psum;
+std::span<std::byte> Simulator::psum(int core, int partition) {
+  const CoreMemory& m = memories_->cores.at(core);
+  if (partition < 0 || partition >= target_.partitions)
+    throw std::out_of_range("psum partition " + to_string(partition) + " of " +
+                            to_string(target_.partitions));
+  return m.psum.subspan(size_t(partition) * m.psum_pitch, target_.psum_partition_bytes);
 }
 
 Result<RunReport> Simulator::run(const Program& program, std::span<std::byte> hbm) {

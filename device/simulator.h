@@ -125,10 +125,11 @@ class Simulator {
   // program.hbm_size bytes (it may be empty when options.functional is false).
   Result<RunReport> run(const Program& program, std::span<std::byte> hbm);
 
-  // On-chip memory of core `core` (partition p starts at p * partition bytes). Valid after
-  // reset()/run().
-  std::span<std::byte> sbuf(int core);
-  std::span<std::byte> psum(int core);
+  // Partition `partition` of core `core`'s on-chip memory (its sbuf_partition_bytes or
+  // psum_partition_bytes). Valid after reset()/run(); a partition throws std::out_of_range
+  // past the target's.
+  std::span<std::byte> sbuf(int core, int partition);
+  std::span<std::byte> psum(int core, int partition);
 
  private:
   struct Memories;

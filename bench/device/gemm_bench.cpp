@@ -53,11 +53,13 @@ void BM_simulated_matmul_bf16(benchmark::State& st) {
   Simulator sim(target(TargetKind::trn1));
   sim.reset(1);
   // Random bf16 operands in [-1, 1) (zeros would make every range check trivial).
-  std::span<std::byte> sb = sim.sbuf(0);
   StochasticRounder g(42);
-  for (size_t i = 0; i + 1 < sb.size(); i += 2) {
-    const uint16_t v = f32_to_bf16(static_cast<float>(g.next_u32()) / 2147483648.0f - 1.0f);
-    std::memcpy(sb.data() + i, &v, 2);
+  for (int part = 0; part < sim.target().partitions; ++part) {
+    std::span<std::byte> sb = sim.sbuf(0, part);
+    for (size_t i = 0; i + 1 < sb.size(); i += 2) {
+      const uint16_t v = f32_to_bf16(static_cast<float>(g.next_u32()) / 2147483648.0f - 1.0f);
+      std::memcpy(sb.data() + i, &v, 2);
+    }
   }
   Program p;
   p.cores.resize(1);

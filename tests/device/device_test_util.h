@@ -34,30 +34,32 @@ inline Program single(Engine e, Operation op, uint64_t hbm_size = 1 << 20) {
   return p;
 }
 
+// Partition p of an on-chip operand's memory.
+inline std::span<std::byte> partition_of(Simulator& sim, int core, const MemRef& m, int p) {
+  return m.memory == MemoryKind::sbuf ? sim.sbuf(core, m.partition_start + p)
+                                      : sim.psum(core, m.partition_start + p);
+}
+
 // Row-major values of a contiguous on-chip operand: [partition][element].
 inline void write(Simulator& sim, int core, const MemRef& m, const std::vector<float>& v) {
-  std::span<std::byte> mem = m.memory == MemoryKind::sbuf ? sim.sbuf(core) : sim.psum(core);
-  const uint64_t pitch = m.memory == MemoryKind::sbuf ? sim.target().sbuf_partition_bytes
-                                                      : sim.target().psum_partition_bytes;
   const uint64_t n = m.free_size();
   const uint32_t sz = dtype_size(m.dtype);
-  for (int p = 0; p < m.partition_count; ++p)
+  for (int p = 0; p < m.partition_count; ++p) {
+    std::span<std::byte> mem = partition_of(sim, core, m, p);
     for (uint64_t i = 0; i < n; ++i)
-      store_f32(mem.data() + (m.partition_start + p) * pitch + m.offset + i * sz, m.dtype,
-                v[p * n + i]);
+      store_f32(mem.data() + m.offset + i * sz, m.dtype, v[p * n + i]);
+  }
 }
 
 inline std::vector<float> read(Simulator& sim, int core, const MemRef& m) {
-  std::span<std::byte> mem = m.memory == MemoryKind::sbuf ? sim.sbuf(core) : sim.psum(core);
-  const uint64_t pitch = m.memory == MemoryKind::sbuf ? sim.target().sbuf_partition_bytes
-                                                      : sim.target().psum_partition_bytes;
   const uint64_t n = m.free_size();
   const uint32_t sz = dtype_size(m.dtype);
   std::vector<float> v(m.partition_count * n);
-  for (int p = 0; p < m.partition_count; ++p)
+  for (int p = 0; p < m.partition_count; ++p) {
+    std::span<std::byte> mem = partition_of(sim, core, m, p);
     for (uint64_t i = 0; i < n; ++i)
-      v[p * n + i] =
-          load_f32(mem.data() + (m.partition_start + p) * pitch + m.offset + i * sz, m.dtype);
+      v[p * n + i] = load_f32(mem.data() + m.offset + i * sz, m.dtype);
+  }
   return v;
 }
 

@@ -291,7 +291,7 @@ TEST_F(Instructions, BitwiseOnIntegersUsesRawBits) {
   const MemRef a = sbuf(0, 1, 0, DType::i32, 2);
   const MemRef b = sbuf(0, 1, 64, DType::i32, 2);
   const MemRef d = sbuf(0, 1, 128, DType::i32, 2);
-  auto mem = sim_.sbuf(0);
+  auto mem = sim_.sbuf(0, 0);
   const int32_t av[2] = {0x7fffffff, 0x12345678}, bv[2] = {0x0000ffff, 0x0f0f0f0f};
   std::memcpy(mem.data(), av, 8);
   std::memcpy(mem.data() + 64, bv, 8);
