@@ -247,7 +247,7 @@ DmaWork CostModel::dma_work(const DmaCopy& d) const {
       !both_hbm && !d.row_index && rows_back_to_back(d.src) && rows_back_to_back(d.dst);
   const double desc_weight = 1.0 / dma_transfer_efficiency(desc_bytes);
   const double last_weight = 1.0 / dma_transfer_efficiency(last_bytes);
-  uint64_t desc_index = 0;
+  int next_round_robin = 0;  // HBM<->HBM: descriptor i goes to engine i % engines
   // DMA: each engine serves 8 SBUF partition lanes, so the engine follows the on-chip side's
   // absolute partition (rows into partitions 64.. use engines 8..); HBM<->HBM round-robin
   // (assumption).
@@ -260,16 +260,33 @@ DmaWork CostModel::dma_work(const DmaCopy& d) const {
   const uint64_t chip_row =
       on_chip && !d.row_index ? std::max<uint64_t>(1, on_chip->free_size()) : elems;
   const int lane0 = on_chip ? on_chip->partition_start : 0;
+  const double full_weighted = static_cast<double>(desc_bytes) * desc_weight;
+  const double last_weighted = static_cast<double>(last_bytes) * last_weight;
+  // Descriptor k of row r starts at element r * elems + k * run, in lane (that / chip_row):
+  // followed incrementally, with the engine worked out only when the lane changes.
+  uint64_t lane = 0, in_lane = 0;  // of the current descriptor's first element
+  int lane_engine = 0;
+  auto engine_of_lane = [&] {
+    return static_cast<int>((lane0 + lane) / t_.dma_partitions_per_engine) % engines;
+  };
   for (int r = 0; r < rows; ++r) {
-    for (uint64_t k = 0; k < runs_per_row; ++k, ++desc_index) {
-      const uint64_t lane = lane0 + (r * elems + k * run) / chip_row;
-      const int eng = both_hbm ? static_cast<int>(desc_index % engines)
-                               : static_cast<int>(lane / t_.dma_partitions_per_engine) % engines;
+    const uint64_t start = uint64_t(r) * elems;
+    lane = start / chip_row;
+    in_lane = start % chip_row;
+    lane_engine = engine_of_lane();
+    for (uint64_t k = 0; k < runs_per_row; ++k) {
+      const int eng = both_hbm ? next_round_robin : lane_engine;
+      if (++next_round_robin == engines) next_round_robin = 0;
       const bool last = k + 1 == runs_per_row;
-      const uint64_t b = last ? last_bytes : desc_bytes;
-      w.bytes[eng] += b;
-      w.rate_weighted_bytes[eng] += static_cast<double>(b) * (last ? last_weight : desc_weight);
+      w.bytes[eng] += last ? last_bytes : desc_bytes;
+      w.rate_weighted_bytes[eng] += last ? last_weighted : full_weighted;
       w.descriptors[eng] += 1;
+      in_lane += run;
+      if (in_lane >= chip_row) {
+        lane += in_lane / chip_row;
+        in_lane %= chip_row;
+        lane_engine = engine_of_lane();
+      }
     }
   }
   if (streamed)

@@ -996,8 +996,10 @@ std::span<std::byte> Simulator::psum(int core, int partition) {
   return m.psum.subspan(size_t(partition) * m.psum_pitch, target_.psum_partition_bytes);
 }
 
-Result<RunReport> Simulator::run(const Program& program, std::span<std::byte> hbm) {
-  NEURONC_DEVICE_RETURN_IF_ERROR(verify_program(target_, program));
+Result<RunReport> Simulator::run(const Program& program, std::span<std::byte> hbm,
+                                 ProgramCheck check) {
+  if (check == ProgramCheck::verify)
+    NEURONC_DEVICE_RETURN_IF_ERROR(verify_program(target_, program));
   if (options_.functional && hbm.size() < program.hbm_size)
     return invalid_argument("hbm arena holds " + to_string(hbm.size()) +
                             " bytes but the program needs " + to_string(program.hbm_size));

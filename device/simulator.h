@@ -122,8 +122,13 @@ class Simulator {
   void reset(int cores);
 
   // Verifies `program` against the target, then executes it. `hbm` must hold at least
-  // program.hbm_size bytes (it may be empty when options.functional is false).
-  Result<RunReport> run(const Program& program, std::span<std::byte> hbm);
+  // program.hbm_size bytes (it may be empty when options.functional is false). With
+  // ProgramCheck::verified the caller vouches that verify_program already passed on this
+  // program and target (artifact::read_artifact verifies every program it reads), and it is
+  // not checked again: on a program that would fail, the behaviour is undefined.
+  enum class ProgramCheck { verify, verified };
+  Result<RunReport> run(const Program& program, std::span<std::byte> hbm,
+                        ProgramCheck check = ProgramCheck::verify);
 
   // Partition `partition` of core `core`'s on-chip memory (its sbuf_partition_bytes or
   // psum_partition_bytes). Valid after reset()/run(); a partition throws std::out_of_range
