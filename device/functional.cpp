@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <type_traits>
 
@@ -414,43 +415,64 @@ Status exec_transpose(const ExecContext& ctx, Engine e, const Transpose& x) {
 // given. Each case below passes a lambda of its own type with the function a constant, so the loop
 // has no dispatch and the cheap functions vectorise; the arithmetic is the same, element by
 // element.
+// out[i] = fn(in[i] * scale + bias) (in may be out), and the sum of the results in order when
+// `sum` is given.
 template <typename Fn>
-void activate_row(Fn fn, float* v, uint64_t n, float scale, float bias, float* sum) {
+void activate_row(Fn fn, const float* in, float* out, uint64_t n, float scale, float bias,
+                  float* sum) {
   if (!sum) {
-    for (uint64_t i = 0; i < n; ++i) v[i] = fn(v[i] * scale + bias);
+    for (uint64_t i = 0; i < n; ++i) out[i] = fn(in[i] * scale + bias);
     return;
   }
   float s = 0.0f;
   for (uint64_t i = 0; i < n; ++i) {
-    v[i] = fn(v[i] * scale + bias);
-    s += v[i];
+    out[i] = fn(in[i] * scale + bias);
+    s += out[i];
   }
   *sum = s;
 }
 
-void activate_row(ActivationFunction f, float* v, uint64_t n, float scale, float bias, float* sum) {
+void activate_row(ActivationFunction f, const float* in, float* out, uint64_t n, float scale,
+                  float bias, float* sum) {
   using A = ActivationFunction;
+  auto run = [&](auto fn) { activate_row(fn, in, out, n, scale, bias, sum); };
   switch (f) {
     case A::identity:
-      return activate_row([](float x) { return activate(A::identity, x); }, v, n, scale, bias, sum);
+      return run([](float x) { return activate(A::identity, x); });
     case A::relu:
-      return activate_row([](float x) { return activate(A::relu, x); }, v, n, scale, bias, sum);
+      return run([](float x) { return activate(A::relu, x); });
     case A::exp:
-      return activate_row([](float x) { return activate(A::exp, x); }, v, n, scale, bias, sum);
+      return run([](float x) { return activate(A::exp, x); });
     case A::silu:
-      return activate_row([](float x) { return activate(A::silu, x); }, v, n, scale, bias, sum);
+      return run([](float x) { return activate(A::silu, x); });
     case A::gelu_tanh:
-      return activate_row([](float x) { return activate(A::gelu_tanh, x); }, v, n, scale, bias,
-                          sum);
+      return run([](float x) { return activate(A::gelu_tanh, x); });
     case A::gelu_erf:
-      return activate_row([](float x) { return activate(A::gelu_erf, x); }, v, n, scale, bias, sum);
+      return run([](float x) { return activate(A::gelu_erf, x); });
     case A::square:
-      return activate_row([](float x) { return activate(A::square, x); }, v, n, scale, bias, sum);
+      return run([](float x) { return activate(A::square, x); });
     case A::rsqrt:
-      return activate_row([](float x) { return activate(A::rsqrt, x); }, v, n, scale, bias, sum);
+      return run([](float x) { return activate(A::rsqrt, x); });
     default:
-      return activate_row([f](float x) { return activate(f, x); }, v, n, scale, bias, sum);
+      return run([f](float x) { return activate(f, x); });
   }
+}
+
+// Whether an element-wise instruction can compute straight from its fp32 source rows into its
+// fp32 destination rows, skipping the gather into fp32 and the scatter out (an fp32 store never
+// rounds): every row dense, and each destination row either the same bytes as the source row of
+// its partition or none of them (the general path reads a whole row before writing it, so a
+// partial overlap keeps that path).
+bool direct_f32(const View& d, std::initializer_list<const View*> sources) {
+  if (d.dtype != DType::f32 || !dense(d)) return false;
+  const uint64_t row = d.n * 4;
+  for (const View* s : sources) {
+    if (s->dtype != DType::f32 || !dense(*s) || s->n != d.n) return false;
+    const auto a = reinterpret_cast<uintptr_t>(s->base), b = reinterpret_cast<uintptr_t>(d.base);
+    const bool same_memory = s->pitch == d.pitch;  // rows of one memory share its pitch
+    if (same_memory && a != b && (a > b ? a - b : b - a) < row) return false;
+  }
+  return true;
 }
 
 Status exec_activation(const ExecContext& ctx, const Activation& x) {
@@ -458,25 +480,32 @@ Status exec_activation(const ExecContext& ctx, const Activation& x) {
   const View d = make_view(ctx, x.dst);
   std::optional<View> acc;
   if (x.accumulate_dst) acc = make_view(ctx, *x.accumulate_dst);
+  const bool direct = direct_f32(d, {&s});
   for_partitions(ctx, s.partitions, s.n * s.partitions, [&](int p) {
-    float* buf = scratch_row<float>(s.n);
-    gather_f32(s, p, buf);
     const float scale = scalar_value(ctx, x.scale, p);
     const float bias = scalar_value(ctx, x.bias, p);
     float sum = 0.0f;
-    activate_row(x.function, buf, s.n, scale, bias, acc ? &sum : nullptr);
-    Rng rng = rng_for(ctx, p);
-    scatter_f32(d, p, buf, rng.mode, rng.ptr());
+    if (direct) {
+      activate_row(x.function, reinterpret_cast<const float*>(s.row(p)),
+                   reinterpret_cast<float*>(d.row(p)), s.n, scale, bias, acc ? &sum : nullptr);
+    } else {
+      float* buf = scratch_row<float>(s.n);
+      gather_f32(s, p, buf);
+      activate_row(x.function, buf, buf, s.n, scale, bias, acc ? &sum : nullptr);
+      Rng rng = rng_for(ctx, p);
+      scatter_f32(d, p, buf, rng.mode, rng.ptr());
+    }
     if (acc) store_f32(acc->row(p), acc->dtype, sum);
   });
   return Status::ok();
 }
 
-// a[i] = alu(op, a[i], b[i]) over a row. The common ops get a loop of their own with the op a
-// constant, so it vectorises; the arithmetic is alu's, element by element.
-void alu_row(AluOp op, float* a, const float* b, uint64_t n) {
+// out[i] = alu(op, a[i], b[i]) over a row (out may be a or b). The common ops get a loop of
+// their own with the op a constant, so it vectorises; the arithmetic is alu's, element by
+// element.
+void alu_row(AluOp op, const float* a, const float* b, float* out, uint64_t n) {
   auto run = [&](auto f) {
-    for (uint64_t i = 0; i < n; ++i) a[i] = f(a[i], b[i]);
+    for (uint64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
   };
   switch (op) {
     case AluOp::add:
@@ -497,6 +526,7 @@ Status exec_tensor_tensor(const ExecContext& ctx, const TensorTensor& x) {
   const View b = make_view(ctx, x.in1);
   const View d = make_view(ctx, x.dst);
   const bool bitwise = alu_op_is_bitwise(x.op);
+  const bool direct = !bitwise && direct_f32(d, {&a, &b});
   for_partitions(ctx, d.partitions, d.n * d.partitions, [&](int p) {
     if (bitwise) {
       int64_t* va = scratch_row<int64_t, 0>(d.n);
@@ -507,11 +537,16 @@ Status exec_tensor_tensor(const ExecContext& ctx, const TensorTensor& x) {
       scatter_int(d, p, va);
       return;
     }
+    if (direct) {
+      alu_row(x.op, reinterpret_cast<const float*>(a.row(p)),
+              reinterpret_cast<const float*>(b.row(p)), reinterpret_cast<float*>(d.row(p)), d.n);
+      return;
+    }
     float* va = scratch_row<float, 0>(d.n);
     float* vb = scratch_row<float, 1>(d.n);
     gather_f32(a, p, va);
     gather_f32(b, p, vb);
-    alu_row(x.op, va, vb, d.n);
+    alu_row(x.op, va, vb, va, d.n);
     Rng rng = rng_for(ctx, p);
     scatter_f32(d, p, va, rng.mode, rng.ptr());
   });
@@ -541,6 +576,7 @@ Status exec_tensor_scalar(const ExecContext& ctx, const TensorScalar& x) {
   const View s = make_view(ctx, x.src);
   const View d = make_view(ctx, x.dst);
   const bool bitwise = alu_op_is_bitwise(x.op0);
+  const bool direct = !bitwise && direct_f32(d, {&s});
   for_partitions(ctx, d.partitions, d.n * d.partitions, [&](int p) {
     const float o0 = scalar_value(ctx, x.operand0, p);
     const float o1 = x.op1 == AluOp::bypass ? 0.0f : scalar_value(ctx, x.operand1, p);
@@ -555,13 +591,21 @@ Status exec_tensor_scalar(const ExecContext& ctx, const TensorScalar& x) {
       scatter_int(d, p, v.data());
       return;
     }
+    auto compute = [&](const float* in, float* out) {
+      for (uint64_t i = 0; i < d.n; ++i) {
+        float e = in[i];
+        e = x.reverse0 ? alu(x.op0, o0, e) : alu(x.op0, e, o0);
+        if (x.op1 != AluOp::bypass) e = x.reverse1 ? alu(x.op1, o1, e) : alu(x.op1, e, o1);
+        out[i] = e;
+      }
+    };
+    if (direct) {
+      compute(reinterpret_cast<const float*>(s.row(p)), reinterpret_cast<float*>(d.row(p)));
+      return;
+    }
     float* v = scratch_row<float>(d.n);
     gather_f32(s, p, v);
-    for (uint64_t i = 0; i < d.n; ++i) {
-      float& e = v[i];
-      e = x.reverse0 ? alu(x.op0, o0, e) : alu(x.op0, e, o0);
-      if (x.op1 != AluOp::bypass) e = x.reverse1 ? alu(x.op1, o1, e) : alu(x.op1, e, o1);
-    }
+    compute(v, v);
     Rng rng = rng_for(ctx, p);
     scatter_f32(d, p, v, rng.mode, rng.ptr());
   });

@@ -287,6 +287,40 @@ TEST_F(Instructions, TensorTensorOpsAndRoundingToBf16) {
   EXPECT_EQ(read(sim_, 0, d), (std::vector<float>{1.0f, 9.0f, 4.0f, 1.0f}));
 }
 
+// fp32 element-wise instructions compute straight from their source rows into their destination
+// rows; a destination row that overlaps its source row only in part must still see the whole
+// source row as it was (the instruction reads before it writes), and one that is the source row
+// is updated in place.
+TEST_F(Instructions, ElementwiseDestinationsOverlappingTheirSourcesSeeTheWholeSource) {
+  const int P = 4, F = 64;
+  for (const int shift : {0, 4, -4}) {  // destination offset from the source, in elements
+    const MemRef src = sbuf(0, P, 1024, DType::f32, F);
+    const MemRef dst = sbuf(0, P, 1024 + shift * 4, DType::f32, F);
+    const MemRef other = sbuf(0, P, 4096, DType::f32, F);
+    const auto x = random_values(P * F, DType::f32, 11);
+    const auto y = random_values(P * F, DType::f32, 12);
+    auto expect = [&](const char* what, auto f) {
+      const auto got = read(sim_, 0, dst);
+      for (int i = 0; i < P * F; ++i)
+        ASSERT_EQ(got[i], f(x[i], y[i])) << what << " shift " << shift << " element " << i;
+    };
+    Activation a;
+    a.dst = dst, a.src = src, a.scale = 2.0f, a.bias = 1.0f;
+    write(sim_, 0, src, x);
+    run(single(Engine::scalar, a));
+    expect("activation", [](float v, float) { return v * 2.0f + 1.0f; });
+    write(sim_, 0, src, x);
+    write(sim_, 0, other, y);
+    run(single(Engine::vector, TensorTensor{dst, src, other, AluOp::subtract}));
+    expect("tensor_tensor", [](float v, float w) { return v - w; });
+    TensorScalar t;
+    t.dst = dst, t.src = src, t.operand0 = 3.0f, t.op0 = AluOp::multiply;
+    write(sim_, 0, src, x);
+    run(single(Engine::vector, t));
+    expect("tensor_scalar", [](float v, float) { return v * 3.0f; });
+  }
+}
+
 TEST_F(Instructions, BitwiseOnIntegersUsesRawBits) {
   const MemRef a = sbuf(0, 1, 0, DType::i32, 2);
   const MemRef b = sbuf(0, 1, 64, DType::i32, 2);
