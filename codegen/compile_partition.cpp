@@ -332,7 +332,7 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
       return;
     }
     if (!s.perm.empty() || s.row_interleave > 0) {
-      for (int64_t j = 0; j < n; ++j) put(j, stored_to_logical(j, shape, s.perm, s.row_interleave));
+      for_each_stored(shape, s.perm, s.row_interleave, put);
       return;
     }
     for (int64_t i = 0; i < n; ++i) {

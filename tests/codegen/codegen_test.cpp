@@ -43,6 +43,37 @@ std::vector<const device::DmaCopy*> dmas_reading(const RunResult& r, const Const
   return out;
 }
 
+// A permuted (and row-interleaved) weight is laid out in stored order by an odometer; every
+// stored element lands where stored_to_logical, one element at a time, puts it.
+TEST(CodegenLayout, ForEachStoredIsStoredToLogicalInOrder) {
+  struct Case {
+    std::vector<int64_t> shape, perm;
+    int64_t interleave;
+  };
+  const Case cases[] = {
+      {{7}, {}, 0},
+      {{3, 5}, {1, 0}, 0},
+      {{64, 3, 3, 3}, {1, 2, 3, 0}, 0},  // a conv weight, output channels last
+      {{8, 4, 3, 2}, {3, 0, 2, 1}, 0},
+      {{12, 5}, {}, 4},                  // interleaved rows, no permutation
+      {{6, 16, 3, 3}, {1, 2, 3, 0}, 8},  // permuted and interleaved
+      {{16, 6, 2}, {0, 2, 1}, 2},
+      {{1, 1, 1}, {2, 1, 0}, 0},
+      {{}, {}, 0},
+  };
+  for (const Case& c : cases) {
+    int64_t n = 1;
+    for (int64_t d : c.shape) n *= d;
+    int64_t next = 0;
+    for_each_stored(c.shape, c.perm, c.interleave, [&](int64_t k, int64_t logical) {
+      ASSERT_EQ(k, next++);
+      ASSERT_EQ(logical, stored_to_logical(k, c.shape, c.perm, c.interleave))
+          << "element " << k << " of a " << c.shape.size() << "-d shape";
+    });
+    EXPECT_EQ(next, n);
+  }
+}
+
 TEST(CodegenMatmul, MlpLinearReluGelu) {
   RunResult r = check(R"(graph {
   input %x : f32[4, 16]
