@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "kernels/zeroed_bytes.h"
 #include "passes/host_eval.h"
 #include "passes/rewrite.h"
 
@@ -109,8 +110,9 @@ class Folder {
         std::optional<HostTensor> b;
         if (bias_v && !(b = constant(bias_v))) return false;
         const size_t n = d->nbytes() / 4, per = n / static_cast<size_t>(O);
-        auto bytes = std::make_shared<std::vector<std::byte>>(d->nbytes());
-        float* out = reinterpret_cast<float*>(bytes->data());
+        // A block of its own (huge pages when large): no zero fill before it is overwritten.
+        const std::shared_ptr<std::byte> bytes = kernels::zeroed_bytes(d->nbytes());
+        float* out = reinterpret_cast<float*>(bytes.get());
         for (int64_t o = 0; o < O; ++o)
           for (size_t k = 0; k < per; ++k) {
             float v;
@@ -120,8 +122,9 @@ class Folder {
         HostTensor b2{ir::DType::f32, {O}, std::vector<double>(static_cast<size_t>(O))};
         for (int64_t o = 0; o < O; ++o)
           b2.data[o] = round_to(b2.dtype, (b ? b->data[o] : 0.0) * s[o] + t[o]);
-        ir::Value* wv = add_constant_input(g_, y->name() + "_weight", target + ".weight",
-                                           ir::DType::f32, d->shape, std::move(bytes));
+        ir::Value* wv = add_constant_input(
+            g_, y->name() + "_weight", target + ".weight", ir::DType::f32, d->shape,
+            ir::ConstantPayload{bytes.get(), d->nbytes(), 0, {}, bytes});
         ir::Value* bv = add_constant(y->name() + "_bias", target + ".bias", std::move(b2));
         return replace_conv(bn, conv, wv, bv);
       }
