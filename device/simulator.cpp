@@ -981,19 +981,28 @@ void Simulator::reset(int cores) {
   }
 }
 
+namespace {
+
+// Partition `partition` of one on-chip memory laid out `pitch` bytes per partition.
+std::span<std::byte> partition_of(std::span<std::byte> memory, uint64_t pitch, uint64_t bytes,
+                                  int partition, int partitions, const char* what) {
+  if (partition < 0 || partition >= partitions)
+    throw std::out_of_range(std::string(what) + " partition " + to_string(partition) + " of " +
+                            to_string(partitions));
+  return memory.subspan(size_t(partition) * pitch, bytes);
+}
+
+}  // namespace
+
 std::span<std::byte> Simulator::sbuf(int core, int partition) {
   const CoreMemory& m = memories_->cores.at(core);
-  if (partition < 0 || partition >= target_.partitions)
-    throw std::out_of_range("sbuf partition " + to_string(partition) + " of " +
-                            to_string(target_.partitions));
-  return m.sbuf.subspan(size_t(partition) * m.sbuf_pitch, target_.sbuf_partition_bytes);
+  return partition_of(m.sbuf, m.sbuf_pitch, target_.sbuf_partition_bytes, partition,
+                      target_.partitions, "sbuf");
 }
 std::span<std::byte> Simulator::psum(int core, int partition) {
   const CoreMemory& m = memories_->cores.at(core);
-  if (partition < 0 || partition >= target_.partitions)
-    throw std::out_of_range("psum partition " + to_string(partition) + " of " +
-                            to_string(target_.partitions));
-  return m.psum.subspan(size_t(partition) * m.psum_pitch, target_.psum_partition_bytes);
+  return partition_of(m.psum, m.psum_pitch, target_.psum_partition_bytes, partition,
+                      target_.partitions, "psum");
 }
 
 Result<RunReport> Simulator::run(const Program& program, std::span<std::byte> hbm,
