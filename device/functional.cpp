@@ -82,7 +82,8 @@ View make_view(const ExecContext& ctx, const MemRef& m) {
     const uint32_t c = m.levels[l].count;
     const int64_t st = int64_t{m.levels[l].stride} * v.size;
     if (c == 1) continue;
-    if (levels > 0 && stride[levels - 1] == st * c) {
+    if (levels > 0 && stride[levels - 1] == st * c &&
+        uint64_t{count[levels - 1]} * c <= UINT32_MAX) {
       stride[levels - 1] = st;
       count[levels - 1] *= c;
       continue;

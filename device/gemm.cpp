@@ -230,7 +230,7 @@ void for_panel_tasks(double work, int panels, const Run& run) {
 bool has_bf16_dot() {
 #ifdef NEURONC_X86
   static const bool kHas = isa() == Isa::avx512 && __builtin_cpu_supports("avx512bf16") &&
-                           __builtin_cpu_supports("avx512bw");
+                           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
   return kHas;
 #else
   return false;
