@@ -412,12 +412,10 @@ Status exec_transpose(const ExecContext& ctx, Engine e, const Transpose& x) {
   return Status::ok();
 }
 
-// `fn(v * scale + bias)` over a row in place, and the sum of the results in order when `sum` is
-// given. Each case below passes a lambda of its own type with the function a constant, so the loop
-// has no dispatch and the cheap functions vectorise; the arithmetic is the same, element by
-// element.
-// out[i] = fn(in[i] * scale + bias) (in may be out), and the sum of the results in order when
-// `sum` is given.
+// out[i] = fn(in[i] * scale + bias) over a row (in may be out), and the sum of the results in
+// order when `sum` is given. Each case below passes a lambda of its own type with the function a
+// constant, so the loop has no dispatch and the cheap functions vectorise; the arithmetic is the
+// same, element by element.
 template <typename Fn>
 void activate_row(Fn fn, const float* in, float* out, uint64_t n, float scale, float bias,
                   float* sum) {
@@ -828,10 +826,9 @@ Status exec_dma(const ExecContext& ctx, const DmaCopy& x) {
           s.count[0] * s.count[1] * s.count[2] == 1 && d.count[0] * d.count[1] * d.count[2] == 1) {
         std::memmove(d.row(p), s.row(p), s.n * s.size);
       } else {
-        thread_local std::vector<std::byte> buf;
-        buf.resize(s.n * s.size);
-        gather_raw(s, p, buf.data());
-        scatter_raw(d, p, buf.data());
+        std::byte* buf = scratch_row<std::byte>(s.n * s.size);
+        gather_raw(s, p, buf);
+        scatter_raw(d, p, buf);
       }
     }
     return Status::ok();

@@ -165,32 +165,47 @@ __attribute__((target("avx512f,avx512bf16"))) void kernel_bf16_8x32(int pairs, c
 #undef NEURONC_ROWBF
 #undef NEURONC_STORE512
 
-// Smallest biased exponent of the nonzero elements (255 when there are none) and largest biased
-// exponent of all elements of `rows` rows of `n` bf16 values, `row_bytes` apart (subnormals give
-// 0, NaN/inf 255). The lanes are reduced once, after the last row.
-__attribute__((target("avx512f,avx512bw"))) void bf16_exponents(const std::byte* data,
-                                                                size_t row_bytes, int rows, int n,
-                                                                uint32_t* emin, uint32_t* emax) {
-  const __m512i mag_mask = _mm512_set1_epi16(0x7fff);
-  __m512i lo = _mm512_set1_epi16(255), hi = _mm512_setzero_si512();
-  for (int r = 0; r < rows; ++r) {
-    const auto* p = reinterpret_cast<const uint16_t*>(data + size_t(r) * row_bytes);
-    for (int i = 0; i < n; i += 32) {
-      const __mmask32 live = n - i >= 32 ? ~__mmask32{0} : (__mmask32{1} << (n - i)) - 1;
-      const __m512i mag = _mm512_and_si512(_mm512_maskz_loadu_epi16(live, p + i), mag_mask);
-      const __m512i e = _mm512_srli_epi16(mag, 7);
-      const __mmask32 nonzero = _mm512_test_epi16_mask(mag, mag);
-      lo = _mm512_mask_min_epu16(lo, nonzero, lo, e);
-      hi = _mm512_max_epu16(hi, e);
-    }
-  }
+// The biased exponent range of bf16 words, per lane: the smallest of the nonzero words (255 when
+// there are none) and the largest of all (subnormals give 0, NaN/inf 255).
+struct ExponentLanes {
+  __m512i lo, hi;
+};
+
+// Folds the biased exponents of 32 bf16 words into `e` (nonzero words only for the minimum).
+__attribute__((target("avx512f,avx512bw"))) inline void fold_exponents(ExponentLanes& e,
+                                                                       __m512i v) {
+  const __m512i mag = _mm512_and_si512(v, _mm512_set1_epi16(0x7fff));
+  const __m512i ex = _mm512_srli_epi16(mag, 7);
+  e.lo = _mm512_mask_min_epu16(e.lo, _mm512_test_epi16_mask(mag, mag), e.lo, ex);
+  e.hi = _mm512_max_epu16(e.hi, ex);
+}
+
+// Folds the lanes of `e` into *emin and *emax.
+__attribute__((target("avx512f,avx512bw"))) void reduce_exponents(const ExponentLanes& e,
+                                                                  uint32_t* emin, uint32_t* emax) {
   alignas(64) uint16_t l[32], h[32];
-  _mm512_store_si512(l, lo);
-  _mm512_store_si512(h, hi);
+  _mm512_store_si512(l, e.lo);
+  _mm512_store_si512(h, e.hi);
   for (int i = 0; i < 32; ++i) {
     *emin = std::min<uint32_t>(*emin, l[i]);
     *emax = std::max<uint32_t>(*emax, h[i]);
   }
+}
+
+// The exponent range (ExponentLanes) of `rows` rows of `n` bf16 values, `row_bytes` apart. The
+// lanes are reduced once, after the last row.
+__attribute__((target("avx512f,avx512bw"))) void bf16_exponents(const std::byte* data,
+                                                                size_t row_bytes, int rows, int n,
+                                                                uint32_t* emin, uint32_t* emax) {
+  ExponentLanes e{_mm512_set1_epi16(255), _mm512_setzero_si512()};
+  for (int r = 0; r < rows; ++r) {
+    const auto* p = reinterpret_cast<const uint16_t*>(data + size_t(r) * row_bytes);
+    for (int i = 0; i < n; i += 32) {
+      const __mmask32 live = n - i >= 32 ? ~__mmask32{0} : (__mmask32{1} << (n - i)) - 1;
+      fold_exponents(e, _mm512_maskz_loadu_epi16(live, p + i));
+    }
+  }
+  reduce_exponents(e, emin, emax);
 }
 #endif
 
@@ -267,20 +282,6 @@ bool bf16_exact(int M, int N, int K, const GemmOperand& A, const GemmOperand& B)
 // The bf16-pair path exists only where VDPBF16PS does (has_bf16_dot); its edge blocks run the
 // same micro-kernel as whole ones.
 
-// The exponent range of packed words (bf16_exponents' lanes, before their reduction).
-struct ExponentLanes {
-  __m512i lo, hi;
-};
-
-// Folds the biased exponents of 32 bf16 words into `e` (nonzero words only for the minimum).
-__attribute__((target("avx512f,avx512bw"))) inline void fold_exponents(ExponentLanes& e,
-                                                                       __m512i v) {
-  const __m512i mag = _mm512_and_si512(v, _mm512_set1_epi16(0x7fff));
-  const __m512i ex = _mm512_srli_epi16(mag, 7);
-  e.lo = _mm512_mask_min_epu16(e.lo, _mm512_test_epi16_mask(mag, mag), e.lo, ex);
-  e.hi = _mm512_max_epu16(e.hi, ex);
-}
-
 // Packs rows [0, K) x columns [0, cols) of a bf16 operand into `width`-wide pair panels
 // dst[panel][K/2][width] (width 8: A panels, 32: B panels), each dword (x[k] << 16) | x[k + 1];
 // odd K pads the last pair's even half with -0 (A) or +0 (B), whose product -0 leaves every sum
@@ -351,18 +352,6 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void pack_bf16_pairs(const 
             reinterpret_cast<__m256i*>(dst + size_t(c0 / 8 + j) * panel_words + size_t(q) * 8),
             quarter[j]);
     }
-  }
-}
-
-// Biased exponent range of the lanes (bf16_exponents' reduction).
-__attribute__((target("avx512f,avx512bw"))) void reduce_exponents(const ExponentLanes& e,
-                                                                  uint32_t* emin, uint32_t* emax) {
-  alignas(64) uint16_t l[32], h[32];
-  _mm512_store_si512(l, e.lo);
-  _mm512_store_si512(h, e.hi);
-  for (int i = 0; i < 32; ++i) {
-    *emin = std::min<uint32_t>(*emin, l[i]);
-    *emax = std::max<uint32_t>(*emax, h[i]);
   }
 }
 

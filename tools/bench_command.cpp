@@ -600,11 +600,10 @@ json bench_loaded(const BenchOptions& o, const neuronc::Model& model, TimedArtif
   const InstanceInfo* instance = resolve_instance(prices, o, tl);
 
   const std::vector<InputShape> shapes = input_shapes(model, contents, o.int_high, o.dims);
-  // Timing-only (a weights-free artifact, which cannot run, or --timing-only): the simulated
-  // time, which depends on no data, stands for every iteration; host ops are left out, and the
-  // host time of an inference is the timing simulation's.
-  // Each timing-only iteration runs the timing simulation again (the one that made `tl` was
-  // its warm-up), so its host time is measured as a functional run's is.
+  // Timing-only (a weights-free artifact, which cannot run, or --timing-only): host ops are
+  // left out, and each iteration runs the timing simulation again (the one that made `tl` was
+  // its warm-up), so the host time of an inference is the timing simulation's, measured as a
+  // functional run's is.
   const bool timing_only = o.timing_only || model.info().timing_only;
   auto time_iterations = [&] {
     std::vector<neuronc::RunStats> runs;
