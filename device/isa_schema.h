@@ -330,7 +330,7 @@ void for_each_operand(Op& op, F&& f) {
       op);
 }
 
-// The most memory operands any one instruction has (over every opcode's schema).
+// The memory operands instruction T's schema lists.
 template <class T>
 constexpr size_t memory_field_count() {
   size_t n = 0;
@@ -343,6 +343,7 @@ template <size_t... I>
 constexpr size_t max_memory_fields(std::index_sequence<I...>) {
   return std::max({memory_field_count<std::variant_alternative_t<I, Operation>>()...});
 }
+// The most memory operands any one instruction has (over every opcode's schema).
 inline constexpr size_t kMaxMemoryOperands =
     max_memory_fields(std::make_index_sequence<std::variant_size_v<Operation>>{});
 
