@@ -6,13 +6,17 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include "artifact_format/crc32c.h"
 #include "artifact_format/file_header.h"
@@ -37,16 +41,29 @@ struct Payload {
   uint64_t size() const { return fill ? fill->size : bytes.size(); }
 };
 
-// Where emit() puts the file's bytes, at absolute offsets.
+// A worker's buffer for fills that need one (FileSink), grown to the largest fill it makes, in
+// huge pages when large (kernels/zeroed_bytes.h).
+struct Scratch {
+  std::shared_ptr<std::byte> bytes;
+  uint64_t size = 0;
+  std::span<std::byte> at_least(uint64_t n) {
+    if (n > size) bytes = kernels::zeroed_bytes(n), size = n;
+    return {bytes.get(), n};
+  }
+};
+
+// Where emit() puts the file's bytes, at absolute offsets. write_at, fill_at and release are
+// called from several threads at once, for disjoint bytes.
 class Sink {
  public:
   virtual ~Sink() = default;
   // Called once, first, with the file's total size.
   virtual void resize(uint64_t total) = 0;
   virtual void write_at(uint64_t offset, std::span<const std::byte> bytes) = 0;
-  // Has `fill` make its bytes at `offset`; returns them (valid until the next call), for their
-  // CRC.
-  virtual std::span<const std::byte> fill_at(uint64_t offset, const ConstantFill& fill) = 0;
+  // Has `fill` make its bytes at `offset` (in `scratch` when the sink needs a buffer); returns
+  // them (valid until the worker's next call), for their CRC.
+  virtual std::span<const std::byte> fill_at(uint64_t offset, const ConstantFill& fill,
+                                             Scratch& scratch) = 0;
   // Called when emit() is done with the bytes fill_at() returned for `fill`.
   virtual void release(const ConstantFill&) {}
 };
@@ -58,7 +75,7 @@ class MemorySink final : public Sink {
   void write_at(uint64_t offset, std::span<const std::byte> b) override {
     std::copy(b.begin(), b.end(), out_.begin() + static_cast<ptrdiff_t>(offset));
   }
-  std::span<const std::byte> fill_at(uint64_t offset, const ConstantFill& f) override {
+  std::span<const std::byte> fill_at(uint64_t offset, const ConstantFill& f, Scratch&) override {
     const std::span<std::byte> dst(out_.data() + offset, f.size);
     f.fill(dst);
     return dst;
@@ -68,11 +85,45 @@ class MemorySink final : public Sink {
   std::vector<std::byte>& out_;
 };
 
+// Makes the fills (segment index, file position) with `threads` workers taking them in order,
+// and records each segment's CRC. The bytes, and the error reported (the first fill's in
+// segment order that throws), are the same for any thread count.
+void make_fills(std::span<const Payload> payloads,
+                const std::vector<std::pair<size_t, uint64_t>>& fills, ArtifactContents& c,
+                Sink& sink, int threads) {
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::exception_ptr> errors(fills.size());
+  auto work = [&] {
+    Scratch scratch;
+    for (size_t k; !failed && (k = next.fetch_add(1)) < fills.size();) {
+      const auto [i, pos] = fills[k];
+      try {
+        const std::span<const std::byte> made = sink.fill_at(pos, *payloads[i].fill, scratch);
+        if (i < c.segments.size()) c.segments[i].crc32c = crc32c(made);
+        sink.release(*payloads[i].fill);
+      } catch (...) {
+        errors[k] = std::current_exception();
+        failed = true;
+      }
+    }
+  };
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const size_t helpers =
+      std::min(fills.size(), static_cast<size_t>(threads)) - (fills.empty() ? 0 : 1);
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < helpers; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
 // Header + root + zero padding + segments, at their offsets in `sink`. A segment made by a fill
 // gets its CRC as it is made, and the root is written again with it at the end (its size does
 // not depend on CRCs: root_codec stores every segment field).
 void emit(const ArtifactContents& contents, std::span<const Payload> payloads,
-          bool keep_segment_table, Sink& sink) {
+          bool keep_segment_table, Sink& sink, int threads = 1) {
   ArtifactContents c = contents;
   uint64_t off = 0;
   for (size_t i = 0; i < payloads.size() && i < c.segments.size(); ++i) {
@@ -103,23 +154,20 @@ void emit(const ArtifactContents& contents, std::span<const Payload> payloads,
     }
   };
   uint64_t seg = 0;
-  bool filled = false;
+  std::vector<std::pair<size_t, uint64_t>> fills;  // segment, position
   for (size_t i = 0; i < payloads.size(); ++i) {
     const Payload& p = payloads[i];
     seg = align_up(seg, kSegmentAlignment);
     pad_to(h.segments_offset + seg);
-    if (p.fill) {
-      const std::span<const std::byte> made = sink.fill_at(pos, *p.fill);
-      if (i < c.segments.size()) c.segments[i].crc32c = crc32c(made);
-      sink.release(*p.fill);
-      filled = true;
-    } else {
+    if (p.fill)
+      fills.emplace_back(i, pos);
+    else
       sink.write_at(pos, p.bytes);
-    }
     pos += p.size();
     seg += p.size();
   }
-  const std::vector<std::byte> final_root = filled ? encode_root(c) : root;
+  make_fills(payloads, fills, c, sink, threads);
+  const std::vector<std::byte> final_root = fills.empty() ? root : encode_root(c);
   if (final_root.size() != root.size())
     throw std::logic_error("artifact writer: the root changed size with its segments' CRCs");
   h.root_crc32c = crc32c(final_root);
@@ -443,41 +491,39 @@ Result<std::vector<std::byte>> ArtifactWriter::write_memory(const WriteOptions& 
   NEURONC_ARTIFACT_RETURN_IF_ERROR(impl_->layout(options));
   std::vector<std::byte> out;
   MemorySink sink(out);
-  emit(impl_->contents, impl_->payloads, false, sink);
+  emit(impl_->contents, impl_->payloads, false, sink, options.threads);
   return out;
 }
 
 namespace {
 
-// Writes at offsets of an open file; fills go through one scratch buffer, grown to the largest
-// fill and reused, so no constant is held whole beside another.
+// Writes at offsets of an open file; a fill goes through its worker's scratch buffer, unless
+// its bytes exist as they are (ConstantFill::as_is). Thread-safe: positional writes, the first
+// error kept under a lock.
 class FileSink final : public Sink {
  public:
-  // `largest_fill`: the most bytes one fill makes, the scratch buffer's size (allocated once,
-  // in huge pages when large: kernels/zeroed_bytes.h).
-  FileSink(int fd, uint64_t largest_fill)
-      : fd_(fd), scratch_(kernels::zeroed_bytes(largest_fill)), scratch_size_(largest_fill) {}
+  explicit FileSink(int fd) : fd_(fd) {}
   void resize(uint64_t) override {}
   void write_at(uint64_t offset, std::span<const std::byte> b) override {
-    while (!b.empty() && error_.empty()) {
+    while (!b.empty()) {
       const ssize_t n = ::pwrite(fd_, b.data(), b.size(), static_cast<off_t>(offset));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
-        error_ = n < 0 ? std::strerror(errno) : "no space written";
+        std::lock_guard<std::mutex> lock(mu_);
+        if (error_.empty()) error_ = n < 0 ? std::strerror(errno) : "no space written";
         return;
       }
       b = b.subspan(static_cast<size_t>(n));
       offset += static_cast<uint64_t>(n);
     }
   }
-  std::span<const std::byte> fill_at(uint64_t offset, const ConstantFill& f) override {
+  std::span<const std::byte> fill_at(uint64_t offset, const ConstantFill& f,
+                                     Scratch& scratch) override {
     if (f.as_is.size() == f.size) {
       write_at(offset, f.as_is);
       return f.as_is;  // its CRC is taken, then release() drops its pages
     }
-    if (f.size > scratch_size_)
-      throw std::logic_error("artifact writer: a fill outgrew its buffer");
-    const std::span<std::byte> made(scratch_.get(), f.size);
+    const std::span<std::byte> made = scratch.at_least(f.size);
     f.fill(made);
     write_at(offset, made);
     return made;
@@ -485,12 +531,14 @@ class FileSink final : public Sink {
   void release(const ConstantFill& f) override {
     if (f.drop_as_is && f.as_is.size() == f.size) f.drop_as_is(f.as_is.data(), f.as_is.size());
   }
-  const std::string& error() const { return error_; }
+  std::string error() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return error_;
+  }
 
  private:
   int fd_;
-  std::shared_ptr<std::byte> scratch_;
-  uint64_t scratch_size_;
+  std::mutex mu_;
   std::string error_;
 };
 
@@ -512,12 +560,8 @@ Status ArtifactWriter::write_file(const std::string& path, const WriteOptions& o
       if (!keep) ::unlink(name.c_str());
     }
   } temporary{fd, tmp};
-  uint64_t largest_fill = 0;
-  for (const Payload& p : impl_->payloads)
-    if (p.fill && p.fill->as_is.size() != p.fill->size)
-      largest_fill = std::max(largest_fill, p.fill->size);
-  FileSink sink(fd, largest_fill);
-  emit(impl_->contents, impl_->payloads, false, sink);
+  FileSink sink(fd);
+  emit(impl_->contents, impl_->payloads, false, sink, options.threads);
   std::string error = sink.error();
   const int closed = ::close(fd);
   temporary.fd = -1;

@@ -26,7 +26,8 @@ namespace neuronc::artifact {
 // the span it is given (the artifact's own buffer, or a reused scratch buffer streamed to the
 // file), so a weight cast or re-laid out by the compiler is never held whole beside the
 // artifact. `fill` may throw; the write then fails and leaves no file behind. It must give the
-// same bytes every time it is called.
+// same bytes every time it is called, and may be called on any thread, beside other fills
+// (WriteOptions::threads).
 struct ConstantFill {
   uint64_t size = 0;
   std::function<void(std::span<std::byte>)> fill;
@@ -44,6 +45,9 @@ struct WriteOptions {
   bool compress_constants = false;       // zstd-compress constant segments (not mmap-able then)
   int zstd_level = 3;                    // fixed level: output stays deterministic
   uint64_t small_constant_bytes = 4096;  // constants below this share one packed segment
+  // Constants made at write time (ConstantFill) are made by this many threads at once (0: one
+  // per core), each with its own buffer; the bytes written are the same for any count.
+  int threads = 1;
 };
 
 class ArtifactWriter {

@@ -167,7 +167,8 @@ bool row_major(const ir::ConstantPayload& p, const std::vector<int64_t>& shape) 
 }
 
 // Reads the elements of a constant's payload (row-major over the value's shape) as double, the
-// shape and strides taken once, not per element.
+// shape and strides taken once, not per element. A deferred cast's elements (its payload's
+// stored_dtype) are read as the value's: rounded as the cast rounds them.
 class PayloadReader {
  public:
   explicit PayloadReader(const ir::Value* v)
@@ -177,13 +178,27 @@ class PayloadReader {
       : name_(name),
         p_(p),
         shape_(std::move(shape)),
-        es_(ir::dtype_size(dtype)),
-        type_(ir::element_type(dtype)) {
+        es_(ir::dtype_size(p.element_dtype(dtype))),
+        type_(ir::element_type(p.element_dtype(dtype))),
+        value_type_(ir::element_type(dtype)) {
     if (ir::is_complex(dtype)) throw Error("constant '" + name + "' is complex");
+    if (type_ != value_type_ && !(type_ == DType::f32 && device::dtype_is_float(value_type_)))
+      throw Error("constant '" + name + "': a deferred cast from " +
+                  std::string(ir::dtype_name(p.element_dtype(dtype))) + " to " +
+                  std::string(ir::dtype_name(dtype)) + ", expected one from f32 to a float");
     // A payload with explicit strides (a tensor-parallel slice, say) is read through them.
     contiguous_ = row_major(p_, shape_);
   }
-  double operator()(int64_t i) const { return kernels::load_double(at(i), type_); }
+  double operator()(int64_t i) const {
+    const double x = kernels::load_double(at(i), type_);
+    if (type_ == value_type_) return x;
+    std::byte narrow[8];
+    kernels::store_f32(narrow, value_type_, static_cast<float>(x));
+    return kernels::load_double(narrow, value_type_);
+  }
+  // The dtype of the elements contiguous_data() points at (the value's unless a cast is
+  // deferred).
+  DType stored_type() const { return type_; }
   // The bytes of the first element when the payload is contiguous and holds every element, so
   // element i is i elements on from it; null otherwise.
   const std::byte* contiguous_data() const {
@@ -214,7 +229,7 @@ class PayloadReader {
   const ir::ConstantPayload& p_;
   std::vector<int64_t> shape_;
   size_t es_;
-  ::neuronc::DType type_;
+  ::neuronc::DType type_, value_type_;
   bool contiguous_ = false;
 };
 
@@ -256,8 +271,8 @@ struct ConstantSource {
   DType dt() const { return device_dtype(dtype); }
   // Whether the device keeps the payload's own element bytes (no conversion).
   bool same_bytes() const {
-    return ir::dtype_size(dtype) == device::dtype_size(dt()) && dtype != ir::DType::f64 &&
-           dtype != ir::DType::i64;
+    return !payload.stored_dtype && ir::dtype_size(dtype) == device::dtype_size(dt()) &&
+           dtype != ir::DType::f64 && dtype != ir::DType::i64;
   }
 };
 
@@ -305,6 +320,23 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
   if (const std::span<const std::byte> raw = as_is(s); !raw.empty()) {
     std::memcpy(out.data(), raw.data(), out.size());
     return;
+  }
+  if (!from_values && s.payload.stored_dtype) {
+    // A deferred cast of contiguous f32 (--auto-cast's weights): narrowed whole, vectorised and
+    // rounded as the cast rounds (store_f32_n), into a buffer each thread reuses; then laid out
+    // as the narrow tensor it now is.
+    const PayloadReader reader(s.name, s.payload, shape, s.dtype);
+    if (const std::byte* f =
+            reader.stored_type() == DType::f32 ? reader.contiguous_data() : nullptr) {
+      thread_local std::vector<std::byte> narrow;
+      if (narrow.size() < out.size()) narrow.resize(out.size());
+      kernels::store_f32_n(narrow.data(), dt, reinterpret_cast<const float*>(f),
+                           static_cast<size_t>(n));
+      ConstantSource plain = s;
+      plain.payload = ir::ConstantPayload{narrow.data(), out.size(), 0, {}, nullptr};
+      lay_out_constant(plain, out);
+      return;
+    }
   }
   // Stored element j gets logical element i: put(j, i) for every element of the layout.
   auto lay_out = [&](auto put) {
@@ -377,7 +409,9 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
       return;
     }
   }
-  if (const std::byte* f = s.dtype == ir::DType::f32 ? reader.contiguous_data() : nullptr) {
+  // f32 elements (a deferred cast's among them) rounded once, straight to the device dtype.
+  if (const std::byte* f =
+          reader.stored_type() == DType::f32 ? reader.contiguous_data() : nullptr) {
     lay_out([&](int64_t j, int64_t i) {
       float x;
       std::memcpy(&x, f + 4 * i, 4);
@@ -997,7 +1031,13 @@ class PartitionCompiler {
       // A weight whose payload keeps its own bytes alive is laid out when the artifact is
       // written, straight into it; values codegen made, and borrowed payloads, now.
       if (opts_.defer_constant_bytes && !source->values && source->payload.owner) {
-        cb.fill = [source](std::span<std::byte> out) { lay_out_constant(*source, out); };
+        // A mapped weight read for the last time leaves the process (a later read brings its
+        // pages back from the file), so writing the artifact does not hold the model twice.
+        cb.fill = [source](std::span<std::byte> out) {
+          lay_out_constant(*source, out);
+          const ir::ConstantPayload& p = source->payload;
+          if (p.drop_pages) p.drop_pages(p.data, p.nbytes);
+        };
         cb.as_is = as_is(*source);
         if (!cb.as_is.empty()) cb.drop_as_is = source->payload.drop_pages;
         char where[64];
@@ -1005,6 +1045,8 @@ class PartitionCompiler {
                       static_cast<const void*>(source->payload.data),
                       static_cast<long long>(source->payload.storage_offset));
         cb.fill_source = std::string(ir::dtype_name(source->dtype)) + where;
+        if (source->payload.stored_dtype)
+          cb.fill_source += "<-" + std::string(ir::dtype_name(*source->payload.stored_dtype));
       } else {
         cb.data = constant_bytes(*source);
       }

@@ -955,7 +955,9 @@ void finish(ArtifactUnderConstruction& u, const CompileRequest& req,
     req.progress("[4/4] writing the artifact", kReadShare + kOptimiseShare + kCodegenShare);
   if (u.tp.cores > 1) replicate_over_cores(u);
   if (!req.output.empty()) {
-    if (art::Status st = w.write_file(req.output); !st.is_ok())
+    art::WriteOptions wo;
+    wo.threads = req.threads;
+    if (art::Status st = w.write_file(req.output, wo); !st.is_ok())
       throw ir::Error("writing the artifact: " + st.message());
     std::error_code ec;
     result.artifact_size = std::filesystem::file_size(req.output, ec);

@@ -26,7 +26,7 @@ struct CompileRequest {
   std::string target = "trn1";
   passes::AutoCastMode auto_cast = passes::AutoCastMode::none;
   int opt_level = 2;
-  int threads = 0;                      // codegen workers; 0 = oneTBB default
+  int threads = 0;  // codegen and artifact-writing workers; 0 = oneTBB default (one per core)
   std::set<std::string> print_after;    // pass names (or "all") to print the IR after
   std::map<std::string, int64_t> dims;  // symbol bindings (`--dim`: one value, no buckets)
   // `--buckets`: the values each open symbolic dim gets an entry for (buckets.h); a program

@@ -47,6 +47,14 @@ struct ConstantPayload {
   // and shape are known, its values are not (`data` is null). Such a program compiles to a
   // timing-only artifact; passes that would compute from the bytes carry the absence instead.
   bool absent = false;
+  // The dtype of the elements at `data` when it is not the value's own: an f32 weight whose
+  // cast to bf16 constant folding deferred (passes/constant_folding.cpp), so the bf16 copy is
+  // made once, where it is consumed (codegen lays it out straight into the artifact), instead
+  // of beside the weight. Readers convert each element as the cast does (round to nearest
+  // even); `storage_offset`, `strides` and `nbytes` count these stored elements and bytes.
+  // nullopt: the value's dtype.
+  std::optional<DType> stored_dtype = std::nullopt;
+  DType element_dtype(DType value_dtype) const { return stored_dtype.value_or(value_dtype); }
   static ConstantPayload absent_bytes() {
     ConstantPayload p;
     p.absent = true;

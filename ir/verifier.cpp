@@ -50,7 +50,7 @@ std::vector<std::string> verify(const Graph& g, const VerifyOptions& opts) {
       if (auto n = numel(in.value->shape()); n && n->is_constant() && p->strides.empty()) {
         const size_t need =
             (static_cast<size_t>(p->storage_offset) + static_cast<size_t>(n->coeff)) *
-            dtype_size(in.value->dtype());
+            dtype_size(p->element_dtype(in.value->dtype()));
         if (need > p->nbytes) {
           problems.push_back("constant '" + in.value->name() + "': needs " + std::to_string(need) +
                              " bytes, payload has " + std::to_string(p->nbytes));

@@ -26,6 +26,35 @@ bool ConstantFolding::fits(const ir::Node& n) const {
   return true;
 }
 
+namespace {
+
+// A narrowing float cast of a weight (f32 -> bf16 or f16, --auto-cast's) is not computed here:
+// the folded constant shares the weight's bytes and reads them as the cast would
+// (ir::ConstantPayload::stored_dtype), so its narrow copy is made once, by whoever consumes it
+// (codegen lays it out straight into the artifact), not held beside the weight.
+// `n`'s first operand is a constant graph input.
+bool defer_cast(ir::Graph& g, ir::Node& n) {
+  if ((n.op() != "aten._to_copy.default" && n.op() != "aten.to.dtype") || n.outputs().size() != 1)
+    return false;
+  const ir::Value* in = n.input(0);
+  ir::Value* out = n.output();
+  const ir::ConstantPayload* p = in->payload();
+  if (!p || p->absent || p->stored_dtype || in->dtype() != ir::DType::f32 ||
+      (out->dtype() != ir::DType::bf16 && out->dtype() != ir::DType::f16) ||
+      in->type().shape != out->type().shape)
+    return false;
+  ir::ConstantPayload deferred = *p;
+  deferred.stored_dtype = ir::DType::f32;
+  ir::Value* c = g.add_input(g.unique_name(out->name() + "_folded"), out->type(),
+                             ir::InputRole::constant, "folded." + n.name());
+  c->set_payload(std::move(deferred));
+  out->replace_all_uses_with(c);
+  g.erase(&n);
+  return true;
+}
+
+}  // namespace
+
 bool ConstantFolding::run(ir::Graph& g) {
   // Buffers the graph writes back keep their runtime value: not constants.
   std::set<std::string> mutated;
@@ -62,6 +91,11 @@ bool ConstantFolding::run(ir::Graph& g) {
         info->category == ir::OpCategory::attention || info->category == ir::OpCategory::collective)
       continue;
     if (!fits(*n)) continue;
+    if (!n->inputs().empty() && n->input(0) && is_constant_input(n->input(0)) &&
+        defer_cast(g, *n)) {
+      changed = true;
+      continue;
+    }
     std::vector<const DenseTensor*> args;
     bool all_const = true, any_absent = false;
     for (const ir::Value* v : n->inputs()) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "kernels/numerics.h"
 #include "kernels/zeroed_bytes.h"
 #include "passes/host_eval.h"
 #include "passes/rewrite.h"
@@ -88,26 +89,54 @@ class Fuser {
 
   // The siblings' weights (and biases) stacked along the output features: their bytes one after
   // another, copied once from the payloads (the rows of [N_i, K] weights of one dtype, so the
-  // stack is the concatenation). Null when a payload is not dense.
+  // stack is the concatenation). A deferred cast (ir::ConstantPayload::stored_dtype) is narrowed
+  // straight into its place, rounded as the cast rounds. Null when a payload is not dense.
   static std::optional<Stacked> stacked(const std::vector<ir::Node*>& group, size_t input) {
-    std::vector<DenseTensor> parts;
+    struct Part {
+      DenseTensor stored;   // the payload's elements, in the dtype they are stored in
+      bool narrow = false;  // f32 elements of a narrower float value
+      size_t nbytes = 0;    // in the value's dtype
+    };
+    std::vector<Part> parts;
     size_t total = 0;
     for (ir::Node* n : group) {
-      if (ir::is_complex(n->input(input)->dtype())) return std::nullopt;
-      std::optional<DenseTensor> d = dense_constant(*n->input(input));
+      const ir::Value* v = n->input(input);
+      if (ir::is_complex(v->dtype())) return std::nullopt;
+      const ir::ConstantPayload* p = v->payload();
+      const bool narrow = p->stored_dtype && *p->stored_dtype != v->dtype();
+      std::optional<DenseTensor> d;
+      if (narrow) {
+        ir::ConstantPayload raw = *p;
+        raw.stored_dtype.reset();
+        ir::TensorType stored = v->type();
+        stored.dtype = *p->stored_dtype;
+        d = dense_payload(raw, stored);
+        if (d && d->dtype != ::neuronc::DType::f32) return std::nullopt;
+      } else {
+        d = dense_constant(*v);
+      }
       if (!d) return std::nullopt;
-      total += d->nbytes();
-      parts.push_back(std::move(*d));
+      const size_t nbytes =
+          narrow ? d->nbytes() / ::neuronc::dtype_size(d->dtype) * ir::dtype_size(v->dtype())
+                 : d->nbytes();
+      total += nbytes;
+      parts.push_back({std::move(*d), narrow, nbytes});
     }
     Stacked out{kernels::zeroed_bytes(total), total};  // huge pages for a weight-sized stack
     size_t at = 0;
     for (size_t i = 0; i < parts.size(); ++i) {
-      const DenseTensor& d = parts[i];
-      if (d.nbytes()) std::memcpy(out.bytes.get() + at, d.data, d.nbytes());
-      at += d.nbytes();
+      const Part& part = parts[i];
+      const ir::Value* v = group[i]->input(input);
+      if (part.narrow)
+        kernels::store_f32_n(out.bytes.get() + at, ir::element_type(v->dtype()),
+                             reinterpret_cast<const float*>(part.stored.data),
+                             part.stored.nbytes() / 4);
+      else if (part.nbytes)
+        std::memcpy(out.bytes.get() + at, part.stored.data, part.nbytes);
+      at += part.nbytes;
       // A mapped weight just copied leaves this process's memory (as constant folding does:
       // a later read brings its pages back from the file), so it is not held beside its copy.
-      const ir::ConstantPayload* p = group[i]->input(input)->payload();
+      const ir::ConstantPayload* p = v->payload();
       if (p->drop_pages) p->drop_pages(p->data, p->nbytes);
     }
     return out;

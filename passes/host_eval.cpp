@@ -188,6 +188,23 @@ std::optional<DenseTensor> dense_payload(const ir::ConstantPayload& payload,
   if (p->absent) return std::nullopt;
   auto shape = static_shape(type.shape);
   if (!shape) return std::nullopt;
+  if (p->stored_dtype && *p->stored_dtype != type.dtype) {
+    // A deferred cast (ConstantPayload::stored_dtype): the stored elements, then the cast the
+    // host kernel does (store_f32_n: round to nearest even).
+    ir::TensorType stored = type;
+    stored.dtype = *p->stored_dtype;
+    ir::ConstantPayload raw = *p;
+    raw.stored_dtype.reset();
+    std::optional<DenseTensor> src = dense_payload(raw, stored);
+    if (!src || src->dtype != ::neuronc::DType::f32 || !ir::is_floating(type.dtype) ||
+        type.dtype == ir::DType::f64)
+      return std::nullopt;
+    const size_t n = static_cast<size_t>(count(*shape));
+    const ::neuronc::DType t = ir::element_type(type.dtype);
+    std::vector<std::byte> bytes(n * ::neuronc::dtype_size(t));
+    kernels::store_f32_n(bytes.data(), t, reinterpret_cast<const float*>(src->data), n);
+    return DenseTensor::owning(t, *shape, std::move(bytes));
+  }
   const size_t es = ir::dtype_size(type.dtype);
   const size_t n = static_cast<size_t>(count(*shape));
   const Shape dense = strides_of(*shape);

@@ -60,7 +60,8 @@ struct DenseTensor {
 };
 
 // The constant graph input `v`'s value as a dense tensor: its payload's bytes shared, not
-// copied, when they are already dense; gathered into new bytes otherwise. nullopt when `v` has no
+// copied, when they are already dense; gathered (or, for a deferred cast, converted: see
+// ir::ConstantPayload::stored_dtype) into new bytes otherwise. nullopt when `v` has no
 // payload, an absent one (ir::ConstantPayload::absent), a symbolic shape, or a payload shorter
 // than its shape and strides need.
 std::optional<DenseTensor> dense_constant(const ir::Value& v);

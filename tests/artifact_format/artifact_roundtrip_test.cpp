@@ -1,6 +1,7 @@
 // Round trip and determinism of the artifact writer/reader, on hand-built device programs.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -194,6 +195,60 @@ TEST(ArtifactRoundTrip, FilledConstantsWriteTheBytesHeldOnesWould) {
   EXPECT_THROW((void)w.write_file(path), std::runtime_error);
   EXPECT_FALSE(std::ifstream(path).good());
   EXPECT_FALSE(std::ifstream(path + ".tmp").good());
+}
+
+// Fills made by several threads at once (WriteOptions::threads) give the bytes one thread
+// gives, in memory and in a file; of two failing fills, the error is the first's in segment
+// order whatever the thread count.
+TEST(ArtifactRoundTrip, FillsOnSeveralThreadsWriteTheSameBytes) {
+  std::vector<std::vector<std::byte>> parts;
+  for (int k = 0; k < 12; ++k) {
+    std::vector<float> v(static_cast<size_t>(9000 + 3000 * k));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * (k + 7)) % 1009) - k;
+    parts.push_back(testing::bytes_of(v));
+  }
+  std::atomic<int> fills{0};
+  auto writer = [&](int bad_from) {
+    auto w = testing::two_partition_writer();
+    for (size_t k = 0; k < parts.size(); ++k) {
+      const std::vector<std::byte>& b = parts[k];
+      const bool bad = bad_from >= 0 && static_cast<int>(k) >= bad_from && k % 2 == 1;
+      w.add_constant("c" + std::to_string(k), TensorDType::f32,
+                     {Dim::constant(static_cast<int64_t>(b.size() / 4))},
+                     ConstantFill{b.size(),
+                                  [&fills, &b, bad, k](std::span<std::byte> out) {
+                                    if (bad) throw std::runtime_error("fill " + std::to_string(k));
+                                    ++fills;
+                                    std::memcpy(out.data(), b.data(), b.size());
+                                  },
+                                  {}},
+                     kHostOnly);
+    }
+    return w;
+  };
+  auto one = writer(-1).write_memory(WriteOptions{.threads = 1});
+  ASSERT_TRUE(one.is_ok()) << one.status().message();
+  for (const int threads : {2, 3, 0}) {
+    SCOPED_TRACE(threads);
+    fills = 0;
+    auto many = writer(-1).write_memory(WriteOptions{.threads = threads});
+    ASSERT_TRUE(many.is_ok()) << many.status().message();
+    EXPECT_EQ(fills, 12);
+    EXPECT_EQ(*many, *one);
+    const std::string path = ::testing::TempDir() + "/threads.nca";
+    ASSERT_TRUE(writer(-1).write_file(path, WriteOptions{.threads = threads}).is_ok());
+    auto f = MappedFile::open(path);
+    ASSERT_TRUE(f.is_ok()) << f.status().message();
+    ASSERT_EQ(f->bytes().size(), one->size());
+    EXPECT_TRUE(std::equal(f->bytes().begin(), f->bytes().end(), one->begin()));
+    try {
+      (void)writer(4).write_file(path + ".bad", WriteOptions{.threads = threads});
+      ADD_FAILURE() << "a failing fill wrote a file";
+    } catch (const std::runtime_error& e) {
+      EXPECT_STREQ(e.what(), "fill 5");
+    }
+    EXPECT_FALSE(std::ifstream(path + ".bad").good());
+  }
 }
 
 TEST(ArtifactRoundTrip, EveryOpcodeRoundTrips) {

@@ -56,13 +56,42 @@ TEST(ConstantFolding, CastsWeightsToBf16WithRoundToNearestEven) {
   const ir::Value* c = g->find_value("wb_folded");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->dtype(), ir::DType::bf16);
-  ASSERT_EQ(c->payload()->nbytes, 6u);
+  // The cast is deferred: the constant reads the weight's own f32 bytes, not a copy.
+  EXPECT_EQ(c->payload()->data, reinterpret_cast<const std::byte*>(w));
+  EXPECT_EQ(c->payload()->stored_dtype, ir::DType::f32);
+  EXPECT_EQ(g->find_value("w"), nullptr);  // the fp32 weight is gone
+  // Its value, read as a pass reads it, is the cast's.
+  const std::optional<DenseTensor> d = dense_constant(*c);
+  ASSERT_TRUE(d.has_value());
+  ASSERT_EQ(d->nbytes(), 6u);
   uint16_t bits[3];
-  std::memcpy(bits, c->payload()->data, 6);
+  std::memcpy(bits, d->data, 6);
   EXPECT_EQ(bits[0], 0x3f80);
   EXPECT_EQ(bits[1], 0x4040);
-  EXPECT_EQ(bits[2], 0xbdcd);              // -0.1 -> 0xbdcccccd rounds up to 0xbdcd
-  EXPECT_EQ(g->find_value("w"), nullptr);  // the fp32 weight is gone
+  EXPECT_EQ(bits[2], 0xbdcd);  // -0.1 -> 0xbdcccccd rounds up to 0xbdcd
+}
+
+TEST(ConstantFolding, ADeferredCastReadsThroughStridesAndFoldsOnward) {
+  // Column 1 of a [2, 3] f32 weight (strides [3, 1], offset 1), cast to bf16, then negated:
+  // the negation folds from the deferred cast's rounded values.
+  auto g = ir::parse(R"(graph {
+  param %w : f32[2] "w"
+  %wb : bf16[2] = aten._to_copy.default(%w) {dtype = #bf16}
+  %n : bf16[2] = aten.neg.default(%wb)
+  output %n
+})");
+  static const float w[6] = {0, 1.0f + 1.0f / 256, 0, 0, -0.1f, 0};
+  g->find_value("w")->set_payload(
+      {reinterpret_cast<const std::byte*>(w), sizeof w, 1, {3}, nullptr});
+  ConstantFolding fold;
+  ASSERT_TRUE(fold.run(*g));
+  ASSERT_EQ(g->outputs().size(), 1u);
+  const std::optional<DenseTensor> d = dense_constant(*g->outputs()[0].value);
+  ASSERT_TRUE(d.has_value());
+  uint16_t bits[2];
+  std::memcpy(bits, d->data, 4);
+  EXPECT_EQ(bits[0], 0xbf80);  // -(1 + 2^-8) rounded to even first: -1
+  EXPECT_EQ(bits[1], 0x3dcd);
 }
 
 TEST(ConstantFolding, MutatedBuffersAreNotConstants) {
