@@ -1,6 +1,6 @@
 // The partition driver: static-shape check, value analysis (which nodes are views of their
 // input and which compute), compile-time constants, HBM planning with liveness-based reuse,
-// parallel kernel lowering, then sequential emission (emitter.h).
+// parallel kernel lowering, then emission (emitter.h; its candidate programs in parallel).
 //
 // HBM arena: [partition inputs][partition outputs][constants][scratch]. Each region is
 // 64-byte aligned. Scratch buffers (intermediates between kernels) are packed greedily by size:
@@ -1099,6 +1099,7 @@ class PartitionCompiler {
   void emit(std::vector<KernelCode> codes, const HbmPlan& plan) {
     ProgramEmitter emitter(target_);
     emitter.set_cores(cores_);
+    emitter.set_threads(opts_.threads);
     uint32_t next_sbuf = 0;
     std::vector<uint32_t> next_region(codes.size(), 0);
     for (size_t i = codes.size(); i-- > 0;) {

@@ -1,6 +1,9 @@
 // Kernel placement and semaphore wiring (emitter.h).
 #include "codegen/emitter.h"
 
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -9,6 +12,7 @@
 #include "codegen/hbm_plan.h"
 #include "codegen/replicate.h"
 #include "codegen/scheduler.h"
+#include "device/cost_model.h"
 #include "device/simulator.h"
 
 namespace neuronc::codegen {
@@ -22,12 +26,45 @@ ProgramEmitter::ProgramEmitter(const device::Target& t) : t_(t) {
     throw Error("internal: target " + std::string(t.name) + " has " +
                 std::to_string(t.dma_queues_per_engine) +
                 " DMA queues per engine; the emitter needs " + std::to_string(kQueues));
-  program_.cores.resize(1);
-  known_.assign(kThreads, Clock(kThreads, -1));
-  snapshots_.resize(kThreads);
-  placed_.resize(kThreads);
-  needed_.resize(kThreads);
 }
+
+class ProgramEmitter::Placer {
+ public:
+  explicit Placer(const device::Target& t) : t_(t) {
+    program_.cores.resize(1);
+    known_.assign(kThreads, Clock(kThreads, -1));
+    snapshots_.resize(kThreads);
+    placed_.resize(kThreads);
+    needed_.resize(kThreads);
+  }
+  device::Program build(std::vector<PendingInstruction> insts, uint64_t hbm_size);
+  uint64_t waits() const { return waits_; }
+
+ private:
+  struct Placed {
+    uint8_t stream;
+    uint32_t index;
+  };
+  struct WaitRef {
+    uint8_t stream;
+    uint32_t index;
+    uint32_t wait_slot;
+    uint8_t thread;
+    uint32_t seq;
+  };
+  using Clock = std::vector<int32_t>;
+  void place(PendingInstruction inst);
+
+  const device::Target& t_;
+  device::Program program_;
+  std::vector<Clock> known_;                   // per thread: latest seq of each thread it follows
+  std::vector<std::vector<Clock>> snapshots_;  // per thread, per seq: knowledge at issue
+  std::vector<std::vector<Placed>> placed_;    // per thread, per seq
+  std::vector<std::vector<uint8_t>> needed_;   // per thread, per seq: someone waits on it
+  std::vector<WaitRef> wait_refs_;
+  device::DependencyTracker accesses_;  // thread: engine stream or DMA queue
+  uint64_t waits_ = 0;
+};
 
 // A kernel's region goes where it overlaps only the oldest of the recent kernels, leaving room
 // for the next kernel beside it. The candidates are the partition's ends, the cursor after the
@@ -39,24 +76,25 @@ ProgramEmitter::ProgramEmitter(const device::Target& t) : t_(t) {
 // RegionPolicy::ring: each region goes right after the previous one, wrapping to 0 when it
 // does not fit, so a region is reused as late as possible (a batch-16 BERT's kernels each run
 // long enough that the oldest region is always free; BERT-base at batch 1 prefers the above).
-uint32_t ProgramEmitter::place_region(uint32_t bytes, uint32_t next_bytes) {
+uint32_t ProgramEmitter::place_region(Relocation& rel, uint32_t bytes, uint32_t next_bytes) const {
   const uint32_t cap = t_.sbuf_partition_bytes;
   if (bytes == 0) return 0;
   const uint32_t last = cap - bytes;
-  if (policy_ == RegionPolicy::ring) {
-    const uint32_t base = sbuf_cursor_ <= last ? sbuf_cursor_ : 0u;
-    sbuf_cursor_ = base + bytes;
+  if (rel.policy == RegionPolicy::ring) {
+    const uint32_t base = rel.sbuf_cursor <= last ? rel.sbuf_cursor : 0u;
+    rel.sbuf_cursor = base + bytes;
     return base;
   }
-  std::vector<uint32_t> candidates{sbuf_cursor_ <= last ? sbuf_cursor_ : 0u, 0u, last};
-  for (const Region& r : recent_) {
+  std::vector<Region>& recent = rel.recent;
+  std::vector<uint32_t> candidates{rel.sbuf_cursor <= last ? rel.sbuf_cursor : 0u, 0u, last};
+  for (const Region& r : recent) {
     if (r.end <= last) candidates.push_back(r.end);
     if (r.begin >= bytes) candidates.push_back((r.begin - bytes) / 64 * 64);
   }
   auto score = [&](uint32_t base) {
     uint32_t s = 0;
-    for (size_t i = 0; i < recent_.size(); ++i) {
-      const Region& r = recent_[recent_.size() - 1 - i];
+    for (size_t i = 0; i < recent.size(); ++i) {
+      const Region& r = recent[recent.size() - 1 - i];
       if (!(base < r.end && r.begin < base + bytes)) continue;
       s |= i == 0 ? 1u << (kRecentRegions + 1) : 1u << (kRecentRegions - 1 - i);
     }
@@ -69,9 +107,9 @@ uint32_t ProgramEmitter::place_region(uint32_t bytes, uint32_t next_bytes) {
     const uint32_t sc = score(c);
     if (sc < best_score) best = c, best_score = sc;
   }
-  recent_.push_back({best, best + bytes});
-  if (recent_.size() > kRecentRegions) recent_.erase(recent_.begin());
-  sbuf_cursor_ = best + bytes;
+  recent.push_back({best, best + bytes});
+  if (recent.size() > kRecentRegions) recent.erase(recent.begin());
+  rel.sbuf_cursor = best + bytes;
   return best;
 }
 
@@ -83,24 +121,22 @@ void ProgramEmitter::append(KernelCode k, uint32_t next_sbuf_bytes) {
   kernels_in_.push_back({std::move(k), next_sbuf_bytes});
 }
 
-std::vector<PendingInstruction> ProgramEmitter::relocate(RegionPolicy policy) {
-  policy_ = policy;
-  recent_.clear();
-  sbuf_cursor_ = 0;
-  psum_cursor_ = 0;
+std::vector<PendingInstruction> ProgramEmitter::relocate(RegionPolicy policy) const {
+  Relocation rel;
+  rel.policy = policy;
   std::vector<PendingInstruction> out;
   for (size_t i = 0; i < kernels_in_.size(); ++i)
-    relocate_one(kernels_in_[i].code, kernels_in_[i].next_sbuf_bytes, static_cast<uint32_t>(i),
+    relocate_one(rel, kernels_in_[i].code, kernels_in_[i].next_sbuf_bytes, static_cast<uint32_t>(i),
                  out);
   return out;
 }
 
-void ProgramEmitter::relocate_one(const KernelCode& k, uint32_t next_sbuf_bytes, uint32_t group,
-                                  std::vector<PendingInstruction>& out) {
-  const uint32_t sbuf_base = place_region(k.sbuf_bytes, next_sbuf_bytes);
+void ProgramEmitter::relocate_one(Relocation& rel, const KernelCode& k, uint32_t next_sbuf_bytes,
+                                  uint32_t group, std::vector<PendingInstruction>& out) const {
+  const uint32_t sbuf_base = place_region(rel, k.sbuf_bytes, next_sbuf_bytes);
   const uint32_t banks = static_cast<uint32_t>(t_.psum_banks);
-  const uint32_t bank_base = psum_cursor_;
-  psum_cursor_ = (psum_cursor_ + k.psum_banks) % banks;
+  const uint32_t bank_base = rel.psum_cursor;
+  rel.psum_cursor = (rel.psum_cursor + k.psum_banks) % banks;
   for (PendingInstruction in : k.instructions) {
     for_each_memref(in.op, [&](MemRef& m) {
       if (m.memory == MemoryKind::sbuf) {
@@ -116,7 +152,7 @@ void ProgramEmitter::relocate_one(const KernelCode& k, uint32_t next_sbuf_bytes,
   }
 }
 
-void ProgramEmitter::place(PendingInstruction in) {
+void ProgramEmitter::Placer::place(PendingInstruction in) {
   int stream = static_cast<int>(in.engine);
   int thread = stream;
   const bool collective = std::holds_alternative<device::Collective>(in.op);
@@ -189,16 +225,8 @@ void ProgramEmitter::place(PendingInstruction in) {
   s.push_back(std::move(inst));
 }
 
-device::Program ProgramEmitter::build(std::vector<PendingInstruction> insts, uint64_t hbm_size) {
-  program_ = device::Program{};
-  program_.cores.resize(1);
-  known_.assign(kThreads, Clock(kThreads, -1));
-  snapshots_.assign(kThreads, {});
-  placed_.assign(kThreads, {});
-  needed_.assign(kThreads, {});
-  wait_refs_.clear();
-  accesses_.clear();
-  waits_ = 0;
+device::Program ProgramEmitter::Placer::build(std::vector<PendingInstruction> insts,
+                                              uint64_t hbm_size) {
   for (PendingInstruction& in : insts) place(std::move(in));
   std::vector<std::vector<uint32_t>> rank(kThreads);
   for (int u = 0; u < kThreads; ++u) {
@@ -230,15 +258,20 @@ device::Program ProgramEmitter::finish(uint64_t hbm_size, bool forward, uint64_t
   if (schedule_windows.empty()) {
     std::vector<PendingInstruction> insts = relocate(policies.front());
     if (forward) forwarding_ = forward_stores(insts, scratch_begin);
-    return build(std::move(insts), hbm_size);
+    Placer placer(t_);
+    device::Program p = placer.build(std::move(insts), hbm_size);
+    waits_ = placer.waits();
+    return p;
   }
   // For each SBUF placement: the program order and the scheduler's candidates, each placed and
   // timed by the device model (timing only); the fastest is kept, the earlier candidate on ties
-  // or when a candidate does not run.
+  // or when a candidate does not run. Placements, and the candidates of each, are made and timed
+  // in parallel, each with its own placer and simulator, so the choice is the same for any
+  // thread count.
   device::SimulatorOptions so;
   so.functional = false;
-  device::Simulator sim(t_, so);
   const auto time_of = [&](const device::Program& p) {
+    device::Simulator sim(t_, so);
     sim.reset(static_cast<int>(cores_));
     const auto r = cores_ > 1
                        ? sim.run(replicate_cores(
@@ -247,20 +280,30 @@ device::Program ProgramEmitter::finish(uint64_t hbm_size, bool forward, uint64_t
                        : sim.run(p, {});
     return r ? r.value().total_time_ns : std::numeric_limits<double>::infinity();
   };
-  device::Program best;
-  double best_ns = std::numeric_limits<double>::infinity();
-  uint64_t best_waits = 0;
-  ForwardingStats best_forwarding;
-  for (RegionPolicy policy : policies) {
-    std::vector<PendingInstruction> insts = relocate(policy);
-    ForwardingStats fwd;
-    if (forward) fwd = forward_stores(insts, scratch_begin);
+  struct Candidate {
+    device::Program program;
+    double ns = std::numeric_limits<double>::infinity();
+    uint64_t waits = 0;
+    bool scheduled = false;
+  };
+  struct Placement {
+    ForwardingStats forwarding;
+    std::vector<Candidate> candidates;  // the program order first
+  };
+  std::vector<Placement> placements(policies.size());
+  const device::CostModel cost(t_);
+  auto place_policy = [&](size_t pi) {
+    Placement& pl = placements[pi];
+    std::vector<PendingInstruction> insts = relocate(policies[pi]);
+    if (forward) pl.forwarding = forward_stores(insts, scratch_begin);
     std::vector<std::vector<uint32_t>> orders = {{}};  // {} = program order
     for (size_t window : schedule_windows)
-      for (std::vector<uint32_t>& o : schedule_candidates(insts, sim.cost_model(), window))
+      for (std::vector<uint32_t>& o : schedule_candidates(insts, cost, window))
         if (std::find(orders.begin(), orders.end(), o) == orders.end())
           orders.push_back(std::move(o));
-    for (const std::vector<uint32_t>& order : orders) {
+    pl.candidates.resize(orders.size());
+    tbb::parallel_for(size_t{0}, orders.size(), [&](size_t oi) {
+      const std::vector<uint32_t>& order = orders[oi];
       std::vector<PendingInstruction> permuted;
       if (order.empty()) {
         permuted = insts;
@@ -268,20 +311,26 @@ device::Program ProgramEmitter::finish(uint64_t hbm_size, bool forward, uint64_t
         permuted.reserve(order.size());
         for (uint32_t i : order) permuted.push_back(insts[i]);
       }
-      device::Program p = build(std::move(permuted), hbm_size);
-      const double ns = time_of(p);
-      if (ns < best_ns || best.cores.empty()) {
-        best = std::move(p);
-        best_ns = ns;
-        best_waits = waits_;
-        best_forwarding = fwd;
-        scheduled_ = !order.empty();
-      }
-    }
-  }
-  waits_ = best_waits;
-  forwarding_ = best_forwarding;
-  return best;
+      Placer placer(t_);
+      Candidate& c = pl.candidates[oi];
+      c.program = placer.build(std::move(permuted), hbm_size);
+      c.ns = time_of(c.program);
+      c.waits = placer.waits();
+      c.scheduled = !order.empty();
+    });
+  };
+  tbb::task_arena arena(threads_ > 0 ? threads_ : tbb::task_arena::automatic);
+  arena.execute([&] { tbb::parallel_for(size_t{0}, policies.size(), place_policy); });
+
+  Candidate* best = nullptr;
+  const ForwardingStats* best_forwarding = nullptr;
+  for (Placement& pl : placements)
+    for (Candidate& c : pl.candidates)
+      if (!best || c.ns < best->ns) best = &c, best_forwarding = &pl.forwarding;
+  waits_ = best->waits;
+  forwarding_ = *best_forwarding;
+  scheduled_ = best->scheduled;
+  return std::move(best->program);
 }
 
 }  // namespace neuronc::codegen

@@ -20,7 +20,8 @@
 //    reached them, in no fixed order among themselves, so each collective waits for the
 //    previous one: completions stay in order.
 // Emission order is a topological order of all dependencies, so the program cannot deadlock.
-// Not thread-safe; deterministic.
+// Not thread-safe; deterministic (finish() places and times its candidates on several threads,
+// each with its own state).
 #pragma once
 
 #include <cstdint>
@@ -57,6 +58,9 @@ class ProgramEmitter {
   // collectives. Candidates are timed on that many cores (a one-core program with an all_gather
   // over two ranks is not a valid program by itself). Default 1.
   void set_cores(uint32_t cores) { cores_ = cores; }
+  // Candidates are placed and timed by this many threads (0: oneTBB's default); the program
+  // kept is the same for any count.
+  void set_threads(int threads) { threads_ = threads; }
 
   uint64_t waits() const { return waits_; }
   const ForwardingStats& forwarding() const { return forwarding_; }
@@ -72,53 +76,37 @@ class ProgramEmitter {
   static constexpr int kCollectiveThread = device::kNumEngines + kQueues;
   static constexpr int kThreads = kCollectiveThread + 1;
 
-  struct Placed {
-    uint8_t stream;
-    uint32_t index;
-  };
-  struct WaitRef {
-    uint8_t stream;
-    uint32_t index;
-    uint32_t wait_slot;
-    uint8_t thread;
-    uint32_t seq;
-  };
-  using Clock = std::vector<int32_t>;
-
-  uint32_t place_region(uint32_t bytes, uint32_t next_bytes);
-  // Every queued kernel relocated under `policy`, in program order.
-  std::vector<PendingInstruction> relocate(RegionPolicy policy);
-  void relocate_one(const KernelCode& k, uint32_t next_sbuf_bytes, uint32_t group,
-                    std::vector<PendingInstruction>& out);
-  // Places `insts` in this order into a fresh program: streams, waits and signals.
-  device::Program build(std::vector<PendingInstruction> insts, uint64_t hbm_size);
-  void place(PendingInstruction inst);
-
-  const device::Target& t_;
-  device::Program program_;
   struct Region {
     uint32_t begin, end;
   };
   static constexpr size_t kRecentRegions = 8;
-  std::vector<Region> recent_;  // SBUF regions of the last kernels that had one, oldest first
-  uint32_t sbuf_cursor_ = 0;
-  uint32_t psum_cursor_ = 0;
+  // Where relocation is: each candidate placement has its own.
+  struct Relocation {
+    RegionPolicy policy = RegionPolicy::recent;
+    std::vector<Region> recent;  // SBUF regions of the last kernels that had one, oldest first
+    uint32_t sbuf_cursor = 0;
+    uint32_t psum_cursor = 0;
+  };
+  uint32_t place_region(Relocation& r, uint32_t bytes, uint32_t next_bytes) const;
+  // Every queued kernel relocated under `policy`, in program order.
+  std::vector<PendingInstruction> relocate(RegionPolicy policy) const;
+  void relocate_one(Relocation& r, const KernelCode& k, uint32_t next_sbuf_bytes, uint32_t group,
+                    std::vector<PendingInstruction>& out) const;
+  // Places instructions in order into a fresh program: streams, waits and signals (emitter.cpp).
+  // One per candidate program, so candidates are placed in parallel.
+  class Placer;
+
+  const device::Target& t_;
   struct QueuedKernel {
     KernelCode code;
     uint32_t next_sbuf_bytes;
   };
   std::vector<QueuedKernel> kernels_in_;
-  RegionPolicy policy_ = RegionPolicy::recent;
-  std::vector<Clock> known_;                   // per thread: latest seq of each thread it follows
-  std::vector<std::vector<Clock>> snapshots_;  // per thread, per seq: knowledge at issue
-  std::vector<std::vector<Placed>> placed_;    // per thread, per seq
-  std::vector<std::vector<uint8_t>> needed_;   // per thread, per seq: someone waits on it
-  std::vector<WaitRef> wait_refs_;
-  device::DependencyTracker accesses_;  // thread: engine stream or DMA queue
   ForwardingStats forwarding_;
   uint64_t waits_ = 0;
   bool scheduled_ = false;
   uint32_t cores_ = 1;
+  int threads_ = 0;
   uint32_t sbuf_peak_ = 0;
   uint32_t psum_peak_ = 0;
 };
