@@ -3,25 +3,70 @@
 
 namespace neuronc::device {
 
+void DependencyTracker::List::index(uint32_t i) {
+  const int64_t b0 = lo[i], b1 = hi[i];
+  const int64_t bucket = b0 >> kShift;
+  if (b0 < 0 || bucket >= kMaxBuckets || ((b1 - 1) >> kShift) - bucket >= kSpan) {
+    wide.push_back(i);
+    return;
+  }
+  if (static_cast<size_t>(bucket) >= buckets.size())
+    buckets.resize(static_cast<size_t>(bucket) + 1);
+  buckets[static_cast<size_t>(bucket)].push_back(i);
+}
+
+void DependencyTracker::List::push(const MemoryAccess& a) {
+  accesses.push_back(a);
+  lo.push_back(a.rect.b0);
+  hi.push_back(std::max(a.rect.b0, a.rect.b1));
+  index(static_cast<uint32_t>(accesses.size() - 1));
+}
+
+void DependencyTracker::List::compact_if_sparse() {
+  if (retired < 64 || retired * 2 < accesses.size()) return;
+  size_t k = 0;
+  for (size_t i = 0; i < accesses.size(); ++i) {
+    if (!live(i)) continue;
+    accesses[k] = accesses[i];
+    lo[k] = lo[i];
+    hi[k] = hi[i];
+    ++k;
+  }
+  accesses.resize(k);
+  lo.resize(k);
+  hi.resize(k);
+  retired = 0;
+  for (auto& b : buckets) b.clear();
+  wide.clear();
+  for (size_t i = 0; i < k; ++i) index(static_cast<uint32_t>(i));
+}
+
+void DependencyTracker::add(const MemoryAccess& a) {
+  lists_[static_cast<int>(a.rect.memory)].push(a);
+}
+
 void DependencyTracker::add_retiring(const MemoryAccess& a) {
-  auto& list = accesses_[static_cast<int>(a.rect.memory)];
-  if (a.write)
-    std::erase_if(list, [&](const MemoryAccess& b) { return covers(a.rect, b.rect); });
-  else
-    std::erase_if(list, [&](const MemoryAccess& b) {
-      return !b.write && b.thread == a.thread && covers(a.rect, b.rect);
-    });
-  list.push_back(a);
+  List& l = lists_[static_cast<int>(a.rect.memory)];
+  // Only a live access within a's bytes can be covered.
+  const int64_t b0 = a.rect.b0, b1 = a.rect.b1;
+  gather(
+      l, b0, b1, [&](int64_t x, int64_t y) { return b0 <= x && y <= b1 && x <= y; }, scratch_);
+  for (uint32_t i : scratch_) {
+    const MemoryAccess& b = l.accesses[i];
+    if (covers(a.rect, b.rect) && (a.write || (!b.write && b.thread == a.thread))) l.retire(i);
+  }
+  l.compact_if_sparse();
+  l.push(a);
 }
 
 size_t DependencyTracker::size() const {
   size_t n = 0;
-  for (const auto& list : accesses_) n += list.size();
+  for (const List& l : lists_) n += l.accesses.size() - l.retired;
   return n;
 }
 
 void DependencyTracker::clear() {
-  for (auto& list : accesses_) list.clear();
+  for (List& l : lists_) l = List{};
 }
 
 }  // namespace neuronc::device
