@@ -3,6 +3,7 @@
 
 #include <sys/mman.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 
@@ -27,6 +28,26 @@ std::shared_ptr<std::byte> zeroed_bytes(size_t n) {
   void* p = std::calloc(n == 0 ? 1 : n, 1);
   if (!p) throw std::bad_alloc();
   return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
+}
+
+std::shared_ptr<std::byte> ZeroedArena::take(size_t n) {
+  // The first 64-byte boundary at or after `used` bytes into `block`.
+  auto aligned = [](const std::shared_ptr<std::byte>& block, size_t used) {
+    const auto base = reinterpret_cast<uintptr_t>(block.get());
+    return static_cast<size_t>((base + used + 63) / 64 * 64 - base);
+  };
+  if (n >= chunk_ / 2) {
+    std::shared_ptr<std::byte> own = zeroed_bytes(n + 63);
+    return std::shared_ptr<std::byte>(own, own.get() + aligned(own, 0));
+  }
+  if (!block_ || aligned(block_, used_) + n > size_) {
+    block_ = zeroed_bytes(chunk_ + 63);
+    used_ = 0;
+    size_ = chunk_ + 63;
+  }
+  const size_t at = aligned(block_, used_);
+  used_ = at + n;
+  return std::shared_ptr<std::byte>(block_, block_.get() + at);
 }
 
 }  // namespace neuronc::kernels

@@ -1,6 +1,10 @@
 // Batch-norm folding (see the header).
 #include "passes/fold_batch_norm.h"
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -110,15 +114,23 @@ class Folder {
         std::optional<HostTensor> b;
         if (bias_v && !(b = constant(bias_v))) return false;
         const size_t n = d->nbytes() / 4, per = n / static_cast<size_t>(O);
-        // A block of its own (huge pages when large): no zero fill before it is overwritten.
-        const std::shared_ptr<std::byte> bytes = kernels::zeroed_bytes(d->nbytes());
+        // From the pass's arena (huge pages: kernels/zeroed_bytes.h): no zero fill before it is
+        // overwritten, and a small weight is not faulted in 4 KiB at a time.
+        const std::shared_ptr<std::byte> bytes = arena_.take(d->nbytes());
         float* out = reinterpret_cast<float*>(bytes.get());
-        for (int64_t o = 0; o < O; ++o)
-          for (size_t k = 0; k < per; ++k) {
-            float v;
-            std::memcpy(&v, d->data + (o * per + k) * 4, 4);
-            out[o * per + k] = static_cast<float>(static_cast<double>(v) * s[o]);
-          }
+        // Memory-bound (the weight read, the new block faulted in): output channels in parallel,
+        // each element computed alone, so the bytes do not depend on the split.
+        const size_t grain = std::max<size_t>(1, (size_t{1} << 16) / std::max<size_t>(per, 1));
+        tbb::parallel_for(tbb::blocked_range<int64_t>(0, O, static_cast<int64_t>(grain)),
+                          [&](const tbb::blocked_range<int64_t>& r) {
+                            for (int64_t o = r.begin(); o < r.end(); ++o)
+                              for (size_t k = 0; k < per; ++k) {
+                                float v;
+                                std::memcpy(&v, d->data + (o * per + k) * 4, 4);
+                                out[o * per + k] =
+                                    static_cast<float>(static_cast<double>(v) * s[o]);
+                              }
+                          });
         HostTensor b2{ir::DType::f32, {O}, std::vector<double>(static_cast<size_t>(O))};
         for (int64_t o = 0; o < O; ++o)
           b2.data[o] = round_to(b2.dtype, (b ? b->data[o] : 0.0) * s[o] + t[o]);
@@ -164,6 +176,7 @@ class Folder {
 
   ir::Graph& g_;
   std::set<std::string> mutated_;
+  kernels::ZeroedArena arena_;
 };
 
 }  // namespace

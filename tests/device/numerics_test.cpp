@@ -216,5 +216,29 @@ TEST(ZeroedBytes, SmallAndLargeBlocksAreZeroAndWritable) {
   }
 }
 
+// An arena's blocks: zero, 64-byte aligned, disjoint, each keeping its chunk alive after the
+// arena is gone; one of half a chunk or more is a block of its own.
+TEST(ZeroedBytes, ArenaBlocksAreDisjointAlignedAndOutliveTheArena) {
+  std::vector<std::pair<std::shared_ptr<std::byte>, size_t>> blocks;
+  {
+    kernels::ZeroedArena arena(size_t{1} << 20);
+    for (size_t n : {size_t{1}, size_t{100}, size_t{300000}, size_t{0}, size_t{400000},
+                     size_t{600000}, size_t{500000}, size_t{64}})
+      blocks.emplace_back(arena.take(n), n);
+  }
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const auto& [p, n] = blocks[i];
+    ASSERT_NE(p.get(), nullptr) << i;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p.get()) % 64, 0u) << i;
+    for (size_t k = 0; k < n; ++k) ASSERT_EQ(p.get()[k], std::byte{0}) << i << " at " << k;
+    std::memset(p.get(), static_cast<int>(i + 1), n);
+  }
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const auto& [p, n] = blocks[i];
+    for (size_t k = 0; k < n; ++k)
+      ASSERT_EQ(p.get()[k], static_cast<std::byte>(i + 1)) << "block " << i << " overwritten";
+  }
+}
+
 }  // namespace
 }  // namespace neuronc::device
