@@ -3,6 +3,7 @@
 
 #include <flatbuffers/flatbuffers.h>
 
+#include <stdexcept>
 #include <string>
 
 #include "artifact_format/artifact_generated.h"
@@ -148,7 +149,13 @@ Result<Step> decode_step(const fb::Step& s) {
 }  // namespace
 
 std::vector<std::byte> encode_root(const ArtifactContents& c) {
-  FlatBufferBuilder fbb(1 << 16);
+  // Room for the programs from the start (~48 bytes per instruction), so a large root (every
+  // core's copy under --tp) is not copied at each doubling; untouched room is never faulted in.
+  size_t instructions = 0;
+  for (const DeviceProgram& p : c.programs)
+    for (const auto& core : p.program.cores)
+      for (const auto& stream : core.streams) instructions += stream.size();
+  FlatBufferBuilder fbb((size_t{1} << 16) + 64 * instructions);
   auto producer = fb::CreateProducer(fbb, str(fbb, c.producer.name), str(fbb, c.producer.version));
   auto source =
       fb::CreateSource(fbb, str(fbb, c.source.container), str(fbb, c.source.schema_version),
@@ -256,6 +263,19 @@ std::vector<std::byte> encode_root(const ArtifactContents& c) {
   std::vector<std::byte> out(p, p + fbb.GetSize());
   out.resize((out.size() + 7) / 8 * 8);
   return out;
+}
+
+void patch_segment_crcs(std::span<std::byte> root, std::span<const SegmentInfo> segments) {
+  auto* buf = reinterpret_cast<uint8_t*>(root.data());
+  const fb::Artifact* a = fb::GetArtifact(buf);
+  if (!a->segments() || a->segments()->size() != segments.size())
+    throw std::logic_error("patch_segment_crcs: the root's segments are not these");
+  for (uint32_t i = 0; i < segments.size(); ++i) {
+    const auto* table = reinterpret_cast<const flatbuffers::Table*>(a->segments()->Get(i));
+    const uint8_t* field = table->GetAddressOf(fb::Segment::VT_CRC32C);
+    if (!field) throw std::logic_error("patch_segment_crcs: a segment without its CRC field");
+    flatbuffers::WriteScalar(buf + (field - buf), segments[i].crc32c);
+  }
 }
 
 Result<ArtifactContents> decode_root(std::span<const std::byte> root) {

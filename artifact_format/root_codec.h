@@ -16,6 +16,12 @@ namespace neuronc::artifact {
 // The root buffer with file identifier "NCA1", padded to a multiple of 8 bytes.
 std::vector<std::byte> encode_root(const ArtifactContents& contents);
 
+// Writes each segment's CRC (segments[i].crc32c) into `root`, encoded by encode_root from
+// contents with these segments but other CRCs (encode_root stores every segment field, so each
+// has its place): the root encode_root would give with them, without encoding it again (a
+// tensor-parallel root holds every core's copy of the programs).
+void patch_segment_crcs(std::span<std::byte> root, std::span<const SegmentInfo> segments);
+
 // Verifies the FlatBuffer (identifier, bounds, nesting) and decodes it. `root` must be
 // 8-byte aligned.
 Result<ArtifactContents> decode_root(std::span<const std::byte> root);

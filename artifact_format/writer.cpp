@@ -119,12 +119,12 @@ void make_fills(std::span<const Payload> payloads,
     if (e) std::rethrow_exception(e);
 }
 
-// Header + root + zero padding + segments, at their offsets in `sink`. A segment made by a fill
-// gets its CRC as it is made, and the root is written again with it at the end (its size does
-// not depend on CRCs: root_codec stores every segment field).
-void emit(const ArtifactContents& contents, std::span<const Payload> payloads,
-          bool keep_segment_table, Sink& sink, int threads = 1) {
-  ArtifactContents c = contents;
+// Header + root + zero padding + segments, at their offsets in `sink`; `c`'s segment table
+// gets their offsets and sizes (unless `keep_segment_table`) and CRCs. The root is encoded once,
+// before the segments: a segment made by a fill gets its CRC as it is made, patched into the
+// root at the end (root_codec stores every segment field, so each CRC has its place).
+void emit(ArtifactContents& c, std::span<const Payload> payloads, bool keep_segment_table,
+          Sink& sink, int threads = 1) {
   uint64_t off = 0;
   for (size_t i = 0; i < payloads.size() && i < c.segments.size(); ++i) {
     off = align_up(off, kSegmentAlignment);
@@ -134,7 +134,7 @@ void emit(const ArtifactContents& contents, std::span<const Payload> payloads,
     }
     off += payloads[i].size();
   }
-  const std::vector<std::byte> root = encode_root(c);
+  std::vector<std::byte> root = encode_root(c);
   FileHeader h;
   h.format_major = c.format_major;
   h.format_minor = c.format_minor;
@@ -167,14 +167,12 @@ void emit(const ArtifactContents& contents, std::span<const Payload> payloads,
     seg += p.size();
   }
   make_fills(payloads, fills, c, sink, threads);
-  const std::vector<std::byte> final_root = fills.empty() ? root : encode_root(c);
-  if (final_root.size() != root.size())
-    throw std::logic_error("artifact writer: the root changed size with its segments' CRCs");
-  h.root_crc32c = crc32c(final_root);
+  if (!fills.empty()) patch_segment_crcs(root, c.segments);
+  h.root_crc32c = crc32c(root);
   std::array<std::byte, kHeaderSize> hb{};
   encode_header(h, hb);
   sink.write_at(0, hb);
-  sink.write_at(kHeaderSize, final_root);
+  sink.write_at(kHeaderSize, root);
 }
 
 std::vector<Payload> held(std::span<const std::span<const std::byte>> payloads) {
@@ -190,7 +188,8 @@ std::vector<std::byte> encode_artifact(const ArtifactContents& contents,
                                        bool keep_segment_table) {
   std::vector<std::byte> out;
   MemorySink sink(out);
-  emit(contents, held(payloads), keep_segment_table, sink);
+  ArtifactContents c = contents;
+  emit(c, held(payloads), keep_segment_table, sink);
   return out;
 }
 
