@@ -965,6 +965,9 @@ Simulator::~Simulator() = default;
 
 void Simulator::reset(int cores) {
   memories_->cores.assign(cores, {});
+  // A timing-only run touches no memory: none is made (a tensor-parallel candidate is timed on
+  // 32 cores of 24 MiB SBUF each). run() makes it if the simulator turns functional.
+  if (!options_.functional) return;
   const std::byte fill = options_.poison ? std::byte{0xff} : std::byte{0};
   auto block = [&](std::shared_ptr<std::byte>& owner, std::span<std::byte>& bytes, uint64_t& pitch,
                    uint64_t partition_bytes) {
@@ -986,6 +989,10 @@ namespace {
 // Partition `partition` of one on-chip memory laid out `pitch` bytes per partition.
 std::span<std::byte> partition_of(std::span<std::byte> memory, uint64_t pitch, uint64_t bytes,
                                   int partition, int partitions, const char* what) {
+  if (memory.empty())
+    throw std::logic_error(std::string(what) +
+                           " holds no data: the simulator is timing-only (SimulatorOptions::"
+                           "functional) and has not run functionally since");
   if (partition < 0 || partition >= partitions)
     throw std::out_of_range(std::string(what) + " partition " + to_string(partition) + " of " +
                             to_string(partitions));
@@ -1012,7 +1019,8 @@ Result<RunReport> Simulator::run(const Program& program, std::span<std::byte> hb
   if (options_.functional && hbm.size() < program.hbm_size)
     return invalid_argument("hbm arena holds " + to_string(hbm.size()) +
                             " bytes but the program needs " + to_string(program.hbm_size));
-  if (options_.functional && memories_->cores.size() != program.cores.size())
+  if (options_.functional && (memories_->cores.size() != program.cores.size() ||
+                              (!memories_->cores.empty() && memories_->cores[0].sbuf.empty())))
     reset(static_cast<int>(program.cores.size()));
   Run run(target_, options_, cost_, program, hbm, memories_->cores);
   return run.go();

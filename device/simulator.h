@@ -117,8 +117,9 @@ class Simulator {
   const CostModel& cost_model() const { return cost_; }
   SimulatorOptions& options() { return options_; }
 
-  // (Re)allocates SBUF/PSUM for `cores` cores, zero-filled (or poisoned). run() calls it when
-  // the core count changes; memory otherwise persists between runs.
+  // (Re)allocates SBUF/PSUM for `cores` cores, zero-filled (or poisoned); a timing-only
+  // simulator (options().functional false) allocates none. run() calls it when the core count
+  // changes or a functional run finds none; memory otherwise persists between runs.
   void reset(int cores);
 
   // Verifies `program` against the target, then executes it. `hbm` must hold at least
