@@ -1,4 +1,7 @@
 // The compiler: a program file in, artifact bytes out (see compiler.h).
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -887,12 +890,18 @@ std::vector<size_t> compile_into(frontend::LoadedProgram& prog, const CompileReq
 // --tp N: every device program runs on N cores, core r's HBM region at r x the arena's size
 // (core 0's region is the arena compile laid out), its constants filled from core r's graph and
 // its states and partition results bound to core r's own plan values.
-void replicate_over_cores(ArtifactUnderConstruction& u) {
+void replicate_over_cores(ArtifactUnderConstruction& u, int threads) {
   TensorParallelBuild& tp = u.tp;
   art::ArtifactContents& c = u.w.contents();
   const uint64_t region = std::max<uint64_t>(4096, (u.arena.end + 4095) / 4096 * 4096);
-  for (art::DeviceProgram& p : c.programs)
-    p.program = codegen::replicate_cores(p.program, static_cast<uint32_t>(tp.cores), region);
+  // Each program's copies are made apart, on `threads` workers (the programs share nothing).
+  tbb::task_arena arena(threads > 0 ? threads : tbb::task_arena::automatic);
+  arena.execute([&] {
+    tbb::parallel_for(size_t{0}, c.programs.size(), [&](size_t i) {
+      art::DeviceProgram& p = c.programs[i];
+      p.program = codegen::replicate_cores(p.program, static_cast<uint32_t>(tp.cores), region);
+    });
+  });
   for (const TensorParallelBuild::Constant& k : tp.constants) {
     const std::vector<std::unique_ptr<ir::Graph>>& graphs = tp.graphs.at(k.graph);
     for (int r = 1; r < tp.cores; ++r) {
@@ -953,7 +962,7 @@ void finish(ArtifactUnderConstruction& u, const CompileRequest& req,
   const auto t0 = Clock::now();
   if (req.progress)
     req.progress("[4/4] writing the artifact", kReadShare + kOptimiseShare + kCodegenShare);
-  if (u.tp.cores > 1) replicate_over_cores(u);
+  if (u.tp.cores > 1) replicate_over_cores(u, req.threads);
   if (!req.output.empty()) {
     art::WriteOptions wo;
     wo.threads = req.threads;
