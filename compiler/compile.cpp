@@ -369,6 +369,7 @@ passes::PartitionPlan partition_or_fail(const ir::Graph& g, const device::Target
 }
 
 // Provenance, target and options of the artifact.
+// The source's SHA-256 comes later (finish(): ArtifactUnderConstruction::source_sha256).
 void write_metadata(art::ArtifactContents& c, const frontend::LoadedProgram& prog,
                     const CompileRequest& req, const std::map<std::string, int64_t>& dims) {
   c.producer = {"neuronc", NEURONC_VERSION};
@@ -376,7 +377,6 @@ void write_metadata(art::ArtifactContents& c, const frontend::LoadedProgram& pro
   c.source.schema_version =
       std::to_string(prog.schema_major) + "." + std::to_string(prog.schema_minor);
   c.source.torch_version = prog.torch_version;
-  c.source.sha256 = frontend::digest_from_hex(prog.sha256.get());
   c.source.file_name = std::filesystem::path(req.model).filename().string();
   c.target = req.target;
   c.num_cores = static_cast<uint32_t>(std::max(1, req.tp));
@@ -587,6 +587,9 @@ struct ArtifactUnderConstruction {
   DeviceArena arena;
   std::set<std::string> constant_names;
   bool has_metadata = false;
+  // The source's SHA-256, hashed on a thread of its own (LoadedProgram::sha256): waited for
+  // only when the artifact is written, so hashing overlaps optimising and code generation.
+  std::shared_future<std::string> source_sha256;
   TensorParallelBuild tp;
   size_t entry = 0, entries = 1;  // the program compile_into compiles, of how many (progress)
 };
@@ -755,7 +758,10 @@ std::vector<size_t> compile_into(frontend::LoadedProgram& prog, const CompileReq
 
   art::ArtifactWriter& w = u.w;
   art::ArtifactContents& c = w.contents();
-  if (!u.has_metadata) write_metadata(c, prog, req, popts.dims);
+  if (!u.has_metadata) {
+    write_metadata(c, prog, req, popts.dims);
+    u.source_sha256 = prog.sha256;
+  }
   u.has_metadata = true;
   ArtifactBuilder b(g, w, u.constant_names);
   const auto bounds = index_bounds(g);
@@ -963,6 +969,7 @@ void finish(ArtifactUnderConstruction& u, const CompileRequest& req,
   if (req.progress)
     req.progress("[4/4] writing the artifact", kReadShare + kOptimiseShare + kCodegenShare);
   if (u.tp.cores > 1) replicate_over_cores(u, req.threads);
+  if (u.source_sha256.valid()) c.source.sha256 = frontend::digest_from_hex(u.source_sha256.get());
   if (!req.output.empty()) {
     art::WriteOptions wo;
     wo.threads = req.threads;
@@ -1031,6 +1038,7 @@ void compile_buckets(frontend::LoadedProgram& prog, const CompileRequest& req,
                                                req.dims, "input '" + in.value->name() + "'"));
 
   write_metadata(u.w.contents(), prog, req, req.dims);
+  u.source_sha256 = prog.sha256;
   u.has_metadata = true;
   const auto combinations = bucket_combinations(plan.symbols);
   u.entries = combinations.size();
