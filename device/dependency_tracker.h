@@ -84,12 +84,13 @@ class DependencyTracker {
   // an empty byte range, until retired ones outnumber the rest. `lo` and `hi` (each access's
   // bytes [b0, b1)) sit apart from the accesses so a test reads no access. The index: an access
   // of at most kSpan buckets of 2^kShift bytes is listed under the bucket of its first byte,
-  // any other (and any beyond kMaxBuckets) in `wide`; a query looks at the buckets from kSpan
-  // before its first byte's to its last byte's, and at `wide`. (An SBUF list holds ~1500
-  // accesses while compiling ResNet-101, of which ~2 share bytes with a new one.)
+  // any other (and any beyond kMaxBuckets: HBM's few accesses far into the arena) in `wide`; a
+  // query looks at the buckets from kSpan before its first byte's to its last byte's, and at
+  // `wide`. (An SBUF list holds ~1500 accesses while compiling ResNet-101, of which ~2 share bytes
+  // with a new one.)
   static constexpr int kShift = 11;
   static constexpr int64_t kSpan = 16;
-  static constexpr int64_t kMaxBuckets = int64_t{1} << 16;
+  static constexpr int64_t kMaxBuckets = int64_t{1} << 12;  // 8 MiB: any SBUF or PSUM partition
   struct List {
     std::vector<MemoryAccess> accesses;
     std::vector<int64_t> lo, hi;
