@@ -16,6 +16,7 @@
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 
 #include "artifact_format/crc32c.h"
@@ -112,7 +113,11 @@ void make_fills(std::span<const Payload> payloads,
   const size_t helpers =
       std::min(fills.size(), static_cast<size_t>(threads)) - (fills.empty() ? 0 : 1);
   std::vector<std::thread> pool;
-  for (size_t t = 0; t < helpers; ++t) pool.emplace_back(work);
+  try {
+    for (size_t t = 0; t < helpers; ++t) pool.emplace_back(work);
+  } catch (const std::system_error&) {
+    // No more threads to be had: the ones started and this one make every fill.
+  }
   work();
   for (std::thread& t : pool) t.join();
   for (const std::exception_ptr& e : errors)

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "device/cost_model.h"
 #include "device/simulator.h"
@@ -285,6 +288,33 @@ TEST(Timing, DmaQueuesShareAnEngineRoundRobin) {
   EXPECT_NEAR(a.start_ns, b.end_ns, 1e-6);
   EXPECT_NEAR(a.end_ns - a.start_ns, work(after), 1e-6);
   EXPECT_NEAR(r->cores[0].dma_active_ns, work(big) + work(small) + work(after), 1e-6);
+}
+
+// A timing-only simulator holds no SBUF or PSUM (codegen times its candidates on 32 cores):
+// asking for them is an error, not a read of nothing; once it turns functional, its next run
+// makes them and computes.
+TEST(Timing, ATimingOnlySimulatorHoldsNoMemoryUntilItRunsFunctionally) {
+  SimulatorOptions o;
+  o.functional = false;
+  Simulator sim(target(TargetKind::trn1), o);
+  const MemRef d = sbuf(0, 3, 0, DType::i32, 4);
+  const Program p = single(Engine::vector, Memset{d, -7});
+  sim.reset(1);
+  ASSERT_TRUE(sim.run(p, {}).is_ok());
+  using Memory = std::span<std::byte> (Simulator::*)(int, int);
+  for (Memory memory : {Memory{&Simulator::sbuf}, Memory{&Simulator::psum}}) {
+    try {
+      (void)(sim.*memory)(0, 0);
+      ADD_FAILURE() << "a timing-only simulator handed out memory";
+    } catch (const std::logic_error& e) {
+      EXPECT_NE(std::string(e.what()).find("timing-only"), std::string::npos) << e.what();
+    }
+  }
+  sim.options().functional = true;
+  std::vector<std::byte> hbm(p.hbm_size);
+  auto r = sim.run(p, hbm);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(read(sim, 0, d), std::vector<float>(12, -7.0f));
 }
 
 TEST(Timing, DmaRateIsFlatWithoutASmallTransferAnchor) {
