@@ -1,12 +1,16 @@
 // Sibling-linear fusion (see the header).
 #include "passes/fuse_sibling_linears.h"
 
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "kernels/numerics.h"
 #include "kernels/zeroed_bytes.h"
@@ -123,20 +127,37 @@ class Fuser {
       parts.push_back({std::move(*d), narrow, nbytes});
     }
     Stacked out{kernels::zeroed_bytes(total), total};  // huge pages for a weight-sized stack
-    size_t at = 0;
+    // Memory-bound (the weights read, the stack faulted in): copied in 1M-element pieces in
+    // parallel, each piece alone, so the bytes do not depend on the split.
+    struct Piece {
+      size_t part, first, count;  // elements [first, first + count) of the part
+    };
+    constexpr size_t kPiece = size_t{1} << 20;
+    std::vector<Piece> pieces;
+    std::vector<size_t> at(parts.size() + 1, 0);
     for (size_t i = 0; i < parts.size(); ++i) {
-      const Part& part = parts[i];
-      const ir::Value* v = group[i]->input(input);
+      at[i + 1] = at[i] + parts[i].nbytes;
+      const size_t es = ir::dtype_size(group[i]->input(input)->dtype());
+      const size_t n = es ? parts[i].nbytes / es : 0;
+      for (size_t first = 0; first < n; first += kPiece)
+        pieces.push_back({i, first, std::min(kPiece, n - first)});
+    }
+    tbb::parallel_for(size_t{0}, pieces.size(), [&](size_t k) {
+      const Piece& pc = pieces[k];
+      const Part& part = parts[pc.part];
+      const ir::DType dt = group[pc.part]->input(input)->dtype();
+      const size_t es = ir::dtype_size(dt);
+      std::byte* dst = out.bytes.get() + at[pc.part] + pc.first * es;
       if (part.narrow)
-        kernels::store_f32_n(out.bytes.get() + at, ir::element_type(v->dtype()),
-                             reinterpret_cast<const float*>(part.stored.data),
-                             part.stored.nbytes() / 4);
-      else if (part.nbytes)
-        std::memcpy(out.bytes.get() + at, part.stored.data, part.nbytes);
-      at += part.nbytes;
-      // A mapped weight just copied leaves this process's memory (as constant folding does:
-      // a later read brings its pages back from the file), so it is not held beside its copy.
-      const ir::ConstantPayload* p = v->payload();
+        kernels::store_f32_n(dst, ir::element_type(dt),
+                             reinterpret_cast<const float*>(part.stored.data) + pc.first, pc.count);
+      else
+        std::memcpy(dst, part.stored.data + pc.first * es, pc.count * es);
+    });
+    // A mapped weight just copied leaves this process's memory (as constant folding does: a
+    // later read brings its pages back from the file), so it is not held beside its copy.
+    for (ir::Node* n : group) {
+      const ir::ConstantPayload* p = n->input(input)->payload();
       if (p->drop_pages) p->drop_pages(p->data, p->nbytes);
     }
     return out;
