@@ -290,7 +290,8 @@ void register_compile_command(CLI::App& app) {
                   "3 = as 2 with a wider search over instruction orders")
       ->check(CLI::Range(0, 3));
   cmd->add_option("--threads", o->threads,
-                  "Codegen worker threads (0 = all cores); output is identical for any value");
+                  "Worker threads for code generation and writing the artifact (0 = all cores); "
+                  "output is identical for any value");
   cmd->add_option("--tp", o->tp,
                   "Tensor parallelism: split the model over N NeuronCores (trn1: 1, 2, 8, 16, 32; "
                   "trn2 and trn3: 1 to 64). Linears split by columns then rows with an all-reduce, "
