@@ -10,7 +10,8 @@
 // What a user does with a conflict, and when it forgets accesses, is its own: the emitter and
 // the scheduler record in program order and retire covered accesses (add_retiring); the race
 // checker records in completion order and prunes by clock (erase_if).
-// Not thread-safe; deterministic (conflicts come in recording order within a memory kind).
+// Not thread-safe, not even for concurrent queries (they share a scratch list); deterministic
+// (conflicts come in recording order within a memory kind).
 #pragma once
 
 #include <algorithm>
