@@ -5,6 +5,7 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <string>
 
@@ -53,6 +54,8 @@ class ProgramEmitter::Placer {
     uint32_t seq;
   };
   using Clock = std::vector<int32_t>;
+  // The engine stream `in` goes to (a DMA: its trigger engine's).
+  static int stream_of(const PendingInstruction& in);
   void place(PendingInstruction inst);
 
   const device::Target& t_;
@@ -152,12 +155,17 @@ void ProgramEmitter::relocate_one(Relocation& rel, const KernelCode& k, uint32_t
   }
 }
 
+int ProgramEmitter::Placer::stream_of(const PendingInstruction& in) {
+  return std::holds_alternative<device::DmaCopy>(in.op)
+             ? static_cast<int>(dma_trigger_engine(in.role))
+             : static_cast<int>(in.engine);
+}
+
 void ProgramEmitter::Placer::place(PendingInstruction in) {
-  int stream = static_cast<int>(in.engine);
+  const int stream = stream_of(in);
   int thread = stream;
   const bool collective = std::holds_alternative<device::Collective>(in.op);
   if (auto* d = std::get_if<device::DmaCopy>(&in.op)) {
-    stream = static_cast<int>(dma_trigger_engine(in.role));
     d->queue = in.role == DmaRole::store ? kStoreQueue : kLoadQueue;
     thread = device::kNumEngines + d->queue;
   } else if (collective) {
@@ -227,6 +235,10 @@ void ProgramEmitter::Placer::place(PendingInstruction in) {
 
 device::Program ProgramEmitter::Placer::build(std::vector<PendingInstruction> insts,
                                               uint64_t hbm_size) {
+  std::array<size_t, device::kNumEngines> per_stream{};
+  for (const PendingInstruction& in : insts) ++per_stream[static_cast<size_t>(stream_of(in))];
+  for (int e = 0; e < device::kNumEngines; ++e)
+    program_.cores[0].streams[e].reserve(per_stream[static_cast<size_t>(e)]);
   for (PendingInstruction& in : insts) place(std::move(in));
   std::vector<std::vector<uint32_t>> rank(kThreads);
   for (int u = 0; u < kThreads; ++u) {
