@@ -323,11 +323,16 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
   }
   if (!from_values && s.payload.stored_dtype) {
     // A deferred cast of contiguous f32 (--auto-cast's weights): narrowed whole, vectorised and
-    // rounded as the cast rounds (store_f32_n), into a buffer each thread reuses; then laid out
-    // as the narrow tensor it now is.
+    // rounded as the cast rounds (store_f32_n): straight into `out` when it is stored as it is,
+    // else into a buffer each thread reuses and then laid out as the narrow tensor it now is.
     const PayloadReader reader(s.name, s.payload, shape, s.dtype);
     if (const std::byte* f =
             reader.stored_type() == DType::f32 ? reader.contiguous_data() : nullptr) {
+      if (!s.transposed && s.column_block == 0 && s.perm.empty() && s.row_interleave == 0) {
+        kernels::store_f32_n(out.data(), dt, reinterpret_cast<const float*>(f),
+                             static_cast<size_t>(n));
+        return;
+      }
       thread_local std::vector<std::byte> narrow;
       if (narrow.size() < out.size()) narrow.resize(out.size());
       kernels::store_f32_n(narrow.data(), dt, reinterpret_cast<const float*>(f),

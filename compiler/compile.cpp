@@ -368,8 +368,7 @@ passes::PartitionPlan partition_or_fail(const ir::Graph& g, const device::Target
   return plan;
 }
 
-// Provenance, target and options of the artifact.
-// The source's SHA-256 comes later (finish(): ArtifactUnderConstruction::source_sha256).
+// Provenance (but the source's SHA-256: see begin_artifact), target and options of the artifact.
 void write_metadata(art::ArtifactContents& c, const frontend::LoadedProgram& prog,
                     const CompileRequest& req, const std::map<std::string, int64_t>& dims) {
   c.producer = {"neuronc", NEURONC_VERSION};
@@ -594,6 +593,15 @@ struct ArtifactUnderConstruction {
   size_t entry = 0, entries = 1;  // the program compile_into compiles, of how many (progress)
 };
 
+// The artifact's metadata from `prog`, once; its SHA-256 is kept as the future it is, read only
+// when the artifact is written (finish()).
+void begin_artifact(ArtifactUnderConstruction& u, const frontend::LoadedProgram& prog,
+                    const CompileRequest& req, const std::map<std::string, int64_t>& dims) {
+  write_metadata(u.w.contents(), prog, req, dims);
+  u.source_sha256 = prog.sha256;
+  u.has_metadata = true;
+}
+
 // The phases' shares of a compile's time, for the progress estimate (CompileRequest::progress).
 constexpr double kReadShare = 0.10, kOptimiseShare = 0.25, kCodegenShare = 0.40;
 
@@ -758,11 +766,7 @@ std::vector<size_t> compile_into(frontend::LoadedProgram& prog, const CompileReq
 
   art::ArtifactWriter& w = u.w;
   art::ArtifactContents& c = w.contents();
-  if (!u.has_metadata) {
-    write_metadata(c, prog, req, popts.dims);
-    u.source_sha256 = prog.sha256;
-  }
-  u.has_metadata = true;
+  if (!u.has_metadata) begin_artifact(u, prog, req, popts.dims);
   ArtifactBuilder b(g, w, u.constant_names);
   const auto bounds = index_bounds(g);
   // A state (a buffer the program mutates) starts from its exported bytes; one exported with no
@@ -1037,9 +1041,7 @@ void compile_buckets(frontend::LoadedProgram& prog, const CompileRequest& req,
       proto.input_dims.push_back(declared_dims(sym, in.value->shape(), plan.symbols, proto.symbols,
                                                req.dims, "input '" + in.value->name() + "'"));
 
-  write_metadata(u.w.contents(), prog, req, req.dims);
-  u.source_sha256 = prog.sha256;
-  u.has_metadata = true;
+  begin_artifact(u, prog, req, req.dims);
   const auto combinations = bucket_combinations(plan.symbols);
   u.entries = combinations.size();
   for (const auto& values : combinations) {

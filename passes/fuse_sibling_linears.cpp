@@ -12,7 +12,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "kernels/numerics.h"
 #include "kernels/zeroed_bytes.h"
 #include "passes/host_eval.h"
 #include "passes/rewrite.h"
@@ -93,66 +92,28 @@ class Fuser {
 
   // The siblings' weights (and biases) stacked along the output features: their bytes one after
   // another, copied once from the payloads (the rows of [N_i, K] weights of one dtype, so the
-  // stack is the concatenation). A deferred cast (ir::ConstantPayload::stored_dtype) is narrowed
-  // straight into its place, rounded as the cast rounds. Null when a payload is not dense.
+  // stack is the concatenation). Null when a payload is not dense.
   static std::optional<Stacked> stacked(const std::vector<ir::Node*>& group, size_t input) {
-    struct Part {
-      DenseTensor stored;   // the payload's elements, in the dtype they are stored in
-      bool narrow = false;  // f32 elements of a narrower float value
-      size_t nbytes = 0;    // in the value's dtype
-    };
-    std::vector<Part> parts;
-    size_t total = 0;
+    std::vector<DenseTensor> parts;
+    std::vector<size_t> at = {0};  // each part's offset in the stack, then the total
     for (ir::Node* n : group) {
-      const ir::Value* v = n->input(input);
-      if (ir::is_complex(v->dtype())) return std::nullopt;
-      const ir::ConstantPayload* p = v->payload();
-      const bool narrow = p->stored_dtype && *p->stored_dtype != v->dtype();
-      std::optional<DenseTensor> d;
-      if (narrow) {
-        ir::ConstantPayload raw = *p;
-        raw.stored_dtype.reset();
-        ir::TensorType stored = v->type();
-        stored.dtype = *p->stored_dtype;
-        d = dense_payload(raw, stored);
-        if (d && d->dtype != ::neuronc::DType::f32) return std::nullopt;
-      } else {
-        d = dense_constant(*v);
-      }
+      if (ir::is_complex(n->input(input)->dtype())) return std::nullopt;
+      std::optional<DenseTensor> d = dense_constant(*n->input(input));
       if (!d) return std::nullopt;
-      const size_t nbytes =
-          narrow ? d->nbytes() / ::neuronc::dtype_size(d->dtype) * ir::dtype_size(v->dtype())
-                 : d->nbytes();
-      total += nbytes;
-      parts.push_back({std::move(*d), narrow, nbytes});
+      at.push_back(at.back() + d->nbytes());
+      parts.push_back(std::move(*d));
     }
-    Stacked out{kernels::zeroed_bytes(total), total};  // huge pages for a weight-sized stack
-    // Memory-bound (the weights read, the stack faulted in): copied in 1M-element pieces in
-    // parallel, each piece alone, so the bytes do not depend on the split.
-    struct Piece {
-      size_t part, first, count;  // elements [first, first + count) of the part
-    };
-    constexpr size_t kPiece = size_t{1} << 20;
-    std::vector<Piece> pieces;
-    std::vector<size_t> at(parts.size() + 1, 0);
-    for (size_t i = 0; i < parts.size(); ++i) {
-      at[i + 1] = at[i] + parts[i].nbytes;
-      const size_t es = ir::dtype_size(group[i]->input(input)->dtype());
-      const size_t n = es ? parts[i].nbytes / es : 0;
-      for (size_t first = 0; first < n; first += kPiece)
-        pieces.push_back({i, first, std::min(kPiece, n - first)});
-    }
+    Stacked out{kernels::zeroed_bytes(at.back()), at.back()};  // huge pages: weight-sized
+    // Memory-bound (the weights read, the stack faulted in): copied in 4 MiB pieces in parallel.
+    constexpr size_t kPiece = size_t{4} << 20;
+    std::vector<std::pair<size_t, size_t>> pieces;  // part, first byte
+    for (size_t i = 0; i < parts.size(); ++i)
+      for (size_t first = 0; first < parts[i].nbytes(); first += kPiece)
+        pieces.emplace_back(i, first);
     tbb::parallel_for(size_t{0}, pieces.size(), [&](size_t k) {
-      const Piece& pc = pieces[k];
-      const Part& part = parts[pc.part];
-      const ir::DType dt = group[pc.part]->input(input)->dtype();
-      const size_t es = ir::dtype_size(dt);
-      std::byte* dst = out.bytes.get() + at[pc.part] + pc.first * es;
-      if (part.narrow)
-        kernels::store_f32_n(dst, ir::element_type(dt),
-                             reinterpret_cast<const float*>(part.stored.data) + pc.first, pc.count);
-      else
-        std::memcpy(dst, part.stored.data + pc.first * es, pc.count * es);
+      const auto [i, first] = pieces[k];
+      std::memcpy(out.bytes.get() + at[i] + first, parts[i].data + first,
+                  std::min(kPiece, parts[i].nbytes() - first));
     });
     // A mapped weight just copied leaves this process's memory (as constant folding does: a
     // later read brings its pages back from the file), so it is not held beside its copy.
