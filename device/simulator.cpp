@@ -16,9 +16,11 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <optional>
 #include <queue>
 #include <stdexcept>
 #include <string>
@@ -39,6 +41,7 @@ namespace {
 using std::to_string;
 
 constexpr int kDmaQueues = 16;
+constexpr int kDmaEnginesMax = 16;  // per core (Target::dma_engines_per_core is at most this)
 constexpr int kThreadsPerCore = kNumEngines + kDmaQueues + 1;  // engines, DMA queues, CC unit
 
 using Clock = std::vector<uint32_t>;
@@ -60,6 +63,120 @@ std::string describe(const Rect& r) {
   return s + " bytes [" + to_string(r.b0) + ", " + to_string(r.b1) + ")";
 }
 
+}  // namespace
+
+// Per instruction, what on_ready needs of it; per DMA, its split over the DMA engines.
+struct ProgramTiming::Tables {
+  struct Step {
+    InstructionCost cost;
+    uint32_t rects = 0;  // its read rects, then its engine-write rects, in `rects`
+    uint16_t reads = 0, writes = 0;
+    uint32_t dma = UINT32_MAX;        // its DmaStep, for a DMA trigger
+    uint32_t waits = 0, signals = 0;  // its semaphore waits and signals, in `waits`, `signals`
+    uint32_t wait_count = 0, signal_count = 0;
+    bool collective = false;
+    bool engine_access = false;  // the engine itself reads and writes memory (not a trigger)
+    bool sbuf_port = false;      // holds the NC-v2 VectorE/GpSimdE SBUF port
+    bool psum_port = false;      // holds the NC-v2 VectorE/ScalarE PSUM port
+  };
+  // One DMA engine's share of a transfer (CostModel::dma_work).
+  struct DmaShare {
+    uint32_t engine = 0;
+    uint32_t descriptors = 0;
+    double rate_weighted_bytes = 0;
+  };
+  struct DmaStep {
+    double start_delay_ns = 0;
+    double rate = 0;  // an engine's rate before HBM sharing (CostModel::dma_engine_rate)
+    uint64_t total_bytes = 0, hbm_read_bytes = 0, hbm_write_bytes = 0;
+    uint64_t sbuf_read_bytes = 0, sbuf_write_bytes = 0;
+    uint32_t shares = 0, share_count = 0;  // in `shares`, by engine
+    uint32_t engines = 0;                  // bit i: engine i has descriptors
+    uint16_t queue = 0;
+  };
+  std::vector<std::array<std::vector<Step>, kNumEngines>> steps;  // [core][engine][index]
+  std::vector<Rect> rects;
+  std::vector<SemaphoreWait> waits;
+  std::vector<SemaphoreSignal> signals;
+  std::vector<DmaStep> dmas;
+  std::vector<DmaShare> shares;
+};
+
+ProgramTiming::ProgramTiming(const CostModel& cost, const Program& program)
+    : program_(program), target_(cost.target().name) {
+  auto t = std::make_unique<Tables>();
+  const Target& target = cost.target();
+  t->steps.resize(program.cores.size());
+  for (size_t c = 0; c < program.cores.size(); ++c)
+    for (int ei = 0; ei < kNumEngines; ++ei) {
+      const Engine e = static_cast<Engine>(ei);
+      const auto& stream = program.cores[c].streams[ei];
+      auto& steps = t->steps[c][ei];
+      steps.resize(stream.size());
+      for (size_t i = 0; i < stream.size(); ++i) {
+        const Operation& op = stream[i].op;
+        Tables::Step& st = steps[i];
+        st.cost = cost.cost(e, op);
+        st.waits = static_cast<uint32_t>(t->waits.size());
+        st.wait_count = static_cast<uint32_t>(stream[i].waits.size());
+        t->waits.insert(t->waits.end(), stream[i].waits.begin(), stream[i].waits.end());
+        st.signals = static_cast<uint32_t>(t->signals.size());
+        st.signal_count = static_cast<uint32_t>(stream[i].signals.size());
+        t->signals.insert(t->signals.end(), stream[i].signals.begin(), stream[i].signals.end());
+        st.collective = std::holds_alternative<Collective>(op);
+        const Operands ops = operands(op);
+        st.engine_access = !std::holds_alternative<DmaCopy>(op) &&
+                           !std::holds_alternative<Collective>(op) &&
+                           !std::holds_alternative<Nop>(op);
+        st.rects = static_cast<uint32_t>(t->rects.size());
+        st.reads = static_cast<uint16_t>(ops.reads.size());
+        for (const MemRef& r : ops.reads) t->rects.push_back(rect_of(r, int(c)));
+        if (st.engine_access) {  // a DMA trigger does not write through the engine
+          st.writes = static_cast<uint16_t>(ops.writes.size());
+          for (const MemRef& w : ops.writes) t->rects.push_back(rect_of(w, int(c)));
+          auto touches = [&](MemoryKind k) {
+            for (const MemRef& m : ops.reads)
+              if (m.memory == k) return true;
+            for (const MemRef& m : ops.writes)
+              if (m.memory == k) return true;
+            return false;
+          };
+          // NC-v2 port exclusivity (ARCH2, §3.5).
+          st.sbuf_port = target.exclusive_vector_gpsimd_sbuf &&
+                         (e == Engine::vector || e == Engine::gpsimd) && touches(MemoryKind::sbuf);
+          st.psum_port = target.exclusive_vector_scalar_psum &&
+                         (e == Engine::vector || e == Engine::scalar) && touches(MemoryKind::psum);
+        }
+        if (const auto* dma = std::get_if<DmaCopy>(&op)) {
+          const DmaWork w = cost.dma_work(*dma);
+          Tables::DmaStep d;
+          d.start_delay_ns = cost.dma_start_delay_ns(*dma);
+          d.queue = dma->queue;
+          d.rate = cost.dma_engine_rate(w);
+          d.total_bytes = w.total_bytes;
+          d.hbm_read_bytes = w.hbm_read_bytes;
+          d.hbm_write_bytes = w.hbm_write_bytes;
+          d.sbuf_read_bytes = w.sbuf_read_bytes;
+          d.sbuf_write_bytes = w.sbuf_write_bytes;
+          d.shares = static_cast<uint32_t>(t->shares.size());
+          for (int k = 0; k < target.dma_engines_per_core; ++k) {
+            if (w.descriptors[k] == 0) continue;
+            t->shares.push_back({uint32_t(k), w.descriptors[k], w.rate_weighted_bytes[k]});
+            d.engines |= 1u << k;
+          }
+          d.share_count = static_cast<uint32_t>(t->shares.size()) - d.shares;
+          st.dma = static_cast<uint32_t>(t->dmas.size());
+          t->dmas.push_back(d);
+        }
+      }
+    }
+  tables_ = std::move(t);
+}
+
+ProgramTiming::~ProgramTiming() = default;
+
+namespace {
+
 struct Who {
   uint16_t core;
   Engine engine;
@@ -76,7 +193,8 @@ uint64_t tag_of(const Who& w) {
   return uint64_t{w.core} << 40 | uint64_t(static_cast<uint8_t>(w.engine)) << 32 | w.index;
 }
 
-enum class EventKind : uint8_t { ready, complete, dma_done, dma_tick, collective_done };
+// DMA engine ticks are kept apart (TickHeap), ordered with these by time and sequence number.
+enum class EventKind : uint8_t { ready, complete, dma_done, collective_done };
 
 struct Event {
   double t;
@@ -103,7 +221,8 @@ struct EngineRun {
   double last_start = -1;
   double last_ii_cycles = 0;
   double last_finish = 0;
-  std::vector<Rect> last_writes;
+  const Rect* last_writes = nullptr;  // the engine writes of the last instruction issued
+  uint16_t last_write_count = 0;
 };
 
 struct Semaphore {
@@ -121,15 +240,121 @@ struct DmaPart {
   double work;
 };
 
+// A DMA queue's parts on one engine, first in first out.
+class PartQueue {
+ public:
+  bool empty() const { return head_ == parts_.size(); }
+  DmaPart& front() { return parts_[head_]; }
+  const DmaPart& front() const { return parts_[head_]; }
+  void push_back(const DmaPart& p) { parts_.push_back(p); }
+  void pop_front() {
+    if (++head_ == parts_.size()) {  // empty: start again at the front of the buffer
+      parts_.clear();
+      head_ = 0;
+    } else if (head_ >= 64 && 2 * head_ >= parts_.size()) {  // mostly popped: drop them
+      parts_.erase(parts_.begin(), parts_.begin() + static_cast<std::ptrdiff_t>(head_));
+      head_ = 0;
+    }
+  }
+
+ private:
+  std::vector<DmaPart> parts_;
+  size_t head_ = 0;
+};
+
 struct DmaEngineRun {
-  std::array<std::deque<DmaPart>, kDmaQueues> queues;
-  double last = 0;       // parts are advanced up to this time
-  uint32_t version = 0;  // of the engine's one live tick event
+  std::array<PartQueue, kDmaQueues> queues;
+  uint32_t nonempty = 0;  // bit q: queues[q] holds parts
+  double last = 0;        // parts are advanced up to this time
   size_t busy_index = SIZE_MAX;
   double busy_end = -1;
-  bool idle() const {
-    return std::all_of(queues.begin(), queues.end(), [](const auto& q) { return q.empty(); });
+  bool idle() const { return nonempty == 0; }
+  void push(int q, const DmaPart& part) {
+    queues[q].push_back(part);
+    nonempty |= 1u << q;
   }
+  void pop(int q) {
+    queues[q].pop_front();
+    if (queues[q].empty()) nonempty &= ~(1u << q);
+  }
+};
+
+// The DMA engines' next ticks (a part finishing or becoming ready), at most one per engine: a
+// new one replaces the engine's last. Ordered as events are, by time and then sequence number.
+class TickHeap {
+ public:
+  struct Tick {
+    double t;
+    uint64_t seq;
+    uint32_t slot;  // core * kDmaEnginesMax + engine
+  };
+  void reset(size_t slots) {
+    heap_.clear();
+    pos_.assign(slots, kAbsent);
+  }
+  bool empty() const { return heap_.empty(); }
+  const Tick& top() const { return heap_.front(); }
+  void set(uint32_t slot, double t, uint64_t seq) {
+    if (pos_[slot] == kAbsent) {
+      pos_[slot] = static_cast<uint32_t>(heap_.size());
+      heap_.push_back({t, seq, slot});
+      up(pos_[slot]);
+      return;
+    }
+    const uint32_t i = pos_[slot];
+    heap_[i].t = t;
+    heap_[i].seq = seq;
+    up(i);
+    down(pos_[slot]);
+  }
+  void erase(uint32_t slot) {
+    const uint32_t i = pos_[slot];
+    if (i == kAbsent) return;
+    pos_[slot] = kAbsent;
+    const Tick last = heap_.back();
+    heap_.pop_back();
+    if (i == heap_.size()) return;
+    heap_[i] = last;
+    pos_[last.slot] = i;
+    up(i);
+    down(pos_[last.slot]);
+  }
+  void pop() { erase(heap_.front().slot); }
+  static bool before(const Tick& a, double t, uint64_t seq) {
+    return a.t != t ? a.t < t : a.seq < seq;
+  }
+
+ private:
+  static constexpr uint32_t kAbsent = UINT32_MAX;
+  void place(uint32_t i, const Tick& k) {
+    heap_[i] = k;
+    pos_[k.slot] = i;
+  }
+  void up(uint32_t i) {
+    const Tick k = heap_[i];
+    while (i > 0) {
+      const uint32_t parent = (i - 1) / 2;
+      if (!before(k, heap_[parent].t, heap_[parent].seq)) break;
+      place(i, heap_[parent]);
+      i = parent;
+    }
+    place(i, k);
+  }
+  void down(uint32_t i) {
+    const Tick k = heap_[i];
+    const uint32_t n = static_cast<uint32_t>(heap_.size());
+    for (;;) {
+      uint32_t child = 2 * i + 1;
+      if (child >= n) break;
+      if (child + 1 < n && before(heap_[child + 1], heap_[child].t, heap_[child].seq)) ++child;
+      if (!before(heap_[child], k.t, k.seq)) break;
+      place(i, heap_[child]);
+      i = child;
+    }
+    place(i, k);
+  }
+  std::vector<Tick> heap_;
+  std::vector<uint32_t> pos_;  // per slot: its index in heap_, or kAbsent
 };
 
 struct DmaTransfer {
@@ -146,7 +371,7 @@ struct DmaTransfer {
 struct CoreRun {
   std::array<EngineRun, kNumEngines> engines;
   std::vector<Semaphore> sems;
-  std::array<DmaEngineRun, 16> dma;
+  std::array<DmaEngineRun, kDmaEnginesMax> dma;
   std::vector<DmaTransfer> transfers;
   std::vector<uint32_t> free_transfers;
   std::array<std::deque<uint32_t>, kDmaQueues> queue_order;  // transfers not yet complete
@@ -189,9 +414,9 @@ double merged_length(std::vector<std::pair<double, double>>& iv) {
 
 class Run {
  public:
-  Run(const Target& t, const SimulatorOptions& o, const CostModel& cm, const Program& p,
+  Run(const Target& t, const SimulatorOptions& o, const CostModel& cm, const ProgramTiming& pt,
       std::span<std::byte> hbm, std::vector<CoreMemory>& mem)
-      : t_(t), opt_(o), cost_(cm), prog_(p), hbm_(hbm), mem_(mem) {}
+      : t_(t), opt_(o), cost_(cm), prog_(pt.program()), tm_(pt.tables()), hbm_(hbm), mem_(mem) {}
 
   Result<RunReport> go();
 
@@ -222,7 +447,7 @@ class Run {
   }
   // Delivers `sigs`. A signal to another core is where two cores meet outside a collective: a
   // deferred run applies (and, split over processes, swaps) every logged effect there first.
-  Status signal(double now, int core, const std::vector<SemaphoreSignal>& sigs, const Clock& snap);
+  Status signal(double now, int core, std::span<const SemaphoreSignal> sigs, const Clock& snap);
   void prune();
   // The context of the next instruction to execute, in completion order (`sequence` seeds
   // stochastic rounding, so it is taken in that order whether the effect is applied now or
@@ -251,10 +476,12 @@ class Run {
   const SimulatorOptions& opt_;
   const CostModel& cost_;
   const Program& prog_;
+  const ProgramTiming::Tables& tm_;
   std::span<std::byte> hbm_;
   std::vector<CoreMemory>& mem_;
 
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  TickHeap ticks_;
   uint64_t seq_ = 0;
   uint64_t exec_seq_ = 0;
   // Multi-core functional runs (with `parallel`, or split over processes) defer each
@@ -306,9 +533,10 @@ Status Run::on_ready(double now, int core, Engine e) {
   EngineRun& er = cr.engines[static_cast<int>(e)];
   const auto& stream = prog_.cores[core].streams[static_cast<int>(e)];
   if (er.pc >= stream.size()) return Status::ok();
-  const Instruction& in = stream[er.pc];
+  const ProgramTiming::Tables::Step& step = tm_.steps[core][static_cast<int>(e)][er.pc];
+  const std::span<const SemaphoreWait> waits(tm_.waits.data() + step.waits, step.wait_count);
   double t = std::max(now, er.next_issue);
-  for (const SemaphoreWait& w : in.waits) {
+  for (const SemaphoreWait& w : waits) {
     Semaphore& s = cr.sems[w.semaphore];
     if (s.value < w.value) {
       if (std::find(s.waiters.begin(), s.waiters.end(), static_cast<uint8_t>(e)) == s.waiters.end())
@@ -317,36 +545,18 @@ Status Run::on_ready(double now, int core, Engine e) {
     }
     t = std::max(t, reach_time(s, w.value) + cost_.semaphore_latency_ns(e));
   }
-  const Operands ops = operands(in.op);
-  if (er.last_start >= 0 && !er.last_writes.empty()) {
+  const Rect* reads = tm_.rects.data() + step.rects;
+  if (er.last_start >= 0 && er.last_write_count > 0) {
     bool dep = false;
-    for (const MemRef& r : ops.reads) {
-      const Rect rr = rect_of(r, core);
-      for (const Rect& w : er.last_writes) dep = dep || overlaps(rr, w);
-    }
+    for (const Rect* r = reads; r != reads + step.reads; ++r)
+      for (const Rect* w = er.last_writes; w != er.last_writes + er.last_write_count; ++w)
+        dep = dep || overlaps(*r, *w);
     if (dep) t = std::max(t, er.last_start + cost_.dependent_issue_ns(e, er.last_ii_cycles));
   }
   // NC-v2 port exclusivity (ARCH2, §3.5): VectorE and GpSimdE cannot access SBUF at the same
   // time, VectorE and ScalarE cannot access PSUM at the same time; the model serialises them.
-  const bool engine_access = !std::holds_alternative<DmaCopy>(in.op) &&
-                             !std::holds_alternative<Collective>(in.op) &&
-                             !std::holds_alternative<Nop>(in.op);
-  bool uses_sbuf_port = false, uses_psum_port = false;
-  if (engine_access) {
-    auto touches = [&](MemoryKind k) {
-      for (const MemRef& m : ops.reads)
-        if (m.memory == k) return true;
-      for (const MemRef& m : ops.writes)
-        if (m.memory == k) return true;
-      return false;
-    };
-    uses_sbuf_port = t_.exclusive_vector_gpsimd_sbuf &&
-                     (e == Engine::vector || e == Engine::gpsimd) && touches(MemoryKind::sbuf);
-    uses_psum_port = t_.exclusive_vector_scalar_psum &&
-                     (e == Engine::vector || e == Engine::scalar) && touches(MemoryKind::psum);
-    if (uses_sbuf_port) t = std::max(t, cr.sbuf_port_free);
-    if (uses_psum_port) t = std::max(t, cr.psum_port_free);
-  }
+  if (step.sbuf_port) t = std::max(t, cr.sbuf_port_free);
+  if (step.psum_port) t = std::max(t, cr.psum_port_free);
   if (t > now) {
     push(t, EventKind::ready, core, static_cast<int>(e), 0);
     return Status::ok();
@@ -354,12 +564,12 @@ Status Run::on_ready(double now, int core, Engine e) {
 
   // Issue at `now`.
   const uint32_t index = static_cast<uint32_t>(er.pc);
-  const InstructionCost c = cost_.cost(e, in.op);
+  const InstructionCost& c = step.cost;
   const uint32_t thread = thread_of(core, static_cast<int>(e));
   Clock snap;
   if (opt_.check_races) {
     Clock& clk = clocks_[thread];
-    for (const SemaphoreWait& w : in.waits) join(clk, cr.sems[w.semaphore].clock);
+    for (const SemaphoreWait& w : waits) join(clk, cr.sems[w.semaphore].clock);
     ++clk[thread];
     snap = clk;
   }
@@ -370,18 +580,20 @@ Status Run::on_ready(double now, int core, Engine e) {
   er.next_issue = now + c.ii_ns;
   er.last_start = now;
   er.last_ii_cycles = c.ii_cycles;
-  er.last_writes.clear();
-  if (engine_access)  // a DMA trigger does not write through the engine
-    for (const MemRef& w : ops.writes) er.last_writes.push_back(rect_of(w, core));
-  if (uses_sbuf_port) cr.sbuf_port_free = now + c.ii_ns;
-  if (uses_psum_port) cr.psum_port_free = now + c.ii_ns;
+  er.last_writes = reads + step.reads;  // a DMA trigger's are none: it writes through no engine
+  er.last_write_count = step.writes;
+  if (step.sbuf_port) cr.sbuf_port_free = now + c.ii_ns;
+  if (step.psum_port) cr.psum_port_free = now + c.ii_ns;
   ++report_.instructions;
+  // The instruction itself is only read for what a trace or a collective needs.
+  const Instruction& in = stream[index];
   if (opt_.trace)
     report_.trace.push_back({static_cast<uint16_t>(core), std::string(engine_name(e)), now,
                              now + c.ii_ns, in.opcode(), e, index, in.debug_id, 0});
 
-  if (const auto* dma = std::get_if<DmaCopy>(&in.op)) {
-    const uint32_t qthread = thread_of(core, kNumEngines + dma->queue);
+  if (step.dma != UINT32_MAX) {
+    const ProgramTiming::Tables::DmaStep& w = tm_.dmas[step.dma];
+    const uint32_t qthread = thread_of(core, kNumEngines + w.queue);
     Clock qsnap;
     if (opt_.check_races) {
       Clock& q = clocks_[qthread];
@@ -389,16 +601,15 @@ Status Run::on_ready(double now, int core, Engine e) {
       ++q[qthread];
       qsnap = q;
     }
-    const double t0 = now + c.ii_ns + cost_.dma_start_delay_ns(*dma);
-    const DmaWork w = cost_.dma_work(*dma);
-    double rate = cost_.dma_engine_rate(w);
+    const double t0 = now + c.ii_ns + w.start_delay_ns;
+    double rate = w.rate;
     const bool uses_hbm = w.hbm_read_bytes + w.hbm_write_bytes > 0;
     if (uses_hbm) {
       // One HBM pool per chip (§1): this core's share divided among its active engines.
       int active = 0;
       for (int i = 0; i < t_.dma_engines_per_core; ++i) {
         dma_advance(core, i, now);
-        active += (!cr.dma[i].idle() || w.descriptors[i] > 0);
+        active += (!cr.dma[i].idle() || (w.engines >> i & 1u));
       }
       const double pool =
           t_.hbm_gbps_per_chip /
@@ -417,19 +628,20 @@ Status Run::on_ready(double now, int core, Engine e) {
       DmaTransfer& tr = cr.transfers[x];
       tr = DmaTransfer{};
       tr.pid = new_pending(core, e, index, qthread, qsnap);
-      tr.queue = dma->queue;
+      tr.queue = w.queue;
       tr.issuer = e;
       tr.index = index;
-      tr.debug_id = in.debug_id;
+      if (opt_.trace) tr.debug_id = in.debug_id;
       tr.first = tr.last_part = t0;
       tr.bytes = w.total_bytes;
     }
-    cr.queue_order[dma->queue].push_back(x);
-    for (int i = 0; i < t_.dma_engines_per_core; ++i) {
-      if (w.descriptors[i] == 0) continue;
+    cr.queue_order[w.queue].push_back(x);
+    for (uint32_t k = w.shares; k < w.shares + w.share_count; ++k) {
+      const ProgramTiming::Tables::DmaShare& sh = tm_.shares[k];
+      const int i = static_cast<int>(sh.engine);
       dma_advance(core, i, now);
-      cr.dma[i].queues[dma->queue].push_back(
-          {x, t0, cost_.dma_engine_ns(w.rate_weighted_bytes[i], w.descriptors[i], rate)});
+      cr.dma[i].push(w.queue,
+                     {x, t0, cost_.dma_engine_ns(sh.rate_weighted_bytes, sh.descriptors, rate)});
       ++cr.transfers[x].parts_left;
       dma_schedule(core, i, now);
     }
@@ -443,7 +655,7 @@ Status Run::on_ready(double now, int core, Engine e) {
       cr.transfers[x].parts_left = 1;
       dma_part_done(core, x, t0);
     }
-  } else if (std::holds_alternative<Collective>(in.op)) {
+  } else if (step.collective) {
     const uint32_t cthread = thread_of(core, kNumEngines + kDmaQueues);
     Clock csnap;
     if (opt_.check_races) {
@@ -482,15 +694,18 @@ Status Run::on_ready(double now, int core, Engine e) {
 void Run::dma_advance(int core, int i, double until) {
   CoreRun& cr = cores_[core];
   DmaEngineRun& E = cr.dma[i];
+  if (E.nonempty == 0 || until <= E.last) {  // nothing to run
+    E.last = std::max(E.last, until);
+    return;
+  }
   double t = E.last;
-  while (t < until) {
+  while (t < until && E.nonempty) {
     // The queues whose head part is ready share the engine equally.
     int n = 0;
     double min_work = std::numeric_limits<double>::infinity();
     double next_ready = std::numeric_limits<double>::infinity();
-    for (auto& q : E.queues) {
-      if (q.empty()) continue;
-      const DmaPart& h = q.front();
+    for (uint32_t m = E.nonempty; m; m &= m - 1) {
+      const DmaPart& h = E.queues[std::countr_zero(m)].front();
       if (h.t0 <= t) {
         ++n;
         min_work = std::min(min_work, h.work);
@@ -517,14 +732,15 @@ void Run::dma_advance(int core, int i, double until) {
     }
     E.busy_end = t_next;
     const bool finishing = t_next == t_finish;
-    for (auto& q : E.queues) {
-      if (q.empty() || q.front().t0 > t) continue;
-      DmaPart& h = q.front();
+    for (uint32_t m = E.nonempty; m; m &= m - 1) {
+      const int q = std::countr_zero(m);
+      DmaPart& h = E.queues[q].front();
+      if (h.t0 > t) continue;
       const bool done = (finishing && h.work <= min_work) || h.work - share <= 1e-9;
       h.work = std::max(0.0, h.work - share);
       if (!done) continue;
       const uint32_t x = h.transfer;
-      q.pop_front();
+      E.pop(q);
       dma_part_done(core, x, t_next);
     }
     t = t_next;
@@ -537,19 +753,21 @@ void Run::dma_schedule(int core, int i, double now) {
   int n = 0;
   double min_work = std::numeric_limits<double>::infinity();
   double next = std::numeric_limits<double>::infinity();
-  for (const auto& q : E.queues) {
-    if (q.empty()) continue;
-    if (q.front().t0 <= now) {
+  for (uint32_t m = E.nonempty; m; m &= m - 1) {
+    const DmaPart& h = E.queues[std::countr_zero(m)].front();
+    if (h.t0 <= now) {
       ++n;
-      min_work = std::min(min_work, q.front().work);
+      min_work = std::min(min_work, h.work);
     } else {
-      next = std::min(next, q.front().t0);
+      next = std::min(next, h.t0);
     }
   }
   if (n > 0) next = std::min(next, now + min_work * n);
-  ++E.version;
+  const auto slot = static_cast<uint32_t>(core * kDmaEnginesMax + i);
   if (next != std::numeric_limits<double>::infinity())
-    push(next, EventKind::dma_tick, core, i, E.version);
+    ticks_.set(slot, next, seq_++);
+  else
+    ticks_.erase(slot);
 }
 
 void Run::dma_part_done(int core, uint32_t x, double t) {
@@ -612,8 +830,7 @@ void Run::prune() {
   prune_at_ = std::max<size_t>(4096, 2 * records_.size());
 }
 
-Status Run::signal(double now, int core, const std::vector<SemaphoreSignal>& sigs,
-                   const Clock& snap) {
+Status Run::signal(double now, int core, std::span<const SemaphoreSignal> sigs, const Clock& snap) {
   for (const SemaphoreSignal& s : sigs) {
     const int target = s.core == kThisCore ? core : s.core;
     if (defer_ && target != core) NEURONC_DEVICE_RETURN_IF_ERROR(flush_deferred());
@@ -632,19 +849,20 @@ Status Run::on_complete(double now, uint32_t pid, bool dma) {
   pending_[pid].live = false;
   free_pending_.push_back(pid);
   const Instruction& in = inst(p.core, p.engine, p.index);
-  const Who who{p.core, p.engine, p.index, in.opcode()};
   if (opt_.functional && defer_) {
     deferred_[p.core].push_back({exec_seq_++, p.engine, p.index});
   } else if (opt_.functional) {
     Status st = execute(context(p.core), p.engine, in.op);
-    if (!st.is_ok()) return st.with_context(who.str());
+    if (!st.is_ok()) return st.with_context(Who{p.core, p.engine, p.index, in.opcode()}.str());
   }
   if (opt_.check_races) {
     NEURONC_DEVICE_RETURN_IF_ERROR(
         check_races(p, operands(in.op), p.snapshot, p.snapshot[p.thread]));
   }
   (void)dma;
-  NEURONC_DEVICE_RETURN_IF_ERROR(signal(now, p.core, in.signals, p.snapshot));
+  const ProgramTiming::Tables::Step& step = tm_.steps[p.core][static_cast<int>(p.engine)][p.index];
+  NEURONC_DEVICE_RETURN_IF_ERROR(
+      signal(now, p.core, {tm_.signals.data() + step.signals, step.signal_count}, p.snapshot));
   end_time_ = std::max(end_time_, now);
   return Status::ok();
 }
@@ -877,7 +1095,19 @@ Result<RunReport> Run::go() {
     for (int e = 0; e < kNumEngines; ++e)
       if (!prog_.cores[c].streams[e].empty()) push(0.0, EventKind::ready, int(c), e, 0);
 
-  while (!events_.empty()) {
+  ticks_.reset(ncores * kDmaEnginesMax);
+  for (;;) {
+    if (!ticks_.empty() &&
+        (events_.empty() || TickHeap::before(ticks_.top(), events_.top().t, events_.top().seq))) {
+      const TickHeap::Tick k = ticks_.top();
+      ticks_.pop();
+      const int core = static_cast<int>(k.slot / kDmaEnginesMax);
+      const int engine = static_cast<int>(k.slot % kDmaEnginesMax);
+      dma_advance(core, engine, k.t);
+      dma_schedule(core, engine, k.t);
+      continue;
+    }
+    if (events_.empty()) break;
     const Event ev = events_.top();
     events_.pop();
     Status st;
@@ -890,12 +1120,6 @@ Result<RunReport> Run::go() {
         break;
       case EventKind::dma_done:
         st = on_complete(ev.t, ev.id, true);
-        break;
-      case EventKind::dma_tick:
-        if (ev.id == cores_[ev.core].dma[ev.engine].version) {
-          dma_advance(ev.core, ev.engine, ev.t);
-          dma_schedule(ev.core, ev.engine, ev.t);
-        }
         break;
       case EventKind::collective_done:
         st = on_collective(ev.t, ev.id);
@@ -1013,7 +1237,7 @@ std::span<std::byte> Simulator::psum(int core, int partition) {
 }
 
 Result<RunReport> Simulator::run(const Program& program, std::span<std::byte> hbm,
-                                 ProgramCheck check) {
+                                 ProgramCheck check, const ProgramTiming* timing) {
   if (check == ProgramCheck::verify)
     NEURONC_DEVICE_RETURN_IF_ERROR(verify_program(target_, program));
   if (options_.functional && hbm.size() < program.hbm_size)
@@ -1022,7 +1246,15 @@ Result<RunReport> Simulator::run(const Program& program, std::span<std::byte> hb
   if (options_.functional && (memories_->cores.size() != program.cores.size() ||
                               (!memories_->cores.empty() && memories_->cores[0].sbuf.empty())))
     reset(static_cast<int>(program.cores.size()));
-  Run run(target_, options_, cost_, program, hbm, memories_->cores);
+  std::optional<ProgramTiming> own;
+  if (!timing) {
+    timing = &own.emplace(cost_, program);
+  } else if (&timing->program() != &program || timing->target() != target_.name) {
+    return invalid_argument("the program's timing tables were made for another " +
+                            std::string(&timing->program() != &program ? "program" : "target") +
+                            " (" + std::string(timing->target()) + ")");
+  }
+  Run run(target_, options_, cost_, *timing, hbm, memories_->cores);
   return run.go();
 }
 

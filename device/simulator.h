@@ -106,6 +106,31 @@ struct RunReport {
   std::vector<TraceEvent> trace;
 };
 
+// The timing model's view of one program on one target: every instruction's cost, the on-chip
+// bytes it reads and writes, and each DMA's split over the core's DMA engines. These depend on
+// the program and the target alone, so a program that runs many times (a loader Session, `bench
+// --timing-only`) works them out once and hands them to every run; Simulator::run works them
+// out itself when given none. Made from a program verify_program accepts; it refers to the
+// program, which must outlive it unchanged. Immutable once made; safe to share between threads.
+class ProgramTiming {
+ public:
+  ProgramTiming(const CostModel& cost, const Program& program);
+  ~ProgramTiming();
+  ProgramTiming(const ProgramTiming&) = delete;
+  ProgramTiming& operator=(const ProgramTiming&) = delete;
+
+  const Program& program() const { return program_; }
+  std::string_view target() const { return target_; }
+
+  struct Tables;  // the simulator's (simulator.cpp)
+  const Tables& tables() const { return *tables_; }
+
+ private:
+  const Program& program_;
+  std::string_view target_;
+  std::unique_ptr<const Tables> tables_;
+};
+
 class Simulator {
  public:
   explicit Simulator(const Target& target, SimulatorOptions options = {});
@@ -127,9 +152,12 @@ class Simulator {
   // ProgramCheck::verified the caller vouches that verify_program already passed on this
   // program and target (artifact::read_artifact verifies every program it reads), and it is
   // not checked again: on a program that would fail, the behaviour is undefined.
+  // `timing`, when given, must have been made from `program` (the same object) for this
+  // simulator's target; else the run makes its own.
   enum class ProgramCheck { verify, verified };
   Result<RunReport> run(const Program& program, std::span<std::byte> hbm,
-                        ProgramCheck check = ProgramCheck::verify);
+                        ProgramCheck check = ProgramCheck::verify,
+                        const ProgramTiming* timing = nullptr);
 
   // Partition `partition` of core `core`'s on-chip memory (its sbuf_partition_bytes or
   // psum_partition_bytes). Valid after reset()/run(); a partition throws std::out_of_range

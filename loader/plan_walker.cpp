@@ -17,16 +17,19 @@ namespace art = ::neuronc::artifact;
 device::Result<device::RunReport> run_device_call(const art::ArtifactContents& c,
                                                   const art::DeviceCall& call,
                                                   device::Simulator& sim,
-                                                  const PlanBuffers* buffers) {
+                                                  const PlanBuffers* buffers,
+                                                  ProgramTimings* timings) {
   const art::DeviceProgram& p = c.programs[call.program];
   // The reader verified every program of `c` (walk_plan's contract), so it is not again.
   constexpr auto kVerified = device::Simulator::ProgramCheck::verified;
-  if (!buffers) return sim.run(p.program, {}, kVerified);
+  const device::ProgramTiming* timing =
+      timings ? &timings->of(call.program, sim.cost_model()) : nullptr;
+  if (!buffers) return sim.run(p.program, {}, kVerified, timing);
   for (const art::Binding& b : call.inputs) {
     const host::HostTensor& s = buffers->slots[b.value];
     if (s.nbytes()) std::memcpy(buffers->hbm.data() + b.hbm_offset, s.data, s.nbytes());
   }
-  auto report = sim.run(p.program, buffers->hbm, kVerified);
+  auto report = sim.run(p.program, buffers->hbm, kVerified, timing);
   if (!report) return report;
   for (const art::Binding& b : call.outputs) {
     host::HostTensor& s = buffers->slots[b.value];
@@ -37,8 +40,19 @@ device::Result<device::RunReport> run_device_call(const art::ArtifactContents& c
 
 }  // namespace
 
+const device::ProgramTiming& ProgramTimings::of(uint32_t program, const device::CostModel& cost) {
+  std::unique_ptr<const device::ProgramTiming>& t = timings_[program];
+  if (!t || t->target() != cost.target().name)
+    t = std::make_unique<device::ProgramTiming>(cost, contents_.programs[program].program);
+  return *t;
+}
+
 Status walk_plan(const art::ArtifactContents& c, device::Simulator& sim, const PlanBuffers* buffers,
-                 PlanObserver& observer, std::optional<art::StepRange> steps) {
+                 PlanObserver& observer, std::optional<art::StepRange> steps,
+                 ProgramTimings* timings) {
+  if (timings && &timings->contents() != &c)
+    return Status(StatusCode::invalid_argument,
+                  "walk_plan: the program timings were made for another artifact's contents");
   const art::StepRange range = steps ? *steps : art::entry_steps(c, 0);
   std::vector<const host::HostTensor*> values;
   if (buffers) {
@@ -49,7 +63,7 @@ Status walk_plan(const art::ArtifactContents& c, device::Simulator& sim, const P
     const std::string where = "plan step " + std::to_string(i);
     if (const auto* call = std::get_if<art::DeviceCall>(&c.plan.steps[i])) {
       const art::DeviceProgram& p = c.programs[call->program];
-      auto report = run_device_call(c, *call, sim, buffers);
+      auto report = run_device_call(c, *call, sim, buffers, timings);
       if (!report)
         return Status(StatusCode::failed_precondition,
                       where + " (device program '" + p.name + "'): " + report.status().message());

@@ -14,8 +14,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "artifact_format/artifact.h"
 #include "device/simulator.h"
@@ -43,14 +45,33 @@ class PlanObserver {
   virtual void host_step(uint32_t step, const artifact::HostOp& op, bool ran, double host_ns) = 0;
 };
 
+// The device model's timing tables of an artifact's programs (device::ProgramTiming), made the
+// first time a walk runs each program and kept for the walks after it: what a Session or a
+// timing-only benchmark pays once per program rather than once per run. For one artifact's
+// contents and one target, both of which must outlive it. Not thread-safe.
+class ProgramTimings {
+ public:
+  explicit ProgramTimings(const artifact::ArtifactContents& contents)
+      : contents_(contents), timings_(contents.programs.size()) {}
+  const artifact::ArtifactContents& contents() const { return contents_; }
+  // The tables of program `program` for `cost`'s target.
+  const device::ProgramTiming& of(uint32_t program, const device::CostModel& cost);
+
+ private:
+  const artifact::ArtifactContents& contents_;
+  std::vector<std::unique_ptr<const device::ProgramTiming>> timings_;
+};
+
 // Walks the plan of `contents` (verified by the reader) on `sim`. With `buffers`, a functional
 // walk; without, a timing-only walk (`sim` must then be timing only). Stops at the first step
 // that fails: Status(failed_precondition, "plan step <i> (device program '<name>'): <why>")
 // for a device call the model refuses, a host kernel's status prefixed "plan step <i>: ".
 // Walks `steps` (artifact::entry_steps: one entry's; by default entry 0, or the whole plan of
-// an artifact without entries).
+// an artifact without entries). With `timings` (made for `contents`), device calls take their
+// programs' timing tables from it; without, each run makes its own.
 Status walk_plan(const artifact::ArtifactContents& contents, device::Simulator& sim,
                  const PlanBuffers* buffers, PlanObserver& observer,
-                 std::optional<artifact::StepRange> steps = std::nullopt);
+                 std::optional<artifact::StepRange> steps = std::nullopt,
+                 ProgramTimings* timings = nullptr);
 
 }  // namespace neuronc::plan

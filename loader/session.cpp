@@ -121,6 +121,7 @@ struct Session::Impl {
   Status status;
   std::unique_ptr<DeviceProcesses> processes;
   std::unique_ptr<device::Simulator> sim;
+  std::unique_ptr<plan::ProgramTimings> timings;  // of m->art.contents, kept between runs
   std::shared_ptr<std::byte> hbm;
   uint64_t hbm_size = 0;
   std::vector<std::vector<std::byte>> scratch;  // per plan value (intermediates)
@@ -410,6 +411,7 @@ Status Session::Impl::init() {
     so.processes = processes.get();
   }
   sim = std::make_unique<device::Simulator>(*m->target, so);
+  timings = std::make_unique<plan::ProgramTimings>(c);
   hbm_size = c.memory_plan.hbm_arena_bytes;
   // A zeroed mapping (huge pages when large): the kernel hands out zero pages lazily, so
   // untouched arena costs no RSS, and a DMA's partition rows do not each miss the TLB.
@@ -599,7 +601,9 @@ Result<Outputs> Session::Impl::run(size_t entry, const std::vector<NamedInput>& 
   st.shapes_prepared = prepare_now;
   StatsObserver observer(st);
   const plan::PlanBuffers buffers{slots, std::span<std::byte>(hbm.get(), hbm_size), m->kernels};
-  if (Status ws = plan::walk_plan(c, *sim, &buffers, observer, plan.steps); !ws.is_ok()) return ws;
+  if (Status ws = plan::walk_plan(c, *sim, &buffers, observer, plan.steps, timings.get());
+      !ws.is_ok())
+    return ws;
 
   // 6. Outputs that are inputs, constants, states or repeated values are copied; then each
   // state takes its new content (no update reads a state's storage: the verifier allows an

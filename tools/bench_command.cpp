@@ -601,15 +601,19 @@ json bench_loaded(const BenchOptions& o, const neuronc::Model& model, TimedArtif
 
   const std::vector<InputShape> shapes = input_shapes(model, contents, o.int_high, o.dims);
   // Timing-only (a weights-free artifact, which cannot run, or --timing-only): host ops are
-  // left out, and each iteration runs the timing simulation again (the one that made `tl` was
-  // its warm-up), so the host time of an inference is the timing simulation's, measured as a
-  // functional run's is.
+  // left out, and each iteration runs the timing simulation again, so the host time of an
+  // inference is the timing simulation's, measured as a functional run's is: after --warmup
+  // untimed runs, which make the programs' timing tables (a Session makes them in its first
+  // run too).
   const bool timing_only = o.timing_only || model.info().timing_only;
   auto time_iterations = [&] {
+    plan::ProgramTimings timings(contents);
+    const TimelineOptions options{.trace = false, .timings = &timings};
+    for (int i = 0; i < o.warmup; ++i) simulate_timeline(contents, options);
     std::vector<neuronc::RunStats> runs;
     for (int i = 0; i < o.iterations; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
-      const Timeline again = simulate_timeline(contents, {.trace = false});
+      const Timeline again = simulate_timeline(contents, options);
       neuronc::RunStats timed;
       timed.latency_ns = timed.device_ns = again.device_ns;
       timed.host_wall_ns =
@@ -648,7 +652,7 @@ json bench_loaded(const BenchOptions& o, const neuronc::Model& model, TimedArtif
   r["neuron_core"] = tl.core_version;
   r["neuron_cores_per_inference"] = tl.num_cores;
   r["iterations"] = o.iterations;
-  r["warmup"] = timing_only ? 0 : o.warmup;
+  r["warmup"] = o.warmup;
   r["threads"] = o.threads;
   r["seed"] = o.seed;
   if (!model.entries()[0].bucket_group.empty() && !stats.empty())

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <tuple>
 #include <variant>
@@ -81,7 +82,10 @@ namespace {
 // Lays the plan walk's steps end to end on the timeline.
 class TimelineObserver final : public plan::PlanObserver {
  public:
-  TimelineObserver(Timeline& t, const device::CostModel& cost) : t_(t), cost_(cost) {}
+  // `estimate`: estimate the model's FLOPs from its matmul instructions (an artifact that
+  // records them needs no estimate).
+  TimelineObserver(Timeline& t, const device::CostModel& cost, bool estimate)
+      : t_(t), cost_(cost), estimate_(estimate) {}
 
   void host_step(uint32_t step, const art::HostOp& op, bool, double) override {
     TimelineStep s;
@@ -111,7 +115,7 @@ class TimelineObserver final : public plan::PlanObserver {
       s.tensor_flops += cs.tensor_flops;
     }
     add_events(step, p, report);
-    estimate_model_flops(p);
+    if (estimate_) estimate_model_flops(p);
     now_ = s.end_ns;
     t_.device_ns += report.total_time_ns;
     t_.instructions += s.instructions;
@@ -171,6 +175,7 @@ class TimelineObserver final : public plan::PlanObserver {
 
   Timeline& t_;
   const device::CostModel& cost_;
+  bool estimate_ = true;
   double now_ = 0;
   double estimated_model_flops_ = 0;
 };
@@ -198,7 +203,18 @@ Timeline simulate_timeline(const art::ArtifactContents& c, const TimelineOptions
   device::Simulator sim(target, so);
   t.assumptions = sim.cost_model().assumptions();
 
-  TimelineObserver observer(t, sim.cost_model());
+  // The compiler's count of the source graph's matmul FLOPs, when the artifact records one (a
+  // malformed value is estimated instead).
+  std::optional<double> recorded_flops;
+  for (const auto& [key, value] : c.options.extra) {
+    if (key != kModelFlopsOption) continue;
+    try {
+      recorded_flops = std::stod(value);
+    } catch (const std::exception&) {
+      // A malformed value keeps what came before it.
+    }
+  }
+  TimelineObserver observer(t, sim.cost_model(), /*estimate=*/!recorded_flops);
   size_t entry = options.entry;
   if (!options.entry_name.empty()) {
     const std::optional<size_t> found = art::find_entry(c, options.entry_name);
@@ -215,22 +231,19 @@ Timeline simulate_timeline(const art::ArtifactContents& c, const TimelineOptions
   if (!c.signature.entries.empty() && entry >= c.signature.entries.size())
     throw std::runtime_error("entry " + std::to_string(entry) + " but the artifact has " +
                              std::to_string(c.signature.entries.size()));
-  if (Status s = plan::walk_plan(c, sim, /*buffers=*/nullptr, observer, art::entry_steps(c, entry));
+  if (Status s = plan::walk_plan(c, sim, /*buffers=*/nullptr, observer, art::entry_steps(c, entry),
+                                 options.timings);
       !s.is_ok())
     throw std::runtime_error(s.message());
 
-  t.model_flops = observer.estimated_model_flops();
-  t.model_flops_source =
-      "estimated: TensorE matmul instructions of matmul/conv/attention nodes "
-      "(padding included; the artifact does not record the source graph's FLOPs)";
-  for (const auto& [key, value] : c.options.extra) {
-    if (key != kModelFlopsOption) continue;
-    try {
-      t.model_flops = std::stod(value);
-      t.model_flops_source = "artifact: the compiler's count of the source graph's matmul FLOPs";
-    } catch (const std::exception&) {
-      // A malformed value keeps the estimate.
-    }
+  if (recorded_flops) {
+    t.model_flops = *recorded_flops;
+    t.model_flops_source = "artifact: the compiler's count of the source graph's matmul FLOPs";
+  } else {
+    t.model_flops = observer.estimated_model_flops();
+    t.model_flops_source =
+        "estimated: TensorE matmul instructions of matmul/conv/attention nodes "
+        "(padding included; the artifact does not record the source graph's FLOPs)";
   }
 
   assign_lanes(t.events);

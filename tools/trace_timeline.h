@@ -15,6 +15,7 @@
 
 #include "artifact_format/artifact.h"
 #include "device/cost_model.h"
+#include "loader/plan_walker.h"
 
 namespace neuronc::tools {
 
@@ -89,6 +90,8 @@ struct TimelineOptions {
   // The entry by name instead (when not empty); a name the artifact lacks throws
   // std::invalid_argument naming its entries.
   std::string entry_name{};
+  // The timing tables of `contents`' programs, kept between calls (null: made for this call).
+  plan::ProgramTimings* timings = nullptr;
 };
 
 // Simulates every device call of `contents` (an artifact the reader has verified). Throws

@@ -317,6 +317,63 @@ TEST(Timing, ATimingOnlySimulatorHoldsNoMemoryUntilItRunsFunctionally) {
   EXPECT_EQ(read(sim, 0, d), std::vector<float>(12, -7.0f));
 }
 
+// A program's timing tables, made once and handed to many runs (a Session, `bench
+// --timing-only`), give each run the report a run that makes its own gives, trace and all; tables
+// made for another program or another target are refused, not used.
+TEST(Timing, ProgramTimingMadeOnceGivesEveryRunTheSameReport) {
+  const Target& t = target(TargetKind::trn1);
+  Program p = program(1, 1 << 20);
+  const MemRef a = sbuf(0, 128, 0, DType::bf16, 128);
+  p.cores[0]
+      .stream(Engine::sync)
+      .push_back(inst(DmaCopy{a, hbm(0, DType::bf16, 128, 128, 128), 3}, {}, {{0, 16}}));
+  p.cores[0]
+      .stream(Engine::scalar)
+      .push_back(inst(
+          DmaCopy{sbuf(0, 64, 4096, DType::f32, 300), hbm(1 << 16, DType::f32, 64, 300, 512), 5},
+          {}, {{1, 16}}));
+  p.cores[0].stream(Engine::tensor).push_back(inst(mm(128, 128, 128), {{0, 16}}, {{2, 1}}));
+  p.cores[0]
+      .stream(Engine::vector)
+      .push_back(
+          inst(TensorCopy{sbuf(0, 128, 8192, DType::f32, 128), psum(0, 128, 0, DType::f32, 128)},
+               {{2, 1}, {1, 16}}));
+  SimulatorOptions o;
+  o.functional = false;
+  o.trace = true;
+  Simulator sim(t, o);
+  auto own = sim.run(p, {});
+  ASSERT_TRUE(own.is_ok()) << own.status().message();
+  const ProgramTiming timing(sim.cost_model(), p);
+  for (int run = 0; run < 2; ++run) {
+    auto r = sim.run(p, {}, Simulator::ProgramCheck::verify, &timing);
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    EXPECT_EQ(r->total_time_ns, own->total_time_ns);
+    EXPECT_EQ(r->instructions, own->instructions);
+    EXPECT_EQ(r->hbm_read_bytes, own->hbm_read_bytes);
+    EXPECT_EQ(r->cores[0].dma_active_ns, own->cores[0].dma_active_ns);
+    ASSERT_EQ(r->trace.size(), own->trace.size());
+    for (size_t i = 0; i < r->trace.size(); ++i) {
+      EXPECT_EQ(r->trace[i].unit, own->trace[i].unit);
+      EXPECT_EQ(r->trace[i].start_ns, own->trace[i].start_ns);
+      EXPECT_EQ(r->trace[i].end_ns, own->trace[i].end_ns);
+    }
+  }
+  EXPECT_GT(own->total_time_ns, 0);
+
+  const Program other = p;  // equal, but not the program the tables were made from
+  auto wrong = sim.run(other, {}, Simulator::ProgramCheck::verify, &timing);
+  ASSERT_FALSE(wrong.is_ok());
+  EXPECT_EQ(wrong.status().code(), StatusCode::invalid_argument);
+  EXPECT_NE(wrong.status().message().find("another program"), std::string::npos)
+      << wrong.status().message();
+  Simulator trn2(target(TargetKind::trn2), o);
+  auto elsewhere = trn2.run(p, {}, Simulator::ProgramCheck::verify, &timing);
+  ASSERT_FALSE(elsewhere.is_ok());
+  EXPECT_NE(elsewhere.status().message().find("another target (trn1)"), std::string::npos)
+      << elsewhere.status().message();
+}
+
 TEST(Timing, DmaRateIsFlatWithoutASmallTransferAnchor) {
   for (TargetKind k : {TargetKind::trn2, TargetKind::trn3}) {
     const CostModel cm(target(k));

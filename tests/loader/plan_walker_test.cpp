@@ -61,6 +61,34 @@ TEST(PlanWalker, TimingOnlyWalkVisitsEveryStepInOrder) {
   EXPECT_GT(r.device_ns, 0);
 }
 
+// Timing tables kept between walks give every walk the device time a walk that makes its own
+// gives; tables kept for another artifact's contents are refused.
+TEST(PlanWalker, KeptProgramTimingsGiveTheSameTimes) {
+  const auto bytes = testing::two_partition_artifact();
+  auto a = art::read_artifact(bytes);
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  const art::ArtifactContents& c = a->contents;
+  device::SimulatorOptions so;
+  so.functional = false;
+  device::Simulator sim(device::target(device::TargetKind::trn1), so);
+  Recorder own;
+  ASSERT_TRUE(walk_plan(c, sim, /*buffers=*/nullptr, own).is_ok());
+  ProgramTimings timings(c);
+  for (int walk = 0; walk < 2; ++walk) {
+    Recorder kept;
+    const Status s = walk_plan(c, sim, /*buffers=*/nullptr, kept, std::nullopt, &timings);
+    ASSERT_TRUE(s.is_ok()) << s.message();
+    EXPECT_EQ(kept.steps, own.steps);
+    EXPECT_EQ(kept.device_ns, own.device_ns);
+  }
+  const art::ArtifactContents copy = c;
+  Recorder other;
+  const Status s = walk_plan(copy, sim, /*buffers=*/nullptr, other, std::nullopt, &timings);
+  EXPECT_EQ(s.code(), StatusCode::invalid_argument);
+  EXPECT_THAT(s.message(), HasSubstr("another artifact"));
+  EXPECT_TRUE(other.steps.empty());
+}
+
 TEST(PlanWalker, RefusedDeviceCallStopsTheWalkNamingStepAndProgram) {
   const auto bytes = testing::two_partition_artifact();
   auto a = art::read_artifact(bytes);

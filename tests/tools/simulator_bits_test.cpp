@@ -1,7 +1,9 @@
 // The device model's outputs stay bit-identical (issue 19): every committed fixture is compiled,
 // run by `neuronc run` on its saved inputs, and the SHA-256 of each output file is compared
 // with the one recorded in simulator_bits.txt. A faster GEMM, copy or element-wise path that
-// changes one bit of one output fails here.
+// changes one bit of one output fails here. So does a faster event loop that changes one bit of
+// the simulated time: each case's `run --timing-only` device time is recorded too, printed to
+// the last bit (the JSON's shortest round-trip form).
 //
 // A change that is meant to change results (a new lowering, a fix to an instruction's
 // semantics) re-records the file, and says why in its commit:
@@ -12,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -86,6 +89,18 @@ std::map<std::string, std::string> run_case(const Case& c) {
   std::string digest, file;
   while (s >> digest >> file) out[c.name() + " " + file] = digest;
   EXPECT_FALSE(out.empty()) << c.name() << ": no outputs written";
+  const Ran timed = run_shell(
+      std::string(NEURONC_BINARY_DIR) + "/tools/neuronc run " + nca + " --timing-only --json",
+      /*with_stderr=*/true);
+  // A model with shape buckets has no one program to time (run refuses, naming its entries);
+  // its programs are each another fixture's kind.
+  if (timed.code != 0 && timed.out.find("shape buckets") != std::string::npos) return out;
+  EXPECT_EQ(timed.code, 0) << c.name() << ": run --timing-only failed: " << timed.out;
+  std::smatch m;
+  if (std::regex_search(timed.out, m, std::regex("\"device_us\":\\s*([-+0-9.eE]+)")))
+    out[c.name() + " device_us"] = m[1];
+  else
+    ADD_FAILURE() << c.name() << ": no device_us in " << timed.out;
   std::filesystem::remove_all(dir);
   return out;
 }
@@ -95,8 +110,10 @@ TEST(SimulatorBits, EveryFixtureOutputIsTheRecordedBits) {
   for (const Case& c : cases()) got.merge(run_case(c));
   if (std::getenv("NEURONC_UPDATE_SIMULATOR_BITS")) {
     std::ofstream f(bits_file());
-    f << "# SHA-256 of each fixture output written by `neuronc run` (simulator_bits_test.cpp).\n"
-      << "# <case: model_target[_bf16]> <output file> <sha256>\n";
+    f << "# SHA-256 of each fixture output written by `neuronc run` (simulator_bits_test.cpp),\n"
+      << "# and the simulated device time of `neuronc run --timing-only --json`.\n"
+      << "# <case: model_target[_bf16]> <output file> <sha256>\n"
+      << "# <case: model_target[_bf16]> device_us <microseconds, to the last bit>\n";
     for (const auto& [k, v] : got) f << k << " " << v << "\n";
     GTEST_SKIP() << "re-recorded " << got.size() << " outputs in " << bits_file();
   }
@@ -108,7 +125,9 @@ TEST(SimulatorBits, EveryFixtureOutputIsTheRecordedBits) {
       ADD_FAILURE() << k << ": recorded but not written";
       continue;
     }
-    EXPECT_EQ(it->second, v) << k << ": the outputs' bits changed";
+    EXPECT_EQ(it->second, v) << k
+                             << (k.ends_with(" device_us") ? ": the simulated time changed"
+                                                           : ": the outputs' bits changed");
   }
   for (const auto& [k, v] : got)
     EXPECT_TRUE(want.count(k)) << k << ": written but not recorded (re-record, see the top)";
