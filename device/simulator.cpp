@@ -196,14 +196,21 @@ uint64_t tag_of(const Who& w) {
 // DMA engine ticks are kept apart (TickHeap), ordered with these by time and sequence number.
 enum class EventKind : uint8_t { ready, complete, dma_done, collective_done };
 
+// Event times are finite and never negative, so their bits order as they do (+0.0 for -0.0):
+// the queues compare integers, time first and then the sequence number.
+inline uint64_t time_key(double t) {
+  return std::bit_cast<uint64_t>(t + 0.0);
+}
+
 struct Event {
   double t;
   uint64_t seq;
+  uint64_t key;  // time_key(t)
   EventKind kind;
   uint16_t core;
   uint8_t engine;
   uint32_t id;  // instruction index (ready) or pending id
-  bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+  bool operator>(const Event& o) const { return key != o.key ? key > o.key : seq > o.seq; }
 };
 
 struct Pending {
@@ -285,6 +292,7 @@ class TickHeap {
  public:
   struct Tick {
     double t;
+    uint64_t key;  // time_key(t)
     uint64_t seq;
     uint32_t slot;  // core * kDmaEnginesMax + engine
   };
@@ -295,17 +303,13 @@ class TickHeap {
   bool empty() const { return heap_.empty(); }
   const Tick& top() const { return heap_.front(); }
   void set(uint32_t slot, double t, uint64_t seq) {
+    const Tick k{t, time_key(t), seq, slot};
     if (pos_[slot] == kAbsent) {
-      pos_[slot] = static_cast<uint32_t>(heap_.size());
-      heap_.push_back({t, seq, slot});
-      up(pos_[slot]);
-      return;
+      heap_.push_back(k);
+      up(static_cast<uint32_t>(heap_.size() - 1), k);
+    } else {
+      sift(pos_[slot], k);
     }
-    const uint32_t i = pos_[slot];
-    heap_[i].t = t;
-    heap_[i].seq = seq;
-    up(i);
-    down(pos_[slot]);
   }
   void erase(uint32_t slot) {
     const uint32_t i = pos_[slot];
@@ -313,41 +317,43 @@ class TickHeap {
     pos_[slot] = kAbsent;
     const Tick last = heap_.back();
     heap_.pop_back();
-    if (i == heap_.size()) return;
-    heap_[i] = last;
-    pos_[last.slot] = i;
-    up(i);
-    down(pos_[last.slot]);
+    if (i < heap_.size()) sift(i, last);
   }
   void pop() { erase(heap_.front().slot); }
-  static bool before(const Tick& a, double t, uint64_t seq) {
-    return a.t != t ? a.t < t : a.seq < seq;
+  static bool before(const Tick& a, uint64_t key, uint64_t seq) {
+    return a.key != key ? a.key < key : a.seq < seq;
   }
 
  private:
   static constexpr uint32_t kAbsent = UINT32_MAX;
+  // The sifts take the tick they place as a value and never read its old place back (a store
+  // read back at once stalls).
   void place(uint32_t i, const Tick& k) {
     heap_[i] = k;
     pos_[k.slot] = i;
   }
-  void up(uint32_t i) {
-    const Tick k = heap_[i];
+  void sift(uint32_t i, const Tick& k) {
+    if (i > 0 && before(k, heap_[(i - 1) / 2].key, heap_[(i - 1) / 2].seq))
+      up(i, k);
+    else
+      down(i, k);
+  }
+  void up(uint32_t i, const Tick& k) {
     while (i > 0) {
       const uint32_t parent = (i - 1) / 2;
-      if (!before(k, heap_[parent].t, heap_[parent].seq)) break;
+      if (!before(k, heap_[parent].key, heap_[parent].seq)) break;
       place(i, heap_[parent]);
       i = parent;
     }
     place(i, k);
   }
-  void down(uint32_t i) {
-    const Tick k = heap_[i];
+  void down(uint32_t i, const Tick& k) {
     const uint32_t n = static_cast<uint32_t>(heap_.size());
     for (;;) {
       uint32_t child = 2 * i + 1;
       if (child >= n) break;
-      if (child + 1 < n && before(heap_[child + 1], heap_[child].t, heap_[child].seq)) ++child;
-      if (!before(heap_[child], k.t, k.seq)) break;
+      if (child + 1 < n && before(heap_[child + 1], heap_[child].key, heap_[child].seq)) ++child;
+      if (!before(heap_[child], k.key, k.seq)) break;
       place(i, heap_[child]);
       i = child;
     }
@@ -425,7 +431,8 @@ class Run {
     return prog_.cores[core].streams[static_cast<int>(e)][i];
   }
   void push(double t, EventKind k, int core, int engine, uint32_t id) {
-    events_.push({t, seq_++, k, static_cast<uint16_t>(core), static_cast<uint8_t>(engine), id});
+    events_.push(
+        {t, seq_++, time_key(t), k, static_cast<uint16_t>(core), static_cast<uint8_t>(engine), id});
   }
   uint32_t thread_of(int core, int local) const { return core * kThreadsPerCore + local; }
   uint32_t new_pending(int core, Engine e, uint32_t index, uint32_t thread, const Clock& snap);
@@ -1098,7 +1105,7 @@ Result<RunReport> Run::go() {
   ticks_.reset(ncores * kDmaEnginesMax);
   for (;;) {
     if (!ticks_.empty() &&
-        (events_.empty() || TickHeap::before(ticks_.top(), events_.top().t, events_.top().seq))) {
+        (events_.empty() || TickHeap::before(ticks_.top(), events_.top().key, events_.top().seq))) {
       const TickHeap::Tick k = ticks_.top();
       ticks_.pop();
       const int core = static_cast<int>(k.slot / kDmaEnginesMax);
