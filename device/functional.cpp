@@ -5,6 +5,7 @@
 #include "device/functional.h"
 
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cmath>
@@ -233,11 +234,13 @@ T* scratch_row(uint64_t n) {
   return v.data();
 }
 
-// Runs fn(p) for every partition, in parallel when the instruction is large.
+// Runs fn(p) for every partition, in parallel when the instruction is large. Isolated: while
+// it waits for its partitions, a thread runs none of the simulator's other tasks (another
+// instruction or core), which would reuse this thread's scratch buffers.
 template <typename Fn>
 void for_partitions(const ExecContext& ctx, int partitions, uint64_t work, Fn&& fn) {
   if (ctx.parallel && partitions > 1 && work >= (1u << 16)) {
-    tbb::parallel_for(0, partitions, [&](int p) { fn(p); });
+    tbb::this_task_arena::isolate([&] { tbb::parallel_for(0, partitions, [&](int p) { fn(p); }); });
   } else {
     for (int p = 0; p < partitions; ++p) fn(p);
   }

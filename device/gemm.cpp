@@ -15,6 +15,7 @@
 #include "device/gemm.h"
 
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cmath>
@@ -227,7 +228,9 @@ Isa isa() {
 
 // Runs run(p0, p1) over column panels [0, panels): serially for small problems, else as oneTBB
 // tasks of 4 panels. Each task owns its panels (and their columns of C), so the result does
-// not depend on the thread count or on the order tasks run in.
+// not depend on the thread count or on the order tasks run in. Isolated: while it waits, the
+// calling thread runs none of the simulator's other tasks (another instruction or core), which
+// would repack this thread's packed operands under the tasks still reading them.
 template <typename Run>
 void for_panel_tasks(double work, int panels, const Run& run) {
   constexpr int kPanelsPerTask = 4;
@@ -236,9 +239,11 @@ void for_panel_tasks(double work, int panels, const Run& run) {
     return;
   }
   const int tasks = (panels + kPanelsPerTask - 1) / kPanelsPerTask;
-  tbb::parallel_for(0, tasks, [&](int t) {
-    const int p0 = t * kPanelsPerTask;
-    run(p0, std::min(panels, p0 + kPanelsPerTask));
+  tbb::this_task_arena::isolate([&] {
+    tbb::parallel_for(0, tasks, [&](int t) {
+      const int p0 = t * kPanelsPerTask;
+      run(p0, std::min(panels, p0 + kPanelsPerTask));
+    });
   });
 }
 

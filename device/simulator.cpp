@@ -14,12 +14,16 @@
 #include "device/simulator.h"
 
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_for_each.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <queue>
 #include <stdexcept>
@@ -102,8 +106,26 @@ struct ProgramTiming::Tables {
   std::vector<DmaShare> shares;
 };
 
+// The dependency graph of one core's log of deferred effects (log_graph below).
+struct LogGraph {
+  std::vector<uint32_t> indegree;  // per entry
+  std::vector<uint32_t> first;     // successors of entry i: succ[first[i], first[i + 1])
+  std::vector<uint32_t> succ;
+};
+
+struct ProgramTiming::LogGraphs {
+  struct Entry {
+    size_t flush = 0;  // which of the run's flushes
+    int core = 0;
+    std::vector<uint64_t> log;  // each entry's (engine << 32 | index)
+    std::shared_ptr<const LogGraph> graph;
+  };
+  std::mutex mutex;
+  std::vector<Entry> entries;
+};
+
 ProgramTiming::ProgramTiming(const CostModel& cost, const Program& program)
-    : program_(program), target_(cost.target().name) {
+    : program_(program), target_(cost.target().name), log_graphs_(std::make_unique<LogGraphs>()) {
   auto t = std::make_unique<Tables>();
   const Target& target = cost.target();
   t->steps.resize(program.cores.size());
@@ -422,7 +444,14 @@ class Run {
  public:
   Run(const Target& t, const SimulatorOptions& o, const CostModel& cm, const ProgramTiming& pt,
       std::span<std::byte> hbm, std::vector<CoreMemory>& mem)
-      : t_(t), opt_(o), cost_(cm), prog_(pt.program()), tm_(pt.tables()), hbm_(hbm), mem_(mem) {}
+      : t_(t),
+        opt_(o),
+        cost_(cm),
+        prog_(pt.program()),
+        timing_(pt),
+        tm_(pt.tables()),
+        hbm_(hbm),
+        mem_(mem) {}
 
   Result<RunReport> go();
 
@@ -472,9 +501,19 @@ class Run {
     c.parallel = opt_.parallel;
     return c;
   }
-  // Applies every deferred functional effect: each core's in completion order, the cores in
-  // parallel. The first error in completion order wins.
+  // Applies every deferred functional effect: each core's in completion order (run_log), the
+  // cores in parallel. The first error in completion order wins.
   Status flush_deferred();
+  struct Deferred;
+  // Applies core `c`'s log; on an error, the failing entry's index in the log, else the log's
+  // size. `written` (with processes): the HBM ranges the entries before that wrote.
+  std::pair<Status, size_t> run_log(int c, std::span<const Deferred> log,
+                                    std::vector<ByteRange>* written);
+  // The dependency graph of core `c`'s log in this flush: the program's, when an earlier run
+  // made it for the same log, else made now and kept.
+  const LogGraph& graph_of(int c, std::span<const Deferred> log);
+  size_t flushes_ = 0;                                          // flush_deferred calls so far
+  std::vector<std::shared_ptr<const LogGraph>> graphs_in_use_;  // per core, this flush's
   // With processes: swaps this process's HBM `written` ranges (and its first failure, at
   // completion sequence `failed_at`) with the other processes'.
   Status swap_writes(std::vector<ByteRange> written, const Status& failure, uint64_t failed_at);
@@ -483,6 +522,7 @@ class Run {
   const SimulatorOptions& opt_;
   const CostModel& cost_;
   const Program& prog_;
+  const ProgramTiming& timing_;
   const ProgramTiming::Tables& tm_;
   std::span<std::byte> hbm_;
   std::vector<CoreMemory>& mem_;
@@ -491,11 +531,13 @@ class Run {
   TickHeap ticks_;
   uint64_t seq_ = 0;
   uint64_t exec_seq_ = 0;
-  // Multi-core functional runs (with `parallel`, or split over processes) defer each
-  // instruction's effect to a per-core log, applied at the next collective, the next signal
-  // one core sends another, and the end. Cores meet only there (anything else that crosses
-  // cores is a race the race checker reports), so applying each log in order, the cores side
-  // by side, computes exactly what applying every effect at its completion does.
+  // Functional runs with `parallel` (or split over processes) defer each instruction's effect
+  // to a per-core log, applied at the next collective, the next signal one core sends another,
+  // and the end. Cores meet only there (anything else that crosses cores is a race the race
+  // checker reports), so applying each log in order, the cores side by side, computes exactly
+  // what applying every effect at its completion does. (The timing does not depend on the data,
+  // so nothing waits for the effects.) Within a core, run_log applies a long log as a
+  // dependency graph: the effects that touch no common byte run side by side.
   struct Deferred {
     uint64_t sequence;
     Engine engine;
@@ -926,20 +968,13 @@ Status Run::flush_deferred() {
   std::vector<std::vector<ByteRange>> written(group_ ? ncores : 0);
   tbb::parallel_for(size_t{0}, ncores, [&](size_t c) {
     if (!owned_[c]) return;
-    for (const Deferred& d : deferred_[c]) {
-      const Instruction& in = inst(int(c), d.engine, d.index);
-      Status st = execute(context_at(int(c), d.sequence), d.engine, in.op);
-      if (!st.is_ok()) {
-        failed[c] = st.with_context(Who{uint16_t(c), d.engine, d.index, in.opcode()}.str());
-        failed_at[c] = d.sequence;
-        return;
-      }
-      if (group_)
-        for (const MemRef& w : operands(in.op).writes)
-          if (w.memory == MemoryKind::hbm) written[c].push_back(footprint(w));
-    }
+    auto [st, at] = run_log(int(c), deferred_[c], group_ ? &written[c] : nullptr);
+    if (st.is_ok()) return;
+    failed[c] = std::move(st);
+    failed_at[c] = deferred_[c][at].sequence;
   });
   for (auto& log : deferred_) log.clear();
+  ++flushes_;
   const size_t first =
       size_t(std::min_element(failed_at.begin(), failed_at.end()) - failed_at.begin());
   const Status mine = ncores ? failed[first] : Status::ok();
@@ -947,6 +982,141 @@ Status Run::flush_deferred() {
   std::vector<ByteRange> all;
   for (auto& w : written) all.insert(all.end(), w.begin(), w.end());
   return swap_writes(std::move(all), mine, ncores ? failed_at[first] : failed_at.size());
+}
+
+// The dependency graph of one core's log: entry j follows entry i < j when their effects touch a
+// common byte and one of them writes it (DependencyTracker's conflict, recorded in log order
+// and retiring what a later access covers). Rects are the operands' (an indirect DMA's whole
+// table), PSUM ones widened to whole 4-byte words: an effect that writes PSUM also sets each
+// word's accumulation flag (CoreMemory::psum_from_matmul), so two writes into one word are
+// ordered even when their bytes are not shared. Entries with no path between them touch no
+// common byte, so applying them in any order, or at once, computes what the log does in order.
+template <typename Log>
+LogGraph log_graph(const Program& prog, int core, const Log& log) {
+  const size_t n = log.size();
+  DependencyTracker tracker;
+  std::vector<std::pair<uint32_t, uint32_t>> edges;  // (before, after)
+  std::vector<uint32_t> deps;
+  std::vector<std::pair<Rect, bool>> rects;  // (rect, write)
+  for (size_t i = 0; i < n; ++i) {
+    const Instruction& in = prog.cores[core].streams[static_cast<int>(log[i].engine)][log[i].index];
+    const Operands ops = operands(in.op);
+    rects.clear();
+    auto add = [&](const MemRef& m, bool write) {
+      Rect r = rect_of(m, core);
+      if (r.memory == MemoryKind::psum) {
+        r.b0 &= ~int64_t{3};
+        r.b1 = (r.b1 + 3) & ~int64_t{3};
+      }
+      rects.emplace_back(r, write);
+    };
+    for (const MemRef& m : ops.reads) add(m, false);
+    for (const MemRef& m : ops.writes) add(m, true);
+    deps.clear();
+    const auto self = static_cast<uint32_t>(i);
+    for (const auto& [r, write] : rects)
+      tracker.for_each_conflict(r, write, self, [&](const MemoryAccess& a) {
+        deps.push_back(static_cast<uint32_t>(a.tag));
+      });
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    for (uint32_t d : deps) edges.emplace_back(d, self);
+    for (const auto& [r, write] : rects) tracker.add_retiring({r, write, self, self, self});
+  }
+  LogGraph g;
+  g.indegree.assign(n, 0);
+  g.first.assign(n + 1, 0);
+  for (const auto& [a, b] : edges) {
+    ++g.first[a + 1];
+    ++g.indegree[b];
+  }
+  for (size_t i = 0; i < n; ++i) g.first[i + 1] += g.first[i];
+  g.succ.resize(edges.size());
+  std::vector<uint32_t> fill(g.first.begin(), g.first.end() - 1);
+  for (const auto& [a, b] : edges) g.succ[fill[a]++] = b;
+  return g;
+}
+
+const LogGraph& Run::graph_of(int c, std::span<const Deferred> log) {
+  std::vector<uint64_t> key(log.size());
+  for (size_t i = 0; i < log.size(); ++i)
+    key[i] = uint64_t(static_cast<uint8_t>(log[i].engine)) << 32 | log[i].index;
+  ProgramTiming::LogGraphs& kept = timing_.log_graphs();
+  {
+    std::lock_guard<std::mutex> lock(kept.mutex);
+    for (const auto& e : kept.entries)
+      if (e.flush == flushes_ && e.core == c && e.log == key) {
+        graphs_in_use_[c] = e.graph;
+        return *e.graph;
+      }
+  }
+  auto made = std::make_shared<const LogGraph>(log_graph(prog_, c, log));
+  std::lock_guard<std::mutex> lock(kept.mutex);
+  kept.entries.push_back({flushes_, c, std::move(key), made});
+  graphs_in_use_[c] = std::move(made);
+  return *graphs_in_use_[c];
+}
+
+std::pair<Status, size_t> Run::run_log(int c, std::span<const Deferred> log,
+                                       std::vector<ByteRange>* written) {
+  auto apply = [&](size_t i) -> Status {
+    const Deferred& d = log[i];
+    const Instruction& in = inst(c, d.engine, d.index);
+    Status st = execute(context_at(c, d.sequence), d.engine, in.op);
+    if (!st.is_ok()) return st.with_context(Who{uint16_t(c), d.engine, d.index, in.opcode()}.str());
+    return st;
+  };
+  // The HBM writes of entries [0, end), in log order.
+  auto record_writes = [&](size_t end) {
+    if (!written) return;
+    for (size_t i = 0; i < end; ++i)
+      for (const MemRef& w : operands(inst(c, log[i].engine, log[i].index).op).writes)
+        if (w.memory == MemoryKind::hbm) written->push_back(footprint(w));
+  };
+  // A short log is not worth a graph (assumption: a graph costs about what a few dozen small
+  // effects do).
+  constexpr size_t kGraphMin = 32;
+  if (!opt_.parallel || log.size() < kGraphMin) {
+    for (size_t i = 0; i < log.size(); ++i) {
+      Status st = apply(i);
+      if (!st.is_ok()) {
+        record_writes(i);
+        return {std::move(st), i};
+      }
+    }
+    record_writes(log.size());
+    return {Status::ok(), log.size()};
+  }
+  const LogGraph& g = graph_of(c, log);
+  const size_t n = log.size();
+  std::vector<std::atomic<uint32_t>> pending(n);
+  std::vector<uint32_t> roots;
+  for (size_t i = 0; i < n; ++i) {
+    pending[i].store(g.indegree[i], std::memory_order_relaxed);
+    if (g.indegree[i] == 0) roots.push_back(static_cast<uint32_t>(i));
+  }
+  // The first failing entry in log order wins, as in a serial run: once an entry fails, the
+  // entries after it are not applied (those before it all are: they come first or are
+  // independent).
+  std::atomic<size_t> failed_at{n};
+  std::vector<Status> failures(n, Status::ok());
+  tbb::parallel_for_each(roots.begin(), roots.end(), [&](uint32_t i, tbb::feeder<uint32_t>& feed) {
+    if (i < failed_at.load(std::memory_order_relaxed)) {
+      Status st = apply(i);
+      if (!st.is_ok()) {
+        failures[i] = std::move(st);
+        size_t cur = failed_at.load(std::memory_order_relaxed);
+        while (i < cur && !failed_at.compare_exchange_weak(cur, i)) {
+        }
+      }
+    }
+    for (uint32_t k = g.first[i]; k < g.first[i + 1]; ++k)
+      if (pending[g.succ[k]].fetch_sub(1, std::memory_order_acq_rel) == 1) feed.add(g.succ[k]);
+  });
+  const size_t at = failed_at.load();
+  record_writes(at);
+  if (at < n) return {std::move(failures[at]), at};
+  return {Status::ok(), n};
 }
 
 // The message processes swap at a collective: the first failure of this process's cores (its
@@ -1085,8 +1255,9 @@ Result<RunReport> Run::go() {
   // Split over processes, every run defers: the effects are applied, and the writes swapped,
   // at the collectives and at the end.
   group_ = opt_.functional ? opt_.processes : nullptr;
-  defer_ = opt_.functional && ((opt_.parallel && ncores > 1) || group_);
+  defer_ = opt_.functional && (opt_.parallel || group_);
   if (defer_) deferred_.assign(ncores, {});
+  graphs_in_use_.assign(ncores, nullptr);
   owned_.assign(ncores, 1);
   if (group_)
     for (size_t c = 0; c < ncores; ++c)

@@ -29,7 +29,7 @@ struct SimulatorOptions {
   bool check_races = false;  // race checker (tests turn it on)
   bool trace = false;        // record one TraceEvent per instruction and DMA transfer
   bool poison = false;       // fill SBUF/PSUM with NaN bytes (0xff) on reset (SIM debug mode)
-  bool parallel = true;      // oneTBB inside large instructions, and the cores side by side
+  bool parallel = true;      // oneTBB: independent instructions, large ones inside, and the cores
   Rounding rounding = Rounding::nearest_even;  // stores to narrow types
   uint64_t stochastic_seed = 0;
   double model_flops = 0;  // FLOPs of the source graph, for MFU (0: MFU not reported)
@@ -124,11 +124,17 @@ class ProgramTiming {
 
   struct Tables;  // the simulator's (simulator.cpp)
   const Tables& tables() const { return *tables_; }
+  // The dependency graphs of the logs of deferred effects a functional run applies (every run
+  // of the program applies the same logs), made by the first run that applies each; internally
+  // synchronised (simulator.cpp).
+  struct LogGraphs;
+  LogGraphs& log_graphs() const { return *log_graphs_; }
 
  private:
   const Program& program_;
   std::string_view target_;
   std::unique_ptr<const Tables> tables_;
+  std::unique_ptr<LogGraphs> log_graphs_;
 };
 
 class Simulator {
@@ -153,7 +159,11 @@ class Simulator {
   // program and target (artifact::read_artifact verifies every program it reads), and it is
   // not checked again: on a program that would fail, the behaviour is undefined.
   // `timing`, when given, must have been made from `program` (the same object) for this
-  // simulator's target; else the run makes its own.
+  // simulator's target; else the run makes its own. With options().parallel, a functional run
+  // applies the effects of instructions that share no byte side by side (the bytes are those a
+  // serial run gives). A run that fails reports the first failing instruction in completion
+  // order, as a serial run does, and leaves memory unspecified: effects independent of the
+  // failing one may or may not have been applied.
   enum class ProgramCheck { verify, verified };
   Result<RunReport> run(const Program& program, std::span<std::byte> hbm,
                         ProgramCheck check = ProgramCheck::verify,

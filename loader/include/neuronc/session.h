@@ -44,8 +44,9 @@ struct SessionOptions {
   // than the artifact needs is an error.
   int target_cores = 0;
   bool check_races = false;  // run the device model's race checker (slower)
-  bool parallel = true;      // let the device model use oneTBB inside large instructions and
-                             // run the cores of a multi-core program side by side
+  bool parallel = true;      // let the device model use oneTBB: instructions that share no
+                             // byte side by side, large ones inside, and the cores of a
+                             // multi-core program (the same bytes as a serial run)
   // Splits the cores over processes (not owned; must outlive the Session). Null: this process
   // computes every core.
   ProcessGroup* processes = nullptr;
