@@ -966,13 +966,17 @@ Status Run::flush_deferred() {
   std::vector<Status> failed(ncores, Status::ok());
   std::vector<uint64_t> failed_at(ncores, std::numeric_limits<uint64_t>::max());
   std::vector<std::vector<ByteRange>> written(group_ ? ncores : 0);
-  tbb::parallel_for(size_t{0}, ncores, [&](size_t c) {
+  auto flush = [&](size_t c) {
     if (!owned_[c]) return;
     auto [st, at] = run_log(int(c), deferred_[c], group_ ? &written[c] : nullptr);
     if (st.is_ok()) return;
     failed[c] = std::move(st);
     failed_at[c] = deferred_[c][at].sequence;
-  });
+  };
+  if (ncores == 1)
+    flush(0);
+  else
+    tbb::parallel_for(size_t{0}, ncores, flush);
   for (auto& log : deferred_) log.clear();
   ++flushes_;
   const size_t first =
