@@ -466,7 +466,18 @@ class Run {
   uint32_t thread_of(int core, int local) const { return core * kThreadsPerCore + local; }
   uint32_t new_pending(int core, Engine e, uint32_t index, uint32_t thread, const Clock& snap);
 
+  // Engine `e` of `core` is ready at `now`: issues its instructions while it can and the next
+  // one's ready event would be the next event out anyway, then queues that event or parks.
   Status on_ready(double now, int core, Engine e);
+  // Issues the engine's next instruction at `now` if it can; `next`: when to try again (< 0:
+  // parked on a semaphore, or the stream is done).
+  Status issue(double now, int core, Engine e, double& next);
+  // Whether an event at `t` queued now (with the newest sequence number) would be the next one
+  // out of the event and tick queues.
+  bool next_out(double t) const {
+    const uint64_t k = time_key(t);
+    return (events_.empty() || k < events_.top().key) && (ticks_.empty() || k < ticks_.top().key);
+  }
   Status on_complete(double now, uint32_t pid, bool dma);
   // DMA engine `i` of `core`: runs its queues' head parts up to `until`, then schedules its next
   // tick (a part finishing or becoming ready).
@@ -578,6 +589,22 @@ uint32_t Run::new_pending(int core, Engine e, uint32_t index, uint32_t thread, c
 }
 
 Status Run::on_ready(double now, int core, Engine e) {
+  for (;;) {
+    double next = -1;
+    NEURONC_DEVICE_RETURN_IF_ERROR(issue(now, core, e, next));
+    if (next < 0) return Status::ok();  // parked, or the stream is done
+    if (!next_out(next)) {
+      push(next, EventKind::ready, core, static_cast<int>(e), 0);
+      return Status::ok();
+    }
+    // The engine's next ready event would be the next event out of both queues: handled now,
+    // with the sequence number it would have had.
+    ++seq_;
+    now = next;
+  }
+}
+
+Status Run::issue(double now, int core, Engine e, double& next) {
   CoreRun& cr = cores_[core];
   EngineRun& er = cr.engines[static_cast<int>(e)];
   const auto& stream = prog_.cores[core].streams[static_cast<int>(e)];
@@ -607,7 +634,7 @@ Status Run::on_ready(double now, int core, Engine e) {
   if (step.sbuf_port) t = std::max(t, cr.sbuf_port_free);
   if (step.psum_port) t = std::max(t, cr.psum_port_free);
   if (t > now) {
-    push(t, EventKind::ready, core, static_cast<int>(e), 0);
+    next = t;
     return Status::ok();
   }
 
@@ -732,11 +759,17 @@ Status Run::on_ready(double now, int core, Engine e) {
   } else {
     const double finish = std::max(now + c.ii_ns + c.latency_ns, er.last_finish);
     er.last_finish = finish;
-    const uint32_t pid = new_pending(core, e, index, thread, snap);
-    push(finish, EventKind::complete, core, static_cast<int>(e), pid);
+    if (!opt_.functional && !opt_.check_races && step.signal_count == 0) {
+      // Its completion would change nothing but the end time (a maximum, whatever the order):
+      // no event.
+      end_time_ = std::max(end_time_, finish);
+    } else {
+      const uint32_t pid = new_pending(core, e, index, thread, snap);
+      push(finish, EventKind::complete, core, static_cast<int>(e), pid);
+    }
   }
   ++er.pc;
-  push(er.next_issue, EventKind::ready, core, static_cast<int>(e), 0);
+  next = er.next_issue;
   return Status::ok();
 }
 
@@ -772,7 +805,8 @@ void Run::dma_advance(int core, int i, double until) {
     }
     const double t_finish = t + min_work * n;
     const double t_next = std::min({t_finish, next_ready, until});
-    const double share = (t_next - t) / n;
+    // x / 1 is x exactly: the division (its latency) only where the engine is shared.
+    const double share = n == 1 ? t_next - t : (t_next - t) / n;
     if (E.busy_index != SIZE_MAX && E.busy_end == t) {
       cr.dma_busy[E.busy_index].second = t_next;
     } else {
@@ -1281,8 +1315,9 @@ Result<RunReport> Run::go() {
   for (;;) {
     if (!ticks_.empty() &&
         (events_.empty() || TickHeap::before(ticks_.top(), events_.top().key, events_.top().seq))) {
+      // The tick stays at the top while it is handled: dma_schedule replaces it (one sift,
+      // not a pop and a push) or erases it. Nothing in between looks at the tick queue.
       const TickHeap::Tick k = ticks_.top();
-      ticks_.pop();
       const int core = static_cast<int>(k.slot / kDmaEnginesMax);
       const int engine = static_cast<int>(k.slot % kDmaEnginesMax);
       dma_advance(core, engine, k.t);
