@@ -17,7 +17,8 @@
 # (NEURONC_SID_CHROOT, default /var/tmp/neuronc-sid, with libopenblas0-pthread). Columns:
 #   functional s    neuronc bench: median wall time of one Session::run (data and timing) of
 #                   7 runs after 2 warm-ups, as the PyTorch columns are measured
-#   timing-only s   neuronc bench --timing-only: the timing simulation alone
+#   timing-only s   neuronc bench --timing-only: the timing simulation alone, median of 25
+#                   after 2 warm-ups (the first makes the programs' timing tables)
 #   eager s         PyTorch eager of the exported program (ExportedProgram.module()) on the
 #                   model's saved inputs: 2 threads, flush-denormal on, OpenBLAS; median of 7
 #                   runs after 2 warm-ups, fp32
@@ -49,7 +50,7 @@ for m in $MODELS; do
   "$NEURONC" compile "$dir/model.pt2" -o "$tmp/$m.nca" --target trn1 --auto-cast matmul > /dev/null
   echo "[$m] functional and timing-only" >&2
   "$NEURONC" bench "$tmp/$m.nca" --warmup 2 --iterations 7 --json > "$tmp/$m.functional.json"
-  "$NEURONC" bench "$tmp/$m.nca" --iterations 3 --timing-only --json > "$tmp/$m.timing.json"
+  "$NEURONC" bench "$tmp/$m.nca" --warmup 2 --iterations 25 --timing-only --json > "$tmp/$m.timing.json"
   rm -f "$tmp/$m.nca"
   mkdir -p "$stage/$m"
   cp "$dir/model.pt2" "$dir"/input_*.npy "$stage/$m/"
@@ -154,8 +155,9 @@ with open(out, "w") as o:
     o.write(f"Measured {datetime.date.today()} at commit {commit} by `bench/simulator.sh` on this "
             "2-core machine: trn1, batch 1, `--auto-cast matmul`, the full-size zoo's random-weight "
             "exports and their saved inputs. functional = `neuronc bench` (median of 7 `Session::run`s "
-            "after 2 warm-ups, data and timing); timing-only = `neuronc bench --timing-only` (the same device time, "
-            "checked equal; no data computed); eager = PyTorch "
+            "after 2 warm-ups, data and timing; oneTBB on both cores); timing-only = `neuronc bench --timing-only` "
+            "(median of 25 after 2 warm-ups, one thread; the same device time, checked equal; no data "
+            "computed); eager = PyTorch "
             f"{eager['torch']} running the exported program in fp32, 2 threads, flush-denormal, "
             f"BLAS {eager['blas']}, median of 7 after 2 warm-ups, in the export chroot, one after "
             "the other. ONNX Runtime "
