@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -35,16 +36,32 @@ struct Recorder final : PlanObserver {
   }
 };
 
-TEST(PlanWalker, TimingOnlyWalkVisitsEveryStepInOrder) {
-  const auto bytes = testing::two_partition_artifact();
-  auto a = art::read_artifact(bytes);
-  ASSERT_TRUE(a.is_ok()) << a.status().message();
-  const art::ArtifactContents& c = a->contents;
-  device::SimulatorOptions so;
-  so.functional = false;
-  device::Simulator sim(device::target(device::TargetKind::trn1), so);
+// A timing-only walk of the two-partition artifact.
+class TimingOnlyWalk : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto a = art::read_artifact(bytes_);
+    ASSERT_TRUE(a.is_ok()) << a.status().message();
+    loaded_.emplace(std::move(*a));
+  }
+  const art::ArtifactContents& contents() const { return loaded_->contents; }
+  device::Simulator& sim() { return sim_; }
+
+ private:
+  static device::SimulatorOptions timing_only() {
+    device::SimulatorOptions so;
+    so.functional = false;
+    return so;
+  }
+  std::vector<std::byte> bytes_ = testing::two_partition_artifact();
+  std::optional<art::LoadedArtifact> loaded_;
+  device::Simulator sim_{device::target(device::TargetKind::trn1), timing_only()};
+};
+
+TEST_F(TimingOnlyWalk, VisitsEveryStepInOrder) {
+  const art::ArtifactContents& c = contents();
   Recorder r;
-  const Status s = walk_plan(c, sim, /*buffers=*/nullptr, r);
+  const Status s = walk_plan(c, sim(), /*buffers=*/nullptr, r);
   ASSERT_TRUE(s.is_ok()) << s.message();
   ASSERT_EQ(r.steps.size(), c.plan.steps.size());
   int device_calls = 0;
@@ -63,27 +80,21 @@ TEST(PlanWalker, TimingOnlyWalkVisitsEveryStepInOrder) {
 
 // Timing tables kept between walks give every walk the device time a walk that makes its own
 // gives; tables kept for another artifact's contents are refused.
-TEST(PlanWalker, KeptProgramTimingsGiveTheSameTimes) {
-  const auto bytes = testing::two_partition_artifact();
-  auto a = art::read_artifact(bytes);
-  ASSERT_TRUE(a.is_ok()) << a.status().message();
-  const art::ArtifactContents& c = a->contents;
-  device::SimulatorOptions so;
-  so.functional = false;
-  device::Simulator sim(device::target(device::TargetKind::trn1), so);
+TEST_F(TimingOnlyWalk, KeptProgramTimingsGiveTheSameTimes) {
+  const art::ArtifactContents& c = contents();
   Recorder own;
-  ASSERT_TRUE(walk_plan(c, sim, /*buffers=*/nullptr, own).is_ok());
+  ASSERT_TRUE(walk_plan(c, sim(), /*buffers=*/nullptr, own).is_ok());
   ProgramTimings timings(c);
   for (int walk = 0; walk < 2; ++walk) {
     Recorder kept;
-    const Status s = walk_plan(c, sim, /*buffers=*/nullptr, kept, std::nullopt, &timings);
+    const Status s = walk_plan(c, sim(), /*buffers=*/nullptr, kept, std::nullopt, &timings);
     ASSERT_TRUE(s.is_ok()) << s.message();
     EXPECT_EQ(kept.steps, own.steps);
     EXPECT_EQ(kept.device_ns, own.device_ns);
   }
   const art::ArtifactContents copy = c;
   Recorder other;
-  const Status s = walk_plan(copy, sim, /*buffers=*/nullptr, other, std::nullopt, &timings);
+  const Status s = walk_plan(copy, sim(), /*buffers=*/nullptr, other, std::nullopt, &timings);
   EXPECT_EQ(s.code(), StatusCode::invalid_argument);
   EXPECT_THAT(s.message(), HasSubstr("another artifact"));
   EXPECT_TRUE(other.steps.empty());
