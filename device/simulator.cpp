@@ -782,6 +782,39 @@ void Run::dma_advance(int core, int i, double until) {
   }
   double t = E.last;
   while (t < until && E.nonempty) {
+    if ((E.nonempty & (E.nonempty - 1)) == 0) {
+      // One queue: the general step below with n = 1 and nothing else to become ready, its
+      // arithmetic unchanged (x * 1 and x / 1 are x).
+      const int q = std::countr_zero(E.nonempty);
+      DmaPart& h = E.queues[q].front();
+      if (h.t0 > t) {
+        if (h.t0 > until) break;
+        t = h.t0;
+        continue;
+      }
+      DmaTransfer& tr = cr.transfers[h.transfer];
+      if (!tr.started) tr.first = t;
+      tr.started = true;
+      const double t_finish = t + h.work;
+      const double t_next = std::min(t_finish, until);
+      if (E.busy_index != SIZE_MAX && E.busy_end == t) {
+        cr.dma_busy[E.busy_index].second = t_next;
+      } else {
+        E.busy_index = cr.dma_busy.size();
+        cr.dma_busy.emplace_back(t, t_next);
+      }
+      E.busy_end = t_next;
+      const double share = t_next - t;
+      const bool done = t_next == t_finish || h.work - share <= 1e-9;
+      h.work = std::max(0.0, h.work - share);
+      if (done) {
+        const uint32_t x = h.transfer;
+        E.pop(q);
+        dma_part_done(core, x, t_next);
+      }
+      t = t_next;
+      continue;
+    }
     // The queues whose head part is ready share the engine equally.
     int n = 0;
     double min_work = std::numeric_limits<double>::infinity();
@@ -833,6 +866,12 @@ void Run::dma_advance(int core, int i, double until) {
 
 void Run::dma_schedule(int core, int i, double now) {
   DmaEngineRun& E = cores_[core].dma[i];
+  const auto slot = static_cast<uint32_t>(core * kDmaEnginesMax + i);
+  if (E.nonempty != 0 && (E.nonempty & (E.nonempty - 1)) == 0) {  // one queue (as below, n = 1)
+    const DmaPart& h = E.queues[std::countr_zero(E.nonempty)].front();
+    ticks_.set(slot, h.t0 <= now ? now + h.work : h.t0, seq_++);
+    return;
+  }
   int n = 0;
   double min_work = std::numeric_limits<double>::infinity();
   double next = std::numeric_limits<double>::infinity();
@@ -846,7 +885,6 @@ void Run::dma_schedule(int core, int i, double now) {
     }
   }
   if (n > 0) next = std::min(next, now + min_work * n);
-  const auto slot = static_cast<uint32_t>(core * kDmaEnginesMax + i);
   if (next != std::numeric_limits<double>::infinity())
     ticks_.set(slot, next, seq_++);
   else
