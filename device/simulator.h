@@ -111,7 +111,8 @@ struct RunReport {
 // the program and the target alone, so a program that runs many times (a loader Session, `bench
 // --timing-only`) works them out once and hands them to every run; Simulator::run works them
 // out itself when given none. Made from a program verify_program accepts; it refers to the
-// program, which must outlive it unchanged. Immutable once made; safe to share between threads.
+// program, which must outlive it unchanged. Its tables are fixed once made, and the dependency
+// graphs functional runs add (log_graphs) are kept under a lock: safe to share between threads.
 class ProgramTiming {
  public:
   ProgramTiming(const CostModel& cost, const Program& program);
