@@ -134,6 +134,45 @@ TEST(ProcessSplit, EveryProcessEndsWithOneProcesssBytesAndTime) {
   }
 }
 
+// Logs long enough to be applied as dependency graphs (simulator.cpp's run_log): each core moves
+// 24 blocks from its input region through SBUF to its output region, writing one output block
+// twice. Every process ends with the bytes one process computes, which are the copies.
+TEST(ProcessSplit, LongLogsSwapTheWritesOfTheirGraphs) {
+  Program p = program(2, 16384);
+  for (int c = 0; c < 2; ++c) {
+    const uint64_t in = 1024 + 4096 * c, out = 2048 + 4096 * c;
+    auto& s = p.cores[c].stream(Engine::sync);
+    for (int k = 0; k < 24; ++k) {
+      const MemRef block = sbuf(0, 1, 64 * k, DType::f32, 4);
+      s.push_back(inst(DmaCopy{block, hbm(in + 16 * k, DType::f32, 1, 4, 4)}));
+      s.push_back(inst(DmaCopy{hbm(out + 16 * (k % 20), DType::f32, 1, 4, 4), block}));
+    }
+  }
+  std::vector<std::byte> hbm(16384);
+  for (size_t i = 0; i < hbm.size(); i += 4) {
+    const float v = 0.25f * static_cast<float>(i / 4);
+    std::memcpy(hbm.data() + i, &v, 4);
+  }
+  const Outcome one = run_one(p, hbm, no_setup);
+  ASSERT_TRUE(one.status.is_ok()) << one.status.message();
+  for (int c = 0; c < 2; ++c)
+    for (int k = 0; k < 20; ++k) {
+      // Blocks 20..23 overwrite blocks 0..3, after them in the queue.
+      const int from = k < 4 ? k + 20 : k;
+      EXPECT_EQ(std::memcmp(one.hbm.data() + 2048 + 4096 * c + 16 * k,
+                            hbm.data() + 1024 + 4096 * c + 16 * from, 16),
+                0)
+          << "core " << c << " block " << k;
+    }
+  const std::vector<Outcome> split = run_split(p, hbm, 2, no_setup);
+  for (int r = 0; r < 2; ++r) {
+    SCOPED_TRACE("process " + std::to_string(r));
+    ASSERT_TRUE(split[r].status.is_ok()) << split[r].status.message();
+    EXPECT_TRUE(split[r].hbm == one.hbm);
+    EXPECT_EQ(split[r].total_ns, one.total_ns);
+  }
+}
+
 // Core 1's indirect DMA reads a bad row index: every process fails with one process's error,
 // whichever process computes core 1.
 TEST(ProcessSplit, EveryProcessFailsWithOneProcesssError) {
