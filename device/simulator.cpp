@@ -25,7 +25,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <queue>
 #include <stdexcept>
 #include <string>
 
@@ -232,7 +231,45 @@ struct Event {
   uint16_t core;
   uint8_t engine;
   uint32_t id;  // instruction index (ready) or pending id
-  bool operator>(const Event& o) const { return key != o.key ? key > o.key : seq > o.seq; }
+  bool operator<(const Event& o) const { return key != o.key ? key < o.key : seq < o.seq; }
+};
+
+// A binary min-heap of events whose sifts place the event they move as a value and never read a
+// just-written entry back (std::push_heap and pop_heap do: a store read back at once stalls).
+class EventQueue {
+ public:
+  bool empty() const { return h_.empty(); }
+  const Event& top() const { return h_.front(); }
+  void push(const Event& e) {
+    size_t i = h_.size();
+    h_.emplace_back();
+    while (i > 0) {
+      const size_t parent = (i - 1) / 2;
+      if (!(e < h_[parent])) break;
+      h_[i] = h_[parent];
+      i = parent;
+    }
+    h_[i] = e;
+  }
+  void pop() {
+    const Event last = h_.back();
+    h_.pop_back();
+    const size_t n = h_.size();
+    if (n == 0) return;
+    size_t i = 0;
+    for (;;) {
+      size_t child = 2 * i + 1;
+      if (child >= n) break;
+      if (child + 1 < n && h_[child + 1] < h_[child]) ++child;
+      if (!(h_[child] < last)) break;
+      h_[i] = h_[child];
+      i = child;
+    }
+    h_[i] = last;
+  }
+
+ private:
+  std::vector<Event> h_;
 };
 
 struct Pending {
@@ -419,9 +456,14 @@ struct CollectiveGroup {
 
 // First time the semaphore reached `value` (history is increasing).
 double reach_time(const Semaphore& s, uint32_t value) {
-  auto it = std::lower_bound(s.history.begin(), s.history.end(), value,
-                             [](const auto& h, uint32_t v) { return h.second < v; });
-  return it == s.history.end() ? 0.0 : it->first;
+  // A wait is usually for one of the last few increments: looked for from the back first.
+  const auto& h = s.history;
+  size_t i = h.size();
+  for (int k = 0; k < 4 && i > 0 && h[i - 1].second >= value; ++k) --i;
+  if (i == 0 || h[i - 1].second < value) return i == h.size() ? 0.0 : h[i].first;
+  auto it = std::lower_bound(h.begin(), h.begin() + static_cast<std::ptrdiff_t>(i), value,
+                             [](const auto& x, uint32_t v) { return x.second < v; });
+  return it->first;
 }
 
 double merged_length(std::vector<std::pair<double, double>>& iv) {
@@ -451,7 +493,10 @@ class Run {
         timing_(pt),
         tm_(pt.tables()),
         hbm_(hbm),
-        mem_(mem) {}
+        mem_(mem) {
+    for (int e = 0; e < kNumEngines; ++e)
+      semaphore_latency_ns_[e] = cost_.semaphore_latency_ns(static_cast<Engine>(e));
+  }
 
   Result<RunReport> go();
 
@@ -535,10 +580,11 @@ class Run {
   const Program& prog_;
   const ProgramTiming& timing_;
   const ProgramTiming::Tables& tm_;
+  std::array<double, kNumEngines> semaphore_latency_ns_{};  // per waiting engine (CostModel's)
   std::span<std::byte> hbm_;
   std::vector<CoreMemory>& mem_;
 
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  EventQueue events_;
   TickHeap ticks_;
   uint64_t seq_ = 0;
   uint64_t exec_seq_ = 0;
@@ -619,7 +665,7 @@ Status Run::issue(double now, int core, Engine e, double& next) {
         s.waiters.push_back(static_cast<uint8_t>(e));
       return Status::ok();  // parked until a signal wakes us
     }
-    t = std::max(t, reach_time(s, w.value) + cost_.semaphore_latency_ns(e));
+    t = std::max(t, reach_time(s, w.value) + semaphore_latency_ns_[static_cast<int>(e)]);
   }
   const Rect* reads = tm_.rects.data() + step.rects;
   if (er.last_start >= 0 && er.last_write_count > 0) {
