@@ -608,7 +608,7 @@ json bench_loaded(const BenchOptions& o, const neuronc::Model& model, TimedArtif
   const bool timing_only = o.timing_only || model.info().timing_only;
   auto time_iterations = [&] {
     plan::ProgramTimings timings(contents);
-    const TimelineOptions options{.trace = false, .timings = &timings};
+    const TimelineOptions options{.trace = false, .timings = &timings, .nodes = false};
     for (int i = 0; i < o.warmup; ++i) simulate_timeline(contents, options);
     std::vector<neuronc::RunStats> runs;
     for (int i = 0; i < o.iterations; ++i) {

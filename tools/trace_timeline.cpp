@@ -82,10 +82,12 @@ namespace {
 // Lays the plan walk's steps end to end on the timeline.
 class TimelineObserver final : public plan::PlanObserver {
  public:
+  // `nodes`: the artifact's debug nodes (the events' and steps' node indices name them).
   // `estimate`: estimate the model's FLOPs from its matmul instructions (an artifact that
   // records them needs no estimate).
-  TimelineObserver(Timeline& t, const device::CostModel& cost, bool estimate)
-      : t_(t), cost_(cost), estimate_(estimate) {}
+  TimelineObserver(Timeline& t, const std::vector<art::DebugNode>& nodes,
+                   const device::CostModel& cost, bool estimate)
+      : t_(t), nodes_(nodes), cost_(cost), estimate_(estimate) {}
 
   void host_step(uint32_t step, const art::HostOp& op, bool, double) override {
     TimelineStep s;
@@ -131,7 +133,7 @@ class TimelineObserver final : public plan::PlanObserver {
 
  private:
   int32_t node_of(uint32_t debug_id) const {
-    return debug_id < t_.nodes.size() ? static_cast<int32_t>(debug_id) : -1;
+    return debug_id < nodes_.size() ? static_cast<int32_t>(debug_id) : -1;
   }
 
   // Per-instruction FLOPs from the same cost model the simulator used.
@@ -167,13 +169,14 @@ class TimelineObserver final : public plan::PlanObserver {
       for (const device::Instruction& in : core.stream(device::Engine::tensor)) {
         if (in.opcode() != device::Opcode::matmul) continue;
         const int32_t n = node_of(in.debug_id);
-        if (n < 0 || !is_model_matmul_op(t_.nodes[n].op)) continue;
+        if (n < 0 || !is_model_matmul_op(nodes_[n].op)) continue;
         estimated_model_flops_ += cost_.cost(device::Engine::tensor, in.op).tensor_flops;
       }
     }
   }
 
   Timeline& t_;
+  const std::vector<art::DebugNode>& nodes_;
   const device::CostModel& cost_;
   bool estimate_ = true;
   double now_ = 0;
@@ -191,7 +194,7 @@ Timeline simulate_timeline(const art::ArtifactContents& c, const TimelineOptions
   t.target = std::string(target.name);
   t.core_version = std::string(target.core_version);
   t.num_cores = std::max<uint32_t>(1, c.num_cores);
-  t.nodes = c.debug_nodes;
+  if (options.nodes) t.nodes = c.debug_nodes;
   t.peak_flops_per_ns = target.tensor_peak_flops_per_ns();
   t.hbm_bytes_per_ns = target.hbm_gbps_per_core;  // GB/s == bytes/ns
   t.dma_bytes_per_ns = target.dma_peak_bytes_per_ns();
@@ -214,7 +217,7 @@ Timeline simulate_timeline(const art::ArtifactContents& c, const TimelineOptions
       // A malformed value keeps what came before it.
     }
   }
-  TimelineObserver observer(t, sim.cost_model(), /*estimate=*/!recorded_flops);
+  TimelineObserver observer(t, c.debug_nodes, sim.cost_model(), /*estimate=*/!recorded_flops);
   size_t entry = options.entry;
   if (!options.entry_name.empty()) {
     const std::optional<size_t> found = art::find_entry(c, options.entry_name);

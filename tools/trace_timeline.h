@@ -92,6 +92,8 @@ struct TimelineOptions {
   std::string entry_name{};
   // The timing tables of `contents`' programs, kept between calls (null: made for this call).
   plan::ProgramTimings* timings = nullptr;
+  // Copy the artifact's debug nodes into Timeline::nodes (off when only the totals are read).
+  bool nodes = true;
 };
 
 // Simulates every device call of `contents` (an artifact the reader has verified). Throws
