@@ -466,6 +466,18 @@ double reach_time(const Semaphore& s, uint32_t value) {
   return it->first;
 }
 
+// Engine E of core `cr` moves data over [t, t_next): extends its last busy interval when this
+// one follows it, else starts another.
+void mark_busy(CoreRun& cr, DmaEngineRun& E, double t, double t_next) {
+  if (E.busy_index != SIZE_MAX && E.busy_end == t) {
+    cr.dma_busy[E.busy_index].second = t_next;
+  } else {
+    E.busy_index = cr.dma_busy.size();
+    cr.dma_busy.emplace_back(t, t_next);
+  }
+  E.busy_end = t_next;
+}
+
 double merged_length(std::vector<std::pair<double, double>>& iv) {
   std::sort(iv.begin(), iv.end());
   double total = 0, cur_s = 0, cur_e = -1;
@@ -843,13 +855,7 @@ void Run::dma_advance(int core, int i, double until) {
       tr.started = true;
       const double t_finish = t + h.work;
       const double t_next = std::min(t_finish, until);
-      if (E.busy_index != SIZE_MAX && E.busy_end == t) {
-        cr.dma_busy[E.busy_index].second = t_next;
-      } else {
-        E.busy_index = cr.dma_busy.size();
-        cr.dma_busy.emplace_back(t, t_next);
-      }
-      E.busy_end = t_next;
+      mark_busy(cr, E, t, t_next);
       const double share = t_next - t;
       const bool done = t_next == t_finish || h.work - share <= 1e-9;
       h.work = std::max(0.0, h.work - share);
@@ -886,13 +892,7 @@ void Run::dma_advance(int core, int i, double until) {
     const double t_next = std::min({t_finish, next_ready, until});
     // x / 1 is x exactly: the division (its latency) only where the engine is shared.
     const double share = n == 1 ? t_next - t : (t_next - t) / n;
-    if (E.busy_index != SIZE_MAX && E.busy_end == t) {
-      cr.dma_busy[E.busy_index].second = t_next;
-    } else {
-      E.busy_index = cr.dma_busy.size();
-      cr.dma_busy.emplace_back(t, t_next);
-    }
-    E.busy_end = t_next;
+    mark_busy(cr, E, t, t_next);
     const bool finishing = t_next == t_finish;
     for (uint32_t m = E.nonempty; m; m &= m - 1) {
       const int q = std::countr_zero(m);
