@@ -269,6 +269,10 @@ struct ConstantSource {
 
   uint64_t size() const { return static_cast<uint64_t>(numel(shape)) * device::dtype_size(dt()); }
   DType dt() const { return device_dtype(dtype); }
+  // Whether the device stores the elements in their logical row-major order.
+  bool plain_layout() const {
+    return !transposed && column_block == 0 && perm.empty() && row_interleave == 0;
+  }
   // Whether the device keeps the payload's own element bytes (no conversion).
   bool same_bytes() const {
     return !payload.stored_dtype && ir::dtype_size(dtype) == device::dtype_size(dt()) &&
@@ -294,8 +298,7 @@ ConstantSource constant_source(const ir::Value* v, const std::vector<double>* va
 std::span<const std::byte> as_is(const ConstantSource& s) {
   const int64_t n = numel(s.shape);
   const size_t es = device::dtype_size(s.dt());
-  if (s.values || n == 0 || !row_major(s.payload, s.shape) || s.transposed || s.column_block != 0 ||
-      !s.perm.empty() || s.row_interleave != 0 || !s.same_bytes())
+  if (s.values || n == 0 || !row_major(s.payload, s.shape) || !s.plain_layout() || !s.same_bytes())
     return {};
   const ir::ConstantPayload& p = s.payload;
   const size_t need = static_cast<size_t>(p.storage_offset + n) * es;
@@ -328,7 +331,7 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
     const PayloadReader reader(s.name, s.payload, shape, s.dtype);
     if (const std::byte* f =
             reader.stored_type() == DType::f32 ? reader.contiguous_data() : nullptr) {
-      if (!s.transposed && s.column_block == 0 && s.perm.empty() && s.row_interleave == 0) {
+      if (s.plain_layout()) {
         kernels::store_f32_n(out.data(), dt, reinterpret_cast<const float*>(f),
                              static_cast<size_t>(n));
         return;

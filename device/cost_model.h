@@ -23,11 +23,11 @@ struct InstructionCost {
 
 // Work one DMA transfer puts on each of the core's DMA engines (§5.3).
 struct DmaWork {
-  std::array<uint64_t, 16> bytes{};
-  std::array<uint32_t, 16> descriptors{};
+  std::array<uint64_t, kMaxDmaEnginesPerCore> bytes{};
+  std::array<uint32_t, kMaxDmaEnginesPerCore> descriptors{};
   // Bytes weighted by the transfer-size curve: an engine's data time is this over the full
   // (large-transfer) rate.
-  std::array<double, 16> rate_weighted_bytes{};
+  std::array<double, kMaxDmaEnginesPerCore> rate_weighted_bytes{};
   uint64_t total_bytes = 0;  // bytes moved (max of source and destination element bytes)
   uint64_t hbm_read_bytes = 0;
   uint64_t hbm_write_bytes = 0;

@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <queue>
 #include <stdexcept>
 #include <string>
 
@@ -44,7 +45,6 @@ namespace {
 using std::to_string;
 
 constexpr int kDmaQueues = 16;
-constexpr int kDmaEnginesMax = 16;  // per core (Target::dma_engines_per_core is at most this)
 constexpr int kThreadsPerCore = kNumEngines + kDmaQueues + 1;  // engines, DMA queues, CC unit
 
 using Clock = std::vector<uint32_t>;
@@ -78,9 +78,8 @@ struct ProgramTiming::Tables {
     uint32_t waits = 0, signals = 0;  // its semaphore waits and signals, in `waits`, `signals`
     uint32_t wait_count = 0, signal_count = 0;
     bool collective = false;
-    bool engine_access = false;  // the engine itself reads and writes memory (not a trigger)
-    bool sbuf_port = false;      // holds the NC-v2 VectorE/GpSimdE SBUF port
-    bool psum_port = false;      // holds the NC-v2 VectorE/ScalarE PSUM port
+    bool sbuf_port = false;  // holds the NC-v2 VectorE/GpSimdE SBUF port
+    bool psum_port = false;  // holds the NC-v2 VectorE/ScalarE PSUM port
   };
   // One DMA engine's share of a transfer (CostModel::dma_work).
   struct DmaShare {
@@ -146,13 +145,14 @@ ProgramTiming::ProgramTiming(const CostModel& cost, const Program& program)
         t->signals.insert(t->signals.end(), stream[i].signals.begin(), stream[i].signals.end());
         st.collective = std::holds_alternative<Collective>(op);
         const Operands ops = operands(op);
-        st.engine_access = !std::holds_alternative<DmaCopy>(op) &&
-                           !std::holds_alternative<Collective>(op) &&
-                           !std::holds_alternative<Nop>(op);
+        // The engine itself reads and writes memory (a DMA trigger does not).
+        const bool engine_access = !std::holds_alternative<DmaCopy>(op) &&
+                                   !std::holds_alternative<Collective>(op) &&
+                                   !std::holds_alternative<Nop>(op);
         st.rects = static_cast<uint32_t>(t->rects.size());
         st.reads = static_cast<uint16_t>(ops.reads.size());
         for (const MemRef& r : ops.reads) t->rects.push_back(rect_of(r, int(c)));
-        if (st.engine_access) {  // a DMA trigger does not write through the engine
+        if (engine_access) {
           st.writes = static_cast<uint16_t>(ops.writes.size());
           for (const MemRef& w : ops.writes) t->rects.push_back(rect_of(w, int(c)));
           auto touches = [&](MemoryKind k) {
@@ -231,45 +231,7 @@ struct Event {
   uint16_t core;
   uint8_t engine;
   uint32_t id;  // instruction index (ready) or pending id
-  bool operator<(const Event& o) const { return key != o.key ? key < o.key : seq < o.seq; }
-};
-
-// A binary min-heap of events whose sifts place the event they move as a value and never read a
-// just-written entry back (std::push_heap and pop_heap do: a store read back at once stalls).
-class EventQueue {
- public:
-  bool empty() const { return h_.empty(); }
-  const Event& top() const { return h_.front(); }
-  void push(const Event& e) {
-    size_t i = h_.size();
-    h_.emplace_back();
-    while (i > 0) {
-      const size_t parent = (i - 1) / 2;
-      if (!(e < h_[parent])) break;
-      h_[i] = h_[parent];
-      i = parent;
-    }
-    h_[i] = e;
-  }
-  void pop() {
-    const Event last = h_.back();
-    h_.pop_back();
-    const size_t n = h_.size();
-    if (n == 0) return;
-    size_t i = 0;
-    for (;;) {
-      size_t child = 2 * i + 1;
-      if (child >= n) break;
-      if (child + 1 < n && h_[child + 1] < h_[child]) ++child;
-      if (!(h_[child] < last)) break;
-      h_[i] = h_[child];
-      i = child;
-    }
-    h_[i] = last;
-  }
-
- private:
-  std::vector<Event> h_;
+  bool operator>(const Event& o) const { return key != o.key ? key > o.key : seq > o.seq; }
 };
 
 struct Pending {
@@ -353,7 +315,7 @@ class TickHeap {
     double t;
     uint64_t key;  // time_key(t)
     uint64_t seq;
-    uint32_t slot;  // core * kDmaEnginesMax + engine
+    uint32_t slot;  // core * kMaxDmaEnginesPerCore + engine
   };
   void reset(size_t slots) {
     heap_.clear();
@@ -378,7 +340,6 @@ class TickHeap {
     heap_.pop_back();
     if (i < heap_.size()) sift(i, last);
   }
-  void pop() { erase(heap_.front().slot); }
   static bool before(const Tick& a, uint64_t key, uint64_t seq) {
     return a.key != key ? a.key < key : a.seq < seq;
   }
@@ -436,7 +397,7 @@ struct DmaTransfer {
 struct CoreRun {
   std::array<EngineRun, kNumEngines> engines;
   std::vector<Semaphore> sems;
-  std::array<DmaEngineRun, kDmaEnginesMax> dma;
+  std::array<DmaEngineRun, kMaxDmaEnginesPerCore> dma;
   std::vector<DmaTransfer> transfers;
   std::vector<uint32_t> free_transfers;
   std::array<std::deque<uint32_t>, kDmaQueues> queue_order;  // transfers not yet complete
@@ -580,8 +541,7 @@ class Run {
   // The dependency graph of core `c`'s log in this flush: the program's, when an earlier run
   // made it for the same log, else made now and kept.
   const LogGraph& graph_of(int c, std::span<const Deferred> log);
-  size_t flushes_ = 0;                                          // flush_deferred calls so far
-  std::vector<std::shared_ptr<const LogGraph>> graphs_in_use_;  // per core, this flush's
+  size_t flushes_ = 0;  // flush_deferred calls so far
   // With processes: swaps this process's HBM `written` ranges (and its first failure, at
   // completion sequence `failed_at`) with the other processes'.
   Status swap_writes(std::vector<ByteRange> written, const Status& failure, uint64_t failed_at);
@@ -596,7 +556,7 @@ class Run {
   std::span<std::byte> hbm_;
   std::vector<CoreMemory>& mem_;
 
-  EventQueue events_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   TickHeap ticks_;
   uint64_t seq_ = 0;
   uint64_t exec_seq_ = 0;
@@ -912,7 +872,7 @@ void Run::dma_advance(int core, int i, double until) {
 
 void Run::dma_schedule(int core, int i, double now) {
   DmaEngineRun& E = cores_[core].dma[i];
-  const auto slot = static_cast<uint32_t>(core * kDmaEnginesMax + i);
+  const auto slot = static_cast<uint32_t>(core * kMaxDmaEnginesPerCore + i);
   if (E.nonempty != 0 && (E.nonempty & (E.nonempty - 1)) == 0) {  // one queue (as below, n = 1)
     const DmaPart& h = E.queues[std::countr_zero(E.nonempty)].front();
     ticks_.set(slot, h.t0 <= now ? now + h.work : h.t0, seq_++);
@@ -1167,16 +1127,14 @@ const LogGraph& Run::graph_of(int c, std::span<const Deferred> log) {
   {
     std::lock_guard<std::mutex> lock(kept.mutex);
     for (const auto& e : kept.entries)
-      if (e.flush == flushes_ && e.core == c && e.log == key) {
-        graphs_in_use_[c] = e.graph;
-        return *e.graph;
-      }
+      if (e.flush == flushes_ && e.core == c && e.log == key) return *e.graph;
   }
+  // Kept for the program's life (entries are only added), so the reference stays valid.
   auto made = std::make_shared<const LogGraph>(log_graph(prog_, c, log));
+  const LogGraph& graph = *made;
   std::lock_guard<std::mutex> lock(kept.mutex);
-  kept.entries.push_back({flushes_, c, std::move(key), made});
-  graphs_in_use_[c] = std::move(made);
-  return *graphs_in_use_[c];
+  kept.entries.push_back({flushes_, c, std::move(key), std::move(made)});
+  return graph;
 }
 
 std::pair<Status, size_t> Run::run_log(int c, std::span<const Deferred> log,
@@ -1221,12 +1179,16 @@ std::pair<Status, size_t> Run::run_log(int c, std::span<const Deferred> log,
   // entries after it are not applied (those before it all are: they come first or are
   // independent).
   std::atomic<size_t> failed_at{n};
-  std::vector<Status> failures(n, Status::ok());
+  std::mutex failures_mutex;
+  std::vector<std::pair<size_t, Status>> failures;  // (entry, its error), any order
   tbb::parallel_for_each(roots.begin(), roots.end(), [&](uint32_t i, tbb::feeder<uint32_t>& feed) {
     if (i < failed_at.load(std::memory_order_relaxed)) {
       Status st = apply(i);
       if (!st.is_ok()) {
-        failures[i] = std::move(st);
+        {
+          std::lock_guard<std::mutex> lock(failures_mutex);
+          failures.emplace_back(i, std::move(st));
+        }
         size_t cur = failed_at.load(std::memory_order_relaxed);
         while (i < cur && !failed_at.compare_exchange_weak(cur, i)) {
         }
@@ -1237,7 +1199,8 @@ std::pair<Status, size_t> Run::run_log(int c, std::span<const Deferred> log,
   });
   const size_t at = failed_at.load();
   record_writes(at);
-  if (at < n) return {std::move(failures[at]), at};
+  for (auto& [i, st] : failures)
+    if (i == at) return {std::move(st), at};
   return {Status::ok(), n};
 }
 
@@ -1379,7 +1342,6 @@ Result<RunReport> Run::go() {
   group_ = opt_.functional ? opt_.processes : nullptr;
   defer_ = opt_.functional && (opt_.parallel || group_);
   if (defer_) deferred_.assign(ncores, {});
-  graphs_in_use_.assign(ncores, nullptr);
   owned_.assign(ncores, 1);
   if (group_)
     for (size_t c = 0; c < ncores; ++c)
@@ -1395,15 +1357,15 @@ Result<RunReport> Run::go() {
     for (int e = 0; e < kNumEngines; ++e)
       if (!prog_.cores[c].streams[e].empty()) push(0.0, EventKind::ready, int(c), e, 0);
 
-  ticks_.reset(ncores * kDmaEnginesMax);
+  ticks_.reset(ncores * kMaxDmaEnginesPerCore);
   for (;;) {
     if (!ticks_.empty() &&
         (events_.empty() || TickHeap::before(ticks_.top(), events_.top().key, events_.top().seq))) {
       // The tick stays at the top while it is handled: dma_schedule replaces it (one sift,
       // not a pop and a push) or erases it. Nothing in between looks at the tick queue.
       const TickHeap::Tick k = ticks_.top();
-      const int core = static_cast<int>(k.slot / kDmaEnginesMax);
-      const int engine = static_cast<int>(k.slot % kDmaEnginesMax);
+      const int core = static_cast<int>(k.slot / kMaxDmaEnginesPerCore);
+      const int engine = static_cast<int>(k.slot % kMaxDmaEnginesPerCore);
       dma_advance(core, engine, k.t);
       dma_schedule(core, engine, k.t);
       continue;

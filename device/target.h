@@ -15,6 +15,10 @@ namespace neuronc::device {
 
 enum class TargetKind : uint8_t { trn1, trn2, trn3 };
 
+// The most DMA engines any target's core has (Target::dma_engines_per_core): what per-engine
+// arrays (DmaWork, the simulator's engines) are sized by.
+inline constexpr int kMaxDmaEnginesPerCore = 16;
+
 struct Target {
   TargetKind kind;
   std::string_view name;          // "trn1", "trn2", "trn3"

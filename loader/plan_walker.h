@@ -48,7 +48,8 @@ class PlanObserver {
 // The device model's timing tables of an artifact's programs (device::ProgramTiming), made the
 // first time a walk runs each program and kept for the walks after it: what a Session or a
 // timing-only benchmark pays once per program rather than once per run. For one artifact's
-// contents and one target, both of which must outlive it. Not thread-safe.
+// contents, which must outlive it (a cost model of another target remakes a program's tables).
+// Not thread-safe.
 class ProgramTimings {
  public:
   explicit ProgramTimings(const artifact::ArtifactContents& contents)

@@ -35,6 +35,7 @@ TEST(Target, MemoryGeometry) {
     const Target& t = target(k);
     EXPECT_EQ(t.psum_partition_bytes, t.psum_bank_bytes * t.psum_banks);
     EXPECT_NEAR(t.hbm_gbps_per_core * t.cores_per_chip, t.hbm_gbps_per_chip, 1e-9);
+    EXPECT_LE(t.dma_engines_per_core, kMaxDmaEnginesPerCore);
   }
 }
 

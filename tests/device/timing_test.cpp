@@ -18,10 +18,16 @@ namespace {
 
 using namespace neuronc::device::device_test;
 
-RunReport timed(TargetKind k, const Program& p) {
+// A timing-only simulator's options, recording a trace or not.
+SimulatorOptions timing_only(bool trace = false) {
   SimulatorOptions o;
   o.functional = false;
-  Simulator sim(target(k), o);
+  o.trace = trace;
+  return o;
+}
+
+RunReport timed(TargetKind k, const Program& p) {
+  Simulator sim(target(k), timing_only());
   auto r = sim.run(p, {});
   EXPECT_TRUE(r.is_ok()) << r.status().message();
   return r.is_ok() ? r.value() : RunReport{};
@@ -266,10 +272,7 @@ TEST(Timing, DmaQueuesShareAnEngineRoundRobin) {
   Program p = program(1, 1 << 20);
   for (const DmaCopy& d : {big, small, after})
     p.cores[0].stream(Engine::sync).push_back(inst(d, {}, {{0, 16}}));
-  SimulatorOptions o;
-  o.functional = false;
-  o.trace = true;
-  Simulator sim(t, o);
+  Simulator sim(t, timing_only(/*trace=*/true));
   auto r = sim.run(p, {});
   ASSERT_TRUE(r.is_ok()) << r.status().message();
   std::vector<TraceEvent> xfers;
@@ -294,9 +297,7 @@ TEST(Timing, DmaQueuesShareAnEngineRoundRobin) {
 // asking for them is an error, not a read of nothing; once it turns functional, its next run
 // makes them and computes.
 TEST(Timing, ATimingOnlySimulatorHoldsNoMemoryUntilItRunsFunctionally) {
-  SimulatorOptions o;
-  o.functional = false;
-  Simulator sim(target(TargetKind::trn1), o);
+  Simulator sim(target(TargetKind::trn1), timing_only());
   const MemRef d = sbuf(0, 3, 0, DType::i32, 4);
   const Program p = single(Engine::vector, Memset{d, -7});
   sim.reset(1);
@@ -338,10 +339,7 @@ TEST(Timing, ProgramTimingMadeOnceGivesEveryRunTheSameReport) {
       .push_back(
           inst(TensorCopy{sbuf(0, 128, 8192, DType::f32, 128), psum(0, 128, 0, DType::f32, 128)},
                {{2, 1}, {1, 16}}));
-  SimulatorOptions o;
-  o.functional = false;
-  o.trace = true;
-  Simulator sim(t, o);
+  Simulator sim(t, timing_only(/*trace=*/true));
   auto own = sim.run(p, {});
   ASSERT_TRUE(own.is_ok()) << own.status().message();
   const ProgramTiming timing(sim.cost_model(), p);
@@ -367,7 +365,7 @@ TEST(Timing, ProgramTimingMadeOnceGivesEveryRunTheSameReport) {
   EXPECT_EQ(wrong.status().code(), StatusCode::invalid_argument);
   EXPECT_NE(wrong.status().message().find("another program"), std::string::npos)
       << wrong.status().message();
-  Simulator trn2(target(TargetKind::trn2), o);
+  Simulator trn2(target(TargetKind::trn2), timing_only(/*trace=*/true));
   auto elsewhere = trn2.run(p, {}, Simulator::ProgramCheck::verify, &timing);
   ASSERT_FALSE(elsewhere.is_ok());
   EXPECT_NE(elsewhere.status().message().find("another target (trn1)"), std::string::npos)
@@ -387,9 +385,7 @@ TEST(Timing, ReportsAssumptionsAndDeadlocks) {
   p.cores[0]
       .stream(Engine::vector)
       .push_back(inst(Memset{sbuf(0, 1, 0, DType::f32, 1), 0}, {{3, 1}}));
-  SimulatorOptions o;
-  o.functional = false;
-  Simulator sim(target(TargetKind::trn1), o);
+  Simulator sim(target(TargetKind::trn1), timing_only());
   auto r = sim.run(p, {});
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().message(),
@@ -418,10 +414,7 @@ TEST(Trace, OneEventPerInstructionAndTransferInTimeOrder) {
   Instruction mmi = inst(MatMul{psum(0, 128, 0, DType::f32, 128), t, t, false}, {{0, 16}});
   mmi.debug_id = 42;
   p.cores[0].stream(Engine::tensor).push_back(mmi);
-  SimulatorOptions o;
-  o.functional = false;
-  o.trace = true;
-  Simulator sim(target(TargetKind::trn2), o);
+  Simulator sim(target(TargetKind::trn2), timing_only(/*trace=*/true));
   auto r = sim.run(p, {});
   ASSERT_TRUE(r.is_ok()) << r.status().message();
   ASSERT_EQ(r->trace.size(), 3u);  // trigger on sync, transfer on dma.q3, matmul
@@ -510,9 +503,8 @@ TEST(Ports, V2SerialisesVectorAndGpsimdOnSbufButV3DoesNot) {
       .stream(Engine::gpsimd)
       .push_back(inst(TensorCopy{sbuf(0, 128, 16384, DType::f32, 1024),
                                  sbuf(0, 128, 24576, DType::f32, 1024)}));
-  SimulatorOptions o;
-  o.functional = false;
-  Simulator v2(target(TargetKind::trn1), o), v3(target(TargetKind::trn2), o);
+  Simulator v2(target(TargetKind::trn1), timing_only()),
+      v3(target(TargetKind::trn2), timing_only());
   auto a = v2.run(p, {});
   auto b = v3.run(p, {});
   ASSERT_TRUE(a.is_ok() && b.is_ok());
