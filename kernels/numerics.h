@@ -74,6 +74,9 @@ void store_f32(std::byte* p, DType t, float x, Rounding r = Rounding::nearest_ev
 void load_f32_n(const std::byte* src, DType t, float* dst, size_t n);
 void store_f32_n(std::byte* dst, DType t, const float* src, size_t n,
                  Rounding r = Rounding::nearest_even, StochasticRounder* rng = nullptr);
+// dst[i] = float(double(src[i]) * scale) for `n` contiguous elements (dst may be src), rounded
+// as that expression rounds.
+void scale_f32_n(float* dst, const float* src, size_t n, double scale);
 // `n` elements `stride` bytes apart, each exactly as load_f32 reads it.
 void load_f32_strided(const std::byte* src, int64_t stride, DType t, float* dst, size_t n);
 

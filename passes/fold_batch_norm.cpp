@@ -105,8 +105,50 @@ class Folder {
       return false;
     if (conv->attr("transposed") && conv->attr_bool("transposed")) return false;
     const int64_t O = static_cast<int64_t>(s.size());
-    // An f32 weight (the usual one) scales in one pass over its bytes: the same rounding as
-    // through double (w * s is computed in double and rounded once to f32 either way).
+    // An f32 weight (the usual one) stored as it is read keeps its bytes: the folded weight
+    // shares them with a deferred scale per output channel (ir::ConstantPayload::row_scale), so
+    // it is computed where it is consumed (codegen lays it out straight into the artifact), with
+    // the rounding written below, and never held beside the weight.
+    if (const ir::Value* w = conv->input(1); w->dtype() == ir::DType::f32 && is_constant(w) &&
+                                             !w->payload()->absent &&
+                                             !w->payload()->deferred() &&
+                                             w->payload()->storage_offset == 0 &&
+                                             w->type().rank() > 0 &&
+                                             w->type().shape[0].is_constant() &&
+                                             w->type().shape[0].value() == O) {
+      const ir::Value* bias_v = conv->inputs().size() > 2 ? conv->input(2) : nullptr;
+      std::optional<HostTensor> b;
+      if (bias_v && !(b = constant(bias_v))) return false;
+      std::vector<int64_t> shape;
+      int64_t count = 1;
+      for (const ir::Dim& d : w->shape()) {
+        shape.push_back(d.is_constant() ? d.value() : -1);
+        count = d.is_constant() && d.value() >= 0 && count >= 0 ? count * d.value() : -1;
+      }
+      // Row-major storage (strides none or the dense ones), so output channel o is the o-th run
+      // of count / O stored elements.
+      const std::vector<int64_t>& st = w->payload()->strides;
+      bool row_major = st.empty() || st.size() == shape.size();
+      for (int64_t k = static_cast<int64_t>(st.size()) - 1, dense = 1; k >= 0 && row_major; --k) {
+        row_major = shape[k] == 1 || st[k] == dense;
+        dense *= std::max<int64_t>(shape[k], 0);
+      }
+      if (row_major && count >= 0 && O > 0 && count % O == 0 &&
+          static_cast<size_t>(count) * 4 <= w->payload()->nbytes) {
+        ir::ConstantPayload scaled = *w->payload();
+        scaled.row_scale = std::make_shared<const std::vector<double>>(s);
+        scaled.row_scale_pitch = std::max<int64_t>(1, count / O);
+        HostTensor b2{ir::DType::f32, {O}, std::vector<double>(static_cast<size_t>(O))};
+        for (int64_t o = 0; o < O; ++o)
+          b2.data[o] = round_to(b2.dtype, (b ? b->data[o] : 0.0) * s[o] + t[o]);
+        ir::Value* wv = add_constant_input(g_, y->name() + "_weight", target + ".weight",
+                                           ir::DType::f32, shape, std::move(scaled));
+        ir::Value* bv = add_constant(y->name() + "_bias", target + ".bias", std::move(b2));
+        return replace_conv(bn, conv, wv, bv);
+      }
+    }
+    // Otherwise an f32 weight scales in one pass over its bytes: the same rounding as through
+    // double (w * s is computed in double and rounded once to f32 either way).
     if (conv->input(1)->dtype() == ir::DType::f32 && is_constant(conv->input(1))) {
       std::optional<DenseTensor> d = dense_constant(*conv->input(1));
       if (d && !d->shape.empty() && d->shape[0] == O) {

@@ -182,12 +182,49 @@ std::optional<DenseTensor> dense_constant(const ir::Value& v) {
   return p ? dense_payload(*p, v.type()) : std::nullopt;
 }
 
+namespace {
+
+// A payload with a deferred row scale (ir::ConstantPayload::row_scale): each stored f32 element
+// scaled as the fold scaled it (in double, rounded to f32), then the deferred cast, if any (as the
+// host kernel casts: store_f32_n, round to nearest even).
+std::optional<DenseTensor> scaled_payload(const ir::ConstantPayload& p, const ir::TensorType& type,
+                                          const Shape& shape) {
+  if (p.element_dtype(type.dtype) != ir::DType::f32 || p.row_scale_pitch <= 0 ||
+      (type.dtype != ir::DType::f32 && !(ir::is_floating(type.dtype) && type.dtype != ir::DType::f64)))
+    return std::nullopt;
+  const size_t n = static_cast<size_t>(count(shape));
+  const Shape dense = strides_of(shape);
+  const Shape st = p.strides.empty() ? dense : Shape(p.strides.begin(), p.strides.end());
+  if (st.size() != shape.size()) return std::nullopt;
+  std::vector<float> scaled(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t rem = static_cast<int64_t>(i), off = p.storage_offset;
+    for (size_t k = shape.size(); k-- > 0;) {
+      off += (rem % shape[k]) * st[k];
+      rem /= shape[k];
+    }
+    if (off < 0 || static_cast<size_t>(off + 1) * 4 > p.nbytes ||
+        static_cast<size_t>(off / p.row_scale_pitch) >= p.row_scale->size())
+      return std::nullopt;
+    float x;
+    std::memcpy(&x, p.data + off * 4, 4);
+    scaled[i] = static_cast<float>(static_cast<double>(x) * p.scale_at(off));
+  }
+  const ::neuronc::DType t = ir::element_type(type.dtype);
+  std::vector<std::byte> bytes(n * ::neuronc::dtype_size(t));
+  kernels::store_f32_n(bytes.data(), t, scaled.data(), n);  // f32 to f32: the bytes as they are
+  return DenseTensor::owning(t, shape, std::move(bytes));
+}
+
+}  // namespace
+
 std::optional<DenseTensor> dense_payload(const ir::ConstantPayload& payload,
                                          const ir::TensorType& type) {
   const ir::ConstantPayload* p = &payload;
   if (p->absent) return std::nullopt;
   auto shape = static_shape(type.shape);
   if (!shape) return std::nullopt;
+  if (p->row_scale) return scaled_payload(*p, type, *shape);
   if (p->stored_dtype && *p->stored_dtype != type.dtype) {
     // A deferred cast (ConstantPayload::stored_dtype): the stored elements, then the cast the
     // host kernel does (store_f32_n: round to nearest even).

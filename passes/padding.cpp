@@ -78,8 +78,9 @@ std::optional<double> number_attr(const ir::Node& n, std::string_view name) {
 // The value of a one-element constant's payload, when its dtype is a plain one.
 std::optional<double> payload_scalar(const ir::Value& v) {
   const ir::ConstantPayload* p = v.payload();
-  // A deferred cast's value is a narrow float, not a plain dtype read here.
-  if (!p || p->absent || !p->data || p->stored_dtype) return std::nullopt;
+  // A deferred cast's value is a narrow float and a deferred scale's a product, neither a plain
+  // element read here.
+  if (!p || p->absent || !p->data || p->deferred()) return std::nullopt;
   auto n = ir::numel(v.shape());
   if (!n || !n->is_constant() || n->coeff != 1) return std::nullopt;
   const std::byte* at =
