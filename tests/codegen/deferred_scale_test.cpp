@@ -1,0 +1,140 @@
+// A weight with a deferred row scale (ir::ConstantPayload::row_scale, a folded batch norm's) is
+// stored exactly as the weight scaled ahead of time would be: in every layout codegen gives it
+// (a convolution's, a matmul weight's transposed and column-blocked ones), through a deferred
+// bf16 cast, from strided storage, and whether its bytes are made at once or by a deferred fill.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "codegen/codegen.h"
+#include "device/target.h"
+#include "harness.h"
+#include "ir/printer.h"
+
+namespace neuronc::codegen {
+namespace {
+
+struct Weight {
+  std::vector<float> storage;
+  std::vector<int64_t> strides;  // empty: row-major
+  std::vector<double> scale;     // per `pitch` stored elements
+  int64_t pitch = 1;
+};
+
+// The graph `text` with `w` as weight %w: its storage with the scale deferred, or scaled now.
+std::unique_ptr<ir::Graph> with_weight(const std::string& text, const Weight& w, bool deferred,
+                                       bool cast) {
+  auto g = ir::parse(text);
+  auto bytes = std::make_shared<std::vector<float>>(w.storage);
+  if (!deferred)
+    for (size_t e = 0; e < bytes->size(); ++e)
+      (*bytes)[e] = static_cast<float>(static_cast<double>((*bytes)[e]) *
+                                       w.scale[e / static_cast<size_t>(w.pitch)]);
+  ir::ConstantPayload p{reinterpret_cast<const std::byte*>(bytes->data()), bytes->size() * 4, 0,
+                        w.strides, bytes};
+  if (deferred) {
+    p.row_scale = std::make_shared<const std::vector<double>>(w.scale);
+    p.row_scale_pitch = w.pitch;
+  }
+  if (cast) p.stored_dtype = ir::DType::f32;
+  g->find_value("w")->set_payload(std::move(p));
+  return g;
+}
+
+// The stored bytes of every constant binding, by name.
+std::map<std::string, std::vector<std::byte>> stored(const CompiledPartition& part) {
+  std::map<std::string, std::vector<std::byte>> out;
+  for (const ConstantBinding& cb : part.constants) {
+    if (!cb.fill) {
+      out[cb.name] = cb.data;
+      continue;
+    }
+    int64_t n = 1;
+    for (int64_t d : cb.shape) n *= d;
+    std::vector<std::byte> b(static_cast<size_t>(n) * device::dtype_size(cb.dtype));
+    cb.fill(b);
+    out[cb.name] = std::move(b);
+  }
+  return out;
+}
+
+void expect_same_bytes(const std::string& text, const Weight& w, bool cast,
+                       CodegenOptions opts = {}) {
+  const device::Target& t = device::target(device::TargetKind::trn1);
+  for (bool defer : {false, true}) {
+    opts.defer_constant_bytes = defer;
+    const auto lazy = stored(testing::compile_whole(*with_weight(text, w, true, cast), t, opts));
+    const auto now = stored(testing::compile_whole(*with_weight(text, w, false, cast), t, opts));
+    ASSERT_EQ(lazy.size(), now.size());
+    ASSERT_TRUE(lazy.count("w"));
+    EXPECT_EQ(lazy, now) << text << (cast ? " (bf16)" : "") << (defer ? " (deferred fill)" : "");
+    // The scale is not a no-op here: the unscaled weight stores other bytes.
+    Weight unit = w;
+    unit.scale.assign(w.scale.size(), 1.0);
+    const auto plain = stored(testing::compile_whole(*with_weight(text, unit, true, cast), t, opts));
+    EXPECT_NE(plain.at("w"), lazy.at("w"));
+  }
+}
+
+Weight random_weight(size_t n, size_t rows, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::uniform_real_distribution<double> s(0.2, 3.0);
+  Weight w;
+  w.storage.resize(n);
+  for (float& x : w.storage) x = u(rng);
+  w.scale.resize(rows);
+  for (double& x : w.scale) x = s(rng);
+  w.pitch = static_cast<int64_t>(n / rows);
+  return w;
+}
+
+TEST(DeferredScale, ConvolutionWeightIsStoredAsTheScaledWeight) {
+  for (const char* dt : {"f32", "bf16"}) {
+    const std::string text = std::string(R"(graph {
+  input %x : )") + dt + R"([1, 8, 6, 6]
+  param %w : )" + dt + R"([16, 8, 3, 3] "conv.weight"
+  %y : )" + dt + R"([1, 16, 4, 4] = aten.conv2d.default(%x, %w) {stride = [1, 1], padding = [0, 0], dilation = [1, 1], groups = 1}
+  output %y
+})";
+    expect_same_bytes(text, random_weight(16 * 8 * 9, 16, 1), std::string(dt) == "bf16");
+  }
+}
+
+TEST(DeferredScale, MatmulWeightIsStoredAsTheScaledWeightInEveryLayout) {
+  for (const char* dt : {"f32", "bf16"}) {
+    // A small weight stored transposed; a wide one column-blocked (on trn1).
+    for (const char* n : {"96", "3000"}) {
+      const std::string text = std::string(R"(graph {
+  input %x : )") + dt + "[40, 256]\n  param %w : " + dt + "[" + n + R"(, 256] "fc.weight"
+  %y : )" + dt + "[40, " + n + R"(] = aten.linear.default(%x, %w)
+  output %y
+})";
+      const size_t rows = std::stoul(n);
+      expect_same_bytes(text, random_weight(rows * 256, rows, 2), std::string(dt) == "bf16");
+    }
+  }
+}
+
+// Strided storage (the weight is the transpose of what is stored): read element by element,
+// each scaled by its stored row's scale.
+TEST(DeferredScale, StridedStorageIsScaledByItsStoredRows) {
+  const std::string text = R"(graph {
+  input %x : f32[4, 24]
+  param %w : f32[32, 24] "fc.weight"
+  %y : f32[4, 32] = aten.linear.default(%x, %w)
+  output %y
+})";
+  Weight w = random_weight(32 * 24, 24, 3);  // stored [24, 32]: 24 rows of 32
+  w.strides = {1, 32};
+  expect_same_bytes(text, w, false);
+  expect_same_bytes(text, w, false, CodegenOptions{.transpose_matmul_weights = false});
+}
+
+}  // namespace
+}  // namespace neuronc::codegen
