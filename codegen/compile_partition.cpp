@@ -200,7 +200,15 @@ class PayloadReader {
   }
   double operator()(int64_t i) const {
     const int64_t off = offset(i);
-    double x = kernels::load_double(p_.data + off * static_cast<int64_t>(es_), type_);
+    const std::byte* at = p_.data + off * static_cast<int64_t>(es_);
+    std::byte part_element[8];
+    if (p_.parts) {  // a deferred concatenation's element, from its part
+      if (!p_.copy_stored(static_cast<size_t>(off) * es_, es_, part_element))
+        throw Error("constant '" + name_ + "': its parts do not hold element " +
+                    std::to_string(off));
+      at = part_element;
+    }
+    double x = kernels::load_double(at, type_);
     if (p_.row_scale) x = static_cast<float>(x * p_.scale_at(off));  // as the fold rounds it
     if (type_ == value_type_) return x;
     std::byte narrow[8];
@@ -211,10 +219,10 @@ class PayloadReader {
   // deferred).
   DType stored_type() const { return type_; }
   // The bytes of the first element when the payload is contiguous and holds every element, so
-  // element i is i elements on from it, and they are read as they are stored (no deferred
-  // scale); null otherwise.
+  // element i is i elements on from it, and they are read as they are stored there (no deferred
+  // scale or concatenation); null otherwise.
   const std::byte* contiguous_data() const {
-    if (!contiguous_ || p_.row_scale) return nullptr;
+    if (!contiguous_ || p_.row_scale || p_.parts) return nullptr;
     const int64_t n = numel(shape_);
     if (n == 0) return nullptr;
     (void)offset(n - 1);  // the bounds check
@@ -335,6 +343,23 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
   const bool from_values = s.values != nullptr || n == 0;
   if (const std::span<const std::byte> raw = as_is(s); !raw.empty()) {
     std::memcpy(out.data(), raw.data(), out.size());
+    return;
+  }
+  if (!from_values && s.payload.parts) {
+    // A deferred concatenation (fused sibling weights): its storage assembled in a buffer each
+    // thread reuses, then laid out as any other payload (with its deferred scale and cast).
+    thread_local std::vector<std::byte> whole;
+    const ir::ConstantPayload& p = s.payload;
+    if (whole.size() < p.nbytes) whole.resize(p.nbytes);
+    if (!p.copy_stored(0, p.nbytes, whole.data()))
+      throw Error("constant '" + s.name + "': its parts hold less than its " +
+                  std::to_string(p.nbytes) + " bytes");
+    ConstantSource assembled = s;
+    assembled.payload.parts.reset();
+    assembled.payload.data = whole.data();
+    assembled.payload.owner = nullptr;
+    assembled.payload.drop_pages = nullptr;
+    lay_out_constant(assembled, out);
     return;
   }
   if (!from_values && s.payload.row_scale) {
@@ -1092,12 +1117,17 @@ class PartitionCompiler {
           lay_out_constant(*source, out);
           const ir::ConstantPayload& p = source->payload;
           if (p.drop_pages) p.drop_pages(p.data, p.nbytes);
+          if (p.parts)
+            for (const ir::ConstantPayload::Part& part : *p.parts)
+              if (part.drop_pages) part.drop_pages(part.data, part.nbytes);
         };
         cb.as_is = as_is(*source);
         if (!cb.as_is.empty()) cb.drop_as_is = source->payload.drop_pages;
         char where[64];
         std::snprintf(where, sizeof where, "@%p+%lld",
-                      static_cast<const void*>(source->payload.data),
+                      source->payload.parts
+                          ? static_cast<const void*>(source->payload.parts.get())
+                          : static_cast<const void*>(source->payload.data),
                       static_cast<long long>(source->payload.storage_offset));
         cb.fill_source = std::string(ir::dtype_name(source->dtype)) + where;
         if (source->payload.stored_dtype)

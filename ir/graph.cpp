@@ -2,10 +2,34 @@
 #include "ir/graph.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "ir/op_registry.h"
 
 namespace neuronc::ir {
+
+bool ConstantPayload::copy_stored(size_t offset, size_t n, std::byte* out) const {
+  if (offset > nbytes || n > nbytes - offset) return false;
+  if (!parts) {
+    if (!data) return n == 0;
+    std::memcpy(out, data + offset, n);
+    return true;
+  }
+  size_t at = 0;  // the current part's first byte in the storage
+  for (const Part& part : *parts) {
+    if (n == 0) break;
+    if (offset < at + part.nbytes) {
+      const size_t from = offset - at, take = std::min(n, part.nbytes - from);
+      if (!part.data) return false;
+      std::memcpy(out, part.data + from, take);
+      out += take;
+      offset += take;
+      n -= take;
+    }
+    at += part.nbytes;
+  }
+  return n == 0;
+}
 
 // --- Value ---------------------------------------------------------------------------------
 

@@ -61,9 +61,27 @@ struct ConstantPayload {
   // cast. Every reader applies it, or refuses the payload. Null: no scale.
   std::shared_ptr<const std::vector<double>> row_scale = nullptr;
   int64_t row_scale_pitch = 0;  // stored elements per row_scale entry
+  // A deferred concatenation (passes/fuse_sibling_linears.cpp stacks sibling linears' weights
+  // this way), so the stack is made once, where it is consumed, and never held beside the
+  // weights: the storage is the parts' bytes one after another, `data` is null and `nbytes` their
+  // total. `storage_offset`, `strides`, `row_scale` and `stored_dtype` apply to that storage as
+  // to any other. Every reader assembles the parts, or refuses the payload. Null: none.
+  struct Part {
+    const std::byte* data = nullptr;
+    size_t nbytes = 0;
+    std::shared_ptr<const void> owner;                          // keeps `data` valid
+    void (*drop_pages)(const std::byte* p, size_t n) = nullptr;  // as ConstantPayload's
+  };
+  std::shared_ptr<const std::vector<Part>> parts = nullptr;
   DType element_dtype(DType value_dtype) const { return stored_dtype.value_or(value_dtype); }
-  // Whether the stored bytes are the elements as they are read (no deferred cast or scale).
-  bool deferred() const { return stored_dtype.has_value() || row_scale != nullptr; }
+  // Whether the stored bytes are the elements as they are read, at `data` (no deferred cast,
+  // scale or concatenation).
+  bool deferred() const {
+    return stored_dtype.has_value() || row_scale != nullptr || parts != nullptr;
+  }
+  // Copies the stored bytes [offset, offset + n) to `out`, from `data` or across the parts.
+  // False when they are not all there.
+  bool copy_stored(size_t offset, size_t n, std::byte* out) const;
   // The scale of the stored element at storage index e (1 without a deferred scale).
   double scale_at(int64_t e) const {
     return row_scale ? (*row_scale)[static_cast<size_t>(e / row_scale_pitch)] : 1.0;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -75,53 +76,94 @@ class Fuser {
     return !has_bias(a) || a.input(2)->dtype() == b.input(2)->dtype();
   }
 
-  struct Stacked {
-    std::shared_ptr<std::byte> bytes;
-    size_t size = 0;
-  };
-  // Null `bytes`: absent (weights-free).
+  // Null `payload`: absent (weights-free).
   ir::Value* add_constant(const std::string& base, ir::DType dtype,
-                          const std::vector<int64_t>& shape, std::optional<Stacked> bytes) {
-    return add_constant_input(
-        g_, base, "fused." + base, dtype, shape,
-        bytes ? ir::ConstantPayload{bytes->bytes.get(), bytes->size, 0, {}, bytes->bytes}
-              : ir::ConstantPayload::absent_bytes());
+                          const std::vector<int64_t>& shape,
+                          std::optional<ir::ConstantPayload> payload) {
+    return add_constant_input(g_, base, "fused." + base, dtype, shape,
+                              payload ? std::move(*payload) : ir::ConstantPayload::absent_bytes());
   }
 
   static bool absent(const ir::Value* v) { return v && v->payload() && v->payload()->absent; }
 
-  // The siblings' weights (and biases) stacked along the output features: their bytes one after
-  // another, copied once from the payloads (the rows of [N_i, K] weights of one dtype, so the
-  // stack is the concatenation). Null when a payload is not dense.
-  static std::optional<Stacked> stacked(const std::vector<ir::Node*>& group, size_t input) {
-    std::vector<DenseTensor> parts;
+  // The bytes of `v`'s elements when they lie in its payload as they are, one after another
+  // (row-major, nothing deferred), else empty.
+  static std::span<const std::byte> plain_bytes(const ir::Value& v) {
+    const ir::ConstantPayload* p = v.payload();
+    if (!p || p->absent || !p->data || p->deferred() || p->storage_offset < 0) return {};
+    size_t n = 1;
+    for (const ir::Dim& d : v.shape()) {
+      if (!d.is_constant()) return {};
+      n *= static_cast<size_t>(d.value());
+    }
+    if (!p->strides.empty()) {
+      if (p->strides.size() != v.shape().size()) return {};
+      int64_t step = 1;
+      for (size_t k = p->strides.size(); k-- > 0;) {
+        if (v.shape()[k].value() != 1 && p->strides[k] != step) return {};
+        step *= v.shape()[k].value();
+      }
+    }
+    const size_t es = ir::dtype_size(v.dtype()), first = static_cast<size_t>(p->storage_offset);
+    if ((first + n) * es > p->nbytes) return {};
+    return {p->data + first * es, n * es};
+  }
+
+  // The siblings' weights (and biases) stacked along the output features (the rows of [N_i, K]
+  // weights of one dtype, so the stack is the concatenation). Their bytes as they are become
+  // the parts of a deferred concatenation (ir::ConstantPayload::parts), assembled where it is
+  // consumed (codegen lays it out straight into the artifact) and never held beside them;
+  // otherwise they are copied here once. Null when a payload cannot be read densely.
+  static std::optional<ir::ConstantPayload> stacked(const std::vector<ir::Node*>& group,
+                                                    size_t input) {
+    auto parts = std::make_shared<std::vector<ir::ConstantPayload::Part>>();
+    size_t total = 0;
+    for (ir::Node* n : group) {
+      const ir::Value& v = *n->input(input);
+      if (ir::is_complex(v.dtype())) return std::nullopt;
+      const std::span<const std::byte> b = plain_bytes(v);
+      if (b.empty()) {
+        parts.reset();
+        break;
+      }
+      parts->push_back({b.data(), b.size(), v.payload()->owner, v.payload()->drop_pages});
+      total += b.size();
+    }
+    if (parts) {
+      ir::ConstantPayload p;
+      p.nbytes = total;
+      p.parts = parts;
+      p.owner = parts;  // which keeps every part's bytes alive
+      return p;
+    }
+    std::vector<DenseTensor> dense;
     std::vector<size_t> at = {0};  // each part's offset in the stack, then the total
     for (ir::Node* n : group) {
       if (ir::is_complex(n->input(input)->dtype())) return std::nullopt;
       std::optional<DenseTensor> d = dense_constant(*n->input(input));
       if (!d) return std::nullopt;
       at.push_back(at.back() + d->nbytes());
-      parts.push_back(std::move(*d));
+      dense.push_back(std::move(*d));
     }
-    Stacked out{kernels::zeroed_bytes(at.back()), at.back()};  // huge pages: weight-sized
+    const std::shared_ptr<std::byte> out = kernels::zeroed_bytes(at.back());  // weight-sized
     // Memory-bound (the weights read, the stack faulted in): copied in 4 MiB pieces in parallel.
     constexpr size_t kPiece = size_t{4} << 20;
     std::vector<std::pair<size_t, size_t>> pieces;  // part, first byte
-    for (size_t i = 0; i < parts.size(); ++i)
-      for (size_t first = 0; first < parts[i].nbytes(); first += kPiece)
+    for (size_t i = 0; i < dense.size(); ++i)
+      for (size_t first = 0; first < dense[i].nbytes(); first += kPiece)
         pieces.emplace_back(i, first);
     tbb::parallel_for(size_t{0}, pieces.size(), [&](size_t k) {
       const auto [i, first] = pieces[k];
-      std::memcpy(out.bytes.get() + at[i] + first, parts[i].data + first,
-                  std::min(kPiece, parts[i].nbytes() - first));
+      std::memcpy(out.get() + at[i] + first, dense[i].data + first,
+                  std::min(kPiece, dense[i].nbytes() - first));
     });
     // A mapped weight just copied leaves this process's memory (as constant folding does: a
     // later read brings its pages back from the file), so it is not held beside its copy.
     for (ir::Node* n : group) {
       const ir::ConstantPayload* p = n->input(input)->payload();
-      if (p->drop_pages) p->drop_pages(p->data, p->nbytes);
+      if (p->drop_pages && !p->parts) p->drop_pages(p->data, p->nbytes);
     }
-    return out;
+    return ir::ConstantPayload{out.get(), at.back(), 0, {}, out};
   }
 
   bool fuse(const std::vector<ir::Node*>& group) {
@@ -139,7 +181,7 @@ class Fuser {
       if (has_bias(*n) && n->input(2)->type().shape[0] != n->input(1)->type().shape[0])
         return false;
     }
-    std::optional<Stacked> w_bytes, b_bytes;
+    std::optional<ir::ConstantPayload> w_bytes, b_bytes;
     if (!any_absent) {
       w_bytes = stacked(group, 1);
       if (!w_bytes) return false;

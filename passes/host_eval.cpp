@@ -224,6 +224,17 @@ std::optional<DenseTensor> dense_payload(const ir::ConstantPayload& payload,
   if (p->absent) return std::nullopt;
   auto shape = static_shape(type.shape);
   if (!shape) return std::nullopt;
+  if (p->parts) {
+    // A deferred concatenation: its storage assembled, then read as any other payload's.
+    auto bytes = std::make_shared<std::vector<std::byte>>(p->nbytes);
+    if (!p->copy_stored(0, p->nbytes, bytes->data())) return std::nullopt;
+    ir::ConstantPayload whole = *p;
+    whole.parts.reset();
+    whole.data = bytes->data();
+    whole.owner = bytes;
+    whole.drop_pages = nullptr;
+    return dense_payload(whole, type);
+  }
   if (p->row_scale) return scaled_payload(*p, type, *shape);
   if (p->stored_dtype && *p->stored_dtype != type.dtype) {
     // A deferred cast (ConstantPayload::stored_dtype): the stored elements, then the cast the
