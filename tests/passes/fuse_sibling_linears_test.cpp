@@ -68,6 +68,59 @@ TEST(FuseSiblingLinears, ProjectionsOfOneInputBecomeOneLinearAndSlices) {
   EXPECT_EQ(w->shape, (std::vector<int64_t>{5, 2}));
   EXPECT_EQ(w->data, (std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
   EXPECT_EQ(b->data, (std::vector<double>{10, 20, 30, 40, 50}));
+  // Not copied: a deferred concatenation of the weights' own bytes.
+  const ir::ConstantPayload* p = fused->input(1)->payload();
+  ASSERT_NE(p->parts, nullptr);
+  ASSERT_EQ(p->parts->size(), 3u);
+  EXPECT_EQ(p->data, nullptr);
+  EXPECT_EQ(p->nbytes, 40u);
+  EXPECT_EQ((*p->parts)[0].data, g->find_value("wq")->payload()->data);
+  EXPECT_EQ((*p->parts)[2].nbytes, 16u);  // wv (wk and wv themselves are gone)
+}
+
+// A strided weight (a view) is not stored as it is read: the stack is copied once instead, and
+// reads the same.
+TEST(FuseSiblingLinears, StridedWeightsAreCopiedOnce) {
+  auto g = ir::parse(kQkv);
+  set_f32(*g, "wq", {1, 3, 2, 4});  // stored transposed: read through strides {1, 2}
+  ir::ConstantPayload q = *g->find_value("wq")->payload();
+  q.strides = {1, 2};
+  g->find_value("wq")->set_payload(q);
+  set_f32(*g, "bq", {10, 20});
+  set_f32(*g, "wk", {5, 6});
+  set_f32(*g, "bk", {30});
+  set_f32(*g, "wv", {7, 8, 9, 10});
+  set_f32(*g, "bv", {40, 50});
+  ASSERT_TRUE(FuseSiblingLinears().run(*g));
+  ir::verify_or_throw(*g);
+  const ir::Node* fused = g->find_value("q_fused")->producer();
+  EXPECT_EQ(fused->input(1)->payload()->parts, nullptr);
+  EXPECT_NE(fused->input(2)->payload()->parts, nullptr);  // the biases are plain
+  auto w = read_constant(*fused->input(1));
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->data, (std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+}
+
+// A concatenation whose parts do not add up to its size is malformed: reported, never read.
+TEST(FuseSiblingLinears, ConcatenationOfTheWrongSizeIsReported) {
+  auto g = ir::parse(R"(graph {
+  param %w : f32[3, 2] "w"
+  output %w
+})");
+  static const float a[4] = {1, 2, 3, 4};
+  auto parts = std::make_shared<std::vector<ir::ConstantPayload::Part>>();
+  parts->push_back({reinterpret_cast<const std::byte*>(a), sizeof a, nullptr, nullptr});
+  ir::ConstantPayload p;
+  p.nbytes = 24;
+  p.parts = parts;
+  p.owner = parts;
+  g->find_value("w")->set_payload(p);
+  const auto problems = ir::verify(*g);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("a deferred concatenation of 1 parts holding 16 bytes, expected 24"),
+            std::string::npos)
+      << problems[0];
+  EXPECT_FALSE(read_constant(*g->find_value("w")));
 }
 
 TEST(FuseSiblingLinears, MixedBiasesWeightDtypesAndInputWeightsStaySeparate) {

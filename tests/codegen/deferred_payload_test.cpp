@@ -1,7 +1,8 @@
-// A weight with a deferred row scale (ir::ConstantPayload::row_scale, a folded batch norm's) is
-// stored exactly as the weight scaled ahead of time would be: in every layout codegen gives it
-// (a convolution's, a matmul weight's transposed and column-blocked ones), through a deferred
-// bf16 cast, from strided storage, and whether its bytes are made at once or by a deferred fill.
+// A weight with a deferred row scale (ir::ConstantPayload::row_scale, a folded batch norm's) or
+// a deferred concatenation (ir::ConstantPayload::parts, a fused sibling stack's) is stored
+// exactly as the weight computed ahead of time would be: in every layout codegen gives it (a
+// convolution's, a matmul weight's transposed and column-blocked ones), through a deferred bf16
+// cast, from strided storage, and whether its bytes are made at once or by a deferred fill.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -24,6 +25,7 @@ struct Weight {
   std::vector<int64_t> strides;  // empty: row-major
   std::vector<double> scale;     // per `pitch` stored elements
   int64_t pitch = 1;
+  size_t split = 1;  // > 1: the storage given as that many parts (cut anywhere, mid-element too)
 };
 
 // The graph `text` with `w` as weight %w: its storage with the scale deferred, or scaled now.
@@ -37,6 +39,18 @@ std::unique_ptr<ir::Graph> with_weight(const std::string& text, const Weight& w,
                                        w.scale[e / static_cast<size_t>(w.pitch)]);
   ir::ConstantPayload p{reinterpret_cast<const std::byte*>(bytes->data()), bytes->size() * 4, 0,
                         w.strides, bytes};
+  if (deferred && w.split > 1) {
+    auto parts = std::make_shared<std::vector<ir::ConstantPayload::Part>>();
+    const size_t size = p.nbytes;
+    for (size_t k = 0, at = 0; k < w.split; ++k) {
+      const size_t end = k + 1 == w.split ? size : size * (k + 1) / w.split + 3;
+      parts->push_back({p.data + at, std::min(end, size) - at, bytes, nullptr});
+      at = std::min(end, size);
+    }
+    p.data = nullptr;
+    p.parts = parts;
+    p.owner = parts;
+  }
   if (deferred) {
     p.row_scale = std::make_shared<const std::vector<double>>(w.scale);
     p.row_scale_pitch = w.pitch;
@@ -74,6 +88,7 @@ void expect_same_bytes(const std::string& text, const Weight& w, bool cast,
     ASSERT_TRUE(lazy.count("w"));
     EXPECT_EQ(lazy, now) << text << (cast ? " (bf16)" : "") << (defer ? " (deferred fill)" : "");
     // The scale is not a no-op here: the unscaled weight stores other bytes.
+    if (w.split > 1) continue;
     Weight unit = w;
     unit.scale.assign(w.scale.size(), 1.0);
     const auto plain = stored(testing::compile_whole(*with_weight(text, unit, true, cast), t, opts));
@@ -134,6 +149,38 @@ TEST(DeferredScale, StridedStorageIsScaledByItsStoredRows) {
   w.strides = {1, 32};
   expect_same_bytes(text, w, false);
   expect_same_bytes(text, w, false, CodegenOptions{.transpose_matmul_weights = false});
+}
+
+// A stack of sibling weights as parts (alone, and under a deferred scale), in each layout.
+TEST(DeferredConcatenation, PartsAreStoredAsTheWholeWeight) {
+  for (const char* dt : {"f32", "bf16"}) {
+    for (const char* n : {"96", "3000"}) {
+      const std::string text = std::string(R"(graph {
+  input %x : )") + dt + "[40, 256]\n  param %w : " + dt + "[" + n + R"(, 256] "fc.weight"
+  %y : )" + dt + "[40, " + n + R"(] = aten.linear.default(%x, %w)
+  output %y
+})";
+      const size_t rows = std::stoul(n);
+      Weight w = random_weight(rows * 256, rows, 4);
+      w.split = 3;
+      w.scale.assign(rows, 1.0);
+      expect_same_bytes(text, w, std::string(dt) == "bf16");
+      w = random_weight(rows * 256, rows, 5);
+      w.split = 4;
+      expect_same_bytes(text, w, std::string(dt) == "bf16");
+    }
+  }
+  // Strided storage across parts: read element by element.
+  Weight w = random_weight(32 * 24, 24, 6);
+  w.strides = {1, 32};
+  w.split = 5;
+  expect_same_bytes(R"(graph {
+  input %x : f32[4, 24]
+  param %w : f32[32, 24] "fc.weight"
+  %y : f32[4, 32] = aten.linear.default(%x, %w)
+  output %y
+})",
+                    w, false, CodegenOptions{.transpose_matmul_weights = false});
 }
 
 }  // namespace
