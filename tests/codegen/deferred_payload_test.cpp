@@ -109,6 +109,13 @@ Weight random_weight(size_t n, size_t rows, uint32_t seed) {
   return w;
 }
 
+// x[40, 256] through a linear of weight %w[n, 256], in dtype `dt`.
+std::string linear(const std::string& dt, const std::string& n) {
+  return "graph {\n  input %x : " + dt + "[40, 256]\n  param %w : " + dt + "[" + n +
+         ", 256] \"fc.weight\"\n  %y : " + dt + "[40, " + n +
+         "] = aten.linear.default(%x, %w)\n  output %y\n}";
+}
+
 TEST(DeferredScale, ConvolutionWeightIsStoredAsTheScaledWeight) {
   for (const char* dt : {"f32", "bf16"}) {
     const std::string text = std::string(R"(graph {
@@ -125,11 +132,7 @@ TEST(DeferredScale, MatmulWeightIsStoredAsTheScaledWeightInEveryLayout) {
   for (const char* dt : {"f32", "bf16"}) {
     // A small weight stored transposed; a wide one column-blocked (on trn1).
     for (const char* n : {"96", "3000"}) {
-      const std::string text = std::string(R"(graph {
-  input %x : )") + dt + "[40, 256]\n  param %w : " + dt + "[" + n + R"(, 256] "fc.weight"
-  %y : )" + dt + "[40, " + n + R"(] = aten.linear.default(%x, %w)
-  output %y
-})";
+      const std::string text = linear(dt, n);
       const size_t rows = std::stoul(n);
       expect_same_bytes(text, random_weight(rows * 256, rows, 2), std::string(dt) == "bf16");
     }
@@ -155,11 +158,7 @@ TEST(DeferredScale, StridedStorageIsScaledByItsStoredRows) {
 TEST(DeferredConcatenation, PartsAreStoredAsTheWholeWeight) {
   for (const char* dt : {"f32", "bf16"}) {
     for (const char* n : {"96", "3000"}) {
-      const std::string text = std::string(R"(graph {
-  input %x : )") + dt + "[40, 256]\n  param %w : " + dt + "[" + n + R"(, 256] "fc.weight"
-  %y : )" + dt + "[40, " + n + R"(] = aten.linear.default(%x, %w)
-  output %y
-})";
+      const std::string text = linear(dt, n);
       const size_t rows = std::stoul(n);
       Weight w = random_weight(rows * 256, rows, 4);
       w.split = 3;
