@@ -345,6 +345,48 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
     std::memcpy(out.data(), raw.data(), out.size());
     return;
   }
+  if (!from_values && s.payload.stored_dtype && !s.payload.row_scale) {
+    // A deferred cast of contiguous f32 (--auto-cast's weights), or of a concatenation of such
+    // runs (fused siblings' weights, cut between elements): narrowed whole, vectorised and
+    // rounded as the cast rounds (store_f32_n), run by run: straight into `out` when it is
+    // stored as it is, else into a buffer each thread reuses and then laid out as the narrow
+    // tensor it now is.
+    std::vector<std::span<const std::byte>> runs;  // f32 elements, n in all
+    const ir::ConstantPayload& p = s.payload;
+    const PayloadReader reader(s.name, p, shape, s.dtype);
+    const bool whole_parts = p.parts && row_major(p, shape) && p.storage_offset == 0 &&
+                             p.nbytes == static_cast<size_t>(n) * 4;
+    if (reader.stored_type() == DType::f32) {
+      if (const std::byte* f = reader.contiguous_data()) {
+        runs.push_back({f, static_cast<size_t>(n) * 4});
+      } else if (whole_parts) {
+        for (const ir::ConstantPayload::Part& part : *p.parts) {
+          if (part.nbytes % 4 != 0 || (!part.data && part.nbytes > 0)) {
+            runs.clear();  // cut inside an element: assembled below
+            break;
+          }
+          runs.push_back({part.data, part.nbytes});
+        }
+      }
+    }
+    if (!runs.empty()) {
+      thread_local std::vector<std::byte> narrow;
+      std::byte* to = out.data();
+      if (!s.plain_layout()) {
+        if (narrow.size() < out.size()) narrow.resize(out.size());
+        to = narrow.data();
+      }
+      for (const std::span<const std::byte> run : runs) {
+        kernels::store_f32_n(to, dt, reinterpret_cast<const float*>(run.data()), run.size() / 4);
+        to += run.size() / 4 * es;
+      }
+      if (s.plain_layout()) return;
+      ConstantSource plain = s;
+      plain.payload = ir::ConstantPayload{narrow.data(), out.size(), 0, {}, nullptr};
+      lay_out_constant(plain, out);
+      return;
+    }
+  }
   if (!from_values && s.payload.parts) {
     // A deferred concatenation (fused sibling weights): its storage assembled in a buffer each
     // thread reuses, then laid out as any other payload (with its deferred scale and cast).
@@ -395,28 +437,6 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
     if (s.dtype != ir::DType::f32) plain.payload.stored_dtype = ir::DType::f32;
     lay_out_constant(plain, out);
     return;
-  }
-  if (!from_values && s.payload.stored_dtype) {
-    // A deferred cast of contiguous f32 (--auto-cast's weights): narrowed whole, vectorised and
-    // rounded as the cast rounds (store_f32_n): straight into `out` when it is stored as it is,
-    // else into a buffer each thread reuses and then laid out as the narrow tensor it now is.
-    const PayloadReader reader(s.name, s.payload, shape, s.dtype);
-    if (const std::byte* f =
-            reader.stored_type() == DType::f32 ? reader.contiguous_data() : nullptr) {
-      if (s.plain_layout()) {
-        kernels::store_f32_n(out.data(), dt, reinterpret_cast<const float*>(f),
-                             static_cast<size_t>(n));
-        return;
-      }
-      thread_local std::vector<std::byte> narrow;
-      if (narrow.size() < out.size()) narrow.resize(out.size());
-      kernels::store_f32_n(narrow.data(), dt, reinterpret_cast<const float*>(f),
-                           static_cast<size_t>(n));
-      ConstantSource plain = s;
-      plain.payload = ir::ConstantPayload{narrow.data(), out.size(), 0, {}, nullptr};
-      lay_out_constant(plain, out);
-      return;
-    }
   }
   // Stored element j gets logical element i: put(j, i) for every element of the layout.
   auto lay_out = [&](auto put) {
