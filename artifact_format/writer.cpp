@@ -2,6 +2,7 @@
 #include "artifact_format/writer.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -553,6 +554,18 @@ class FileSink final : public Sink {
 
 }  // namespace
 
+bool replace_file(const std::string& from, const std::string& to) {
+#ifdef RENAME_EXCHANGE
+  struct stat st;  // only a regular file is exchanged (a rename refuses a directory, say)
+  if (::lstat(to.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+      ::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_EXCHANGE) == 0) {
+    ::unlink(from.c_str());  // the old file now
+    return true;
+  }
+#endif
+  return std::rename(from.c_str(), to.c_str()) == 0;
+}
+
 Status ArtifactWriter::write_file(const std::string& path, const WriteOptions& options) {
   NEURONC_ARTIFACT_RETURN_IF_ERROR(impl_->layout(options));
   const std::string tmp = path + ".tmp";
@@ -576,7 +589,7 @@ Status ArtifactWriter::write_file(const std::string& path, const WriteOptions& o
   temporary.fd = -1;
   if (error.empty() && closed != 0) error = std::strerror(errno);
   if (!error.empty()) return Status(StatusCode::io_error, "cannot write '" + tmp + "': " + error);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+  if (!replace_file(tmp, path))
     return Status(StatusCode::io_error,
                   "cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
   temporary.keep = true;

@@ -24,6 +24,7 @@
 
 #include "artifact_format/artifact.h"
 #include "artifact_format/crc32c.h"
+#include "artifact_format/writer.h"
 #include "frontend/load.h"
 #include "frontend/mapped_file.h"
 #include "frontend/sha256.h"
@@ -128,7 +129,7 @@ class AtomicFile {
       error_ = "writing '" + temp_.string() + "' failed: " + errno_text();
       return false;
     }
-    if (::rename(temp_.c_str(), final_.c_str()) != 0) {
+    if (!artifact::replace_file(temp_.string(), final_.string())) {
       error_ =
           "cannot rename '" + temp_.string() + "' to '" + final_.string() + "': " + errno_text();
       return false;

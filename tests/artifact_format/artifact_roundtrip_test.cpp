@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
@@ -107,6 +108,31 @@ TEST(ArtifactRoundTrip, WriteFileThenMap) {
   auto a = read_artifact(f->bytes());
   ASSERT_TRUE(a.is_ok()) << a.status().message();
   EXPECT_EQ(a->contents.plan, w.contents().plan);
+}
+
+// Writing over an artifact replaces it whole (exchanged, then the old one removed) and leaves no
+// temporary; over a directory, the write fails and the directory stays.
+TEST(ArtifactRoundTrip, WriteFileReplacesAFileButNotADirectory) {
+  const std::string path = ::testing::TempDir() + "/replaced.nca";
+  {
+    std::ofstream old(path, std::ios::binary | std::ios::trunc);
+    old << "an older, shorter file";
+  }
+  auto w = testing::two_partition_writer();
+  ASSERT_TRUE(w.write_file(path).is_ok());
+  EXPECT_FALSE(std::ifstream(path + ".tmp").good());
+  auto f = MappedFile::open(path);
+  ASSERT_TRUE(f.is_ok()) << f.status().message();
+  ASSERT_TRUE(read_artifact(f->bytes()).is_ok());
+  EXPECT_EQ(f->bytes().size(), testing::two_partition_artifact().size());
+
+  const std::string dir = ::testing::TempDir() + "/replaced_dir.nca";
+  std::filesystem::create_directories(dir);
+  const Status s = testing::two_partition_writer().write_file(dir);
+  EXPECT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("Is a directory"), std::string::npos) << s.message();
+  EXPECT_TRUE(std::filesystem::is_directory(dir));
+  EXPECT_FALSE(std::ifstream(dir + ".tmp").good());
 }
 
 // A constant made by a fill at write time gives the same file as the same bytes held, in memory
