@@ -16,6 +16,10 @@
 #include <type_traits>
 #include <unordered_set>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "codegen/codegen.h"
 #include "codegen/emitter.h"
 #include "codegen/hbm_plan.h"
@@ -187,9 +191,9 @@ class PayloadReader {
       throw Error("constant '" + name + "': a deferred cast from " +
                   std::string(ir::dtype_name(p.element_dtype(dtype))) + " to " +
                   std::string(ir::dtype_name(dtype)) + ", expected one from f32 to a float");
-    if (p.row_scale && (type_ != DType::f32 || p.row_scale_pitch <= 0 ||
-                        p.row_scale->size() * static_cast<size_t>(p.row_scale_pitch) <
-                            p.nbytes / 4))
+    if (p.row_scale &&
+        (type_ != DType::f32 || p.row_scale_pitch <= 0 ||
+         p.row_scale->size() * static_cast<size_t>(p.row_scale_pitch) < p.nbytes / 4))
       throw Error("constant '" + name + "': a deferred row scale of " +
                   std::to_string(p.row_scale->size()) + " rows of " +
                   std::to_string(p.row_scale_pitch) + " over " + std::to_string(p.nbytes) +
@@ -329,6 +333,56 @@ std::span<const std::byte> as_is(const ConstantSource& s) {
   return {p.data + p.storage_offset * es, static_cast<size_t>(n) * es};
 }
 
+// dst[c * dst_stride + r] = src[r * src_stride + c] for r < rows, c < cols: the transpose of a
+// row-major matrix of 2-byte elements (strides in elements), in 8 x 8 tiles of three rounds of
+// SSE2 unpacks, 32 rows by 64 columns at a time so the rows written fill whole cache lines.
+void transpose_u16(const std::byte* src, int64_t src_stride, std::byte* dst, int64_t dst_stride,
+                   int64_t rows, int64_t cols) {
+  auto one = [&](int64_t r, int64_t c) {
+    std::memcpy(dst + (c * dst_stride + r) * 2, src + (r * src_stride + c) * 2, 2);
+  };
+  constexpr int64_t kRows = 32, kCols = 64;
+  for (int64_t rb = 0; rb < rows; rb += kRows) {
+    const int64_t re = std::min(rows, rb + kRows);
+    for (int64_t cb = 0; cb < cols; cb += kCols) {
+      const int64_t ce = std::min(cols, cb + kCols);
+      int64_t r0 = rb;
+#if defined(__SSE2__)
+      for (; r0 + 8 <= re; r0 += 8) {
+        int64_t c0 = cb;
+        for (; c0 + 8 <= ce; c0 += 8) {
+          __m128i a[8], b[8], c[8];
+          for (int i = 0; i < 8; ++i)
+            a[i] = _mm_loadu_si128(
+                reinterpret_cast<const __m128i*>(src + ((r0 + i) * src_stride + c0) * 2));
+          for (int i = 0; i < 8; i += 2) {
+            b[i] = _mm_unpacklo_epi16(a[i], a[i + 1]);
+            b[i + 1] = _mm_unpackhi_epi16(a[i], a[i + 1]);
+          }
+          for (int i = 0; i < 8; i += 4) {
+            c[i] = _mm_unpacklo_epi32(b[i], b[i + 2]);
+            c[i + 1] = _mm_unpackhi_epi32(b[i], b[i + 2]);
+            c[i + 2] = _mm_unpacklo_epi32(b[i + 1], b[i + 3]);
+            c[i + 3] = _mm_unpackhi_epi32(b[i + 1], b[i + 3]);
+          }
+          for (int j = 0; j < 4; ++j) {  // columns 2j and 2j + 1
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + ((c0 + 2 * j) * dst_stride + r0) * 2),
+                             _mm_unpacklo_epi64(c[j], c[j + 4]));
+            _mm_storeu_si128(
+                reinterpret_cast<__m128i*>(dst + ((c0 + 2 * j + 1) * dst_stride + r0) * 2),
+                _mm_unpackhi_epi64(c[j], c[j + 4]));
+          }
+        }
+        for (; c0 < ce; ++c0)
+          for (int64_t r = r0; r < r0 + 8; ++r) one(r, c0);
+      }
+#endif
+      for (; r0 < re; ++r0)
+        for (int64_t c = cb; c < ce; ++c) one(r0, c);
+    }
+  }
+}
+
 // Writes the constant's bytes in the device dtype into `out` (exactly s.size() bytes):
 // `transposed` stores the 2-D transpose, a non-empty `perm` the tensor permuted by it (stored
 // dim i = logical dim perm[i]).
@@ -423,8 +477,7 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
       for (int64_t i = 0; i < n;) {
         const int64_t e = p.storage_offset + i;
         const int64_t run = std::min(n - i, p.row_scale_pitch - e % p.row_scale_pitch);
-        kernels::scale_f32_n(scaled.data() + i, src + i, static_cast<size_t>(run),
-                             p.scale_at(e));
+        kernels::scale_f32_n(scaled.data() + i, src + i, static_cast<size_t>(run), p.scale_at(e));
         i += run;
       }
     } else {
@@ -433,7 +486,10 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
     }
     ConstantSource plain = s;
     plain.payload = ir::ConstantPayload{reinterpret_cast<const std::byte*>(scaled.data()),
-                                        static_cast<size_t>(n) * 4, 0, {}, nullptr};
+                                        static_cast<size_t>(n) * 4,
+                                        0,
+                                        {},
+                                        nullptr};
     if (s.dtype != ir::DType::f32) plain.payload.stored_dtype = ir::DType::f32;
     lay_out_constant(plain, out);
     return;
@@ -490,6 +546,19 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
       auto move = [&](auto size) {
         lay_out([&](int64_t j, int64_t i) { std::memcpy(o + j * size, src + i * size, size); });
       };
+      // A 2-byte weight (bf16, the usual one) transposed whole or by column blocks: in 8 x 8
+      // SIMD tiles.
+      const bool plain_transpose =
+          s.transposed && s.perm.empty() && s.row_interleave == 0 && shape.size() == 2;
+      if (es == 2 && shape.size() == 2 && (s.column_block > 0 || plain_transpose)) {
+        const int64_t w = s.column_block > 0 ? s.column_block : shape[0];
+        for (int64_t b0 = 0; b0 < shape[0]; b0 += w) {
+          const int64_t width = std::min(w, shape[0] - b0);
+          transpose_u16(src + b0 * shape[1] * 2, shape[1], o + b0 * shape[1] * 2, width, width,
+                        shape[1]);
+        }
+        return;
+      }
       switch (es) {
         case 1:
           move(std::integral_constant<size_t, 1>{});
@@ -1145,9 +1214,8 @@ class PartitionCompiler {
         if (!cb.as_is.empty()) cb.drop_as_is = source->payload.drop_pages;
         char where[64];
         std::snprintf(where, sizeof where, "@%p+%lld",
-                      source->payload.parts
-                          ? static_cast<const void*>(source->payload.parts.get())
-                          : static_cast<const void*>(source->payload.data),
+                      source->payload.parts ? static_cast<const void*>(source->payload.parts.get())
+                                            : static_cast<const void*>(source->payload.data),
                       static_cast<long long>(source->payload.storage_offset));
         cb.fill_source = std::string(ir::dtype_name(source->dtype)) + where;
         if (source->payload.stored_dtype)

@@ -69,7 +69,7 @@ struct ConstantPayload {
   struct Part {
     const std::byte* data = nullptr;
     size_t nbytes = 0;
-    std::shared_ptr<const void> owner;                          // keeps `data` valid
+    std::shared_ptr<const void> owner;                           // keeps `data` valid
     void (*drop_pages)(const std::byte* p, size_t n) = nullptr;  // as ConstantPayload's
   };
   std::shared_ptr<const std::vector<Part>> parts = nullptr;

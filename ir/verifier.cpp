@@ -74,9 +74,8 @@ std::vector<std::string> verify(const Graph& g, const VerifyOptions& opts) {
       if (p->row_scale) {
         const size_t stored = p->nbytes / 4;
         if (p->element_dtype(in.value->dtype()) != DType::f32 || p->row_scale_pitch <= 0 ||
-            p->row_scale->size() <
-                (stored + static_cast<size_t>(p->row_scale_pitch) - 1) /
-                    static_cast<size_t>(p->row_scale_pitch)) {
+            p->row_scale->size() < (stored + static_cast<size_t>(p->row_scale_pitch) - 1) /
+                                       static_cast<size_t>(p->row_scale_pitch)) {
           problems.push_back("constant '" + in.value->name() +
                              "': a deferred row scale needs f32 elements and one scale per " +
                              std::to_string(p->row_scale_pitch) + " of its " +

@@ -109,13 +109,10 @@ class Folder {
     // shares them with a deferred scale per output channel (ir::ConstantPayload::row_scale), so
     // it is computed where it is consumed (codegen lays it out straight into the artifact), with
     // the rounding written below, and never held beside the weight.
-    if (const ir::Value* w = conv->input(1); w->dtype() == ir::DType::f32 && is_constant(w) &&
-                                             !w->payload()->absent &&
-                                             !w->payload()->deferred() &&
-                                             w->payload()->storage_offset == 0 &&
-                                             w->type().rank() > 0 &&
-                                             w->type().shape[0].is_constant() &&
-                                             w->type().shape[0].value() == O) {
+    if (const ir::Value* w = conv->input(1);
+        w->dtype() == ir::DType::f32 && is_constant(w) && !w->payload()->absent &&
+        !w->payload()->deferred() && w->payload()->storage_offset == 0 && w->type().rank() > 0 &&
+        w->type().shape[0].is_constant() && w->type().shape[0].value() == O) {
       const ir::Value* bias_v = conv->inputs().size() > 2 ? conv->input(2) : nullptr;
       std::optional<HostTensor> b;
       if (bias_v && !(b = constant(bias_v))) return false;

@@ -190,7 +190,8 @@ namespace {
 std::optional<DenseTensor> scaled_payload(const ir::ConstantPayload& p, const ir::TensorType& type,
                                           const Shape& shape) {
   if (p.element_dtype(type.dtype) != ir::DType::f32 || p.row_scale_pitch <= 0 ||
-      (type.dtype != ir::DType::f32 && !(ir::is_floating(type.dtype) && type.dtype != ir::DType::f64)))
+      (type.dtype != ir::DType::f32 &&
+       !(ir::is_floating(type.dtype) && type.dtype != ir::DType::f64)))
     return std::nullopt;
   const size_t n = static_cast<size_t>(count(shape));
   const Shape dense = strides_of(shape);

@@ -16,6 +16,7 @@
 #include "device/target.h"
 #include "harness.h"
 #include "ir/printer.h"
+#include "kernels/numerics.h"
 
 namespace neuronc::codegen {
 namespace {
@@ -25,7 +26,7 @@ struct Weight {
   std::vector<int64_t> strides;  // empty: row-major
   std::vector<double> scale;     // per `pitch` stored elements (none: no scale)
   int64_t pitch = 1;
-  size_t split = 1;  // > 1: the storage given as that many parts
+  size_t split = 1;         // > 1: the storage given as that many parts
   bool mid_element = true;  // the parts cut inside elements (else between them)
 };
 
@@ -93,7 +94,8 @@ void expect_same_bytes(const std::string& text, const Weight& w, bool cast,
     if (w.split > 1 || w.scale.empty()) continue;
     Weight unit = w;
     unit.scale.assign(w.scale.size(), 1.0);
-    const auto plain = stored(testing::compile_whole(*with_weight(text, unit, true, cast), t, opts));
+    const auto plain =
+        stored(testing::compile_whole(*with_weight(text, unit, true, cast), t, opts));
     EXPECT_NE(plain.at("w"), lazy.at("w"));
   }
 }
@@ -120,10 +122,15 @@ std::string linear(const std::string& dt, const std::string& n) {
 
 TEST(DeferredScale, ConvolutionWeightIsStoredAsTheScaledWeight) {
   for (const char* dt : {"f32", "bf16"}) {
-    const std::string text = std::string(R"(graph {
-  input %x : )") + dt + R"([1, 8, 6, 6]
-  param %w : )" + dt + R"([16, 8, 3, 3] "conv.weight"
-  %y : )" + dt + R"([1, 16, 4, 4] = aten.conv2d.default(%x, %w) {stride = [1, 1], padding = [0, 0], dilation = [1, 1], groups = 1}
+    const std::string text =
+        std::string(R"(graph {
+  input %x : )") +
+        dt + R"([1, 8, 6, 6]
+  param %w : )" +
+        dt + R"([16, 8, 3, 3] "conv.weight"
+  %y : )" +
+        dt +
+        R"([1, 16, 4, 4] = aten.conv2d.default(%x, %w) {stride = [1, 1], padding = [0, 0], dilation = [1, 1], groups = 1}
   output %y
 })";
     expect_same_bytes(text, random_weight(16 * 8 * 9, 16, 1), std::string(dt) == "bf16");
@@ -185,6 +192,40 @@ TEST(DeferredConcatenation, PartsAreStoredAsTheWholeWeight) {
   output %y
 })",
                     w, false, CodegenOptions{.transpose_matmul_weights = false});
+}
+
+// The transposed and column-blocked bf16 layouts hold each element where the layout says, for
+// sizes that fill the transpose's 8 x 8 tiles and sizes that leave edges.
+TEST(DeferredCast, TransposedBf16WeightsHoldEveryElementWhereTheLayoutSays) {
+  const device::Target& t = device::target(device::TargetKind::trn1);
+  for (auto [rows, cols] :
+       {std::pair<int64_t, int64_t>{13, 250}, {96, 256}, {3000, 256}, {1027, 36}}) {
+    const std::string n = std::to_string(rows), k = std::to_string(cols);
+    const std::string text = "graph {\n  input %x : bf16[40, " + k + "]\n  param %w : bf16[" + n +
+                             ", " + k + "] \"fc.weight\"\n  %y : bf16[40, " + n +
+                             "] = aten.linear.default(%x, %w)\n  output %y\n}";
+    Weight w = random_weight(static_cast<size_t>(rows * cols), static_cast<size_t>(rows), 9);
+    w.scale.clear();
+    const CompiledPartition part = testing::compile_whole(*with_weight(text, w, true, true), t);
+    const auto bytes = stored(part);
+    const ConstantBinding* cb = nullptr;
+    for (const ConstantBinding& c : part.constants)
+      if (c.name == "w") cb = &c;
+    ASSERT_NE(cb, nullptr);
+    ASSERT_TRUE(cb->transposed || cb->column_block > 0) << n << " x " << k;
+    const int64_t block = cb->column_block > 0 ? cb->column_block : rows;
+    const std::vector<std::byte>& got = bytes.at("w");
+    ASSERT_EQ(got.size(), static_cast<size_t>(rows * cols * 2));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        const int64_t b0 = r / block * block, width = std::min(block, rows - b0);
+        const int64_t at = b0 * cols + c * width + (r - b0);
+        uint16_t v;
+        std::memcpy(&v, got.data() + at * 2, 2);
+        ASSERT_EQ(v, kernels::f32_to_bf16_nearest(w.storage[static_cast<size_t>(r * cols + c)]))
+            << n << " x " << k << " element " << r << ", " << c;
+      }
+  }
 }
 
 }  // namespace

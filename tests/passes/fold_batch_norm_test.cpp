@@ -87,7 +87,8 @@ TEST(FoldBatchNorm, FoldedWeightSharesTheWeightBytesWithADeferredScale) {
   std::uniform_real_distribution<float> u(-2.0f, 2.0f), pos(0.1f, 3.0f);
   std::vector<float> w(4 * 27), gamma(4), beta(4), mean(4), var(4);
   for (float& v : w) v = u(rng);
-  for (int o = 0; o < 4; ++o) gamma[o] = u(rng), beta[o] = u(rng), mean[o] = u(rng), var[o] = pos(rng);
+  for (int o = 0; o < 4; ++o)
+    gamma[o] = u(rng), beta[o] = u(rng), mean[o] = u(rng), var[o] = pos(rng);
   set_f32(*g, "w", w);
   set_f32(*g, "gamma", gamma);
   set_f32(*g, "beta", beta);
@@ -104,8 +105,7 @@ TEST(FoldBatchNorm, FoldedWeightSharesTheWeightBytesWithADeferredScale) {
   // s and the weight as the fold computes them: in double, the product rounded once to f32.
   std::vector<double> want(w.size());
   for (int o = 0; o < 4; ++o) {
-    const double s = static_cast<double>(gamma[o]) /
-                     std::sqrt(static_cast<double>(var[o]) + 0.001);
+    const double s = static_cast<double>(gamma[o]) / std::sqrt(static_cast<double>(var[o]) + 0.001);
     for (int k = 0; k < 27; ++k)
       want[o * 27 + k] = static_cast<float>(static_cast<double>(w[o * 27 + k]) * s);
   }
