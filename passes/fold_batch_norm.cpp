@@ -122,8 +122,8 @@ class Folder {
         shape.push_back(d.is_constant() ? d.value() : -1);
         count = d.is_constant() && d.value() >= 0 && count >= 0 ? count * d.value() : -1;
       }
-      // Row-major storage (strides none or the dense ones), so output channel o is the o-th run
-      // of count / O stored elements.
+      // Row-major storage (strides none or the dense ones) of exactly the weight, so output
+      // channel o is the o-th run of count / O stored elements and the scale covers them all.
       const std::vector<int64_t>& st = w->payload()->strides;
       bool row_major = st.empty() || st.size() == shape.size();
       for (int64_t k = static_cast<int64_t>(st.size()) - 1, dense = 1; k >= 0 && row_major; --k) {
@@ -131,7 +131,7 @@ class Folder {
         dense *= std::max<int64_t>(shape[k], 0);
       }
       if (row_major && count >= 0 && O > 0 && count % O == 0 &&
-          static_cast<size_t>(count) * 4 <= w->payload()->nbytes) {
+          static_cast<size_t>(count) * 4 == w->payload()->nbytes) {
         ir::ConstantPayload scaled = *w->payload();
         scaled.row_scale = std::make_shared<const std::vector<double>>(s);
         scaled.row_scale_pitch = std::max<int64_t>(1, count / O);

@@ -138,6 +138,21 @@ TEST(FoldBatchNorm, FoldedWeightSharesTheWeightBytesWithADeferredScale) {
   }
 }
 
+// A weight whose storage holds more than the weight (a view of a larger tensor) is scaled at once,
+// with the same values.
+TEST(FoldBatchNorm, WeightInALargerStorageIsScaledAtOnce) {
+  auto g = ir::parse(kConvBn);
+  attach_conv_bn(*g);
+  set_f32(*g, "w", {2, 3, 99});  // one element past the weight
+  ASSERT_TRUE(FoldBatchNorm().run(*g));
+  ir::verify_or_throw(*g);
+  const ir::Value* w = g->find_value("y_weight");
+  EXPECT_EQ(w->payload()->row_scale, nullptr);
+  const auto read = read_constant(*w);
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->data, (std::vector<double>{1.0, 1.5}));
+}
+
 // A scale that does not cover the payload's elements is a malformed payload, reported by the
 // verifier, and refused by the passes' reader rather than read past its end.
 TEST(FoldBatchNorm, ShortDeferredScaleIsReported) {
