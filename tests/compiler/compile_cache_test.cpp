@@ -110,6 +110,42 @@ TEST(CompileCache, AHitGivesTheFreshCompilesArtifactAndReport) {
   EXPECT_EQ(compile_model(with_known).artifact, fresh.artifact);
 }
 
+// A hit onto an output that already holds the artifact (a recompile to the same path) leaves
+// that file (the same inode, its modification time refreshed); an output that differs, in one
+// byte or in its size, is replaced by the artifact.
+TEST(CompileCache, AHitOntoTheSameArtifactLeavesItAndReplacesADifferentOne) {
+  const fs::path dir = fresh_dir("same_output");
+  CompileCache cache(dir / "cache");
+  const CompileRequest req = request(model_path());
+  const CacheKey key = cache.key(req);
+  const CompileResult fresh = compile_model(req);
+  std::string why;
+  ASSERT_TRUE(cache.store(key, fresh, &why)) << why;
+  const fs::path out = dir / "out.nca";
+  ASSERT_TRUE(cache.fetch(key, out, &why)) << why;
+  struct stat before {};
+  ASSERT_EQ(::stat(out.c_str(), &before), 0);
+  fs::last_write_time(out, fs::last_write_time(out) - std::chrono::hours(1));
+  const auto old_time = fs::last_write_time(out);
+
+  ASSERT_TRUE(cache.fetch(key, out, &why)) << why;
+  struct stat after {};
+  ASSERT_EQ(::stat(out.c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);  // left as it was
+  EXPECT_GT(fs::last_write_time(out), old_time);
+  EXPECT_EQ(read_file(out), fresh.artifact);
+
+  std::vector<std::byte> changed = fresh.artifact;
+  changed[changed.size() / 2] ^= std::byte{1};
+  write_file(out, changed);
+  ASSERT_TRUE(cache.fetch(key, out, &why)) << why;
+  EXPECT_EQ(read_file(out), fresh.artifact);
+  changed.push_back(std::byte{0});
+  write_file(out, changed);
+  ASSERT_TRUE(cache.fetch(key, out, &why)) << why;
+  EXPECT_EQ(read_file(out), fresh.artifact);
+}
+
 // A compile that streams its artifact to a file (CompileRequest::output) writes the bytes it
 // would have returned, and the cache stores it from that file as it would from the bytes; a file
 // that is not the compiled artifact's size is refused, not stored.
