@@ -157,19 +157,6 @@ uint64_t checked_bytes(int64_t n, DType dt, const std::string& what) {
   return bytes;
 }
 
-// Whether a payload's elements lie row-major over `shape`: no strides given, or the dense ones
-// (a dim of one element may have any stride).
-bool row_major(const ir::ConstantPayload& p, const std::vector<int64_t>& shape) {
-  if (p.strides.empty()) return true;
-  if (p.strides.size() != shape.size()) return false;
-  int64_t dense = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    if (shape[d] != 1 && p.strides[d] != dense) return false;
-    dense *= shape[d];
-  }
-  return true;
-}
-
 // Reads the elements of a constant's payload (row-major over the value's shape) as double, the
 // shape and strides taken once, not per element. A deferred scale's elements (its payload's
 // row_scale) are read scaled, and a deferred cast's (its stored_dtype) as the value's: rounded
@@ -191,16 +178,10 @@ class PayloadReader {
       throw Error("constant '" + name + "': a deferred cast from " +
                   std::string(ir::dtype_name(p.element_dtype(dtype))) + " to " +
                   std::string(ir::dtype_name(dtype)) + ", expected one from f32 to a float");
-    if (p.row_scale &&
-        (type_ != DType::f32 || p.row_scale_pitch <= 0 ||
-         p.row_scale->size() * static_cast<size_t>(p.row_scale_pitch) < p.nbytes / 4))
-      throw Error("constant '" + name + "': a deferred row scale of " +
-                  std::to_string(p.row_scale->size()) + " rows of " +
-                  std::to_string(p.row_scale_pitch) + " over " + std::to_string(p.nbytes) +
-                  " bytes of " + std::string(ir::dtype_name(p.element_dtype(dtype))) +
-                  ", expected one scale per row of f32 elements");
+    if (const std::string why = p.deferral_problem(dtype); !why.empty())
+      throw Error("constant '" + name + "': " + why);
     // A payload with explicit strides (a tensor-parallel slice, say) is read through them.
-    contiguous_ = row_major(p_, shape_);
+    contiguous_ = p_.row_major(shape_);
   }
   double operator()(int64_t i) const {
     const int64_t off = offset(i);
@@ -323,7 +304,7 @@ ConstantSource constant_source(const ir::Value* v, const std::vector<double>* va
 std::span<const std::byte> as_is(const ConstantSource& s) {
   const int64_t n = numel(s.shape);
   const size_t es = device::dtype_size(s.dt());
-  if (s.values || n == 0 || !row_major(s.payload, s.shape) || !s.plain_layout() || !s.same_bytes())
+  if (s.values || n == 0 || !s.payload.row_major(s.shape) || !s.plain_layout() || !s.same_bytes())
     return {};
   const ir::ConstantPayload& p = s.payload;
   const size_t need = static_cast<size_t>(p.storage_offset + n) * es;
@@ -408,7 +389,7 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
     std::vector<std::span<const std::byte>> runs;  // f32 elements, n in all
     const ir::ConstantPayload& p = s.payload;
     const PayloadReader reader(s.name, p, shape, s.dtype);
-    const bool whole_parts = p.parts && row_major(p, shape) && p.storage_offset == 0 &&
+    const bool whole_parts = p.parts && p.row_major(shape) && p.storage_offset == 0 &&
                              p.nbytes == static_cast<size_t>(n) * 4;
     if (reader.stored_type() == DType::f32) {
       if (const std::byte* f = reader.contiguous_data()) {
@@ -446,10 +427,10 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
     // thread reuses, then laid out as any other payload (with its deferred scale and cast).
     thread_local std::vector<std::byte> whole;
     const ir::ConstantPayload& p = s.payload;
+    if (const std::string why = p.deferral_problem(s.dtype); !why.empty())
+      throw Error("constant '" + s.name + "': " + why);
     if (whole.size() < p.nbytes) whole.resize(p.nbytes);
-    if (!p.copy_stored(0, p.nbytes, whole.data()))
-      throw Error("constant '" + s.name + "': its parts hold less than its " +
-                  std::to_string(p.nbytes) + " bytes");
+    p.copy_stored(0, p.nbytes, whole.data());  // the parts add up to nbytes
     ConstantSource assembled = s;
     assembled.payload.parts.reset();
     assembled.payload.data = whole.data();
@@ -465,12 +446,13 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
     thread_local std::vector<float> scaled;
     if (scaled.size() < static_cast<size_t>(n)) scaled.resize(static_cast<size_t>(n));
     const ir::ConstantPayload& p = s.payload;
-    (void)PayloadReader(s.name, p, shape, s.dtype);  // refuses a malformed scale or cast
-    ir::ConstantPayload uncast = p, unscaled = p;    // read as the f32 elements they are
+    if (const std::string why = p.deferral_problem(s.dtype); !why.empty())
+      throw Error("constant '" + s.name + "': " + why);
+    ir::ConstantPayload uncast = p, unscaled = p;  // read as the f32 elements they are
     uncast.stored_dtype.reset();
     unscaled.stored_dtype.reset();
     unscaled.row_scale.reset();
-    if (row_major(p, shape)) {
+    if (p.row_major(shape)) {
       const PayloadReader raw(s.name, unscaled, shape, ir::DType::f32);
       const float* src = reinterpret_cast<const float*>(raw.contiguous_data());
       // Row by row: one scale per run of elements, rounded as the fold rounds (in double).

@@ -145,6 +145,21 @@ class AtomicFile {
   std::string error_;
 };
 
+// Reads exactly `n` bytes at `offset` of `fd` (retrying short reads); false at the end or on an
+// error.
+bool read_exactly(int fd, void* into, size_t n, uint64_t offset) {
+  auto* out = static_cast<char*>(into);
+  while (n > 0) {
+    const ssize_t r = ::pread(fd, out, n, static_cast<off_t>(offset));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    out += r;
+    n -= static_cast<size_t>(r);
+    offset += static_cast<uint64_t>(r);
+  }
+  return true;
+}
+
 // Copies `n` bytes at `offset` of `in` to the end of `out`: in the kernel (copy_file_range,
 // which a filesystem with reflinks makes a clone), else through a buffer.
 bool copy_range(int in, uint64_t offset, uint64_t n, AtomicFile& out) {
@@ -164,13 +179,12 @@ bool copy_range(int in, uint64_t offset, uint64_t n, AtomicFile& out) {
   }
   std::vector<char> buf(size_t{4} << 20);
   while (left > 0) {
-    const ssize_t r = ::pread(in, buf.data(), std::min<uint64_t>(left, buf.size()), off);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    out.write(buf.data(), static_cast<size_t>(r));
+    const size_t r = static_cast<size_t>(std::min<uint64_t>(left, buf.size()));
+    if (!read_exactly(in, buf.data(), r, static_cast<uint64_t>(off))) return false;
+    out.write(buf.data(), r);
     if (!out.ok()) return false;
-    off += r;
-    left -= static_cast<uint64_t>(r);
+    off += static_cast<loff_t>(r);
+    left -= r;
   }
   return true;
 }
@@ -300,20 +314,6 @@ uint64_t get64(const uint8_t* p) {
 
 uint32_t crc_of(const void* p, size_t n) {
   return artifact::crc32c(std::span<const std::byte>(static_cast<const std::byte*>(p), n));
-}
-
-// Reads exactly `n` bytes at `offset` of `fd` (retrying short reads); false at the end or on an
-// error.
-bool read_exactly(int fd, std::byte* out, size_t n, uint64_t offset) {
-  while (n > 0) {
-    const ssize_t r = ::pread(fd, out, n, static_cast<off_t>(offset));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    out += r;
-    n -= static_cast<size_t>(r);
-    offset += static_cast<uint64_t>(r);
-  }
-  return true;
 }
 
 // The CRC32C of `n` bytes at `offset` of `fd`, read (not mapped: no page faults, and nothing
@@ -531,8 +531,7 @@ std::optional<CompileCache::Hit> CompileCache::fetch(const CacheKey& key, const 
   if (::fstat(fd, &st) != 0) return corrupt("cannot stat it: " + errno_text());
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   std::array<uint8_t, kEntryHeader> hb{};
-  if (size < kEntryHeader ||
-      ::pread(fd, hb.data(), kEntryHeader, 0) != static_cast<ssize_t>(kEntryHeader))
+  if (size < kEntryHeader || !read_exactly(fd, hb.data(), kEntryHeader, 0))
     return corrupt("expected a " + std::to_string(kEntryHeader) + "-byte header, found " +
                    std::to_string(size) + " bytes");
   if (std::memcmp(hb.data(), kEntryMagic, 8) != 0) return corrupt("bad magic");
@@ -553,8 +552,7 @@ std::optional<CompileCache::Hit> CompileCache::fetch(const CacheKey& key, const 
     return corrupt("expected " + std::to_string(h.artifact_offset + h.artifact_bytes) +
                    " bytes, found " + std::to_string(size));
   std::string report(h.report_bytes, '\0');
-  if (::pread(fd, report.data(), report.size(), kEntryHeader) !=
-      static_cast<ssize_t>(report.size()))
+  if (!read_exactly(fd, report.data(), report.size(), kEntryHeader))
     return corrupt("short read of the report");
   if (crc_of(report.data(), report.size()) != h.report_crc)
     return corrupt("report CRC32C mismatch");

@@ -31,6 +31,43 @@ bool ConstantPayload::copy_stored(size_t offset, size_t n, std::byte* out) const
   return n == 0;
 }
 
+std::string ConstantPayload::deferral_problem(DType value_dtype) const {
+  if (parts) {
+    size_t total = 0;
+    bool held = true;
+    for (const Part& part : *parts) {
+      total += part.nbytes;
+      held = held && (part.data || part.nbytes == 0);
+    }
+    if (total != nbytes || !held || data)
+      return "a deferred concatenation of " + std::to_string(parts->size()) + " parts holding " +
+             std::to_string(total) + " bytes" + (held ? "" : " (some absent)") +
+             (data ? " beside its own data" : "") + ", expected " + std::to_string(nbytes);
+  }
+  if (row_scale) {
+    const size_t stored = nbytes / 4;
+    if (element_dtype(value_dtype) != DType::f32 || row_scale_pitch <= 0 ||
+        row_scale->size() < (stored + static_cast<size_t>(row_scale_pitch) - 1) /
+                                static_cast<size_t>(row_scale_pitch))
+      return "a deferred row scale needs f32 elements and one scale per " +
+             std::to_string(row_scale_pitch) + " of its " + std::to_string(stored) +
+             " stored elements, found " + std::string(dtype_name(element_dtype(value_dtype))) +
+             " and " + std::to_string(row_scale->size()) + " scales";
+  }
+  return {};
+}
+
+bool ConstantPayload::row_major(const std::vector<int64_t>& shape) const {
+  if (strides.empty()) return true;
+  if (strides.size() != shape.size()) return false;
+  int64_t dense = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] != 1 && strides[d] != dense) return false;
+    dense *= shape[d];
+  }
+  return true;
+}
+
 // --- Value ---------------------------------------------------------------------------------
 
 void Value::replace_all_uses_with(Value* other) {

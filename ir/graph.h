@@ -82,6 +82,13 @@ struct ConstantPayload {
   // Copies the stored bytes [offset, offset + n) to `out`, from `data` or across the parts.
   // False when they are not all there.
   bool copy_stored(size_t offset, size_t n, std::byte* out) const;
+  // What is wrong with the deferred scale or concatenation of a payload of a value of
+  // `value_dtype` (a scale that does not cover its f32 storage, parts that do not add up to
+  // `nbytes`), or empty when nothing is. Every reader that applies them checks this first.
+  std::string deferral_problem(DType value_dtype) const;
+  // Whether the elements lie row-major over `shape`: no strides given, or the dense ones (a dim
+  // of one element may have any stride).
+  bool row_major(const std::vector<int64_t>& shape) const;
   // The scale of the stored element at storage index e (1 without a deferred scale).
   double scale_at(int64_t e) const {
     return row_scale ? (*row_scale)[static_cast<size_t>(e / row_scale_pitch)] : 1.0;

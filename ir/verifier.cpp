@@ -56,34 +56,8 @@ std::vector<std::string> verify(const Graph& g, const VerifyOptions& opts) {
                              " bytes, payload has " + std::to_string(p->nbytes));
         }
       }
-      if (p->parts) {
-        size_t total = 0;
-        bool held = true;
-        for (const ConstantPayload::Part& part : *p->parts) {
-          total += part.nbytes;
-          held = held && (part.data || part.nbytes == 0);
-        }
-        if (total != p->nbytes || !held || p->data) {
-          problems.push_back("constant '" + in.value->name() + "': a deferred concatenation of " +
-                             std::to_string(p->parts->size()) + " parts holding " +
-                             std::to_string(total) + " bytes" + (held ? "" : " (some absent)") +
-                             (p->data ? " beside its own data" : "") + ", expected " +
-                             std::to_string(p->nbytes));
-        }
-      }
-      if (p->row_scale) {
-        const size_t stored = p->nbytes / 4;
-        if (p->element_dtype(in.value->dtype()) != DType::f32 || p->row_scale_pitch <= 0 ||
-            p->row_scale->size() < (stored + static_cast<size_t>(p->row_scale_pitch) - 1) /
-                                       static_cast<size_t>(p->row_scale_pitch)) {
-          problems.push_back("constant '" + in.value->name() +
-                             "': a deferred row scale needs f32 elements and one scale per " +
-                             std::to_string(p->row_scale_pitch) + " of its " +
-                             std::to_string(stored) + " stored elements, found " +
-                             std::string(dtype_name(p->element_dtype(in.value->dtype()))) +
-                             " and " + std::to_string(p->row_scale->size()) + " scales");
-        }
-      }
+      if (const std::string why = p->deferral_problem(in.value->dtype()); !why.empty())
+        problems.push_back("constant '" + in.value->name() + "': " + why);
     }
   }
   for (const auto& node_ptr : g.nodes()) {

@@ -105,43 +105,40 @@ class Folder {
       return false;
     if (conv->attr("transposed") && conv->attr_bool("transposed")) return false;
     const int64_t O = static_cast<int64_t>(s.size());
-    // An f32 weight (the usual one) stored as it is read keeps its bytes: the folded weight
-    // shares them with a deferred scale per output channel (ir::ConstantPayload::row_scale), so
-    // it is computed where it is consumed (codegen lays it out straight into the artifact), with
-    // the rounding written below, and never held beside the weight.
-    if (const ir::Value* w = conv->input(1);
-        w->dtype() == ir::DType::f32 && is_constant(w) && !w->payload()->absent &&
-        !w->payload()->deferred() && w->payload()->storage_offset == 0 && w->type().rank() > 0 &&
-        w->type().shape[0].is_constant() && w->type().shape[0].value() == O) {
-      const ir::Value* bias_v = conv->inputs().size() > 2 ? conv->input(2) : nullptr;
-      std::optional<HostTensor> b;
-      if (bias_v && !(b = constant(bias_v))) return false;
+    const ir::Value* bias_v = conv->inputs().size() > 2 ? conv->input(2) : nullptr;
+    std::optional<HostTensor> b;
+    if (bias_v && !(b = constant(bias_v))) return false;
+    // The folded conv: weight `wv`, bias b * s + t in `dtype`.
+    auto fold_with = [&](ir::Value* wv, ir::DType dtype) {
+      HostTensor b2{dtype, {O}, std::vector<double>(static_cast<size_t>(O))};
+      for (int64_t o = 0; o < O; ++o)
+        b2.data[o] = round_to(b2.dtype, (b ? b->data[o] : 0.0) * s[o] + t[o]);
+      ir::Value* bv = add_constant(y->name() + "_bias", target + ".bias", std::move(b2));
+      return replace_conv(bn, conv, wv, bv);
+    };
+    // An f32 weight (the usual one) whose storage is exactly its row-major elements keeps its
+    // bytes: the folded weight shares them with a deferred scale per output channel
+    // (ir::ConstantPayload::row_scale, covering every stored element), so it is computed where
+    // it is consumed (codegen lays it out straight into the artifact), with the rounding written
+    // below, and never held beside the weight.
+    if (const ir::Value* w = conv->input(1); w->dtype() == ir::DType::f32 && is_constant(w)) {
+      const ir::ConstantPayload& p = *w->payload();
       std::vector<int64_t> shape;
       int64_t count = 1;
       for (const ir::Dim& d : w->shape()) {
-        shape.push_back(d.is_constant() ? d.value() : -1);
-        count = d.is_constant() && d.value() >= 0 && count >= 0 ? count * d.value() : -1;
+        if (!d.is_constant()) count = -1;
+        shape.push_back(d.is_constant() ? d.value() : 0);
+        if (count >= 0) count *= shape.back();
       }
-      // Row-major storage (strides none or the dense ones) of exactly the weight, so output
-      // channel o is the o-th run of count / O stored elements and the scale covers them all.
-      const std::vector<int64_t>& st = w->payload()->strides;
-      bool row_major = st.empty() || st.size() == shape.size();
-      for (int64_t k = static_cast<int64_t>(st.size()) - 1, dense = 1; k >= 0 && row_major; --k) {
-        row_major = shape[k] == 1 || st[k] == dense;
-        dense *= std::max<int64_t>(shape[k], 0);
-      }
-      if (row_major && count >= 0 && O > 0 && count % O == 0 &&
-          static_cast<size_t>(count) * 4 == w->payload()->nbytes) {
-        ir::ConstantPayload scaled = *w->payload();
+      if (!p.absent && !p.deferred() && p.storage_offset == 0 && p.row_major(shape) &&
+          !shape.empty() && shape[0] == O && O > 0 && count > 0 &&
+          static_cast<size_t>(count) * 4 == p.nbytes) {
+        ir::ConstantPayload scaled = p;
         scaled.row_scale = std::make_shared<const std::vector<double>>(s);
-        scaled.row_scale_pitch = std::max<int64_t>(1, count / O);
-        HostTensor b2{ir::DType::f32, {O}, std::vector<double>(static_cast<size_t>(O))};
-        for (int64_t o = 0; o < O; ++o)
-          b2.data[o] = round_to(b2.dtype, (b ? b->data[o] : 0.0) * s[o] + t[o]);
-        ir::Value* wv = add_constant_input(g_, y->name() + "_weight", target + ".weight",
-                                           ir::DType::f32, shape, std::move(scaled));
-        ir::Value* bv = add_constant(y->name() + "_bias", target + ".bias", std::move(b2));
-        return replace_conv(bn, conv, wv, bv);
+        scaled.row_scale_pitch = count / O;
+        return fold_with(add_constant_input(g_, y->name() + "_weight", target + ".weight",
+                                            ir::DType::f32, shape, std::move(scaled)),
+                         ir::DType::f32);
       }
     }
     // Otherwise an f32 weight scales in one pass over its bytes: the same rounding as through
@@ -149,9 +146,6 @@ class Folder {
     if (conv->input(1)->dtype() == ir::DType::f32 && is_constant(conv->input(1))) {
       std::optional<DenseTensor> d = dense_constant(*conv->input(1));
       if (d && !d->shape.empty() && d->shape[0] == O) {
-        const ir::Value* bias_v = conv->inputs().size() > 2 ? conv->input(2) : nullptr;
-        std::optional<HostTensor> b;
-        if (bias_v && !(b = constant(bias_v))) return false;
         const size_t n = d->nbytes() / 4, per = n / static_cast<size_t>(O);
         // From the pass's arena (huge pages: kernels/zeroed_bytes.h): no zero fill before it is
         // overwritten, and a small weight is not faulted in 4 KiB at a time.
@@ -170,21 +164,14 @@ class Folder {
                                     static_cast<float>(static_cast<double>(v) * s[o]);
                               }
                           });
-        HostTensor b2{ir::DType::f32, {O}, std::vector<double>(static_cast<size_t>(O))};
-        for (int64_t o = 0; o < O; ++o)
-          b2.data[o] = round_to(b2.dtype, (b ? b->data[o] : 0.0) * s[o] + t[o]);
-        ir::Value* wv = add_constant_input(
-            g_, y->name() + "_weight", target + ".weight", ir::DType::f32, d->shape,
-            ir::ConstantPayload{bytes.get(), d->nbytes(), 0, {}, bytes});
-        ir::Value* bv = add_constant(y->name() + "_bias", target + ".bias", std::move(b2));
-        return replace_conv(bn, conv, wv, bv);
+        return fold_with(add_constant_input(
+                             g_, y->name() + "_weight", target + ".weight", ir::DType::f32,
+                             d->shape, ir::ConstantPayload{bytes.get(), d->nbytes(), 0, {}, bytes}),
+                         ir::DType::f32);
       }
     }
     auto w = constant(conv->input(1));
     if (!w) return false;
-    const ir::Value* bias_v = conv->inputs().size() > 2 ? conv->input(2) : nullptr;
-    std::optional<HostTensor> b;
-    if (bias_v && !(b = constant(bias_v))) return false;
     if (w->shape.empty() || w->shape[0] != O) return false;
     const int64_t per = static_cast<int64_t>(w->data.size()) / O;
     HostTensor w2 = *w;
@@ -193,12 +180,8 @@ class Folder {
         double& v = w2.data[o * per + k];
         v = round_to(w2.dtype, v * s[o]);
       }
-    HostTensor b2{w->dtype, {O}, std::vector<double>(static_cast<size_t>(O))};
-    for (int64_t o = 0; o < O; ++o)
-      b2.data[o] = round_to(b2.dtype, (b ? b->data[o] : 0.0) * s[o] + t[o]);
-    ir::Value* wv = add_constant(y->name() + "_weight", target + ".weight", std::move(w2));
-    ir::Value* bv = add_constant(y->name() + "_bias", target + ".bias", std::move(b2));
-    return replace_conv(bn, conv, wv, bv);
+    const ir::DType dtype = w->dtype;
+    return fold_with(add_constant(y->name() + "_weight", target + ".weight", std::move(w2)), dtype);
   }
 
   // `bn` becomes `conv` with weight `wv` and bias `bv`.

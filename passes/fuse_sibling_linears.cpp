@@ -91,19 +91,14 @@ class Fuser {
   static std::span<const std::byte> plain_bytes(const ir::Value& v) {
     const ir::ConstantPayload* p = v.payload();
     if (!p || p->absent || !p->data || p->deferred() || p->storage_offset < 0) return {};
-    size_t n = 1;
+    std::vector<int64_t> shape;
     for (const ir::Dim& d : v.shape()) {
       if (!d.is_constant()) return {};
-      n *= static_cast<size_t>(d.value());
+      shape.push_back(d.value());
     }
-    if (!p->strides.empty()) {
-      if (p->strides.size() != v.shape().size()) return {};
-      int64_t step = 1;
-      for (size_t k = p->strides.size(); k-- > 0;) {
-        if (v.shape()[k].value() != 1 && p->strides[k] != step) return {};
-        step *= v.shape()[k].value();
-      }
-    }
+    if (!p->row_major(shape)) return {};
+    size_t n = 1;
+    for (int64_t d : shape) n *= static_cast<size_t>(d);
     const size_t es = ir::dtype_size(v.dtype()), first = static_cast<size_t>(p->storage_offset);
     if ((first + n) * es > p->nbytes) return {};
     return {p->data + first * es, n * es};
@@ -161,7 +156,7 @@ class Fuser {
     // later read brings its pages back from the file), so it is not held beside its copy.
     for (ir::Node* n : group) {
       const ir::ConstantPayload* p = n->input(input)->payload();
-      if (p->drop_pages && !p->parts) p->drop_pages(p->data, p->nbytes);
+      if (p->drop_pages) p->drop_pages(p->data, p->nbytes);
     }
     return ir::ConstantPayload{out.get(), at.back(), 0, {}, out};
   }

@@ -26,6 +26,17 @@ Shape strides_of(const Shape& s) {
   return st;
 }
 
+// The storage index of element i (row-major over `shape`) of a payload read through strides
+// `st` from `offset`.
+int64_t storage_index(size_t i, const Shape& shape, const Shape& st, int64_t offset) {
+  int64_t rem = static_cast<int64_t>(i);
+  for (size_t k = shape.size(); k-- > 0;) {
+    offset += (rem % shape[k]) * st[k];
+    rem /= shape[k];
+  }
+  return offset;
+}
+
 std::optional<Shape> static_shape(const ir::Shape& s) {
   Shape out;
   for (const ir::Dim& d : s) {
@@ -189,24 +200,18 @@ namespace {
 // host kernel casts: store_f32_n, round to nearest even).
 std::optional<DenseTensor> scaled_payload(const ir::ConstantPayload& p, const ir::TensorType& type,
                                           const Shape& shape) {
-  if (p.element_dtype(type.dtype) != ir::DType::f32 || p.row_scale_pitch <= 0 ||
+  if (!p.deferral_problem(type.dtype).empty() ||
       (type.dtype != ir::DType::f32 &&
        !(ir::is_floating(type.dtype) && type.dtype != ir::DType::f64)))
     return std::nullopt;
   const size_t n = static_cast<size_t>(count(shape));
-  const Shape dense = strides_of(shape);
-  const Shape st = p.strides.empty() ? dense : Shape(p.strides.begin(), p.strides.end());
+  const Shape st =
+      p.strides.empty() ? strides_of(shape) : Shape(p.strides.begin(), p.strides.end());
   if (st.size() != shape.size()) return std::nullopt;
   std::vector<float> scaled(n);
   for (size_t i = 0; i < n; ++i) {
-    int64_t rem = static_cast<int64_t>(i), off = p.storage_offset;
-    for (size_t k = shape.size(); k-- > 0;) {
-      off += (rem % shape[k]) * st[k];
-      rem /= shape[k];
-    }
-    if (off < 0 || static_cast<size_t>(off + 1) * 4 > p.nbytes ||
-        static_cast<size_t>(off / p.row_scale_pitch) >= p.row_scale->size())
-      return std::nullopt;
+    const int64_t off = storage_index(i, shape, st, p.storage_offset);
+    if (off < 0 || static_cast<size_t>(off + 1) * 4 > p.nbytes) return std::nullopt;
     float x;
     std::memcpy(&x, p.data + off * 4, 4);
     scaled[i] = static_cast<float>(static_cast<double>(x) * p.scale_at(off));
@@ -227,8 +232,9 @@ std::optional<DenseTensor> dense_payload(const ir::ConstantPayload& payload,
   if (!shape) return std::nullopt;
   if (p->parts) {
     // A deferred concatenation: its storage assembled, then read as any other payload's.
+    if (!p->deferral_problem(type.dtype).empty()) return std::nullopt;
     auto bytes = std::make_shared<std::vector<std::byte>>(p->nbytes);
-    if (!p->copy_stored(0, p->nbytes, bytes->data())) return std::nullopt;
+    p->copy_stored(0, p->nbytes, bytes->data());  // the parts add up to nbytes
     ir::ConstantPayload whole = *p;
     whole.parts.reset();
     whole.data = bytes->data();
@@ -268,11 +274,7 @@ std::optional<DenseTensor> dense_payload(const ir::ConstantPayload& payload,
   }
   std::vector<std::byte> bytes(n * es);
   for (size_t i = 0; i < n; ++i) {
-    int64_t rem = static_cast<int64_t>(i), off = p->storage_offset;
-    for (size_t k = shape->size(); k-- > 0;) {
-      off += (rem % (*shape)[k]) * st[k];
-      rem /= (*shape)[k];
-    }
+    const int64_t off = storage_index(i, *shape, st, p->storage_offset);
     const size_t byte = static_cast<size_t>(off) * es;
     if (off < 0 || byte + es > p->nbytes) return std::nullopt;
     std::memcpy(bytes.data() + i * es, p->data + byte, es);
