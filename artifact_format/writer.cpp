@@ -511,7 +511,7 @@ class FileSink final : public Sink {
   void resize(uint64_t) override {}
   void write_at(uint64_t offset, std::span<const std::byte> b) override {
     // One writer at a time: the kernel serialises writes to one file anyway (the inode lock),
-    // and a thread waiting here sleeps where one waiting there spins (a tenth of a BERT-large
+    // and a thread waiting here sleeps where one waiting there spins (4 % of a BERT-large
     // compile's CPU time went to that spinning).
     std::lock_guard<std::mutex> write_lock(write_mu_);
     while (!b.empty()) {

@@ -74,8 +74,8 @@ struct ConstantPayload {
   };
   std::shared_ptr<const std::vector<Part>> parts = nullptr;
   DType element_dtype(DType value_dtype) const { return stored_dtype.value_or(value_dtype); }
-  // Whether the stored bytes are the elements as they are read, at `data` (no deferred cast,
-  // scale or concatenation).
+  // Whether anything is deferred (a cast, a scale or a concatenation), so the bytes at `data`
+  // are not the elements as they are read.
   bool deferred() const {
     return stored_dtype.has_value() || row_scale != nullptr || parts != nullptr;
   }
