@@ -6,10 +6,14 @@ namespace neuronc::device {
 void DependencyTracker::List::index(uint32_t i) {
   const int64_t b0 = lo[i], b1 = hi[i];
   const int64_t bucket = b0 >> kShift;
-  if (b0 < 0 || bucket >= kMaxBuckets || ((b1 - 1) >> kShift) - bucket >= kSpan) {
+  const int64_t span = ((b1 - 1) >> kShift) - bucket;  // -1 for an empty access
+  size_t level = 0;
+  while (level < kLevelSpan.size() && span > kLevelSpan[level]) ++level;
+  if (b0 < 0 || bucket >= kMaxBuckets || level == kLevelSpan.size()) {
     wide.push_back(i);
     return;
   }
+  std::vector<std::vector<uint32_t>>& buckets = levels[level];
   if (static_cast<size_t>(bucket) >= buckets.size())
     buckets.resize(static_cast<size_t>(bucket) + 1);
   buckets[static_cast<size_t>(bucket)].push_back(i);
@@ -36,7 +40,8 @@ void DependencyTracker::List::compact_if_sparse() {
   lo.resize(k);
   hi.resize(k);
   retired = 0;
-  for (auto& b : buckets) b.clear();
+  for (auto& buckets : levels)
+    for (auto& b : buckets) b.clear();
   wide.clear();
   for (size_t i = 0; i < k; ++i) index(static_cast<uint32_t>(i));
 }

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <vector>
 
 namespace neuronc::device {
@@ -71,6 +73,58 @@ TEST(DependencyTracker, RetiringWriteForgetsWhatItCoversAndReadItsThreadsReads) 
   t.add_retiring({rect(MemoryKind::hbm, 0, 1, 64, 256), false, 1, 5});
   t.add_retiring({small, true, 2, 6});
   EXPECT_EQ(conflicts(t, big, true, 7), (std::vector<uint32_t>{4, 5, 6}));
+}
+
+// Against a plain list of every access: the same conflicts, in the same order, whatever the
+// lengths (one byte to far past the index's longest level, so every level and the wide list
+// hold some), offsets near 2 KiB bucket edges and far into HBM, with retirement and the
+// compaction it triggers interleaved.
+TEST(DependencyTracker, FindsWhatAScanOfEveryAccessFinds) {
+  std::mt19937_64 rng(20261205);
+  struct Ref {
+    MemoryAccess a;
+    bool live = true;
+  };
+  std::vector<Ref> all;
+  DependencyTracker t;
+  auto pick = [&](int64_t n) { return static_cast<int64_t>(rng() % static_cast<uint64_t>(n)); };
+  auto random_rect = [&] {
+    const MemoryKind m = pick(4) == 0 ? MemoryKind::hbm : MemoryKind::sbuf;
+    int64_t b0 = pick(4) == 0 ? pick(64) * 2048 - pick(3) : pick(192 * 1024);
+    if (m == MemoryKind::hbm && pick(8) == 0) b0 += int64_t{1} << 33;  // beyond the buckets
+    static constexpr int64_t kLengths[] = {1, 64, 2047, 2048, 2049, 4096, 6000, 8192, 20000,
+                                           32768, 40000, 100000};
+    const int64_t len = pick(6) == 0 ? 0 : kLengths[pick(std::size(kLengths))] + pick(3) - 1;
+    const auto p0 = static_cast<uint16_t>(pick(4) * 32);
+    return rect(m, p0, static_cast<uint16_t>(p0 + 32 * (1 + pick(4 - p0 / 32))), b0,
+                b0 + std::max<int64_t>(0, len));
+  };
+  for (uint32_t seq = 0; seq < 4000; ++seq) {
+    const ByteRect r = random_rect();
+    const bool write = pick(3) == 0;
+    const auto thread = static_cast<uint32_t>(pick(5));
+    // Query first, as the emitter does, then record.
+    std::vector<uint32_t> want;
+    for (const Ref& x : all)
+      if (x.live && x.a.thread != thread && (write || x.a.write) && overlaps(r, x.a.rect))
+        want.push_back(x.a.seq);
+    ASSERT_EQ(conflicts(t, r, write, thread), want) << "query " << seq;
+    const MemoryAccess a{r, write, thread, seq};
+    if (pick(2) == 0) {
+      t.add(a);
+    } else {
+      for (Ref& x : all)
+        if (x.live && x.a.rect.memory == r.memory && covers(r, x.a.rect) &&
+            r.b0 <= std::min(x.a.rect.b0, x.a.rect.b1) && x.a.rect.b1 <= r.b1 &&
+            (write || (!x.a.write && x.a.thread == thread)))
+          x.live = false;
+      t.add_retiring(a);
+    }
+    all.push_back({a, true});
+    ASSERT_EQ(t.size(), static_cast<size_t>(std::count_if(
+                            all.begin(), all.end(), [](const Ref& x) { return x.live; })))
+        << "after " << seq;
+  }
 }
 
 }  // namespace
