@@ -63,6 +63,14 @@ bool MappedFile::read_at(uint64_t offset, std::byte* out, size_t n) const {
   return true;
 }
 
+bool MappedFile::read_mapped(const void* file, const std::byte* p, size_t n, std::byte* out) {
+  const auto* f = static_cast<const MappedFile*>(file);
+  if (f == nullptr || !f->mapped_ || p < f->data_ || n > f->size_ ||
+      static_cast<size_t>(p - f->data_) > f->size_ - n)
+    return false;
+  return f->read_at(static_cast<uint64_t>(p - f->data_), out, n);
+}
+
 void MappedFile::drop_pages(const std::byte* p, size_t n) {
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const auto begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;

@@ -44,6 +44,9 @@ class MappedFile {
   // Drops the pages wholly inside [p, p + n) of a read-only file mapping from this process: they
   // read back from the file when touched again. Only for bytes of a mapped() file.
   static void drop_pages(const std::byte* p, size_t n);
+  // Copies the `n` bytes at `p`, inside the mapping of the MappedFile `file` points to, to `out`
+  // with read_at (ir::ConstantPayload::read_bytes); false for bytes outside it or a read error.
+  static bool read_mapped(const void* file, const std::byte* p, size_t n, std::byte* out);
 
  private:
   MappedFile() = default;

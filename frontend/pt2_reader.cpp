@@ -207,7 +207,10 @@ void bind_weights(ir::Graph& g, const std::string& file_name, WeightSource* weig
       p.owner = t->owner;
     } else {
       p.owner = file;
-      if (file->mapped()) p.drop_pages = &MappedFile::drop_pages;
+      if (file->mapped()) {
+        p.drop_pages = &MappedFile::drop_pages;
+        p.read_bytes = &MappedFile::read_mapped;
+      }
     }
     in.value->set_payload(std::move(p));
   }

@@ -34,6 +34,7 @@ class Error : public std::runtime_error {
 // Bytes of a constant tensor that live outside the IR (normally in the mmap'd input file).
 // `owner` keeps that memory alive; the IR never copies the bytes.
 struct ConstantPayload {
+  using ReadBytes = bool (*)(const void* owner, const std::byte* p, size_t n, std::byte* out);
   const std::byte* data = nullptr;
   size_t nbytes = 0;                  // bytes available from `data` (the storage)
   int64_t storage_offset = 0;         // in elements
@@ -43,6 +44,12 @@ struct ConstantPayload {
   // inside [p, p + n) from the process. A pass may call it on bytes it has read for the last
   // time; touching them again reads them back from the file, so it never changes a value.
   void (*drop_pages)(const std::byte* p, size_t n) = nullptr;
+  // Set (by the frontend) with drop_pages: copies the `n` bytes at `p` (inside the mapping that
+  // `owner`, passed as owner.get(), keeps) to `out` by reading the file, which a one-pass scan of
+  // a large weight does faster than touching the mapping (no page faults). False when it cannot
+  // (a read error, bytes outside the mapping): the caller then reads the mapping instead, which
+  // holds the same bytes.
+  ReadBytes read_bytes = nullptr;
   // A weight whose bytes the export did not carry (a weights-free or meta export): its dtype
   // and shape are known, its values are not (`data` is null). Such a program compiles to a
   // timing-only artifact; passes that would compute from the bytes carry the absence instead.
@@ -71,6 +78,7 @@ struct ConstantPayload {
     size_t nbytes = 0;
     std::shared_ptr<const void> owner;                           // keeps `data` valid
     void (*drop_pages)(const std::byte* p, size_t n) = nullptr;  // as ConstantPayload's
+    ReadBytes read_bytes = nullptr;                              // as ConstantPayload's
   };
   std::shared_ptr<const std::vector<Part>> parts = nullptr;
   DType element_dtype(DType value_dtype) const { return stored_dtype.value_or(value_dtype); }

@@ -121,7 +121,8 @@ class Fuser {
         parts.reset();
         break;
       }
-      parts->push_back({b.data(), b.size(), v.payload()->owner, v.payload()->drop_pages});
+      parts->push_back({b.data(), b.size(), v.payload()->owner, v.payload()->drop_pages,
+                        v.payload()->read_bytes});
       total += b.size();
     }
     if (parts) {

@@ -240,6 +240,7 @@ std::optional<DenseTensor> dense_payload(const ir::ConstantPayload& payload,
     whole.data = bytes->data();
     whole.owner = bytes;
     whole.drop_pages = nullptr;
+    whole.read_bytes = nullptr;
     return dense_payload(whole, type);
   }
   if (p->row_scale) return scaled_payload(*p, type, *shape);
