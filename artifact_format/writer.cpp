@@ -63,10 +63,9 @@ class Sink {
   virtual void resize(uint64_t total) = 0;
   virtual void write_at(uint64_t offset, std::span<const std::byte> bytes) = 0;
   // Has `fill` make its bytes at `offset` (in `scratch` when the sink needs a buffer); returns
-  // them (valid until the worker's next call), for their CRC.
-  virtual std::span<const std::byte> fill_at(uint64_t offset, const ConstantFill& fill,
-                                             Scratch& scratch) = 0;
-  // Called when emit() is done with the bytes fill_at() returned for `fill`.
+  // their CRC.
+  virtual uint32_t fill_at(uint64_t offset, const ConstantFill& fill, Scratch& scratch) = 0;
+  // Called when emit() is done with `fill`'s bytes.
   virtual void release(const ConstantFill&) {}
 };
 
@@ -77,10 +76,10 @@ class MemorySink final : public Sink {
   void write_at(uint64_t offset, std::span<const std::byte> b) override {
     std::copy(b.begin(), b.end(), out_.begin() + static_cast<ptrdiff_t>(offset));
   }
-  std::span<const std::byte> fill_at(uint64_t offset, const ConstantFill& f, Scratch&) override {
+  uint32_t fill_at(uint64_t offset, const ConstantFill& f, Scratch&) override {
     const std::span<std::byte> dst(out_.data() + offset, f.size);
     f.fill(dst);
-    return dst;
+    return crc32c(dst);
   }
 
  private:
@@ -101,8 +100,8 @@ void make_fills(std::span<const Payload> payloads,
     for (size_t k; !failed && (k = next.fetch_add(1)) < fills.size();) {
       const auto [i, pos] = fills[k];
       try {
-        const std::span<const std::byte> made = sink.fill_at(pos, *payloads[i].fill, scratch);
-        if (i < c.segments.size()) c.segments[i].crc32c = crc32c(made);
+        const uint32_t crc = sink.fill_at(pos, *payloads[i].fill, scratch);
+        if (i < c.segments.size()) c.segments[i].crc32c = crc;
         sink.release(*payloads[i].fill);
       } catch (...) {
         errors[k] = std::current_exception();
@@ -526,16 +525,29 @@ class FileSink final : public Sink {
       offset += static_cast<uint64_t>(n);
     }
   }
-  std::span<const std::byte> fill_at(uint64_t offset, const ConstantFill& f,
-                                     Scratch& scratch) override {
+  uint32_t fill_at(uint64_t offset, const ConstantFill& f, Scratch& scratch) override {
+    if (f.as_is.size() == f.size && f.read_as_is) {
+      // Read from the file chunk by chunk into the scratch buffer, then written and CRC'd from it.
+      constexpr size_t kChunk = size_t{4} << 20;
+      uint32_t crc = 0;
+      for (size_t off = 0; off < f.size; off += kChunk) {
+        const size_t n = std::min<size_t>(kChunk, f.size - off);
+        std::span<const std::byte> chunk = f.as_is.subspan(off, n);
+        const std::span<std::byte> buffer = scratch.at_least(kChunk).first(n);
+        if (f.read_as_is(f.as_is_owner, chunk.data(), n, buffer.data())) chunk = buffer;
+        crc = crc32c(chunk, crc);
+        write_at(offset + off, chunk);
+      }
+      return crc;
+    }
     if (f.as_is.size() == f.size) {
       write_at(offset, f.as_is);
-      return f.as_is;  // its CRC is taken, then release() drops its pages
+      return crc32c(f.as_is);  // then release() drops its pages
     }
     const std::span<std::byte> made = scratch.at_least(f.size);
     f.fill(made);
     write_at(offset, made);
-    return made;
+    return crc32c(made);
   }
   void release(const ConstantFill& f) override {
     if (f.drop_as_is && f.as_is.size() == f.size) f.drop_as_is(f.as_is.data(), f.as_is.size());

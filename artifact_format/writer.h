@@ -39,6 +39,12 @@ struct ConstantFill {
   // whose pages it drops from the process (ir::ConstantPayload::drop_pages; a later read brings
   // them back from the file), so writing a model's weights leaves none of them resident.
   void (*drop_as_is)(const std::byte* p, size_t n) = nullptr;
+  // When set, copies `n` bytes at `p` of `as_is` to `out` by reading its file
+  // (ir::ConstantPayload::read_bytes, called with `as_is_owner`), false when it cannot: a file is
+  // then written from chunks read so, not by touching the mapping (each newly mapped page is
+  // costly on a shadow-paged VM), and from `as_is` itself where a read fails.
+  bool (*read_as_is)(const void* owner, const std::byte* p, size_t n, std::byte* out) = nullptr;
+  const void* as_is_owner = nullptr;  // kept alive by `fill`
 };
 
 struct WriteOptions {

@@ -141,6 +141,9 @@ struct ConstantBinding {
   // those bytes, which `fill` keeps alive (artifact::ConstantFill::as_is).
   std::span<const std::byte> as_is;
   void (*drop_as_is)(const std::byte*, size_t) = nullptr;  // the payload's drop_pages
+  // The payload's read_bytes and its owner (artifact::ConstantFill::read_as_is).
+  bool (*read_as_is)(const void*, const std::byte*, size_t, std::byte*) = nullptr;
+  const void* as_is_owner = nullptr;
   // With `fill`: which payload bytes, in which dtype, it reads ("<dtype>@<address>+<offset>"),
   // the same for every binding of one weight within one compile (sharing between partitions).
   std::string fill_source;

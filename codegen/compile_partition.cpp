@@ -1230,7 +1230,11 @@ class PartitionCompiler {
               if (part.drop_pages) part.drop_pages(part.data, part.nbytes);
         };
         cb.as_is = as_is(*source);
-        if (!cb.as_is.empty()) cb.drop_as_is = source->payload.drop_pages;
+        if (!cb.as_is.empty()) {
+          cb.drop_as_is = source->payload.drop_pages;
+          cb.read_as_is = source->payload.read_bytes;
+          cb.as_is_owner = source->payload.owner.get();
+        }
         char where[64];
         std::snprintf(where, sizeof where, "@%p+%lld",
                       source->payload.parts ? static_cast<const void*>(source->payload.parts.get())

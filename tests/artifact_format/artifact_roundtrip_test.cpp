@@ -223,6 +223,59 @@ TEST(ArtifactRoundTrip, FilledConstantsWriteTheBytesHeldOnesWould) {
   EXPECT_FALSE(std::ifstream(path + ".tmp").good());
 }
 
+// A constant stored as it is, whose bytes its file can give (ConstantFill::read_as_is), goes to
+// a file from chunks read that way, and from its own bytes for a chunk whose read fails: the
+// file, its CRCs and the dropped pages are as without the reader.
+TEST(ArtifactRoundTrip, AnAsIsConstantIsWrittenFromReadsOfItsFile) {
+  std::vector<float> kept((size_t{9} << 20) / 4 + 3);  // three 4 MiB chunks, the last partial
+  for (size_t i = 0; i < kept.size(); ++i) kept[i] = static_cast<float>(i % 8191) - 5.5f;
+  const auto kept_bytes = testing::bytes_of(kept);
+  static int reads, failed_reads;
+  static size_t dropped;
+  auto writer = [&](bool with_reader) {
+    auto w = testing::two_partition_writer();
+    ConstantFill f{kept_bytes.size(),
+                   [&](std::span<std::byte> out) {
+                     std::memcpy(out.data(), kept_bytes.data(), out.size());
+                   },
+                   std::span<const std::byte>(kept_bytes),
+                   +[](const std::byte*, size_t n) { dropped += n; }};
+    if (with_reader) {
+      f.as_is_owner = &kept_bytes;
+      // Reads as a file would, except the second chunk, which fails.
+      f.read_as_is = +[](const void* owner, const std::byte* p, size_t n, std::byte* out) {
+        const auto& whole = *static_cast<const std::vector<std::byte>*>(owner);
+        if (++reads == 2) return ++failed_reads, false;
+        EXPECT_GE(p, whole.data());
+        EXPECT_LE(p + n, whole.data() + whole.size());
+        std::memcpy(out, p, n);
+        return true;
+      };
+    }
+    w.add_constant("kept", TensorDType::f32, {Dim::constant(static_cast<int64_t>(kept.size()))},
+                   std::move(f));
+    return w;
+  };
+  const std::string plain = ::testing::TempDir() + "/as_is_plain.nca";
+  const std::string read = ::testing::TempDir() + "/as_is_read.nca";
+  ASSERT_TRUE(writer(false).write_file(plain).is_ok());
+  reads = failed_reads = 0;
+  dropped = 0;
+  ASSERT_TRUE(writer(true).write_file(read).is_ok());
+  EXPECT_EQ(reads, 3);
+  EXPECT_EQ(failed_reads, 1);
+  EXPECT_EQ(dropped, kept_bytes.size());
+  auto a = MappedFile::open(plain), b = MappedFile::open(read);
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  ASSERT_EQ(a->bytes().size(), b->bytes().size());
+  EXPECT_TRUE(std::equal(a->bytes().begin(), a->bytes().end(), b->bytes().begin()));
+  auto art = read_artifact(b->bytes());
+  ASSERT_TRUE(art.is_ok()) << art.status().message();
+  const auto got = art->constant_bytes(1);
+  ASSERT_EQ(got.size(), kept_bytes.size());
+  EXPECT_EQ(0, std::memcmp(got.data(), kept_bytes.data(), got.size()));
+}
+
 // Fills made by several threads at once (WriteOptions::threads) give the bytes one thread
 // gives, in memory and in a file; of two failing fills, the error is the first's in segment
 // order whatever the thread count.
