@@ -375,7 +375,7 @@ struct F32Run {
 // Calls `f(const float* x, size_t count)` over the elements of `run`, in order. A run of a file
 // is read from it in chunks into a buffer each thread reuses: one pass over a large weight reads
 // it that way 3-4x faster than through the mapping here (a shadow-paged VM: each new mapped page
-// costs an exit; bench/results/compile.md), and the mapping's pages never enter the process.
+// costs an exit; docs/DESIGN.md), and the mapping's pages never enter the process.
 // Bytes the file read cannot give are read from the mapping, which holds the same bytes.
 template <typename F>
 void for_each_f32_chunk(const F32Run& run, F&& f) {
@@ -486,8 +486,8 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
     unscaled.row_scale.reset();
     if (p.row_major(shape)) {
       const PayloadReader raw(s.name, unscaled, shape, ir::DType::f32);
-      const F32Run src{{raw.contiguous_data(), static_cast<size_t>(n) * 4}, p.owner.get(),
-                       p.read_bytes};
+      const F32Run src{
+          {raw.contiguous_data(), static_cast<size_t>(n) * 4}, p.owner.get(), p.read_bytes};
       // Row by row: one scale per run of elements, rounded as the fold rounds (in double).
       int64_t i = 0;
       for_each_f32_chunk(src, [&](const float* x, size_t k) {

@@ -466,11 +466,10 @@ PartitionReport add_device_partition(const ir::Graph& g, const passes::Partition
     }
     if (cb.fill) {  // made by the writer (one program, one core)
       result.constant_bytes += constant_size(cb);
-      w.add_constant(
-          name, from_device_dtype(cb.dtype), plan_dims(shape),
-          art::ConstantFill{constant_size(cb), std::move(cb.fill), cb.as_is, cb.drop_as_is,
-                            cb.read_as_is, cb.as_is_owner},
-          at);
+      w.add_constant(name, from_device_dtype(cb.dtype), plan_dims(shape),
+                     art::ConstantFill{constant_size(cb), std::move(cb.fill), cb.as_is,
+                                       cb.drop_as_is, cb.read_as_is, cb.as_is_owner},
+                     at);
       continue;
     }
     result.constant_bytes += cb.data.size();

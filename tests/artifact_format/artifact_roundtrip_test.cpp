@@ -234,12 +234,10 @@ TEST(ArtifactRoundTrip, AnAsIsConstantIsWrittenFromReadsOfItsFile) {
   static size_t dropped;
   auto writer = [&](bool with_reader) {
     auto w = testing::two_partition_writer();
-    ConstantFill f{kept_bytes.size(),
-                   [&](std::span<std::byte> out) {
-                     std::memcpy(out.data(), kept_bytes.data(), out.size());
-                   },
-                   std::span<const std::byte>(kept_bytes),
-                   +[](const std::byte*, size_t n) { dropped += n; }};
+    ConstantFill f{
+        kept_bytes.size(),
+        [&](std::span<std::byte> out) { std::memcpy(out.data(), kept_bytes.data(), out.size()); },
+        std::span<const std::byte>(kept_bytes), +[](const std::byte*, size_t n) { dropped += n; }};
     if (with_reader) {
       f.as_is_owner = &kept_bytes;
       // Reads as a file would, except the second chunk, which fails.

@@ -92,8 +92,8 @@ TEST(DependencyTracker, FindsWhatAScanOfEveryAccessFinds) {
     const MemoryKind m = pick(4) == 0 ? MemoryKind::hbm : MemoryKind::sbuf;
     int64_t b0 = pick(4) == 0 ? pick(64) * 2048 - pick(3) : pick(192 * 1024);
     if (m == MemoryKind::hbm && pick(8) == 0) b0 += int64_t{1} << 33;  // beyond the buckets
-    static constexpr int64_t kLengths[] = {1, 64, 2047, 2048, 2049, 4096, 6000, 8192, 20000,
-                                           32768, 40000, 100000};
+    static constexpr int64_t kLengths[] = {1,    64,   2047,  2048,  2049,  4096,
+                                           6000, 8192, 20000, 32768, 40000, 100000};
     const int64_t len = pick(6) == 0 ? 0 : kLengths[pick(std::size(kLengths))] + pick(3) - 1;
     const auto p0 = static_cast<uint16_t>(pick(4) * 32);
     return rect(m, p0, static_cast<uint16_t>(p0 + 32 * (1 + pick(4 - p0 / 32))), b0,
@@ -121,8 +121,8 @@ TEST(DependencyTracker, FindsWhatAScanOfEveryAccessFinds) {
       t.add_retiring(a);
     }
     all.push_back({a, true});
-    ASSERT_EQ(t.size(), static_cast<size_t>(std::count_if(
-                            all.begin(), all.end(), [](const Ref& x) { return x.live; })))
+    ASSERT_EQ(t.size(), static_cast<size_t>(std::count_if(all.begin(), all.end(),
+                                                          [](const Ref& x) { return x.live; })))
         << "after " << seq;
   }
 }
