@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <mutex>
 #include <string>
 
 #include "codegen/codegen.h"
@@ -276,10 +277,11 @@ device::Program ProgramEmitter::finish(uint64_t hbm_size, bool forward, uint64_t
     return p;
   }
   // For each SBUF placement: the program order and the scheduler's candidates, each placed and
-  // timed by the device model (timing only); the fastest is kept, the earlier candidate on ties
-  // or when a candidate does not run. Placements, and the candidates of each, are made and timed
-  // in parallel, each with its own placer and simulator, so the choice is the same for any
-  // thread count.
+  // timed by the device model (timing only); the fastest is kept, the earlier candidate (by
+  // placement, then order) on ties or when a candidate does not run. Placements, and the
+  // candidates of each, are made and timed in parallel, each with its own placer and simulator;
+  // a candidate is kept only while it is the best so far by that order, so the choice is the
+  // same for any thread count and at most one program per thread is alive beside the best.
   device::SimulatorOptions so;
   so.functional = false;
   const auto time_of = [&](const device::Program& p) {
@@ -297,23 +299,26 @@ device::Program ProgramEmitter::finish(uint64_t hbm_size, bool forward, uint64_t
     double ns = std::numeric_limits<double>::infinity();
     uint64_t waits = 0;
     bool scheduled = false;
+    size_t policy = SIZE_MAX, order = SIZE_MAX;  // which: none yet
+    // Whether this candidate is kept over `o`: faster, or as fast and earlier.
+    bool beats(const Candidate& o) const {
+      if (o.policy == SIZE_MAX) return true;
+      if (ns != o.ns) return ns < o.ns;
+      return policy != o.policy ? policy < o.policy : order < o.order;
+    }
   };
-  struct Placement {
-    ForwardingStats forwarding;
-    std::vector<Candidate> candidates;  // the program order first
-  };
-  std::vector<Placement> placements(policies.size());
+  Candidate best;
+  std::mutex best_mu;
+  std::vector<ForwardingStats> forwardings(policies.size());
   const device::CostModel cost(t_);
   auto place_policy = [&](size_t pi) {
-    Placement& pl = placements[pi];
     std::vector<PendingInstruction> insts = relocate(policies[pi]);
-    if (forward) pl.forwarding = forward_stores(insts, scratch_begin);
+    if (forward) forwardings[pi] = forward_stores(insts, scratch_begin);
     std::vector<std::vector<uint32_t>> orders = {{}};  // {} = program order
     for (size_t window : schedule_windows)
       for (std::vector<uint32_t>& o : schedule_candidates(insts, cost, window))
         if (std::find(orders.begin(), orders.end(), o) == orders.end())
           orders.push_back(std::move(o));
-    pl.candidates.resize(orders.size());
     tbb::parallel_for(size_t{0}, orders.size(), [&](size_t oi) {
       const std::vector<uint32_t>& order = orders[oi];
       std::vector<PendingInstruction> permuted;
@@ -324,25 +329,24 @@ device::Program ProgramEmitter::finish(uint64_t hbm_size, bool forward, uint64_t
         for (uint32_t i : order) permuted.push_back(insts[i]);
       }
       Placer placer(t_);
-      Candidate& c = pl.candidates[oi];
+      Candidate c;
       c.program = placer.build(std::move(permuted), hbm_size);
       c.ns = time_of(c.program);
       c.waits = placer.waits();
       c.scheduled = !order.empty();
+      c.policy = pi;
+      c.order = oi;
+      const std::lock_guard<std::mutex> lock(best_mu);
+      if (c.beats(best)) best = std::move(c);
     });
   };
   tbb::task_arena arena(threads_ > 0 ? threads_ : tbb::task_arena::automatic);
   arena.execute([&] { tbb::parallel_for(size_t{0}, policies.size(), place_policy); });
 
-  Candidate* best = nullptr;
-  const ForwardingStats* best_forwarding = nullptr;
-  for (Placement& pl : placements)
-    for (Candidate& c : pl.candidates)
-      if (!best || c.ns < best->ns) best = &c, best_forwarding = &pl.forwarding;
-  waits_ = best->waits;
-  forwarding_ = *best_forwarding;
-  scheduled_ = best->scheduled;
-  return std::move(best->program);
+  waits_ = best.waits;
+  forwarding_ = forwardings[best.policy];
+  scheduled_ = best.scheduled;
+  return std::move(best.program);
 }
 
 }  // namespace neuronc::codegen
