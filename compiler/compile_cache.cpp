@@ -38,6 +38,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
+using frontend::read_exactly;
 
 constexpr char kEntryMagic[8] = {'N', 'C', 'C', 'A', 'C', 'H', 'E', '\x01'};
 constexpr uint32_t kEntryVersion = 1;
@@ -144,21 +145,6 @@ class AtomicFile {
   bool committed_ = false;
   std::string error_;
 };
-
-// Reads exactly `n` bytes at `offset` of `fd` (retrying short reads); false at the end or on an
-// error.
-bool read_exactly(int fd, void* into, size_t n, uint64_t offset) {
-  auto* out = static_cast<char*>(into);
-  while (n > 0) {
-    const ssize_t r = ::pread(fd, out, n, static_cast<off_t>(offset));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    out += r;
-    n -= static_cast<size_t>(r);
-    offset += static_cast<uint64_t>(r);
-  }
-  return true;
-}
 
 // Copies `n` bytes at `offset` of `in` to the end of `out`: in the kernel (copy_file_range,
 // which a filesystem with reflinks makes a clone), else through a buffer.

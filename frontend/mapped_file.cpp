@@ -50,17 +50,22 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::string& path) {
   return f;
 }
 
-bool MappedFile::read_at(uint64_t offset, std::byte* out, size_t n) const {
-  if (fd_ < 0 || offset > size_ || n > size_ - offset) return false;
+bool read_exactly(int fd, void* into, size_t n, uint64_t offset) {
+  auto* out = static_cast<char*>(into);
   while (n > 0) {
-    const ssize_t r = ::pread(fd_, out, n, static_cast<off_t>(offset));
+    const ssize_t r = ::pread(fd, out, n, static_cast<off_t>(offset));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return false;
     out += r;
-    offset += static_cast<uint64_t>(r);
     n -= static_cast<size_t>(r);
+    offset += static_cast<uint64_t>(r);
   }
   return true;
+}
+
+bool MappedFile::read_at(uint64_t offset, std::byte* out, size_t n) const {
+  if (fd_ < 0 || offset > size_ || n > size_ - offset) return false;
+  return read_exactly(fd_, out, n, offset);
 }
 
 bool MappedFile::read_mapped(const void* file, const std::byte* p, size_t n, std::byte* out) {

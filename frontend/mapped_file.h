@@ -19,6 +19,10 @@ struct FileIdentity {
   bool operator==(const FileIdentity&) const = default;
 };
 
+// Reads exactly `n` bytes at `offset` of the open file `fd` with pread(2), retrying short and
+// interrupted reads; false at the end of the file or on an error.
+bool read_exactly(int fd, void* into, size_t n, uint64_t offset);
+
 class MappedFile {
  public:
   // Maps `path` read-only. Throws frontend::Error naming the path and the OS error.
