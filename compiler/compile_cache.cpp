@@ -404,55 +404,100 @@ std::string CompileCache::uncacheable(const CompileRequest& req) {
   return "";
 }
 
-std::string CompileCache::file_sha256(const fs::path& path, CacheSource* state) const {
-  std::error_code ec;
-  fs::path canonical = fs::canonical(path, ec);
-  if (ec) throw std::runtime_error("cannot read '" + path.string() + "': " + ec.message());
-  if (!stat_source(canonical, state))
-    throw std::runtime_error("cannot read '" + path.string() + "': not a regular file");
-  const fs::path memo = dir_ / "sources" / sha256_text(canonical.string());
-  {
-    std::ifstream f(memo);
-    std::string tag;
-    CacheSource m;
-    int64_t hashed_at = 0;
-    if (std::getline(f, tag) && tag == kSourceDigestTag &&
-        f >> m.file.device >> m.file.inode >> m.file.size >> m.file.mtime_ns >> m.file.ctime_ns >>
-            hashed_at >> m.sha256 &&
-        m.sha256.size() == 64 && m.file == state->file &&
-        state->file.mtime_ns + kRacyNs < hashed_at && state->file.ctime_ns + kRacyNs < hashed_at) {
-      state->sha256 = m.sha256;
-      return m.sha256;
-    }
-  }
-  const int64_t hashed_at = now_ns();
-  std::shared_ptr<frontend::MappedFile> file = frontend::MappedFile::open(canonical.string());
-  state->file = file->identity();  // what was hashed
-  state->sha256 = frontend::file_sha256(*file);
-  // Remember it (best effort: a cache that cannot be written still works, only slower).
+namespace {
+
+// The memo of `canonical`'s digest under `dir`.
+fs::path memo_path(const fs::path& dir, const fs::path& canonical) {
+  return dir / "sources" / sha256_text(canonical.string());
+}
+
+// `canonical`'s remembered digest when the memo matches `state` (stat(2) of it now), else empty.
+std::string remembered_sha256(const fs::path& dir, const fs::path& canonical,
+                              const CacheSource& state) {
+  std::ifstream f(memo_path(dir, canonical));
+  std::string tag;
+  CacheSource m;
+  int64_t hashed_at = 0;
+  if (std::getline(f, tag) && tag == kSourceDigestTag &&
+      f >> m.file.device >> m.file.inode >> m.file.size >> m.file.mtime_ns >> m.file.ctime_ns >>
+          hashed_at >> m.sha256 &&
+      m.sha256.size() == 64 && m.file == state.file && state.file.mtime_ns + kRacyNs < hashed_at &&
+      state.file.ctime_ns + kRacyNs < hashed_at)
+    return m.sha256;
+  return "";
+}
+
+// Hashes `file` (opened from `canonical` at `hashed_at`) and remembers its digest under `dir`
+// when the file is still the one hashed (best effort: a cache that cannot be written still
+// works, only slower).
+std::string hash_and_remember(const fs::path& dir, const fs::path& canonical,
+                              const frontend::MappedFile& file, int64_t hashed_at) {
+  std::string sha256 = frontend::file_sha256(file);
   CacheSource after;
-  if (!stat_source(canonical, &after) || !(after.file == state->file)) return state->sha256;
+  if (!stat_source(canonical, &after) || !(after.file == file.identity())) return sha256;
+  const fs::path memo = memo_path(dir, canonical);
+  std::error_code ec;
   fs::create_directories(memo.parent_path(), ec);
   AtomicFile out(memo);
   std::ostringstream text;
+  const frontend::FileIdentity& id = file.identity();
   text << kSourceDigestTag << "\n"
-       << state->file.device << " " << state->file.inode << " " << state->file.size << " "
-       << state->file.mtime_ns << " " << state->file.ctime_ns << " " << hashed_at << " "
-       << state->sha256 << "\n";
-  const std::string s = text.str();
-  out.write(s.data(), s.size());
+       << id.device << " " << id.inode << " " << id.size << " " << id.mtime_ns << " " << id.ctime_ns
+       << " " << hashed_at << " " << sha256 << "\n";
+  const std::string t = text.str();
+  out.write(t.data(), t.size());
   out.commit();
+  return sha256;
+}
+
+// A file whose digest goes into a key: its state, and the file opened when the digest is not
+// remembered and must be computed.
+struct KeySource {
+  fs::path canonical;
+  CacheSource state;
+  std::shared_ptr<frontend::MappedFile> file;  // null when remembered
+  int64_t opened_at = 0;
+};
+
+KeySource open_key_source(const fs::path& dir, const fs::path& path) {
+  KeySource s;
+  std::error_code ec;
+  s.canonical = fs::canonical(path, ec);
+  if (ec) throw std::runtime_error("cannot read '" + path.string() + "': " + ec.message());
+  if (!stat_source(s.canonical, &s.state))
+    throw std::runtime_error("cannot read '" + path.string() + "': not a regular file");
+  s.state.sha256 = remembered_sha256(dir, s.canonical, s.state);
+  if (s.state.sha256.empty()) {
+    s.opened_at = now_ns();
+    s.file = frontend::MappedFile::open(s.canonical.string());
+    s.state.file = s.file->identity();  // what is hashed
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string CompileCache::file_sha256(const fs::path& path, CacheSource* state) const {
+  KeySource s = open_key_source(dir_, path);
+  if (s.file) s.state.sha256 = hash_and_remember(dir_, s.canonical, *s.file, s.opened_at);
+  *state = s.state;
   return state->sha256;
 }
 
-CacheKey CompileCache::key(const CompileRequest& req) const {
-  CacheKey k;
+CompileCache::PendingKey CompileCache::begin_key(const CompileRequest& req) const {
+  // The key's text, in order: lines, each followed by the digest of `sources[i]` where one
+  // goes (the compiler's own, then the model's files).
+  std::vector<std::string> text;
+  std::vector<KeySource> sources;
   std::ostringstream t;
   t << "cache " << kEntryVersion << "\n";
   t << "neuronc " << NEURONC_VERSION << "\n";
   t << "artifact_format " << artifact::kFormatMajor << "." << artifact::kFormatMinor << "\n";
-  CacheSource self;
-  t << "compiler " << file_sha256(compiler_object(), &self) << "\n";
+  t << "compiler ";
+  text.push_back(t.str());
+  sources.push_back(open_key_source(dir_, compiler_object()));
+  t.str("");
+  t << "\n";
   t << "target " << req.target << "\n";
   t << "auto_cast " << static_cast<int>(req.auto_cast) << "\n";
   t << "opt_level " << req.opt_level << "\n";
@@ -482,19 +527,68 @@ CacheKey CompileCache::key(const CompileRequest& req) const {
     files.emplace_back(fs::path(req.model).filename().string(), req.model);
   }
   for (const auto& [name, path] : files) {
-    CacheSource s;
-    file_sha256(path, &s);
-    t << "source " << std::quoted(name) << " " << s.sha256 << "\n";
-    k.sources.push_back(std::move(s));
+    t << "source " << std::quoted(name) << " ";
+    text.push_back(t.str());
+    t.str("");
+    sources.push_back(open_key_source(dir_, path));
+    t << "\n";
   }
-  k.text = t.str();
-  k.hex = sha256_text(k.text);
-  return k;
+  text.push_back(t.str());
+
+  // Each digest not remembered is computed on a thread of its own, in order; the model's files'
+  // digests are handed to the compile as they are made.
+  PendingKey pending;
+  std::vector<std::promise<std::string>> made;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    std::shared_future<std::string> digest;
+    if (sources[i].file) {
+      made.emplace_back();
+      digest = made.back().get_future().share();
+    } else {
+      digest = frontend::digest_ready(sources[i].state.sha256);
+    }
+    if (i > 0) pending.digests.push_back({sources[i].state.file, std::move(digest)});
+  }
+  const bool remembered = made.empty();
+  auto finish = [dir = dir_, text = std::move(text), sources = std::move(sources),
+                 made = std::move(made)]() mutable {
+    size_t m = 0;
+    try {
+      for (KeySource& s : sources) {
+        if (!s.file) continue;
+        s.state.sha256 = hash_and_remember(dir, s.canonical, *s.file, s.opened_at);
+        s.file.reset();
+        made[m++].set_value(s.state.sha256);
+      }
+    } catch (...) {
+      for (; m < made.size(); ++m) made[m].set_exception(std::current_exception());
+      throw;
+    }
+    CacheKey k;
+    k.text = text[0];
+    for (size_t i = 0; i < sources.size(); ++i) k.text += sources[i].state.sha256 + text[i + 1];
+    k.hex = sha256_text(k.text);
+    for (size_t i = 1; i < sources.size(); ++i) k.sources.push_back(std::move(sources[i].state));
+    return k;
+  };
+  if (remembered) {
+    std::promise<CacheKey> k;
+    k.set_value(finish());
+    pending.key = k.get_future().share();
+  } else {
+    pending.key = std::async(std::launch::async, std::move(finish)).share();
+  }
+  return pending;
+}
+
+CacheKey CompileCache::key(const CompileRequest& req) const {
+  return begin_key(req).key.get();
 }
 
 std::vector<frontend::KnownDigest> CompileCache::known_digests(const CacheKey& key) {
   std::vector<frontend::KnownDigest> out;
-  for (const CacheSource& s : key.sources) out.push_back({s.file, s.sha256});
+  for (const CacheSource& s : key.sources)
+    out.push_back({s.file, frontend::digest_ready(s.sha256)});
   return out;
 }
 

@@ -28,8 +28,10 @@
 // use one directory at once.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <future>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,6 +71,22 @@ class CompileCache {
   // The key of compiling `req` with this compiler. Throws std::runtime_error naming the file
   // when a source cannot be read.
   CacheKey key(const CompileRequest& req) const;
+
+  // The same key, taken without waiting for the sources' digests that are not remembered: those
+  // are computed on a thread of its own, so a compile can start beside it (the CLI's cold
+  // compile of a new model: the compile runs while the source is hashed, and is dropped if the
+  // key then hits). begin_key() itself reads the remembered digests and opens every file, and
+  // throws as key() does when one cannot be read; a read error while hashing comes out of
+  // `key.get()`, and of the digests that were still to be made.
+  struct PendingKey {
+    // The model's files' digests for CompileRequest::known_sha256, each ready or in the making.
+    std::vector<frontend::KnownDigest> digests;
+    std::shared_future<CacheKey> key;
+    bool ready() const {
+      return key.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+    }
+  };
+  PendingKey begin_key(const CompileRequest& req) const;
 
   // The sources' digests of `key` for CompileRequest::known_sha256, so the compile on a miss
   // does not hash them again.

@@ -79,11 +79,11 @@ std::shared_future<std::string> hash_in_background(std::shared_ptr<MappedFile> f
 
 LoadedProgram load_program(const std::string& path, std::span<const KnownDigest> known) {
   std::shared_ptr<MappedFile> file = MappedFile::open(path);
-  std::string sha256;
+  std::shared_future<std::string> sha256;
   for (const KnownDigest& k : known)
-    if (k.file == file->identity() && k.sha256.size() == 64) sha256 = k.sha256;
+    if (k.file == file->identity() && k.sha256.valid()) sha256 = k.sha256;
   LoadedProgram p = read_program(file);
-  p.sha256 = sha256.empty() ? hash_in_background(file) : digest_ready(std::move(sha256));
+  p.sha256 = sha256.valid() ? std::move(sha256) : hash_in_background(file);
   return p;
 }
 

@@ -43,11 +43,13 @@ struct LoadedProgram {
   std::shared_ptr<MappedFile> file;  // keeps the weight payloads valid
 };
 
-// A file's SHA-256 someone already computed, with the identity the file had then: a file opened
-// with the same identity is not hashed again (the compile cache's key holds every source's).
+// A file's SHA-256 someone else computes, with the identity the file has: a file opened with the
+// same identity is not hashed again (the compile cache's key holds every source's). The digest
+// may still be in the making on another thread (the cache hashing the source while the compile
+// goes on); it is waited for only where LoadedProgram::sha256 is.
 struct KnownDigest {
   FileIdentity file;
-  std::string sha256;
+  std::shared_future<std::string> sha256;
 };
 
 // Loads `path`, deciding the format from its contents. Throws frontend::Error with a message

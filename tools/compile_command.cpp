@@ -1,9 +1,11 @@
 // `neuronc compile MODEL -o OUT.nca`: a PyTorch program into a Trainium artifact.
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -53,7 +55,9 @@ struct CacheUse {
   std::string state = "off";  // off, hit, stored, not_stored
   std::string why;            // why off or not stored, or which corrupt entry was rebuilt
   std::string dir, key;
-  double seconds = 0;  // computing the key, and on a hit, checking and copying the entry
+  // Computing the key, and on a hit, checking and copying the entry; on a miss, storing it. A
+  // key computed beside the compile (a source's digest not remembered) adds only the store.
+  double seconds = 0;
 };
 
 nlohmann::ordered_json cache_json(const CacheUse& c) {
@@ -113,10 +117,14 @@ void run_compile(const CompileCli& o) {
   };
   const std::string out = o.output.empty() ? default_output(o.model) : o.output;
 
-  // The compile cache: a hit copies the artifact out instead of compiling.
+  // The compile cache: a hit copies the artifact out instead of compiling. When a source's
+  // digest is not remembered (a new or changed model), the key is taken beside the compile
+  // rather than before it: the compile starts at once, the source is hashed once (for the key
+  // and for the artifact), and a hit found when the key is ready drops the compile at its next
+  // step. So a cold compile through the cache costs what one with --no-cache does.
   CacheUse cache_use;
   std::optional<compiler::CompileCache> cache;
-  compiler::CacheKey key;
+  std::optional<compiler::CompileCache::PendingKey> pending;
   const auto t_cache = std::chrono::steady_clock::now();
   auto cache_seconds = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_cache).count();
@@ -134,9 +142,8 @@ void run_compile(const CompileCli& o) {
       cache.emplace(dir, static_cast<uint64_t>(std::max(0.0, o.cache_max_gb) * 1e9));
       cache_use.dir = dir.string();
       try {
-        key = cache->key(req);
-        cache_use.key = key.hex;
-        req.known_sha256 = compiler::CompileCache::known_digests(key);
+        pending = cache->begin_key(req);
+        req.known_sha256 = pending->digests;
       } catch (const std::exception&) {
         cache.reset();  // an unreadable model: the compile below reports it
         cache_use.state = "off";
@@ -146,25 +153,73 @@ void run_compile(const CompileCli& o) {
   compiler::CompileResult r;
   uint64_t artifact_bytes = 0;
   bool hit = false;
-  if (cache) {
-    eta->update("looking up the compile cache", 0);
-    std::string why;
-    if (auto h = cache->fetch(key, out, &why)) {
-      r = std::move(h->result);
-      artifact_bytes = h->artifact_bytes;
-      hit = true;
-      cache_use.state = "hit";
-    } else if (!why.empty()) {
-      warn(why);
-      cache_use.why = why;
+  compiler::CacheKey key;
+  std::string fetch_why, key_error;
+  // Looks the key up, once its digests are made; nullopt on a miss, or when a source could not
+  // be hashed (`key_error`; the compile reports the file).
+  auto look_up = [&]() -> std::optional<compiler::CompileCache::Hit> {
+    try {
+      key = pending->key.get();
+    } catch (const std::exception& e) {
+      key_error = e.what();
+      return std::nullopt;
     }
+    return cache->fetch(key, out, &fetch_why);
+  };
+  auto take_hit = [&](compiler::CompileCache::Hit& h) {
+    r = std::move(h.result);
+    artifact_bytes = h.artifact_bytes;
+    hit = true;
+    cache_use.state = "hit";
+  };
+  bool compiled = false;
+  req.output = out;  // streamed to the file by the writer
+  if (cache && pending->ready()) {
+    eta->update("looking up the compile cache", 0);
+    if (auto h = look_up()) take_hit(*h);
     cache_use.seconds = cache_seconds();
+  } else if (cache) {
+    // The key's digests are being made: compile beside the lookup, which stops the compile (at
+    // its next step) when it hits.
+    std::atomic<bool> superseded{false};
+    struct Superseded {};
+    std::optional<compiler::CompileCache::Hit> found;
+    auto lookup = std::async(std::launch::async, [&] {
+      try {
+        found = look_up();
+      } catch (const std::exception& e) {  // the compile goes on, uncached
+        fetch_why = e.what();
+      }
+      if (found) superseded = true;
+    });
+    compiler::CompileRequest speculative = req;
+    speculative.progress = [&, e = eta.get()](const std::string& step, double fraction) {
+      if (superseded) throw Superseded{};
+      e->update(step, fraction);
+    };
+    try {
+      r = compiler::compile_model(speculative);
+      compiled = true;
+    } catch (const Superseded&) {
+    } catch (...) {
+      lookup.wait();  // it uses `out` and `key`
+      throw;
+    }
+    lookup.get();
+    if (found) {
+      take_hit(*found);  // the compile, if it finished, wrote the same bytes
+      cache_use.seconds = cache_seconds();
+    }
   }
+  if (!fetch_why.empty()) {
+    warn(fetch_why);
+    cache_use.why = fetch_why;
+  }
+  if (!key_error.empty()) cache_use.why = key_error;  // state stays "off"
   if (!hit) {
-    req.output = out;  // streamed to the file by the writer
-    r = compiler::compile_model(req);
+    if (!compiled) r = compiler::compile_model(req);
     artifact_bytes = r.artifact_size;
-    if (cache) {
+    if (cache && !key.hex.empty()) {
       const auto t_store = std::chrono::steady_clock::now();
       eta->update("storing the artifact in the compile cache", 1);
       std::string why;
@@ -179,6 +234,7 @@ void run_compile(const CompileCli& o) {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t_store).count();
     }
   }
+  cache_use.key = key.hex;
   eta.reset();
   req.progress = nullptr;
   if (!o.report.empty() && r.artifact.empty()) r.artifact = read_artifact_file(out);

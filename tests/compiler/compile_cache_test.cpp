@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <set>
 #include <string>
 #include <thread>
@@ -334,6 +335,47 @@ TEST(CompileCache, ACorruptEntryIsDeletedAndNeverUsed) {
   ASSERT_TRUE(cache.store(key, r, &why)) << why;
   ASSERT_TRUE(cache.fetch(key, dir / "out.nca", &why)) << why;
   EXPECT_EQ(read_file(dir / "out.nca"), r.artifact);
+}
+
+// begin_key() hands the compile each source's digest as it is made, and gives the key key()
+// gives; the compile that waits on those digests writes the artifact a compile that hashed the
+// source itself writes. The digests are then remembered: the next key has the model's at once.
+TEST(CompileCache, AKeyTakenBesideTheCompileIsTheKeyAndFeedsItsDigest) {
+  const fs::path dir = fresh_dir("beside");
+  CompileCache cache(dir / "cache");
+  const CompileRequest plain = request(model_path());  // changed long ago: its digest is kept
+  CompileCache::PendingKey pending = cache.begin_key(plain);
+  ASSERT_EQ(pending.digests.size(), 1u);
+  ASSERT_TRUE(pending.digests[0].sha256.valid());
+  CompileRequest beside = plain;
+  beside.known_sha256 = pending.digests;
+  const CompileResult compiled = compile_model(beside);
+  const CacheKey key = pending.key.get();
+  EXPECT_EQ(compiled.artifact, compile_model(plain).artifact);
+  EXPECT_EQ(pending.digests[0].sha256.get(), key.sources.at(0).sha256);
+  EXPECT_EQ(pending.digests[0].file, key.sources.at(0).file);
+
+  // The model's digest is remembered (the test's own executable, the compiler object, may have
+  // been built within the two seconds that have it hashed again).
+  const CompileCache::PendingKey again = cache.begin_key(plain);
+  ASSERT_EQ(again.digests.size(), 1u);
+  EXPECT_EQ(again.digests[0].sha256.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  EXPECT_EQ(again.key.get().hex, key.hex);
+  EXPECT_EQ(cache.key(plain).hex, key.hex);
+  // The same key from a cache that remembers nothing, computed in the foreground.
+  EXPECT_EQ(CompileCache(dir / "other").key(plain).hex, key.hex);
+}
+
+// A source that cannot be read is reported by begin_key() itself, naming it.
+TEST(CompileCache, BeginKeyNamesAnUnreadableSource) {
+  const fs::path dir = fresh_dir("unreadable");
+  CompileCache cache(dir / "cache");
+  try {
+    cache.begin_key(request((dir / "missing.pt2").string()));
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("missing.pt2"), std::string::npos) << e.what();
+  }
 }
 
 TEST(CompileCache, AFileRewrittenUnderItsOldTimesIsHashedAgain) {

@@ -238,6 +238,17 @@ TEST(Cli, CompileUsesTheCacheAndRebuildsACorruptEntry) {
   const nlohmann::json off = compile("e.nca", "--no-cache");
   EXPECT_EQ(off["cache"]["state"], "off");
   EXPECT_EQ(bytes(dir / "e.nca"), bytes(dir / "a.nca"));
+
+  // With no digest remembered (as after a model is copied, or the cache moved), the sources
+  // (the compiler's own executable among them) are hashed beside a compile that starts at
+  // once; the key still finds the entry, and the output is the entry's artifact.
+  fs::remove_all(dir / "cache" / "sources");
+  const nlohmann::json beside = compile("f.nca", "");
+  EXPECT_EQ(beside["cache"]["state"], "hit");
+  EXPECT_EQ(beside["cache"]["key"], first["cache"]["key"]);
+  EXPECT_EQ(bytes(dir / "f.nca"), bytes(dir / "a.nca"));
+  EXPECT_TRUE(fs::exists(dir / "cache" / "sources")) << "the digests are remembered again";
+  EXPECT_EQ(compile("g.nca", "")["cache"]["state"], "hit");
 }
 
 // The ETA line extrapolates the time the estimate took; no ETA below 2 % or when done.
