@@ -477,13 +477,6 @@ KeySource open_key_source(const fs::path& dir, const fs::path& path) {
 
 }  // namespace
 
-std::string CompileCache::file_sha256(const fs::path& path, CacheSource* state) const {
-  KeySource s = open_key_source(dir_, path);
-  if (s.file) s.state.sha256 = hash_and_remember(dir_, s.canonical, *s.file, s.opened_at);
-  *state = s.state;
-  return state->sha256;
-}
-
 CompileCache::PendingKey CompileCache::begin_key(const CompileRequest& req) const {
   // The key's text, in order: lines, each followed by the digest of `sources[i]` where one
   // goes (the compiler's own, then the model's files).
@@ -583,13 +576,6 @@ CompileCache::PendingKey CompileCache::begin_key(const CompileRequest& req) cons
 
 CacheKey CompileCache::key(const CompileRequest& req) const {
   return begin_key(req).key.get();
-}
-
-std::vector<frontend::KnownDigest> CompileCache::known_digests(const CacheKey& key) {
-  std::vector<frontend::KnownDigest> out;
-  for (const CacheSource& s : key.sources)
-    out.push_back({s.file, frontend::digest_ready(s.sha256)});
-  return out;
 }
 
 std::optional<CompileCache::Hit> CompileCache::fetch(const CacheKey& key, const fs::path& output,

@@ -88,10 +88,6 @@ class CompileCache {
   };
   PendingKey begin_key(const CompileRequest& req) const;
 
-  // The sources' digests of `key` for CompileRequest::known_sha256, so the compile on a miss
-  // does not hash them again.
-  static std::vector<frontend::KnownDigest> known_digests(const CacheKey& key);
-
   // The cached compile of `key`: its report, with the artifact's bytes copied to `output`
   // (through a temporary file beside it, renamed into place); the report's `artifact` stays
   // empty and `artifact_bytes` gives its size. nullopt when there is no usable entry; an entry
@@ -113,9 +109,6 @@ class CompileCache {
   // result.artifact_size of them.
   bool store(const CacheKey& key, const CompileResult& result,
              const std::filesystem::path& artifact_file, std::string* why) const;
-
-  // The SHA-256 (hex) of the file at `path`, through the remembered digests; fills `state`.
-  std::string file_sha256(const std::filesystem::path& path, CacheSource* state) const;
 
  private:
   std::filesystem::path dir_;

@@ -107,7 +107,7 @@ TEST(CompileCache, AHitGivesTheFreshCompilesArtifactAndReport) {
   // The key's digests let a compile skip hashing the source: the artifact records the SHA-256
   // the key computed, and is byte-identical to a compile that hashed it itself.
   CompileRequest with_known = req;
-  with_known.known_sha256 = CompileCache::known_digests(key);
+  with_known.known_sha256 = cache.begin_key(req).digests;  // remembered now: ready
   EXPECT_EQ(compile_model(with_known).artifact, fresh.artifact);
 }
 
@@ -383,8 +383,9 @@ TEST(CompileCache, AFileRewrittenUnderItsOldTimesIsHashedAgain) {
   CompileCache cache(dir / "cache");
   const fs::path model = dir / "model.pt2";
   fs::copy_file(model_path(), model);  // modified now: within the racy window
-  CacheSource s;
-  const std::string first = cache.file_sha256(model, &s);
+  const CompileRequest req = request(model.string());
+  const CacheSource s = cache.key(req).sources.at(0);
+  const std::string first = s.sha256;
   // Rewritten with other bytes of the same size, and its times forced back to the recorded
   // ones: a remembered digest would now be wrong. The change time (which no one can set back)
   // differs, and the file was written within two seconds of its hashing, so it is read again.
@@ -395,8 +396,7 @@ TEST(CompileCache, AFileRewrittenUnderItsOldTimesIsHashedAgain) {
       {s.file.mtime_ns / 1'000'000'000, s.file.mtime_ns % 1'000'000'000},
       {s.file.mtime_ns / 1'000'000'000, s.file.mtime_ns % 1'000'000'000}};
   ASSERT_EQ(::utimensat(AT_FDCWD, model.c_str(), times, 0), 0);
-  CacheSource again;
-  EXPECT_NE(cache.file_sha256(model, &again), first);
+  EXPECT_NE(cache.key(req).sources.at(0).sha256, first);
 }
 
 TEST(CompileCache, ConcurrentWritersAndReadersSeeWholeEntries) {
