@@ -6,7 +6,9 @@
 // DMA engines after the trigger latency. Each engine serves its 16 queues round-robin (§5.3,
 // v2/v3 switch queues at 4 KiB packet boundaries; modelled as a fluid fair share among the
 // queues whose head transfer is ready), in order within a queue; a transfer completes when its
-// share on every engine is done and every earlier transfer of its queue has completed.
+// share on every engine is done and every earlier transfer of its queue has completed. DMA
+// engines whose states are the same bits are simulated once, as a class (DmaClass), with the
+// event order of one state per engine.
 //
 // The race checker keeps a vector clock per thread (engine stream, DMA queue, collective unit)
 // and joins clocks through semaphores; two accesses that conflict (device::DependencyTracker:
@@ -307,6 +309,25 @@ struct DmaEngineRun {
   }
 };
 
+// The DMA engines of a core are identical (§5.3), and most transfers are split evenly over all
+// of them, so engines whose states are the same bits are simulated once, as a class: one state,
+// one entry in the tick queue (at the slot of its home, its lowest engine), and each member's
+// tick sequence number, so that events are ordered exactly as with one state and one tick per
+// engine. Members are advanced together, to the same times, by the same arithmetic, so they
+// stay the same bits; a transfer that treats them differently splits the class first, and
+// engines that are idle when one transfer gives them the same work join one class.
+struct DmaClass {
+  DmaEngineRun run;
+  uint32_t members = 0;  // bit i: engine i; 0: not a class (its engine belongs to another)
+  bool ticking = false;  // a tick at tick_t is queued (at the home's slot)
+  double tick_t = 0;
+  std::array<uint64_t, kMaxDmaEnginesPerCore> seq{};  // per member: its tick's sequence number
+  // The parts the class's last advance finished, (transfer, time), in order: each member
+  // finishes them (Run::replay_done) where the engine on its own would have.
+  std::vector<std::pair<uint32_t, double>> done;
+  bool single() const { return (members & (members - 1)) == 0; }
+};
+
 // The DMA engines' next ticks (a part finishing or becoming ready), at most one per engine: a
 // new one replaces the engine's last. Ordered as events are, by time and then sequence number.
 class TickHeap {
@@ -323,6 +344,12 @@ class TickHeap {
   }
   bool empty() const { return heap_.empty(); }
   const Tick& top() const { return heap_.front(); }
+  // The tick after the top (null: none).
+  const Tick* second() const {
+    if (heap_.size() < 2) return nullptr;
+    if (heap_.size() == 2) return &heap_[1];
+    return before(heap_[2], heap_[1].key, heap_[1].seq) ? &heap_[2] : &heap_[1];
+  }
   void set(uint32_t slot, double t, uint64_t seq) {
     const Tick k{t, time_key(t), seq, slot};
     if (pos_[slot] == kAbsent) {
@@ -397,7 +424,8 @@ struct DmaTransfer {
 struct CoreRun {
   std::array<EngineRun, kNumEngines> engines;
   std::vector<Semaphore> sems;
-  std::array<DmaEngineRun, kMaxDmaEnginesPerCore> dma;
+  std::array<DmaClass, kMaxDmaEnginesPerCore> dma;        // indexed by home engine
+  std::array<uint8_t, kMaxDmaEnginesPerCore> class_of{};  // per engine: its class's home
   std::vector<DmaTransfer> transfers;
   std::vector<uint32_t> free_transfers;
   std::array<std::deque<uint32_t>, kDmaQueues> queue_order;  // transfers not yet complete
@@ -497,10 +525,26 @@ class Run {
     return (events_.empty() || k < events_.top().key) && (ticks_.empty() || k < ticks_.top().key);
   }
   Status on_complete(double now, uint32_t pid, bool dma);
-  // DMA engine `i` of `core`: runs its queues' head parts up to `until`, then schedules its next
-  // tick (a part finishing or becoming ready).
-  void dma_advance(int core, int i, double until);
-  void dma_schedule(int core, int i, double now);
+  // The DMA engines of class `h` (its home) of `core`: runs their queues' head parts up to
+  // `until`. A class of one finishes the parts it ends at once (dma_part_done); a larger class
+  // records them in `done`, and each member then finishes them (replay_done) where that engine
+  // on its own would have.
+  void dma_advance(int core, int h, double until);
+  void replay_done(int core, int h);
+  // The class's next tick (a part finishing or becoming ready) at or after `now`; infinity:
+  // none.
+  static double next_tick(const DmaEngineRun& E, double now);
+  // Queues class `h`'s tick, ordered by its members' first sequence number, or drops it.
+  void requeue(int core, int h);
+  // Handles tick `k`, the first of the event and tick queues.
+  void on_tick(const TickHeap::Tick& k);
+  // Moves engines `mask` (some members of one class) into a class of their own, whose state is
+  // a copy.
+  void split(int core, uint32_t mask);
+  // Before transfer `w`'s parts are pushed: classes split so that each one that holds an
+  // engine of the transfer lies within its engines and takes one amount of work, and idle
+  // classes given the same work join.
+  void regroup(int core, const ProgramTiming::Tables::DmaStep& w);
   void dma_part_done(int core, uint32_t transfer, double t);
   Status on_collective(double now, uint32_t group);
   Status check_races(const Pending& p, const Operands& ops, const Clock& snap, uint32_t clock);
@@ -702,8 +746,10 @@ Status Run::issue(double now, int core, Engine e, double& next) {
       // One HBM pool per chip (§1): this core's share divided among its active engines.
       int active = 0;
       for (int i = 0; i < t_.dma_engines_per_core; ++i) {
-        dma_advance(core, i, now);
-        active += (!cr.dma[i].idle() || (w.engines >> i & 1u));
+        const int h = cr.class_of[i];
+        if (i == h) dma_advance(core, h, now);
+        replay_done(core, h);
+        active += (!cr.dma[h].run.idle() || (w.engines >> i & 1u));
       }
       const double pool =
           t_.hbm_gbps_per_chip /
@@ -730,14 +776,30 @@ Status Run::issue(double now, int core, Engine e, double& next) {
       tr.bytes = w.total_bytes;
     }
     cr.queue_order[w.queue].push_back(x);
+    regroup(core, w);
+    // Each engine in turn: advanced to now, given its part and its next tick. A class is
+    // advanced and given the part at its home (its first engine here), and each member finishes
+    // what the advance finished and takes its tick's sequence number in its turn.
     for (uint32_t k = w.shares; k < w.shares + w.share_count; ++k) {
       const ProgramTiming::Tables::DmaShare& sh = tm_.shares[k];
       const int i = static_cast<int>(sh.engine);
-      dma_advance(core, i, now);
-      cr.dma[i].push(w.queue,
-                     {x, t0, cost_.dma_engine_ns(sh.rate_weighted_bytes, sh.descriptors, rate)});
+      const int h = cr.class_of[i];
+      DmaClass& C = cr.dma[h];
+      if (i == h) {
+        dma_advance(core, h, now);
+        replay_done(core, h);
+        C.run.push(w.queue,
+                   {x, t0, cost_.dma_engine_ns(sh.rate_weighted_bytes, sh.descriptors, rate)});
+        C.tick_t = next_tick(C.run, now);
+      } else {
+        replay_done(core, h);
+      }
       ++cr.transfers[x].parts_left;
-      dma_schedule(core, i, now);
+      if (C.tick_t != std::numeric_limits<double>::infinity()) C.seq[i] = seq_++;
+      if (i == 31 - std::countl_zero(C.members)) {  // its last member
+        C.ticking = C.tick_t != std::numeric_limits<double>::infinity();
+        requeue(core, h);
+      }
     }
     cr.stats.dma_transfers += 1;
     cr.stats.dma_bytes += w.total_bytes;
@@ -791,13 +853,22 @@ Status Run::issue(double now, int core, Engine e, double& next) {
   return Status::ok();
 }
 
-void Run::dma_advance(int core, int i, double until) {
+void Run::dma_advance(int core, int h, double until) {
   CoreRun& cr = cores_[core];
-  DmaEngineRun& E = cr.dma[i];
+  DmaClass& C = cr.dma[h];
+  DmaEngineRun& E = C.run;
+  C.done.clear();
   if (E.nonempty == 0 || until <= E.last) {  // nothing to run
     E.last = std::max(E.last, until);
     return;
   }
+  const bool single = C.single();
+  auto finished = [&](uint32_t x, double t) {
+    if (single)
+      dma_part_done(core, x, t);
+    else
+      C.done.emplace_back(x, t);
+  };
   double t = E.last;
   while (t < until && E.nonempty) {
     if ((E.nonempty & (E.nonempty - 1)) == 0) {
@@ -822,7 +893,7 @@ void Run::dma_advance(int core, int i, double until) {
       if (done) {
         const uint32_t x = h.transfer;
         E.pop(q);
-        dma_part_done(core, x, t_next);
+        finished(x, t_next);
       }
       t = t_next;
       continue;
@@ -863,20 +934,21 @@ void Run::dma_advance(int core, int i, double until) {
       if (!done) continue;
       const uint32_t x = h.transfer;
       E.pop(q);
-      dma_part_done(core, x, t_next);
+      finished(x, t_next);
     }
     t = t_next;
   }
   E.last = std::max(E.last, until);
 }
 
-void Run::dma_schedule(int core, int i, double now) {
-  DmaEngineRun& E = cores_[core].dma[i];
-  const auto slot = static_cast<uint32_t>(core * kMaxDmaEnginesPerCore + i);
+void Run::replay_done(int core, int h) {
+  for (const auto& [x, t] : cores_[core].dma[h].done) dma_part_done(core, x, t);
+}
+
+double Run::next_tick(const DmaEngineRun& E, double now) {
   if (E.nonempty != 0 && (E.nonempty & (E.nonempty - 1)) == 0) {  // one queue (as below, n = 1)
     const DmaPart& h = E.queues[std::countr_zero(E.nonempty)].front();
-    ticks_.set(slot, h.t0 <= now ? now + h.work : h.t0, seq_++);
-    return;
+    return h.t0 <= now ? now + h.work : h.t0;
   }
   int n = 0;
   double min_work = std::numeric_limits<double>::infinity();
@@ -891,10 +963,129 @@ void Run::dma_schedule(int core, int i, double now) {
     }
   }
   if (n > 0) next = std::min(next, now + min_work * n);
-  if (next != std::numeric_limits<double>::infinity())
-    ticks_.set(slot, next, seq_++);
-  else
+  return next;
+}
+
+void Run::requeue(int core, int h) {
+  const DmaClass& C = cores_[core].dma[h];
+  const auto slot = static_cast<uint32_t>(core * kMaxDmaEnginesPerCore + h);
+  if (!C.ticking) {
     ticks_.erase(slot);
+    return;
+  }
+  uint64_t first = std::numeric_limits<uint64_t>::max();
+  for (uint32_t m = C.members; m; m &= m - 1) first = std::min(first, C.seq[std::countr_zero(m)]);
+  ticks_.set(slot, C.tick_t, first);
+}
+
+void Run::on_tick(const TickHeap::Tick& k) {
+  const int core = static_cast<int>(k.slot / kMaxDmaEnginesPerCore);
+  const int h = static_cast<int>(k.slot % kMaxDmaEnginesPerCore);
+  DmaClass& C = cores_[core].dma[h];
+  // The members in the order of their ticks (usually their engine order).
+  std::array<uint8_t, kMaxDmaEnginesPerCore> order{};
+  int n = 0;
+  bool sorted = true;
+  for (uint32_t m = C.members; m; m &= m - 1) {
+    order[n] = static_cast<uint8_t>(std::countr_zero(m));
+    sorted = sorted && (n == 0 || C.seq[order[n - 1]] < C.seq[order[n]]);
+    ++n;
+  }
+  if (!sorted)
+    std::sort(order.begin(), order.begin() + n,
+              [&](uint8_t a, uint8_t b) { return C.seq[a] < C.seq[b]; });
+  const uint64_t last = C.seq[order[n - 1]];
+  if (last - C.seq[order[0]] + 1 != static_cast<uint64_t>(n)) {
+    // Another event or tick that comes between two members' ticks is handled between them: the
+    // class splits into its engines, each with its own tick.
+    const bool between =
+        (!events_.empty() && events_.top().key == k.key && events_.top().seq < last) ||
+        (ticks_.second() && ticks_.second()->key == k.key && ticks_.second()->seq < last);
+    if (between) {
+      for (uint32_t m = C.members & ~(1u << h); m; m &= m - 1) split(core, m & -m);
+      return;  // go() takes the first tick again
+    }
+  }
+  dma_advance(core, h, k.t);
+  C.tick_t = next_tick(C.run, k.t);
+  C.ticking = C.tick_t != std::numeric_limits<double>::infinity();
+  for (int j = 0; j < n; ++j) {
+    replay_done(core, h);
+    if (C.ticking) C.seq[order[j]] = seq_++;
+  }
+  requeue(core, h);
+}
+
+void Run::split(int core, uint32_t mask) {
+  CoreRun& cr = cores_[core];
+  const int from = cr.class_of[std::countr_zero(mask)];
+  DmaClass& C = cr.dma[from];
+  // The engines that leave: `mask`, or the rest when `mask` holds the home.
+  const uint32_t leaving = (mask >> from & 1u) ? C.members & ~mask : mask;
+  const int to = std::countr_zero(leaving);
+  DmaClass& D = cr.dma[to];
+  D.run = C.run;
+  // Its own busy intervals from here (the dma_active union is the same however marks are kept).
+  D.run.busy_index = SIZE_MAX;
+  D.run.busy_end = -1;
+  D.members = leaving;
+  D.ticking = C.ticking;
+  D.tick_t = C.tick_t;
+  D.seq = C.seq;
+  D.done.clear();
+  for (uint32_t m = leaving; m; m &= m - 1)
+    cr.class_of[std::countr_zero(m)] = static_cast<uint8_t>(to);
+  C.members &= ~leaving;
+  requeue(core, from);
+  requeue(core, to);
+}
+
+void Run::regroup(int core, const ProgramTiming::Tables::DmaStep& w) {
+  CoreRun& cr = cores_[core];
+  const int engines = t_.dma_engines_per_core;
+  std::array<const ProgramTiming::Tables::DmaShare*, kMaxDmaEnginesPerCore> share{};
+  for (uint32_t k = w.shares; k < w.shares + w.share_count; ++k)
+    share[tm_.shares[k].engine] = &tm_.shares[k];
+  auto same_work = [&](int a, int b) {
+    const auto *x = share[a], *y = share[b];
+    if (!x || !y) return x == y;
+    return x->descriptors == y->descriptors && x->rate_weighted_bytes == y->rate_weighted_bytes;
+  };
+  // Split: a class keeps the members whose work is its home's (a split-off class has a higher
+  // home, visited later).
+  for (int h = 0; h < engines; ++h) {
+    if (cr.class_of[h] != h || cr.dma[h].single()) continue;
+    uint32_t others = 0;
+    for (uint32_t m = cr.dma[h].members & (cr.dma[h].members - 1); m; m &= m - 1)
+      if (!same_work(h, std::countr_zero(m))) others |= m & -m;
+    if (others) split(core, others);
+  }
+  if (!opt_.dma_engine_classes) return;
+  // Join: the idle classes given the same work (each advance to now would only set `last`, and
+  // a part's arithmetic starts at its ready time, after now).
+  std::array<int, kMaxDmaEnginesPerCore> idle;  // homes of idle classes, one per work
+  int idles = 0;
+  for (int i = 0; i < engines; ++i) {
+    if (!share[i] || cr.class_of[i] != i || !cr.dma[i].run.idle()) continue;
+    int into = -1;
+    for (int j = 0; j < idles && into < 0; ++j)
+      if (same_work(idle[j], i)) into = idle[j];
+    if (into < 0) {
+      idle[idles++] = i;
+      continue;
+    }
+    DmaClass& A = cr.dma[into];
+    DmaClass& B = cr.dma[i];
+    A.run.last = std::max(A.run.last, B.run.last);
+    for (uint32_t m = B.members; m; m &= m - 1)
+      cr.class_of[std::countr_zero(m)] = static_cast<uint8_t>(into);
+    A.members |= B.members;
+    // Every member takes a new tick in the loop that follows (an idle class's queued tick would
+    // change nothing but `last`).
+    B.members = 0;
+    B.ticking = false;
+    requeue(core, i);
+  }
 }
 
 void Run::dma_part_done(int core, uint32_t x, double t) {
@@ -1346,7 +1537,14 @@ Result<RunReport> Run::go() {
   if (group_)
     for (size_t c = 0; c < ncores; ++c)
       owned_[c] = owner_process(int(c), int(ncores), group_->size()) == group_->rank();
+  const int dma_engines = t_.dma_engines_per_core;
   for (auto& c : cores_) {
+    // Idle, every engine's state is the same: one class (or, without classes, one per engine).
+    for (int i = 0; i < dma_engines; ++i) {
+      const int h = opt_.dma_engine_classes ? 0 : i;
+      c.class_of[i] = static_cast<uint8_t>(h);
+      c.dma[h].members |= 1u << i;
+    }
     c.sems.resize(prog_.num_semaphores);
     if (opt_.check_races)
       for (auto& s : c.sems) s.clock.assign(ncores * kThreadsPerCore, 0);
@@ -1361,13 +1559,10 @@ Result<RunReport> Run::go() {
   for (;;) {
     if (!ticks_.empty() &&
         (events_.empty() || TickHeap::before(ticks_.top(), events_.top().key, events_.top().seq))) {
-      // The tick stays at the top while it is handled: dma_schedule replaces it (one sift,
-      // not a pop and a push) or erases it. Nothing in between looks at the tick queue.
+      // The tick stays at the top while it is handled: requeue replaces it (one sift, not a pop
+      // and a push) or erases it.
       const TickHeap::Tick k = ticks_.top();
-      const int core = static_cast<int>(k.slot / kMaxDmaEnginesPerCore);
-      const int engine = static_cast<int>(k.slot % kMaxDmaEnginesPerCore);
-      dma_advance(core, engine, k.t);
-      dma_schedule(core, engine, k.t);
+      on_tick(k);
       continue;
     }
     if (events_.empty()) break;

@@ -30,6 +30,9 @@ struct SimulatorOptions {
   bool trace = false;        // record one TraceEvent per instruction and DMA transfer
   bool poison = false;       // fill SBUF/PSUM with NaN bytes (0xff) on reset (SIM debug mode)
   bool parallel = true;      // oneTBB: independent instructions, large ones inside, and the cores
+  // Simulate DMA engines whose states are the same bits once (false: each on its own). The
+  // results are the same bits either way (tests compare them).
+  bool dma_engine_classes = true;
   Rounding rounding = Rounding::nearest_even;  // stores to narrow types
   uint64_t stochastic_seed = 0;
   double model_flops = 0;  // FLOPs of the source graph, for MFU (0: MFU not reported)
