@@ -159,6 +159,16 @@ void expect_same(const RunReport& a, const RunReport& b, const std::string& what
   }
 }
 
+// Runs `p` with one state per DMA engine and with classes, and compares the two.
+void expect_classes_change_nothing(const Target& t, const Program& p, const std::string& what,
+                                   bool functional = false) {
+  auto each = run(t, p, /*classes=*/false, functional);
+  auto classes = run(t, p, /*classes=*/true, functional);
+  ASSERT_TRUE(each.is_ok()) << what << ": " << each.status().message();
+  ASSERT_TRUE(classes.is_ok()) << what << ": " << classes.status().message();
+  expect_same(*each, *classes, what);
+}
+
 TEST(DmaEngineClasses, RandomProgramsGiveTheBitsOfOneStatePerEngine) {
   for (TargetKind k : {TargetKind::trn1, TargetKind::trn2}) {
     const Target& t = target(k);
@@ -166,11 +176,7 @@ TEST(DmaEngineClasses, RandomProgramsGiveTheBitsOfOneStatePerEngine) {
       const int cores = seed % 4 == 0 ? 2 : 1;
       const Program p = random_program(seed, cores, 120);
       const std::string what = std::string(t.name) + " seed " + std::to_string(seed);
-      auto each = run(t, p, /*classes=*/false, /*functional=*/false);
-      auto classes = run(t, p, /*classes=*/true, /*functional=*/false);
-      ASSERT_TRUE(each.is_ok()) << what << ": " << each.status().message();
-      ASSERT_TRUE(classes.is_ok()) << what << ": " << classes.status().message();
-      expect_same(*each, *classes, what);
+      expect_classes_change_nothing(t, p, what);
     }
   }
 }
@@ -181,11 +187,7 @@ TEST(DmaEngineClasses, MirroredTransfersEndInTheSameOrder) {
     for (uint64_t seed = 1; seed <= 60; ++seed) {
       const Program p = mirrored_program(seed, 40);
       const std::string what = std::string(t.name) + " mirrored seed " + std::to_string(seed);
-      auto each = run(t, p, /*classes=*/false, /*functional=*/false);
-      auto classes = run(t, p, /*classes=*/true, /*functional=*/false);
-      ASSERT_TRUE(each.is_ok()) << what << ": " << each.status().message();
-      ASSERT_TRUE(classes.is_ok()) << what << ": " << classes.status().message();
-      expect_same(*each, *classes, what);
+      expect_classes_change_nothing(t, p, what);
     }
   }
 }
@@ -214,27 +216,17 @@ TEST(DmaEngineClasses, ProgramsWhoseTimesMeetGiveTheSameBits) {
           mirrored ? mirrored_program(seed, 40) : random_program(seed, 1 + seed % 2, 120);
       const std::string what =
           std::string(mirrored ? "mirrored" : "random") + " seed " + std::to_string(seed);
-      auto each = run(t, p, /*classes=*/false, /*functional=*/false);
-      auto classes = run(t, p, /*classes=*/true, /*functional=*/false);
-      ASSERT_TRUE(each.is_ok()) << what << ": " << each.status().message();
-      ASSERT_TRUE(classes.is_ok()) << what << ": " << classes.status().message();
-      expect_same(*each, *classes, what);
+      expect_classes_change_nothing(t, p, what);
     }
   }
 }
 
-// A functional run takes the same path through the DMA engines, and its time stays the
-// timing-only run's.
+// A functional run takes the same path through the DMA engines.
 TEST(DmaEngineClasses, AFunctionalRunKeepsTheSameTimes) {
   const Target& t = target(TargetKind::trn1);
-  for (uint64_t seed = 100; seed < 104; ++seed) {
-    const Program p = random_program(seed, 1, 80);
-    auto each = run(t, p, /*classes=*/false, /*functional=*/true);
-    auto classes = run(t, p, /*classes=*/true, /*functional=*/true);
-    ASSERT_TRUE(each.is_ok()) << each.status().message();
-    ASSERT_TRUE(classes.is_ok()) << classes.status().message();
-    expect_same(*each, *classes, "functional seed " + std::to_string(seed));
-  }
+  for (uint64_t seed = 100; seed < 104; ++seed)
+    expect_classes_change_nothing(t, random_program(seed, 1, 80),
+                                  "functional seed " + std::to_string(seed), /*functional=*/true);
 }
 
 }  // namespace
