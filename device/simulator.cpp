@@ -796,7 +796,7 @@ Status Run::issue(double now, int core, Engine e, double& next) {
       }
       ++cr.transfers[x].parts_left;
       if (C.tick_t != std::numeric_limits<double>::infinity()) C.seq[i] = seq_++;
-      if (i == 31 - std::countl_zero(C.members)) {  // its last member
+      if (i == static_cast<int>(std::bit_width(C.members)) - 1) {  // its last member
         C.ticking = C.tick_t != std::numeric_limits<double>::infinity();
         requeue(core, h);
       }
