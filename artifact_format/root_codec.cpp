@@ -3,6 +3,7 @@
 
 #include <flatbuffers/flatbuffers.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -277,6 +278,15 @@ void patch_segment_crcs(std::span<std::byte> root, std::span<const SegmentInfo> 
     if (!field) throw std::logic_error("patch_segment_crcs: a segment without its CRC field");
     flatbuffers::WriteScalar(buf + (field - buf), segments[i].crc32c);
   }
+}
+
+void patch_source_sha256(std::span<std::byte> root, std::span<const uint8_t> sha256) {
+  auto* buf = reinterpret_cast<uint8_t*>(root.data());
+  const fb::Artifact* a = fb::GetArtifact(buf);
+  if (!a->source() || !a->source()->sha256() || a->source()->sha256()->size() != sha256.size())
+    throw std::logic_error("patch_source_sha256: the root has no source SHA-256 of that size");
+  const uint8_t* at = a->source()->sha256()->data();
+  std::copy(sha256.begin(), sha256.end(), buf + (at - buf));
 }
 
 Result<ArtifactContents> decode_root(std::span<const std::byte> root) {

@@ -22,6 +22,11 @@ std::vector<std::byte> encode_root(const ArtifactContents& contents);
 // tensor-parallel root holds every core's copy of the programs).
 void patch_segment_crcs(std::span<std::byte> root, std::span<const SegmentInfo> segments);
 
+// Writes `sha256` over the source's 32-byte SHA-256 in `root`, encoded by encode_root from
+// contents whose source.sha256 held other 32 bytes: the root encode_root would give with it (a
+// byte vector's place does not depend on its bytes).
+void patch_source_sha256(std::span<std::byte> root, std::span<const uint8_t> sha256);
+
 // Verifies the FlatBuffer (identifier, bounds, nesting) and decodes it. `root` must be
 // 8-byte aligned.
 Result<ArtifactContents> decode_root(std::span<const std::byte> root);

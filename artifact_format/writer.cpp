@@ -127,9 +127,11 @@ void make_fills(std::span<const Payload> payloads,
 // Header + root + zero padding + segments, at their offsets in `sink`; `c`'s segment table
 // gets their offsets and sizes (unless `keep_segment_table`) and CRCs. The root is encoded once,
 // before the segments: a segment made by a fill gets its CRC as it is made, patched into the
-// root at the end (root_codec stores every segment field, so each CRC has its place).
+// root at the end (root_codec stores every segment field, so each CRC has its place), and so is
+// a source SHA-256 still being computed (`late_sha256`, over the 32 bytes `c` holds).
 void emit(ArtifactContents& c, std::span<const Payload> payloads, bool keep_segment_table,
-          Sink& sink, int threads = 1) {
+          Sink& sink, int threads = 1,
+          const std::function<std::vector<uint8_t>()>& late_sha256 = {}) {
   uint64_t off = 0;
   for (size_t i = 0; i < payloads.size() && i < c.segments.size(); ++i) {
     off = align_up(off, kSegmentAlignment);
@@ -173,6 +175,10 @@ void emit(ArtifactContents& c, std::span<const Payload> payloads, bool keep_segm
   }
   make_fills(payloads, fills, c, sink, threads);
   if (!fills.empty()) patch_segment_crcs(root, c.segments);
+  if (late_sha256) {
+    c.source.sha256 = late_sha256();
+    patch_source_sha256(root, c.source.sha256);
+  }
   h.root_crc32c = crc32c(root);
   std::array<std::byte, kHeaderSize> hb{};
   encode_header(h, hb);
@@ -206,6 +212,7 @@ struct ArtifactWriter::Impl {
   std::vector<std::unique_ptr<std::vector<std::byte>>> owned;
   // Per constant: the fill that makes its bytes at write time, or none (bytes held).
   std::vector<ConstantFill> fills;
+  std::function<std::vector<uint8_t>()> late_sha256;  // set_source_sha256
 
   // Segment payloads after layout; `storage` keeps packed/compressed buffers alive.
   std::vector<Payload> payloads;
@@ -491,11 +498,16 @@ uint32_t ArtifactWriter::add_debug_node(DebugNode node) {
   return static_cast<uint32_t>(impl_->contents.debug_nodes.size() - 1);
 }
 
+void ArtifactWriter::set_source_sha256(std::function<std::vector<uint8_t>()> digest) {
+  impl_->contents.source.sha256.assign(32, 0);  // its place in the root, until it is known
+  impl_->late_sha256 = std::move(digest);
+}
+
 Result<std::vector<std::byte>> ArtifactWriter::write_memory(const WriteOptions& options) {
   NEURONC_ARTIFACT_RETURN_IF_ERROR(impl_->layout(options));
   std::vector<std::byte> out;
   MemorySink sink(out);
-  emit(impl_->contents, impl_->payloads, false, sink, options.threads);
+  emit(impl_->contents, impl_->payloads, false, sink, options.threads, impl_->late_sha256);
   return out;
 }
 
@@ -595,7 +607,7 @@ Status ArtifactWriter::write_file(const std::string& path, const WriteOptions& o
     }
   } temporary{fd, tmp};
   FileSink sink(fd);
-  emit(impl_->contents, impl_->payloads, false, sink, options.threads);
+  emit(impl_->contents, impl_->payloads, false, sink, options.threads, impl_->late_sha256);
   std::string error = sink.error();
   const int closed = ::close(fd);
   temporary.fd = -1;

@@ -106,6 +106,12 @@ class ArtifactWriter {
   void add_device_call(DeviceCall call);
   void add_host_op(HostOp op);
   uint32_t add_debug_node(DebugNode node);
+  // The source's SHA-256 (contents().source.sha256) when it is still being computed: a write
+  // makes the constants' segments first and calls `digest` only then, to fill in the 32 bytes it
+  // returns, so hashing a large source overlaps writing its weights instead of delaying it. The
+  // bytes written are the same as with the digest set beforehand. `digest` may throw (a source
+  // that could not be read): the write then fails and leaves no file behind.
+  void set_source_sha256(std::function<std::vector<uint8_t>()> digest);
 
   // Fills memory_plan.hbm_arena_bytes (when 0) with the largest program HBM size, then checks
   // the whole artifact with verify_contents() before writing. write_file() streams the

@@ -588,7 +588,8 @@ struct ArtifactUnderConstruction {
   std::set<std::string> constant_names;
   bool has_metadata = false;
   // The source's SHA-256, hashed on a thread of its own (LoadedProgram::sha256): waited for
-  // only when the artifact is written, so hashing overlaps optimising and code generation.
+  // only once the artifact's constants are written, so hashing overlaps optimising, code
+  // generation and writing the weights.
   std::shared_future<std::string> source_sha256;
   TensorParallelBuild tp;
   size_t entry = 0, entries = 1;  // the program compile_into compiles, of how many (progress)
@@ -974,7 +975,9 @@ void finish(ArtifactUnderConstruction& u, const CompileRequest& req,
   if (req.progress)
     req.progress("[4/4] writing the artifact", kReadShare + kOptimiseShare + kCodegenShare);
   if (u.tp.cores > 1) replicate_over_cores(u, req.threads);
-  if (u.source_sha256.valid()) c.source.sha256 = frontend::digest_from_hex(u.source_sha256.get());
+  if (u.source_sha256.valid())
+    w.set_source_sha256(
+        [sha256 = u.source_sha256] { return frontend::digest_from_hex(sha256.get()); });
   if (!req.output.empty()) {
     art::WriteOptions wo;
     wo.threads = req.threads;

@@ -223,6 +223,69 @@ TEST(ArtifactRoundTrip, FilledConstantsWriteTheBytesHeldOnesWould) {
   EXPECT_FALSE(std::ifstream(path + ".tmp").good());
 }
 
+// A source SHA-256 given late (set_source_sha256) is asked for once, after the constants are
+// made, and gives the bytes of the same digest set beforehand, in memory and in a file; one that
+// cannot be had fails the write and leaves no file.
+TEST(ArtifactRoundTrip, ALateSourceDigestWritesTheBytesAnEarlyOneWould) {
+  std::vector<float> big(300 * 1024);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i % 419) - 1.5f;
+  const auto big_bytes = testing::bytes_of(big);
+  std::vector<uint8_t> digest(32);
+  for (size_t i = 0; i < digest.size(); ++i) digest[i] = static_cast<uint8_t>(0xa5 ^ (i * 37));
+  bool filled = false;
+  int asked = 0;
+  auto writer = [&](bool late) {
+    auto w = testing::two_partition_writer();
+    w.add_constant("big", TensorDType::f32, {Dim::constant(static_cast<int64_t>(big.size()))},
+                   ConstantFill{big_bytes.size(),
+                                [&](std::span<std::byte> out) {
+                                  filled = true;
+                                  std::memcpy(out.data(), big_bytes.data(), out.size());
+                                },
+                                {}},
+                   kHostOnly);
+    if (late) {
+      w.set_source_sha256([&] {
+        EXPECT_TRUE(filled);  // asked for only once the constants are made
+        ++asked;
+        return digest;
+      });
+    } else {
+      w.contents().source.sha256 = digest;
+    }
+    return w;
+  };
+  auto early = writer(false).write_memory();
+  ASSERT_TRUE(early.is_ok()) << early.status().message();
+  filled = false;
+  auto late = writer(true).write_memory();
+  ASSERT_TRUE(late.is_ok()) << late.status().message();
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(*late, *early);
+  const std::string path = ::testing::TempDir() + "/late_digest.nca";
+  filled = false;
+  auto w = writer(true);
+  ASSERT_TRUE(w.write_file(path).is_ok());
+  EXPECT_EQ(asked, 2);
+  EXPECT_EQ(w.contents().source.sha256, digest);
+  auto f = MappedFile::open(path);
+  ASSERT_TRUE(f.is_ok()) << f.status().message();
+  ASSERT_EQ(f->bytes().size(), early->size());
+  EXPECT_TRUE(std::equal(f->bytes().begin(), f->bytes().end(), early->begin()));
+  auto a = read_artifact(f->bytes());
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  EXPECT_EQ(a->contents.source.sha256, digest);
+
+  auto failing = writer(false);
+  failing.set_source_sha256(
+      []() -> std::vector<uint8_t> { throw std::runtime_error("model.pt2: reading failed"); });
+  const std::string failed = ::testing::TempDir() + "/late_digest_failed.nca";
+  std::remove(failed.c_str());
+  EXPECT_THROW((void)failing.write_file(failed), std::runtime_error);
+  EXPECT_FALSE(std::ifstream(failed).good());
+  EXPECT_FALSE(std::ifstream(failed + ".tmp").good());
+}
+
 // A constant stored as it is, whose bytes its file can give (ConstantFill::read_as_is), goes to
 // a file from chunks read that way, and from its own bytes for a chunk whose read fails: the
 // file, its CRCs and the dropped pages are as without the reader.

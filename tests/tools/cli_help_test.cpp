@@ -197,6 +197,7 @@ TEST(Cli, CompileUsesTheCacheAndRebuildsACorruptEntry) {
   namespace fs = std::filesystem;
   const fs::path dir = scratch_dir() / "cli_cache";
   fs::remove_all(dir);
+  fs::create_directories(dir);  // the artifacts' (the cache makes its own)
   const std::string model = fixture_model("mlp");
   auto compile = [&](const std::string& out, const std::string& extra) {
     const Ran r = neuronc("compile " + model + " -o " + (dir / out).string() + " --cache-dir " +
