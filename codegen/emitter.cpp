@@ -133,6 +133,9 @@ std::vector<PendingInstruction> ProgramEmitter::relocate(RegionPolicy policy) co
   Relocation rel;
   rel.policy = policy;
   std::vector<PendingInstruction> out;
+  size_t total = 0;
+  for (const QueuedKernel& k : kernels_in_) total += k.code.instructions.size();
+  out.reserve(total);
   for (size_t i = 0; i < kernels_in_.size(); ++i)
     relocate_one(rel, kernels_in_[i].code, kernels_in_[i].next_sbuf_bytes, static_cast<uint32_t>(i),
                  out);
