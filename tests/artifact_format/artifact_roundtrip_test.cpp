@@ -17,6 +17,15 @@
 namespace neuronc::artifact {
 namespace {
 
+// Maps the artifact file at `path` into `*out`, expecting it to hold exactly `want`.
+void map_expecting(const std::string& path, std::span<const std::byte> want, MappedFile* out) {
+  auto f = MappedFile::open(path);
+  ASSERT_TRUE(f.is_ok()) << f.status().message();
+  ASSERT_EQ(f->bytes().size(), want.size());
+  EXPECT_TRUE(std::equal(f->bytes().begin(), f->bytes().end(), want.begin()));
+  *out = std::move(*f);
+}
+
 TEST(Crc32c, KnownVectors) {
   // RFC 3720 B.4: 32 bytes of zeros -> 0x8a9136aa; "123456789" -> 0xe3069283.
   std::vector<std::byte> zeros(32);
@@ -227,11 +236,9 @@ TEST(ArtifactRoundTrip, FilledConstantsWriteTheBytesHeldOnesWould) {
     // unless it is compressed (made into the writer's memory like the rest).
     EXPECT_EQ(fills, compress ? 3 : 2);
     EXPECT_EQ(dropped, compress ? 0u : kept_bytes.size());
-    auto f = MappedFile::open(path);
-    ASSERT_TRUE(f.is_ok()) << f.status().message();
-    ASSERT_EQ(f->bytes().size(), held->size());
-    EXPECT_TRUE(std::equal(f->bytes().begin(), f->bytes().end(), held->begin()));
-    auto a = read_artifact(f->bytes());
+    MappedFile f;
+    ASSERT_NO_FATAL_FAILURE(map_expecting(path, *held, &f));
+    auto a = read_artifact(f.bytes());
     ASSERT_TRUE(a.is_ok()) << a.status().message();
     const auto got = a->constant_bytes(1);
     ASSERT_EQ(got.size(), big_bytes.size());
@@ -299,11 +306,9 @@ TEST(ArtifactRoundTrip, ALateSourceDigestWritesTheBytesAnEarlyOneWould) {
   ASSERT_TRUE(w.write_file(path).is_ok());
   EXPECT_EQ(asked, 2);
   EXPECT_EQ(w.contents().source.sha256, digest);
-  auto f = MappedFile::open(path);
-  ASSERT_TRUE(f.is_ok()) << f.status().message();
-  ASSERT_EQ(f->bytes().size(), early->size());
-  EXPECT_TRUE(std::equal(f->bytes().begin(), f->bytes().end(), early->begin()));
-  auto a = read_artifact(f->bytes());
+  MappedFile f;
+  ASSERT_NO_FATAL_FAILURE(map_expecting(path, *early, &f));
+  auto a = read_artifact(f.bytes());
   ASSERT_TRUE(a.is_ok()) << a.status().message();
   EXPECT_EQ(a->contents.source.sha256, digest);
 
@@ -408,10 +413,8 @@ TEST(ArtifactRoundTrip, FillsOnSeveralThreadsWriteTheSameBytes) {
     EXPECT_EQ(*many, *one);
     const std::string path = ::testing::TempDir() + "/threads.nca";
     ASSERT_TRUE(writer(-1).write_file(path, WriteOptions{.threads = threads}).is_ok());
-    auto f = MappedFile::open(path);
-    ASSERT_TRUE(f.is_ok()) << f.status().message();
-    ASSERT_EQ(f->bytes().size(), one->size());
-    EXPECT_TRUE(std::equal(f->bytes().begin(), f->bytes().end(), one->begin()));
+    MappedFile f;
+    ASSERT_NO_FATAL_FAILURE(map_expecting(path, *one, &f));
     try {
       (void)writer(4).write_file(path + ".bad", WriteOptions{.threads = threads});
       ADD_FAILURE() << "a failing fill wrote a file";
