@@ -434,6 +434,50 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
         }
       }
     }
+    // A 2-byte weight transposed whole or by column blocks (the usual --auto-cast matmul
+    // weight): narrowed a band of rows at a time into a buffer that stays in cache, and each
+    // band transposed into `out` from there, rather than narrowed whole and then transposed
+    // from memory. The bytes are the same: each element is rounded alone, and a band is
+    // transposed as its rows of the whole would be.
+    const bool transposed_2d =
+        shape.size() == 2 &&
+        (s.column_block > 0 || (s.transposed && s.perm.empty() && s.row_interleave == 0));
+    if (!runs.empty() && es == 2 && transposed_2d && !s.plain_layout()) {
+      const int64_t rows = shape[0], cols = shape[1];
+      const int64_t block = s.column_block > 0 ? s.column_block : rows;
+      constexpr int64_t kBandBytes = int64_t{256} << 10;  // with its rows' f32 chunk, in L2
+      const int64_t band_rows = std::max<int64_t>(8, kBandBytes / (cols * 2));
+      const size_t band_elems = static_cast<size_t>(band_rows * cols);
+      thread_local std::vector<std::byte> band;
+      if (band.size() < band_elems * 2) band.resize(band_elems * 2);
+      int64_t r0 = 0;     // the band's first row
+      size_t filled = 0;  // elements in the band
+      auto flush = [&] {  // rows [r0, r0 + filled / cols), block by block
+        const int64_t r1 = r0 + static_cast<int64_t>(filled) / cols;
+        for (int64_t r = r0; r < r1;) {
+          const int64_t b0 = r / block * block, width = std::min(block, rows - b0);
+          const int64_t end = std::min(r1, b0 + width);
+          transpose_u16(band.data() + (r - r0) * cols * 2, cols,
+                        out.data() + (b0 * cols + (r - b0)) * 2, width, end - r, cols);
+          r = end;
+        }
+        r0 = r1;
+        filled = 0;
+      };
+      for (const F32Run& run : runs)
+        for_each_f32_chunk(run, [&](const float* x, size_t k) {
+          while (k > 0) {
+            const size_t take = std::min(k, band_elems - filled);
+            kernels::store_f32_n(band.data() + filled * 2, dt, x, take);
+            filled += take;
+            x += take;
+            k -= take;
+            if (filled == band_elems) flush();
+          }
+        });
+      flush();
+      return;
+    }
     if (!runs.empty()) {
       thread_local std::vector<std::byte> narrow;
       std::byte* to = out.data();

@@ -195,11 +195,13 @@ TEST(DeferredConcatenation, PartsAreStoredAsTheWholeWeight) {
 }
 
 // The transposed and column-blocked bf16 layouts hold each element where the layout says, for
-// sizes that fill the transpose's 8 x 8 tiles and sizes that leave edges.
+// sizes that fill the transpose's 8 x 8 tiles and sizes that leave edges, made in one band of
+// rows or several (256 KiB of bf16 each: 512 rows of 256, 1310 of 100), whose ends fall inside
+// the column blocks.
 TEST(DeferredCast, TransposedBf16WeightsHoldEveryElementWhereTheLayoutSays) {
   const device::Target& t = device::target(device::TargetKind::trn1);
   for (auto [rows, cols] :
-       {std::pair<int64_t, int64_t>{13, 250}, {96, 256}, {3000, 256}, {1027, 36}}) {
+       {std::pair<int64_t, int64_t>{13, 250}, {96, 256}, {3000, 256}, {1027, 36}, {2500, 100}}) {
     const std::string n = std::to_string(rows), k = std::to_string(cols);
     const std::string text = "graph {\n  input %x : bf16[40, " + k + "]\n  param %w : bf16[" + n +
                              ", " + k + "] \"fc.weight\"\n  %y : bf16[40, " + n +
