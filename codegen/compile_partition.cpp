@@ -279,6 +279,12 @@ struct ConstantSource {
   bool plain_layout() const {
     return !transposed && column_block == 0 && perm.empty() && row_interleave == 0;
   }
+  // Whether the device stores the 2-D transpose, whole or by column blocks of `block()` rows.
+  bool blocked_transpose() const {
+    return shape.size() == 2 &&
+           (column_block > 0 || (transposed && perm.empty() && row_interleave == 0));
+  }
+  int64_t block() const { return column_block > 0 ? column_block : shape[0]; }
   // Whether the device keeps the payload's own element bytes (no conversion).
   bool same_bytes() const {
     return !payload.deferred() && ir::dtype_size(dtype) == device::dtype_size(dt()) &&
@@ -364,6 +370,20 @@ void transpose_u16(const std::byte* src, int64_t src_stride, std::byte* dst, int
   }
 }
 
+// Rows [r0, r1) of a row-major [rows, cols] matrix of 2-byte elements (`src` holding row r0)
+// into `out`, which holds its transpose whole (block = rows) or by column blocks: the rows of
+// block [b0, b0 + width) stored transposed as [cols, width] at element b0 * cols.
+void transpose_rows_into_blocks(const std::byte* src, int64_t r0, int64_t r1, int64_t rows,
+                                int64_t cols, int64_t block, std::byte* out) {
+  for (int64_t r = r0; r < r1;) {
+    const int64_t b0 = r / block * block, width = std::min(block, rows - b0);
+    const int64_t end = std::min(r1, b0 + width);
+    transpose_u16(src + (r - r0) * cols * 2, cols, out + (b0 * cols + (r - b0)) * 2, width, end - r,
+                  cols);
+    r = end;
+  }
+}
+
 // Stored f32 elements of a weight, and how to read them from its file (the payload's or the
 // part's ir::ConstantPayload::read_bytes, with its owner).
 struct F32Run {
@@ -439,12 +459,8 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
     // band transposed into `out` from there, rather than narrowed whole and then transposed
     // from memory. The bytes are the same: each element is rounded alone, and a band is
     // transposed as its rows of the whole would be.
-    const bool transposed_2d =
-        shape.size() == 2 &&
-        (s.column_block > 0 || (s.transposed && s.perm.empty() && s.row_interleave == 0));
-    if (!runs.empty() && es == 2 && transposed_2d && !s.plain_layout()) {
+    if (!runs.empty() && es == 2 && s.blocked_transpose()) {
       const int64_t rows = shape[0], cols = shape[1];
-      const int64_t block = s.column_block > 0 ? s.column_block : rows;
       constexpr int64_t kBandBytes = int64_t{256} << 10;  // with its rows' f32 chunk, in L2
       const int64_t band_rows = std::max<int64_t>(8, kBandBytes / (cols * 2));
       const size_t band_elems = static_cast<size_t>(band_rows * cols);
@@ -452,15 +468,9 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
       if (band.size() < band_elems * 2) band.resize(band_elems * 2);
       int64_t r0 = 0;     // the band's first row
       size_t filled = 0;  // elements in the band
-      auto flush = [&] {  // rows [r0, r0 + filled / cols), block by block
+      auto flush = [&] {  // rows [r0, r0 + filled / cols)
         const int64_t r1 = r0 + static_cast<int64_t>(filled) / cols;
-        for (int64_t r = r0; r < r1;) {
-          const int64_t b0 = r / block * block, width = std::min(block, rows - b0);
-          const int64_t end = std::min(r1, b0 + width);
-          transpose_u16(band.data() + (r - r0) * cols * 2, cols,
-                        out.data() + (b0 * cols + (r - b0)) * 2, width, end - r, cols);
-          r = end;
-        }
+        transpose_rows_into_blocks(band.data(), r0, r1, rows, cols, s.block(), out.data());
         r0 = r1;
         filled = 0;
       };
@@ -574,12 +584,8 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
                 put(base + k * width + c, (b0 + c) * cols + k);
       }
     };
-    if (s.column_block > 0) {
-      blocked_transpose(shape[0], shape[1], s.column_block);
-      return;
-    }
-    if (s.transposed && s.perm.empty() && s.row_interleave == 0 && shape.size() == 2) {
-      blocked_transpose(shape[0], shape[1], shape[0]);
+    if (s.blocked_transpose()) {
+      blocked_transpose(shape[0], shape[1], s.block());
       return;
     }
     if (!s.perm.empty() || s.row_interleave > 0) {
@@ -611,15 +617,8 @@ void lay_out_constant(const ConstantSource& s, std::span<std::byte> out) {
       };
       // A 2-byte weight (bf16, the usual one) transposed whole or by column blocks: in 8 x 8
       // SIMD tiles.
-      const bool plain_transpose =
-          s.transposed && s.perm.empty() && s.row_interleave == 0 && shape.size() == 2;
-      if (es == 2 && shape.size() == 2 && (s.column_block > 0 || plain_transpose)) {
-        const int64_t w = s.column_block > 0 ? s.column_block : shape[0];
-        for (int64_t b0 = 0; b0 < shape[0]; b0 += w) {
-          const int64_t width = std::min(w, shape[0] - b0);
-          transpose_u16(src + b0 * shape[1] * 2, shape[1], o + b0 * shape[1] * 2, width, width,
-                        shape[1]);
-        }
+      if (es == 2 && s.blocked_transpose()) {
+        transpose_rows_into_blocks(src, 0, shape[0], shape[0], shape[1], s.block(), o);
         return;
       }
       switch (es) {
