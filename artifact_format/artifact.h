@@ -4,6 +4,7 @@
 // type appears here. Thread-safety: plain values.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -222,11 +223,13 @@ struct Producer {
   bool operator==(const Producer&) const = default;
 };
 
+inline constexpr size_t kSourceSha256Bytes = 32;  // Source::sha256, when known
+
 struct Source {
   std::string container;
   std::string schema_version;
   std::string torch_version;
-  std::vector<uint8_t> sha256;  // 32 bytes or empty
+  std::vector<uint8_t> sha256;  // kSourceSha256Bytes bytes, or empty
   std::string file_name;
   bool operator==(const Source&) const = default;
 };

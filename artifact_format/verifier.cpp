@@ -213,9 +213,9 @@ Status verify_contents(const ArtifactContents& c) {
   if (!device::valid_tensor_parallel_degree(t, static_cast<int>(c.num_cores)))
     return range("artifact uses " + to_string(c.num_cores) + " cores but " + std::string(t.name) +
                  " instances run programs over " + device::tensor_parallel_degrees_text(t));
-  if (!c.source.sha256.empty() && c.source.sha256.size() != 32)
-    return invalid("source sha256 has " + to_string(c.source.sha256.size()) +
-                   " bytes, expected 32");
+  if (!c.source.sha256.empty() && c.source.sha256.size() != kSourceSha256Bytes)
+    return invalid("source sha256 has " + to_string(c.source.sha256.size()) + " bytes, expected " +
+                   to_string(kSourceSha256Bytes));
 
   // Symbols and values.
   const auto& syms = c.signature.symbols;

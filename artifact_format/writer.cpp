@@ -499,7 +499,8 @@ uint32_t ArtifactWriter::add_debug_node(DebugNode node) {
 }
 
 void ArtifactWriter::set_source_sha256(std::function<std::vector<uint8_t>()> digest) {
-  impl_->contents.source.sha256.assign(32, 0);  // its place in the root, until it is known
+  // Its place in the root, until it is known.
+  impl_->contents.source.sha256.assign(kSourceSha256Bytes, 0);
   impl_->late_sha256 = std::move(digest);
 }
 
