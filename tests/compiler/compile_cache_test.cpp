@@ -23,6 +23,7 @@
 
 #include "compiler/compiler.h"
 #include "frontend/load.h"
+#include "tests/testing/scratch_dir.h"
 
 namespace neuronc::compiler {
 namespace {
@@ -30,8 +31,7 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path d =
-      fs::temp_directory_path() / ("neuronc_cache_test_" + std::to_string(::getpid())) / name;
+  const fs::path d = neuronc::testing::scratch_dir("neuronc_cache_test") / name;
   fs::remove_all(d);
   fs::create_directories(d);
   return d;

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -15,6 +14,7 @@
 
 #include "compiler/compiler.h"
 #include "neuronc/neuronc.h"
+#include "tests/testing/scratch_dir.h"
 #include "tools/npy.h"
 
 namespace neuronc::testing {
@@ -74,15 +74,6 @@ inline std::vector<int64_t> prefill_and_decode(const Model& model, Session& sess
     got.push_back(argmax_at(out->at(model.entries()[1].outputs[0].name), 0));
   }
   return got;
-}
-
-// A directory of this test process (its pid: ctest runs tests, and CI's sanitizer builds,
-// side by side).
-inline std::filesystem::path scratch_dir(const std::string& prefix) {
-  const std::filesystem::path d = std::filesystem::temp_directory_path() /
-                                  (prefix + "_" + std::to_string(static_cast<long>(getpid())));
-  std::filesystem::create_directories(d);
-  return d;
 }
 
 // Compiles `model` (a program or an export directory) for `target` over `tp` cores into

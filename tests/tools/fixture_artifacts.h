@@ -3,7 +3,6 @@
 #pragma once
 
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -14,6 +13,7 @@
 #include <string>
 
 #include "compiler/compiler.h"
+#include "tests/testing/scratch_dir.h"
 
 namespace neuronc::tools::testing {
 
@@ -22,14 +22,9 @@ inline const char* const kFixtures[] = {
     "mlp",   "cnn", "transformer_encoder", "bert",    "gpt2",
     "llama", "vit", "dynamic_batch",       "buffers", "fallback"};
 
+// This test process's scratch directory, removed when it exits.
 inline std::filesystem::path scratch_dir() {
-  static const std::filesystem::path dir = [] {
-    std::filesystem::path d = std::filesystem::temp_directory_path() /
-                              ("neuronc_tools_test_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(d);
-    return d;
-  }();
-  return dir;
+  return neuronc::testing::scratch_dir("neuronc_tools_test");
 }
 
 inline std::string fixture_model(const std::string& name) {
