@@ -41,9 +41,8 @@ using json = nlohmann::ordered_json;
 using frontend::read_exactly;
 
 constexpr char kEntryMagic[8] = {'N', 'C', 'C', 'A', 'C', 'H', 'E', '\x01'};
-constexpr uint32_t kEntryVersion = 1;
-constexpr size_t kEntryHeader = 80;  // see encode_entry_header
-constexpr uint64_t kPage = 4096;
+constexpr uint32_t kEntryVersion = 2;  // 1: the artifact inside the entry file
+constexpr size_t kEntryHeader = 80;    // see encode_entry_header
 constexpr const char* kSourceDigestTag = "neuronc-source-digest 1";
 constexpr int64_t kRacyNs = 2'000'000'000;  // a file modified this close to its hashing is re-read
 
@@ -326,20 +325,19 @@ std::optional<uint32_t> crc_of_range(int fd, uint64_t offset, uint64_t n, int ot
 
 struct EntryHeader {
   uint32_t report_bytes = 0;
-  uint64_t artifact_offset = 0, artifact_bytes = 0;
+  uint64_t artifact_bytes = 0;
   uint32_t report_crc = 0, artifact_crc = 0;
   std::array<uint8_t, 32> key{};
 };
 
-// Little-endian: magic[8], version u32, report_bytes u32, artifact_offset u64,
-// artifact_bytes u64, report_crc u32, artifact_crc u32, key[32], reserved u32, header_crc u32
-// (CRC32C of bytes [0, 76)).
+// Little-endian: magic[8], version u32, report_bytes u32, reserved u64 (zero), artifact_bytes
+// u64, report_crc u32, artifact_crc u32, key[32], reserved u32, header_crc u32 (CRC32C of bytes
+// [0, 76)). The report follows; the artifact is the file beside it (artifact_path).
 std::array<uint8_t, kEntryHeader> encode_entry_header(const EntryHeader& h) {
   std::array<uint8_t, kEntryHeader> b{};
   std::memcpy(b.data(), kEntryMagic, 8);
   put32(&b[8], kEntryVersion);
   put32(&b[12], h.report_bytes);
-  put64(&b[16], h.artifact_offset);
   put64(&b[24], h.artifact_bytes);
   put32(&b[32], h.report_crc);
   put32(&b[36], h.artifact_crc);
@@ -357,6 +355,24 @@ std::array<uint8_t, 32> key_bytes(const std::string& hex_key) {
 
 fs::path entry_path(const fs::path& dir, const std::string& key) {
   return dir / "entries" / (key + ".nce");
+}
+fs::path artifact_path(const fs::path& dir, const std::string& key) {
+  return dir / "entries" / (key + ".nca");
+}
+
+// Gives the file open as `fd` a second name, `to`, replacing any file there: a hard link made
+// under a temporary name beside `to` (through /proc/self/fd, so that it is exactly the file
+// `fd` read, whatever has been renamed since) and renamed into place. False, leaving nothing
+// behind, where that cannot be done: another filesystem, one without hard links, no /proc.
+bool link_into_place(int fd, const fs::path& to) {
+  const fs::path temp = temporary_beside(to);
+  const std::string self = "/proc/self/fd/" + std::to_string(fd);
+  if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, temp.c_str(), AT_SYMLINK_FOLLOW) != 0)
+    return false;
+  const bool placed = artifact::replace_file(temp.string(), to.string());
+  // Gone once placed, but for a rename onto another name of the same file, which does nothing.
+  ::unlink(temp.c_str());
+  return placed;
 }
 
 // The file the code of this compiler is in: the executable, or the shared object that holds
@@ -395,8 +411,8 @@ fs::path CompileCache::default_dir() {
   return {};
 }
 
-CompileCache::CompileCache(fs::path dir, uint64_t max_bytes)
-    : dir_(std::move(dir)), max_bytes_(max_bytes) {}
+CompileCache::CompileCache(fs::path dir, uint64_t max_bytes, bool link_outputs)
+    : dir_(std::move(dir)), max_bytes_(max_bytes), link_outputs_(link_outputs) {}
 
 std::string CompileCache::uncacheable(const CompileRequest& req) {
   if (!req.print_after.empty()) return "--print-after prints the IR as the compile runs";
@@ -582,15 +598,19 @@ std::optional<CompileCache::Hit> CompileCache::fetch(const CacheKey& key, const 
                                                      std::string* why) const {
   why->clear();
   const fs::path path = entry_path(dir_, key.hex);
+  const fs::path artifact = artifact_path(dir_, key.hex);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;  // a miss
   struct Closer {
     int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+    ~Closer() {
+      if (fd >= 0) ::close(fd);
+    }
+  } closer{fd}, artifact_closer{-1};
   auto corrupt = [&](const std::string& what) -> std::optional<Hit> {
     *why = "cache entry '" + path.string() + "' is corrupt (" + what + "); it was deleted";
     ::unlink(path.c_str());
+    ::unlink(artifact.c_str());
     return std::nullopt;
   };
   struct stat st {};
@@ -607,15 +627,13 @@ std::optional<CompileCache::Hit> CompileCache::fetch(const CacheKey& key, const 
                    std::to_string(kEntryVersion));
   EntryHeader h;
   h.report_bytes = get32(&hb[12]);
-  h.artifact_offset = get64(&hb[16]);
   h.artifact_bytes = get64(&hb[24]);
   h.report_crc = get32(&hb[32]);
   h.artifact_crc = get32(&hb[36]);
   if (std::memcmp(&hb[40], key_bytes(key.hex).data(), 32) != 0)
     return corrupt("it holds another key's compile");
-  if (h.artifact_offset < kEntryHeader + h.report_bytes || h.artifact_offset % kPage != 0 ||
-      h.artifact_offset > size || size - h.artifact_offset != h.artifact_bytes)
-    return corrupt("expected " + std::to_string(h.artifact_offset + h.artifact_bytes) +
+  if (size != kEntryHeader + uint64_t{h.report_bytes})
+    return corrupt("expected " + std::to_string(kEntryHeader + uint64_t{h.report_bytes}) +
                    " bytes, found " + std::to_string(size));
   std::string report(h.report_bytes, '\0');
   if (!read_exactly(fd, report.data(), report.size(), kEntryHeader))
@@ -629,38 +647,56 @@ std::optional<CompileCache::Hit> CompileCache::fetch(const CacheKey& key, const 
     return corrupt(std::string("report: ") + e.what());
   }
   hit.artifact_bytes = h.artifact_bytes;
-  // An output that already holds exactly these bytes (a recompile to the same path) is left as
-  // it is, its modification time refreshed, rather than copied over: compared while the entry's
-  // CRC is taken, so it costs one more read instead of writing the whole artifact again.
+
+  const int afd = ::open(artifact.c_str(), O_RDONLY | O_CLOEXEC);
+  // Not there: a writer between its two renames, or an eviction between its two deletions. A
+  // miss; the compile that follows stores both files again.
+  if (afd < 0) return std::nullopt;
+  artifact_closer.fd = afd;
+  struct stat ast {};
+  if (::fstat(afd, &ast) != 0) return corrupt("cannot stat its artifact: " + errno_text());
+  if (static_cast<uint64_t>(ast.st_size) != h.artifact_bytes)
+    return corrupt("expected a " + std::to_string(h.artifact_bytes) + "-byte artifact, found " +
+                   std::to_string(ast.st_size) + " bytes");
+  // An output that is the entry's artifact itself (an earlier hit linked it), or a file that
+  // holds exactly its bytes (a recompile to the same path), is left as it is, its modification
+  // time refreshed. The bytes are compared while the entry's CRC is taken: one more read
+  // instead of writing the whole artifact again.
   struct stat out_st {};
   int existing = -1;
-  if (::stat(output.c_str(), &out_st) == 0 && S_ISREG(out_st.st_mode) &&
-      static_cast<uint64_t>(out_st.st_size) == h.artifact_bytes)
-    existing = ::open(output.c_str(), O_RDONLY | O_CLOEXEC);
-  struct ClosedIfOpen {
-    int fd;
-    ~ClosedIfOpen() {
-      if (fd >= 0) ::close(fd);
-    }
-  } existing_closer{existing};
+  bool linked_already = false;
+  if (::stat(output.c_str(), &out_st) == 0 && S_ISREG(out_st.st_mode)) {
+    linked_already = out_st.st_dev == ast.st_dev && out_st.st_ino == ast.st_ino;
+    if (!linked_already && static_cast<uint64_t>(out_st.st_size) == h.artifact_bytes)
+      existing = ::open(output.c_str(), O_RDONLY | O_CLOEXEC);
+  }
+  Closer existing_closer{existing};
   bool same = false;
-  const std::optional<uint32_t> crc =
-      crc_of_range(fd, h.artifact_offset, h.artifact_bytes, existing, &same);
+  const std::optional<uint32_t> crc = crc_of_range(afd, 0, h.artifact_bytes, existing, &same);
   if (!crc) return corrupt("short read of the artifact");
   if (*crc != h.artifact_crc) return corrupt("artifact CRC32C mismatch");
-  if (same && ::utimensat(AT_FDCWD, output.c_str(), nullptr, 0) == 0) {
-    ::futimens(fd, nullptr);  // recently used
+  // Recently used (eviction goes by the entry's modification time), and the output, whichever
+  // way it is made, new as of now.
+  ::futimens(fd, nullptr);
+  if ((same || linked_already) && ::utimensat(AT_FDCWD, output.c_str(), nullptr, 0) == 0) {
+    hit.output = HitOutput::kUnchanged;
     return hit;
   }
+  if (link_outputs_) {
+    ::futimens(afd, nullptr);  // the output's own time, once it is linked
+    if (link_into_place(afd, output)) {
+      hit.output = HitOutput::kLinked;
+      return hit;
+    }
+  }
   AtomicFile out(output);
-  if (!out.ok() || !copy_range(fd, h.artifact_offset, h.artifact_bytes, out) || !out.commit()) {
+  if (!out.ok() || !copy_range(afd, 0, h.artifact_bytes, out) || !out.commit()) {
     *why = out.ok()
                ? "copying the cached artifact to '" + output.string() + "' failed: " + errno_text()
                : out.error();
     return std::nullopt;
   }
-  // Recently used: eviction goes by modification time.
-  ::futimens(fd, nullptr);
+  hit.output = HitOutput::kCopied;
   return hit;
 }
 
@@ -671,8 +707,8 @@ bool CompileCache::store(const CacheKey& key, const CompileResult& result, std::
 bool CompileCache::store(const CacheKey& key, const CompileResult& result,
                          const fs::path& artifact_file, std::string* why) const {
   why->clear();
-  // The artifact's bytes: the result's, or the file's (read through one descriptor, so the CRC
-  // and the copy are of the same file).
+  // The artifact's bytes: the result's, or the file's (read, and linked or copied, through one
+  // descriptor, so that the CRC and the entry are of the same file).
   int in = -1;
   struct Closer {
     int& fd;
@@ -713,27 +749,17 @@ bool CompileCache::store(const CacheKey& key, const CompileResult& result,
     }
   }
   const fs::path path = entry_path(dir_, key.hex);
+  const fs::path artifact = artifact_path(dir_, key.hex);
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
   if (ec) {
     *why = "cannot create '" + path.parent_path().string() + "': " + ec.message();
     return false;
   }
-  const std::string report = report_json(result).dump();
-  EntryHeader h;
-  h.report_bytes = static_cast<uint32_t>(report.size());
-  h.artifact_offset = (kEntryHeader + report.size() + kPage - 1) / kPage * kPage;
-  h.artifact_bytes = artifact_bytes;
-  h.report_crc = crc_of(report.data(), report.size());
-  h.artifact_crc = artifact_crc;
-  h.key = key_bytes(key.hex);
-  const auto header = encode_entry_header(h);
-  {
-    AtomicFile out(path);
-    out.write(header.data(), header.size());
-    out.write(report.data(), report.size());
-    const std::vector<char> pad(h.artifact_offset - kEntryHeader - report.size(), 0);
-    out.write(pad.data(), pad.size());
+  // The artifact first, then the entry that vouches for it: a reader that finds the entry finds
+  // an artifact its CRC is checked against. Two writers of one key write the same bytes.
+  if (in < 0 || !link_outputs_ || !link_into_place(in, artifact)) {
+    AtomicFile out(artifact);
     if (in >= 0) {
       if (!copy_range(in, 0, artifact_bytes, out) && out.ok()) {
         *why = "copying '" + artifact_file.string() + "' into the cache failed: " + errno_text();
@@ -747,14 +773,32 @@ bool CompileCache::store(const CacheKey& key, const CompileResult& result,
       return false;
     }
   }
+  const std::string report = report_json(result).dump();
+  EntryHeader h;
+  h.report_bytes = static_cast<uint32_t>(report.size());
+  h.artifact_bytes = artifact_bytes;
+  h.report_crc = crc_of(report.data(), report.size());
+  h.artifact_crc = artifact_crc;
+  h.key = key_bytes(key.hex);
+  const auto header = encode_entry_header(h);
+  {
+    AtomicFile out(path);
+    out.write(header.data(), header.size());
+    out.write(report.data(), report.size());
+    if (!out.commit()) {
+      *why = out.error();
+      return false;
+    }
+  }
   // Evict: least recently used first, until the entries fit; old temporaries of crashed
-  // writers go too.
+  // writers, and artifacts an entry no longer vouches for, go too.
   struct Entry {
     fs::path path;
     uint64_t bytes;
     int64_t mtime;
   };
   std::vector<Entry> entries;
+  std::vector<std::pair<fs::path, int64_t>> artifacts;
   uint64_t total = 0;
   const int64_t hour_ago = now_ns() - int64_t{3600} * 1'000'000'000;
   for (const fs::path& sub : {dir_ / "entries", dir_ / "sources"}) {
@@ -766,17 +810,36 @@ bool CompileCache::store(const CacheKey& key, const CompileResult& result,
         if (ns(st.st_mtim) < hour_ago) ::unlink(e.path().c_str());
         continue;
       }
-      if (sub.filename() != "entries" || e.path().extension() != ".nce") continue;
-      entries.push_back({e.path(), static_cast<uint64_t>(st.st_size), ns(st.st_mtim)});
-      total += static_cast<uint64_t>(st.st_size);
+      if (sub.filename() != "entries") continue;
+      if (e.path().extension() == ".nca") {
+        artifacts.emplace_back(e.path(), ns(st.st_mtim));
+        continue;
+      }
+      if (e.path().extension() != ".nce") continue;
+      uint64_t bytes = static_cast<uint64_t>(st.st_size);
+      struct stat ast {};
+      const fs::path a = fs::path(e.path()).replace_extension(".nca");
+      if (::stat(a.c_str(), &ast) == 0) bytes += static_cast<uint64_t>(ast.st_size);
+      entries.push_back({e.path(), bytes, ns(st.st_mtim)});
+      total += bytes;
     }
+  }
+  for (const auto& [a, mtime] : artifacts) {
+    // A writer renames the artifact in before its entry: only an hour-old one is an orphan.
+    if (mtime < hour_ago && !fs::exists(fs::path(a).replace_extension(".nce"), ec))
+      ::unlink(a.c_str());
   }
   std::sort(entries.begin(), entries.end(),
             [](const Entry& a, const Entry& b) { return a.mtime < b.mtime; });
   for (const Entry& e : entries) {
     if (total <= max_bytes_) break;
     if (e.path == path) continue;  // the entry just stored stays
-    if (::unlink(e.path.c_str()) == 0) total -= e.bytes;
+    // The entry before its artifact: a reader never finds an entry whose artifact was evicted
+    // under it but as a miss.
+    if (::unlink(e.path.c_str()) == 0) {
+      ::unlink(fs::path(e.path).replace_extension(".nca").c_str());
+      total -= e.bytes;
+    }
   }
   return true;
 }

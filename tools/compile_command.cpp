@@ -47,7 +47,7 @@ struct CompileCli {
   int opt_level = 2, threads = 0, tp = 1;
   double cache_max_gb = static_cast<double>(compiler::CompileCache::kDefaultMaxBytes) / 1e9;
   std::vector<std::string> dims, buckets;
-  bool json = false, no_cache = false;
+  bool json = false, no_cache = false, cache_copy = false;
 };
 
 // What the compile cache did for one compile.
@@ -55,8 +55,10 @@ struct CacheUse {
   std::string state = "off";  // off, hit, stored, not_stored
   std::string why;            // why off or not stored, or which corrupt entry was rebuilt
   std::string dir, key;
-  // Computing the key, and on a hit, checking and copying the entry; on a miss, storing it. A
-  // key computed beside the compile (a source's digest not remembered) adds only the store.
+  std::string output;  // on a hit: the output was "linked" to the entry, "copied", "unchanged"
+  // Computing the key, and on a hit, checking and linking (or copying) the entry; on a miss,
+  // storing it. A key computed beside the compile (a source's digest not remembered) adds only the
+  // store.
   double seconds = 0;
 };
 
@@ -66,6 +68,7 @@ nlohmann::ordered_json cache_json(const CacheUse& c) {
   if (!c.why.empty()) j["why"] = c.why;
   if (!c.dir.empty()) j["dir"] = c.dir;
   if (!c.key.empty()) j["key"] = c.key;
+  if (!c.output.empty()) j["output"] = c.output;
   j["seconds"] = c.seconds;
   return j;
 }
@@ -117,7 +120,7 @@ void run_compile(const CompileCli& o) {
   };
   const std::string out = o.output.empty() ? default_output(o.model) : o.output;
 
-  // The compile cache: a hit copies the artifact out instead of compiling. When a source's
+  // The compile cache: a hit links the artifact out instead of compiling. When a source's
   // digest is not remembered (a new or changed model), the key is taken beside the compile
   // rather than before it: the compile starts at once, the source is hashed once (for the key
   // and for the artifact), and a hit found when the key is ready drops the compile at its next
@@ -139,7 +142,8 @@ void run_compile(const CompileCli& o) {
     if (dir.empty()) {
       cache_use.why = "no --cache-dir, and neither XDG_CACHE_HOME nor HOME is set";
     } else {
-      cache.emplace(dir, static_cast<uint64_t>(std::max(0.0, o.cache_max_gb) * 1e9));
+      cache.emplace(dir, static_cast<uint64_t>(std::max(0.0, o.cache_max_gb) * 1e9),
+                    /*link_outputs=*/!o.cache_copy);
       cache_use.dir = dir.string();
       try {
         pending = cache->begin_key(req);
@@ -171,6 +175,10 @@ void run_compile(const CompileCli& o) {
     artifact_bytes = h.artifact_bytes;
     hit = true;
     cache_use.state = "hit";
+    using Out = compiler::CompileCache::HitOutput;
+    cache_use.output = h.output == Out::kLinked   ? "linked"
+                       : h.output == Out::kCopied ? "copied"
+                                                  : "unchanged";
   };
   bool compiled = false;
   req.output = out;  // streamed to the file by the writer
@@ -303,10 +311,10 @@ void run_compile(const CompileCli& o) {
       r.seconds_frontend + r.seconds_passes + r.seconds_codegen + r.seconds_write;
   if (hit) {
     std::printf(
-        "  from the compile cache in %.2f s (%s); compiling it took %.2f s (frontend %.2f, "
+        "  from the compile cache in %.2f s (%s, %s); compiling it took %.2f s (frontend %.2f, "
         "passes %.2f, codegen %.2f, write %.2f)\n",
-        cache_use.seconds, cache_use.dir.c_str(), compile_seconds, r.seconds_frontend,
-        r.seconds_passes, r.seconds_codegen, r.seconds_write);
+        cache_use.seconds, cache_use.dir.c_str(), cache_use.output.c_str(), compile_seconds,
+        r.seconds_frontend, r.seconds_passes, r.seconds_codegen, r.seconds_write);
     return;
   }
   std::printf("  compile time %.2f s (frontend %.2f, passes %.2f, codegen %.2f, write %.2f)\n",
@@ -363,9 +371,12 @@ void register_compile_command(CLI::App& app) {
   cmd->add_option("--cache-dir", o->cache_dir,
                   "Compile cache directory (default: $XDG_CACHE_HOME/neuronc, else "
                   "~/.cache/neuronc). An unchanged model with the same options and compiler is "
-                  "copied from it instead of compiled; entries are checksummed and rebuilt when "
+                  "linked from it instead of compiled; entries are checksummed and rebuilt when "
                   "corrupt");
   cmd->add_flag("--no-cache", o->no_cache, "Neither read nor write the compile cache");
+  cmd->add_flag("--cache-copy", o->cache_copy,
+                "Copy artifacts out of and into the compile cache instead of hard-linking them "
+                "(the output then shares no file with the cache)");
   cmd->add_option("--cache-max-gb", o->cache_max_gb,
                   "Size limit of the compile cache in GB; least recently used entries go first")
       ->check(CLI::PositiveNumber);

@@ -1,7 +1,9 @@
 // The compile cache (compiler/compile_cache.h): a hit gives the fresh compile's bytes and
 // report; the key follows every source byte and option that changes the artifact and no other;
-// a corrupt entry is found by its checks, deleted and never used; concurrent writers and readers
-// of one key each see a whole entry; eviction keeps the most recently used.
+// a corrupt entry is found by its checks, deleted and never used; the artifact goes out and in as
+// a hard link (a copy with link_outputs false), and an output written into in place is found
+// out; concurrent writers and readers of one key each see a whole entry; eviction keeps the most
+// recently used.
 #include "compiler/compile_cache.h"
 
 #include <fcntl.h>
@@ -113,23 +115,28 @@ TEST(CompileCache, AHitGivesTheFreshCompilesArtifactAndReport) {
 
 // A hit onto an output that already holds the artifact (a recompile to the same path) leaves
 // that file (the same inode, its modification time refreshed); an output that differs, in one
-// byte or in its size, is replaced by the artifact.
+// byte or in its size, is replaced by the artifact. With link_outputs false, so that the output
+// is a file of its own that the test may write into.
 TEST(CompileCache, AHitOntoTheSameArtifactLeavesItAndReplacesADifferentOne) {
   const fs::path dir = fresh_dir("same_output");
-  CompileCache cache(dir / "cache");
+  CompileCache cache(dir / "cache", CompileCache::kDefaultMaxBytes, /*link_outputs=*/false);
   const CompileRequest req = request(model_path());
   const CacheKey key = cache.key(req);
   const CompileResult fresh = compile_model(req);
   std::string why;
   ASSERT_TRUE(cache.store(key, fresh, &why)) << why;
   const fs::path out = dir / "out.nca";
-  ASSERT_TRUE(cache.fetch(key, out, &why)) << why;
+  auto first = cache.fetch(key, out, &why);
+  ASSERT_TRUE(first) << why;
+  EXPECT_EQ(first->output, CompileCache::HitOutput::kCopied);
   struct stat before {};
   ASSERT_EQ(::stat(out.c_str(), &before), 0);
   fs::last_write_time(out, fs::last_write_time(out) - std::chrono::hours(1));
   const auto old_time = fs::last_write_time(out);
 
-  ASSERT_TRUE(cache.fetch(key, out, &why)) << why;
+  auto again = cache.fetch(key, out, &why);
+  ASSERT_TRUE(again) << why;
+  EXPECT_EQ(again->output, CompileCache::HitOutput::kUnchanged);
   struct stat after {};
   ASSERT_EQ(::stat(out.c_str(), &after), 0);
   EXPECT_EQ(after.st_ino, before.st_ino);  // left as it was
@@ -139,7 +146,9 @@ TEST(CompileCache, AHitOntoTheSameArtifactLeavesItAndReplacesADifferentOne) {
   std::vector<std::byte> changed = fresh.artifact;
   changed[changed.size() / 2] ^= std::byte{1};
   write_file(out, changed);
-  ASSERT_TRUE(cache.fetch(key, out, &why)) << why;
+  auto replaced = cache.fetch(key, out, &why);
+  ASSERT_TRUE(replaced) << why;
+  EXPECT_EQ(replaced->output, CompileCache::HitOutput::kCopied);
   EXPECT_EQ(read_file(out), fresh.artifact);
   changed.push_back(std::byte{0});
   write_file(out, changed);
@@ -174,6 +183,100 @@ TEST(CompileCache, AnArtifactStreamedToItsFileIsCachedFromTheFile) {
   ASSERT_TRUE(hit) << why;
   EXPECT_EQ(hit->artifact_bytes, in_memory.artifact.size());
   EXPECT_EQ(read_file(dir / "out.nca"), in_memory.artifact);
+}
+
+struct stat stat_of(const fs::path& p) {
+  struct stat st {};
+  EXPECT_EQ(::stat(p.c_str(), &st), 0) << p;
+  return st;
+}
+bool same_file(const fs::path& a, const fs::path& b) {
+  const struct stat x = stat_of(a), y = stat_of(b);
+  return x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+// The artifact goes out, and in, as a hard link: the compile's output becomes the entry's
+// artifact, and a hit's output is another name for it, new as of the hit. With link_outputs
+// false both are copies. An output written into in place (as `cp other.nca out.nca` does) is the
+// entry's artifact written into: the next hit finds it by its CRC, deletes the entry and misses.
+TEST(CompileCache, ArtifactsGoOutAndInAsHardLinksAndAWriteIntoOneIsFoundOut) {
+  const fs::path dir = fresh_dir("linked");
+  const CompileRequest req = request(model_path());
+  CompileRequest to_file = req;
+  to_file.output = (dir / "compiled.nca").string();
+  const CompileResult streamed = compile_model(to_file);
+  const std::vector<std::byte> bytes = read_file(dir / "compiled.nca");
+  std::string why;
+  for (const bool link : {true, false}) {
+    SCOPED_TRACE(link ? "linked" : "copied");
+    const fs::path cache_dir = dir / (link ? "cache_linked" : "cache_copied");
+    CompileCache cache(cache_dir, CompileCache::kDefaultMaxBytes, link);
+    const CacheKey key = cache.key(req);
+    const fs::path artifact = cache_dir / "entries" / (key.hex + ".nca");
+    // A file of this round's own: a linked one comes to share the writes below.
+    const fs::path compiled = dir / (link ? "compiled_linked.nca" : "compiled_copied.nca");
+    fs::copy_file(dir / "compiled.nca", compiled);
+    ASSERT_TRUE(cache.store(key, streamed, compiled, &why)) << why;
+    EXPECT_EQ(same_file(artifact, compiled), link);
+    EXPECT_EQ(read_file(artifact), bytes);
+
+    const fs::path out = dir / (link ? "out_linked.nca" : "out_copied.nca");
+    fs::last_write_time(artifact, fs::last_write_time(artifact) - std::chrono::hours(1));
+    const auto before = fs::file_time_type::clock::now() - std::chrono::seconds(5);
+    auto hit = cache.fetch(key, out, &why);
+    ASSERT_TRUE(hit) << why;
+    EXPECT_EQ(hit->output,
+              link ? CompileCache::HitOutput::kLinked : CompileCache::HitOutput::kCopied);
+    EXPECT_EQ(same_file(out, artifact), link);
+    EXPECT_EQ(read_file(out), bytes);
+    EXPECT_GT(fs::last_write_time(out), before);  // new as of the hit, for make and its kin
+    for (const auto& e : fs::directory_iterator(dir))
+      EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+
+    // Again onto that output: it is the entry's artifact already, left as it is.
+    auto again = cache.fetch(key, out, &why);
+    ASSERT_TRUE(again) << why;
+    EXPECT_EQ(again->output, CompileCache::HitOutput::kUnchanged);
+    EXPECT_EQ(read_file(out), bytes);
+
+    // Another valid artifact of the same size written into the output in place.
+    std::vector<std::byte> other = bytes;
+    other[other.size() / 3] ^= std::byte{0x10};
+    write_file(out, other);
+    const fs::path elsewhere = dir / (link ? "elsewhere_linked.nca" : "elsewhere_copied.nca");
+    auto after_write = cache.fetch(key, elsewhere, &why);
+    EXPECT_EQ(read_file(compiled), link ? other : bytes);  // the same file, or a file of its own
+    if (link) {
+      EXPECT_FALSE(after_write);
+      EXPECT_NE(why.find("artifact CRC32C mismatch"), std::string::npos) << why;
+      EXPECT_FALSE(fs::exists(artifact));
+      EXPECT_FALSE(fs::exists(elsewhere));
+    } else {
+      ASSERT_TRUE(after_write) << why;  // the copy was the output's own
+      EXPECT_EQ(read_file(elsewhere), bytes);
+    }
+  }
+}
+
+// Where the output cannot be linked (another filesystem: /dev/shm is a tmpfs on Linux), the
+// artifact is copied.
+TEST(CompileCache, AnOutputOnAnotherFilesystemIsCopied) {
+  const fs::path dir = fresh_dir("other_fs");
+  struct stat a {
+  }, b{};
+  if (::stat(dir.c_str(), &a) != 0 || ::stat("/dev/shm", &b) != 0 || a.st_dev == b.st_dev)
+    GTEST_SKIP() << "no second filesystem at /dev/shm";
+  const fs::path shm = neuronc::testing::scratch_dir("neuronc_cache_test", "/dev/shm");
+  CompileCache cache(dir / "cache");
+  const CompileRequest req = request(model_path());
+  const CacheKey key = cache.key(req);
+  const CompileResult r = compile_model(req);
+  std::string why;
+  ASSERT_TRUE(cache.store(key, r, &why)) << why;
+  auto hit = cache.fetch(key, shm / "out.nca", &why);
+  ASSERT_TRUE(hit) << why;
+  EXPECT_EQ(hit->output, CompileCache::HitOutput::kCopied);
+  EXPECT_EQ(read_file(shm / "out.nca"), r.artifact);
 }
 
 TEST(CompileCache, ShapeBucketsAndHostNodesSurviveTheReport) {
@@ -293,41 +396,58 @@ TEST(CompileCache, ACorruptEntryIsDeletedAndNeverUsed) {
   std::string why;
   ASSERT_TRUE(cache.store(key, r, &why)) << why;
   const fs::path entry = dir / "cache" / "entries" / (key.hex + ".nce");
+  const fs::path artifact = dir / "cache" / "entries" / (key.hex + ".nca");
   const std::vector<std::byte> good = read_file(entry);
-  ASSERT_GT(good.size(), 4096 + r.artifact.size() - 1);
+  ASSERT_GT(good.size(), 80u);
+  ASSERT_EQ(read_file(artifact), r.artifact);
 
   struct Damage {
     const char* what;  // expected in the message
+    bool to_artifact;  // else to the entry
     std::function<void(std::vector<std::byte>&)> apply;
   };
   const std::vector<Damage> damages = {
-      {"artifact CRC32C mismatch", [](auto& b) { b[b.size() - 100] ^= std::byte{4}; }},
-      {"artifact CRC32C mismatch", [](auto& b) { b[4096 + 7] ^= std::byte{0x80}; }},
-      {"report CRC32C mismatch", [](auto& b) { b[90] ^= std::byte{1}; }},
-      {"header CRC32C mismatch", [](auto& b) { b[20] ^= std::byte{1}; }},
-      {"bad magic", [](auto& b) { b[0] = std::byte{'X'}; }},
-      {"expected", [](auto& b) { b.resize(b.size() - 1); }},
-      {"expected", [](auto& b) { b.resize(40); }},
-      {"expected", [](auto& b) { b.clear(); }},
+      {"artifact CRC32C mismatch", true, [](auto& b) { b[b.size() - 100] ^= std::byte{4}; }},
+      {"artifact CRC32C mismatch", true, [](auto& b) { b[7] ^= std::byte{0x80}; }},
+      {"-byte artifact, found", true, [](auto& b) { b.resize(b.size() - 1); }},
+      {"-byte artifact, found", true, [](auto& b) { b.push_back(std::byte{0}); }},
+      {"report CRC32C mismatch", false, [](auto& b) { b[90] ^= std::byte{1}; }},
+      {"header CRC32C mismatch", false, [](auto& b) { b[20] ^= std::byte{1}; }},
+      {"bad magic", false, [](auto& b) { b[0] = std::byte{'X'}; }},
+      {"expected", false, [](auto& b) { b.resize(b.size() - 1); }},
+      {"expected", false, [](auto& b) { b.push_back(std::byte{0}); }},
+      {"expected", false, [](auto& b) { b.resize(40); }},
+      {"expected", false, [](auto& b) { b.clear(); }},
   };
   for (const Damage& d : damages) {
-    std::vector<std::byte> bad = good;
+    std::vector<std::byte> bad = d.to_artifact ? r.artifact : good;
     d.apply(bad);
-    write_file(entry, bad);
+    write_file(entry, d.to_artifact ? good : bad);
+    write_file(artifact, d.to_artifact ? bad : r.artifact);
     fs::remove(dir / "out.nca");
     EXPECT_FALSE(cache.fetch(key, dir / "out.nca", &why)) << d.what;
     EXPECT_NE(why.find(d.what), std::string::npos) << why;
     EXPECT_NE(why.find("deleted"), std::string::npos) << why;
     EXPECT_FALSE(fs::exists(entry)) << d.what;
+    EXPECT_FALSE(fs::exists(artifact)) << d.what;
     EXPECT_FALSE(fs::exists(dir / "out.nca")) << d.what;
   }
+
+  // An entry whose artifact is not there (a writer between its renames, an eviction between its
+  // deletions) is a plain miss.
+  write_file(entry, good);
+  EXPECT_FALSE(cache.fetch(key, dir / "out.nca", &why));
+  EXPECT_EQ(why, "");
+  EXPECT_FALSE(fs::exists(dir / "out.nca"));
 
   // Another key's intact entry under this key's name.
   CompileRequest other = req;
   other.target = "trn2";
   const CacheKey other_key = cache.key(other);
   ASSERT_TRUE(cache.store(other_key, compile_model(other), &why)) << why;
-  fs::copy_file(dir / "cache" / "entries" / (other_key.hex + ".nce"), entry);
+  fs::copy_file(dir / "cache" / "entries" / (other_key.hex + ".nce"), entry,
+                fs::copy_options::overwrite_existing);
+  write_file(artifact, r.artifact);
   EXPECT_FALSE(cache.fetch(key, dir / "out.nca", &why));
   EXPECT_NE(why.find("another key"), std::string::npos) << why;
 
@@ -434,9 +554,11 @@ TEST(CompileCache, ConcurrentWritersAndReadersSeeWholeEntries) {
   EXPECT_EQ(hits.load(), 60);
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(corrupt.load(), 0);
-  // No temporaries are left behind.
+  // No temporaries are left behind: the entry and its artifact.
+  std::set<std::string> names;
   for (const auto& e : fs::directory_iterator(dir / "cache" / "entries"))
-    EXPECT_EQ(e.path().extension(), ".nce") << e.path();
+    names.insert(e.path().filename().string());
+  EXPECT_EQ(names, (std::set<std::string>{key.hex + ".nce", key.hex + ".nca"}));
 }
 
 TEST(CompileCache, EvictionKeepsTheMostRecentlyUsedEntries) {
@@ -463,6 +585,7 @@ TEST(CompileCache, EvictionKeepsTheMostRecentlyUsedEntries) {
   ASSERT_TRUE(cache.store(keys[2], r, &why));
   EXPECT_TRUE(fs::exists(e0));
   EXPECT_FALSE(fs::exists(e1));
+  EXPECT_FALSE(fs::exists(fs::path(e1).replace_extension(".nca")));  // its artifact went with it
   EXPECT_TRUE(fs::exists(dir / "cache" / "entries" / (keys[2].hex + ".nce")));
 }
 

@@ -1,8 +1,8 @@
-// A test process's own scratch directory: <temporary directory>/<prefix>_<pid>, made on first
-// use and removed, with everything in it, when the process that made it exits. The pid keeps
-// the processes ctest runs side by side (and CI's sanitizer builds) apart; the removal keeps a
-// suite of some thousand test processes from filling the disk with compiled artifacts. Set
-// NEURONC_KEEP_TEST_SCRATCH=1 to keep them for a look after a failure.
+// A test process's own scratch directory: <temporary directory>/<prefix>_<pid> (or under another
+// parent directory), made on first use and removed, with everything in it, when the process that
+// made it exits. The pid keeps the processes ctest runs side by side (and CI's sanitizer builds)
+// apart; the removal keeps a suite of some thousand test processes from filling the disk with
+// compiled artifacts. Set NEURONC_KEEP_TEST_SCRATCH=1 to keep them for a look after a failure.
 #pragma once
 
 #include <unistd.h>
@@ -20,9 +20,9 @@ namespace scratch_detail {
 
 class Registry {
  public:
-  std::filesystem::path get(const std::string& prefix) {
-    const std::filesystem::path d = std::filesystem::temp_directory_path() /
-                                    (prefix + "_" + std::to_string(static_cast<long>(::getpid())));
+  std::filesystem::path get(const std::filesystem::path& parent, const std::string& prefix) {
+    const std::filesystem::path d =
+        parent / (prefix + "_" + std::to_string(static_cast<long>(::getpid())));
     std::lock_guard lock(mutex_);
     std::filesystem::create_directories(d);
     bool known = false;
@@ -50,9 +50,11 @@ class Registry {
 
 }  // namespace scratch_detail
 
-inline std::filesystem::path scratch_dir(const std::string& prefix) {
+inline std::filesystem::path scratch_dir(
+    const std::string& prefix,
+    const std::filesystem::path& parent = std::filesystem::temp_directory_path()) {
   static scratch_detail::Registry registry;
-  return registry.get(prefix);
+  return registry.get(parent, prefix);
 }
 
 }  // namespace neuronc::testing

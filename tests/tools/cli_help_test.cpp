@@ -1,6 +1,7 @@
 // Every `neuronc` subcommand's --help shows an example, and bench/profile/compile --report work
 // through the real command line (exit codes, files written, JSON on stdout).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <array>
 #include <cstdio>
@@ -191,8 +192,9 @@ TEST(Cli, CompileWritesTheReport) {
   EXPECT_GT(std::filesystem::file_size(html), 1000u);
 }
 
-// `compile` through the cache: stored, then a hit with the same bytes; a corrupt entry is
-// reported, compiled again and replaced; --no-cache neither reads nor writes it.
+// `compile` through the cache: stored, then a hit with the same bytes, linked to the entry (or
+// copied, with --cache-copy); a corrupt entry is reported, compiled again and replaced;
+// --no-cache neither reads nor writes it.
 TEST(Cli, CompileUsesTheCacheAndRebuildsACorruptEntry) {
   namespace fs = std::filesystem;
   const fs::path dir = scratch_dir() / "cli_cache";
@@ -209,21 +211,37 @@ TEST(Cli, CompileUsesTheCacheAndRebuildsACorruptEntry) {
     std::ifstream f(p, std::ios::binary);
     return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   };
+  auto same_file = [](const fs::path& a, const fs::path& b) {
+    struct stat x {
+    }, y{};
+    return ::stat(a.c_str(), &x) == 0 && ::stat(b.c_str(), &y) == 0 && x.st_dev == y.st_dev &&
+           x.st_ino == y.st_ino;
+  };
   const nlohmann::json first = compile("a.nca", "");
   EXPECT_EQ(first["cache"]["state"], "stored");
+  const std::string good = bytes(dir / "a.nca");
+  const fs::path entry_artifact =
+      dir / "cache" / "entries" / (first["cache"]["key"].get<std::string>() + ".nca");
+  EXPECT_TRUE(same_file(dir / "a.nca", entry_artifact));
   const nlohmann::json second = compile("b.nca", "--threads 1");
   EXPECT_EQ(second["cache"]["state"], "hit");
+  EXPECT_EQ(second["cache"]["output"], "linked");
+  EXPECT_TRUE(same_file(dir / "b.nca", entry_artifact));
+  const nlohmann::json copied = compile("b2.nca", "--cache-copy");
+  EXPECT_EQ(copied["cache"]["state"], "hit");
+  EXPECT_EQ(copied["cache"]["output"], "copied");
+  EXPECT_FALSE(same_file(dir / "b2.nca", entry_artifact));
+  EXPECT_EQ(bytes(dir / "b2.nca"), good);
+  EXPECT_EQ(compile("b.nca", "")["cache"]["output"], "unchanged");
   EXPECT_EQ(second["cache"]["key"], first["cache"]["key"]);
   EXPECT_EQ(second["artifact_bytes"], first["artifact_bytes"]);
   EXPECT_EQ(second["instructions"], first["instructions"]);
-  EXPECT_EQ(bytes(dir / "b.nca"), bytes(dir / "a.nca"));
+  EXPECT_EQ(bytes(dir / "b.nca"), good);
 
-  // One flipped byte in the entry's artifact.
-  const fs::path entry =
-      dir / "cache" / "entries" / (first["cache"]["key"].get<std::string>() + ".nce");
-  std::string e = bytes(entry);
+  // One flipped byte in the entry's artifact (a.nca and b.nca are that file too).
+  std::string e = bytes(entry_artifact);
   e[e.size() - 10] ^= 1;
-  std::ofstream(entry, std::ios::binary | std::ios::trunc) << e;
+  std::ofstream(entry_artifact, std::ios::binary | std::ios::trunc) << e;
   const Ran warned =
       run_shell(std::string(NEURONC_BINARY_DIR) + "/tools/neuronc compile " + model + " -o " +
                     (dir / "c.nca").string() + " --cache-dir " + (dir / "cache").string(),
@@ -232,13 +250,13 @@ TEST(Cli, CompileUsesTheCacheAndRebuildsACorruptEntry) {
   EXPECT_NE(warned.out.find("warning: cache entry"), std::string::npos) << warned.out;
   EXPECT_NE(warned.out.find("artifact CRC32C mismatch"), std::string::npos) << warned.out;
   EXPECT_NE(warned.out.find("compile time"), std::string::npos) << warned.out;
-  EXPECT_EQ(bytes(dir / "c.nca"), bytes(dir / "a.nca"));
+  EXPECT_EQ(bytes(dir / "c.nca"), good);
   EXPECT_EQ(compile("d.nca", "")["cache"]["state"], "hit");
-  EXPECT_EQ(bytes(dir / "d.nca"), bytes(dir / "a.nca"));
+  EXPECT_EQ(bytes(dir / "d.nca"), good);
 
   const nlohmann::json off = compile("e.nca", "--no-cache");
   EXPECT_EQ(off["cache"]["state"], "off");
-  EXPECT_EQ(bytes(dir / "e.nca"), bytes(dir / "a.nca"));
+  EXPECT_EQ(bytes(dir / "e.nca"), good);
 
   // With no digest remembered (as after a model is copied, or the cache moved), the sources
   // (the compiler's own executable among them) are hashed beside a compile that starts at
@@ -247,7 +265,7 @@ TEST(Cli, CompileUsesTheCacheAndRebuildsACorruptEntry) {
   const nlohmann::json beside = compile("f.nca", "");
   EXPECT_EQ(beside["cache"]["state"], "hit");
   EXPECT_EQ(beside["cache"]["key"], first["cache"]["key"]);
-  EXPECT_EQ(bytes(dir / "f.nca"), bytes(dir / "a.nca"));
+  EXPECT_EQ(bytes(dir / "f.nca"), good);
   EXPECT_TRUE(fs::exists(dir / "cache" / "sources")) << "the digests are remembered again";
   EXPECT_EQ(compile("g.nca", "")["cache"]["state"], "hit");
 }
