@@ -181,22 +181,23 @@ void ProgramEmitter::Placer::place(PendingInstruction in) {
   }
   const uint32_t seq = static_cast<uint32_t>(placed_[thread].size());
 
-  // Dependencies on other threads, from the bytes touched.
+  // Dependencies on other threads, from the bytes touched; the accesses are recorded at once (a
+  // write retires the accesses it covers, a read this thread's reads it covers: they are
+  // ordered before it).
   const device::Operands ops = device::operands(in.op);
-  std::array<ByteRect, device::kMaxMemoryOperands> reads, writes;
-  const size_t num_reads = ops.reads.size(), num_writes = ops.writes.size();
-  for (size_t i = 0; i < num_reads; ++i) reads[i] = byte_rect(ops.reads[i]);
-  for (size_t i = 0; i < num_writes; ++i) writes[i] = byte_rect(ops.writes[i]);
+  std::array<device::MemoryAccess, 2 * device::kMaxMemoryOperands> mine;
+  size_t num_accesses = 0;
+  for (const device::MemRef& m : ops.reads)
+    mine[num_accesses++] = {byte_rect(m), false, static_cast<uint32_t>(thread), seq};
+  for (const device::MemRef& m : ops.writes)
+    mine[num_accesses++] = {byte_rect(m), true, static_cast<uint32_t>(thread), seq};
   std::array<int64_t, kThreads> need;
   need.fill(-1);
-  auto scan = [&](const ByteRect& r, bool write) {
-    accesses_.for_each_conflict(r, write, static_cast<uint32_t>(thread),
-                                [&](const device::MemoryAccess& a) {
-                                  need[a.thread] = std::max<int64_t>(need[a.thread], a.seq);
-                                });
-  };
-  for (size_t i = 0; i < num_reads; ++i) scan(reads[i], false);
-  for (size_t i = 0; i < num_writes; ++i) scan(writes[i], true);
+  accesses_.add_retiring_after_conflicts(
+      std::span<const device::MemoryAccess>(mine.data(), num_accesses),
+      [&](const device::MemoryAccess& a) {
+        need[a.thread] = std::max<int64_t>(need[a.thread], a.seq);
+      });
   // Collectives complete in any order on the device: chain each to the previous one.
   if (collective && seq > 0) need[thread] = std::max<int64_t>(need[thread], seq - 1);
 
@@ -228,13 +229,6 @@ void ProgramEmitter::Placer::place(PendingInstruction in) {
   known_[thread] = self;
   snapshots_[thread].push_back(self);
   needed_[thread].push_back(0);
-
-  // Record the accesses (a write retires the accesses it covers, a read this thread's reads it
-  // covers: they are ordered before it).
-  for (size_t i = 0; i < num_reads; ++i)
-    accesses_.add_retiring({reads[i], false, uint32_t(thread), seq});
-  for (size_t i = 0; i < num_writes; ++i)
-    accesses_.add_retiring({writes[i], true, uint32_t(thread), seq});
 
   device::Instruction inst;
   inst.op = std::move(in.op);

@@ -65,22 +65,18 @@ std::vector<std::vector<uint32_t>> dependencies(const std::vector<PendingInstruc
   // Every instruction is its own thread: only its dependencies order it.
   device::DependencyTracker live;
   std::vector<std::vector<uint32_t>> preds(insts.size());
-  std::vector<ByteRect> reads, writes;
+  std::vector<device::MemoryAccess> mine;
   for (uint32_t i = 0; i < insts.size(); ++i) {
     const device::Operands ops = device::operands(insts[i].op);
-    reads.clear();
-    writes.clear();
+    mine.clear();
     for (const device::MemRef& m : ops.reads)
-      if (const ByteRect r = byte_rect(m); !constant(r)) reads.push_back(r);
-    for (const device::MemRef& m : ops.writes) writes.push_back(byte_rect(m));
+      if (const ByteRect r = byte_rect(m); !constant(r)) mine.push_back({r, false, i, i});
+    for (const device::MemRef& m : ops.writes) mine.push_back({byte_rect(m), true, i, i});
     std::vector<uint32_t>& p = preds[i];
-    const auto depend = [&](const device::MemoryAccess& a) { p.push_back(a.seq); };
-    for (const ByteRect& r : reads) live.for_each_conflict(r, false, i, depend);
-    for (const ByteRect& w : writes) live.for_each_conflict(w, true, i, depend);
+    live.add_retiring_after_conflicts(mine,
+                                      [&](const device::MemoryAccess& a) { p.push_back(a.seq); });
     std::sort(p.begin(), p.end());
     p.erase(std::unique(p.begin(), p.end()), p.end());
-    for (const ByteRect& r : reads) live.add_retiring({r, false, i, i});
-    for (const ByteRect& w : writes) live.add_retiring({w, true, i, i});
   }
   return preds;
 }

@@ -56,10 +56,8 @@ void DependencyTracker::add_retiring(const MemoryAccess& a) {
   const int64_t b0 = a.rect.b0, b1 = a.rect.b1;
   gather(
       l, b0, b1, [&](int64_t x, int64_t y) { return b0 <= x && y <= b1 && x <= y; }, scratch_);
-  for (uint32_t i : scratch_) {
-    const MemoryAccess& b = l.accesses[i];
-    if (covers(a.rect, b.rect) && (a.write || (!b.write && b.thread == a.thread))) l.retire(i);
-  }
+  for (uint32_t i : scratch_)
+    if (retires(a, l.accesses[i])) l.retire(i);
   l.compact_if_sparse();
   l.push(a);
 }

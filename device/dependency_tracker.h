@@ -8,8 +8,9 @@
 //  - codegen's emitter waits on the latest conflicting access of each other thread;
 //  - codegen's scheduler orders an instruction after every conflicting one.
 // What a user does with a conflict, and when it forgets accesses, is its own: the emitter and
-// the scheduler record in program order and retire covered accesses (add_retiring); the race
-// checker records in completion order and prunes by clock (erase_if).
+// the scheduler record in program order and retire covered accesses (add_retiring, or
+// add_retiring_after_conflicts for an instruction's accesses at once); the race checker records
+// in completion order and prunes by clock (erase_if).
 // Not thread-safe, not even for concurrent queries (they share a scratch list); deterministic
 // (conflicts come in recording order within a memory kind).
 #pragma once
@@ -19,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "device/verifier.h"
@@ -67,6 +69,51 @@ class DependencyTracker {
   // covers. Every later access that would conflict with a retired one conflicts with this one
   // or follows it in its thread, so it is still ordered after the retired access.
   void add_retiring(const MemoryAccess& a);
+
+  // One instruction's accesses `as` (all by one thread): calls `f(const MemoryAccess&)` for
+  // every recorded access that conflicts with each of them in turn, then records them in order
+  // with add_retiring. The same as for_each_conflict of each and then add_retiring of each, one
+  // call after another, but each access's bytes are looked up once, not twice (in the two
+  // users' whole-program placements, the lookups were a third of the time).
+  template <typename F>
+  void add_retiring_after_conflicts(std::span<const MemoryAccess> as, F&& f) {
+    if (found_.size() < as.size()) found_.resize(as.size());
+    pushed_.resize(as.size());
+    for (size_t k = 0; k < as.size(); ++k) {
+      const MemoryAccess& n = as[k];
+      const List& l = lists_[static_cast<int>(n.rect.memory)];
+      const int64_t b0 = n.rect.b0, b1 = n.rect.b1;
+      // Those sharing its bytes (its conflicts among them), and those within its bytes (what
+      // it may retire: add_retiring's own lookup).
+      gather(
+          l, b0, b1,
+          [&](int64_t x, int64_t y) {
+            return (x < b1 && b0 < y) || (b0 <= x && y <= b1 && x <= y);
+          },
+          found_[k]);
+      for (uint32_t i : found_[k]) {
+        const MemoryAccess& a = l.accesses[i];
+        if (a.thread != n.thread && (n.write || a.write) && overlaps(n.rect, a.rect)) f(a);
+      }
+    }
+    for (size_t k = 0; k < as.size(); ++k) {
+      const MemoryAccess& n = as[k];
+      List& l = lists_[static_cast<int>(n.rect.memory)];
+      // What add_retiring(n) would find: the live accesses found above (less those the
+      // instruction's earlier accesses retired), and those earlier accesses themselves.
+      auto retire_covered = [&](uint32_t i) {
+        const MemoryAccess& b = l.accesses[i];
+        if (l.live(i) && retires(n, b)) l.retire(i);
+      };
+      for (uint32_t i : found_[k]) retire_covered(i);
+      for (size_t j = 0; j < k; ++j)
+        if (as[j].rect.memory == n.rect.memory) retire_covered(pushed_[j]);
+      pushed_[k] = static_cast<uint32_t>(l.accesses.size());
+      l.push(n);
+    }
+    // Compacting renumbers the accesses: only once the instruction's are all in.
+    for (List& l : lists_) l.compact_if_sparse();
+  }
 
   // Forgets every access for which `pred(const MemoryAccess&)` holds.
   template <typename P>
@@ -122,7 +169,9 @@ class DependencyTracker {
       const std::vector<std::vector<uint32_t>>& buckets = l.levels[level];
       const int64_t nb = static_cast<int64_t>(buckets.size());
       const int64_t first = std::max<int64_t>(0, (b0 >> kShift) - kLevelSpan[level]);
-      const int64_t last = std::min<int64_t>(nb - 1, (b1 - 1) >> kShift);
+      // Through b0's bucket even when b1 == b0: an empty access at a bucket's first byte is
+      // listed there, and an empty write at that byte covers it.
+      const int64_t last = std::min<int64_t>(nb - 1, std::max(b0, b1 - 1) >> kShift);
       for (int64_t b = first; b <= last; ++b)
         for (uint32_t i : buckets[static_cast<size_t>(b)])
           if (keep(l.lo[i], l.hi[i])) out.push_back(i);
@@ -139,8 +188,14 @@ class DependencyTracker {
     for (uint32_t i : scratch_)
       if (visit(i)) return;
   }
+  // Whether recording `a` (ordered after every access it conflicts with) retires `b`.
+  static bool retires(const MemoryAccess& a, const MemoryAccess& b) {
+    return covers(a.rect, b.rect) && (a.write || (!b.write && b.thread == a.thread));
+  }
   std::array<List, 3> lists_;  // per MemoryKind
   mutable std::vector<uint32_t> scratch_;
+  std::vector<std::vector<uint32_t>> found_;  // add_retiring_after_conflicts' lookups
+  std::vector<uint32_t> pushed_;              // and where it recorded each access
 };
 
 }  // namespace neuronc::device

@@ -79,16 +79,13 @@ TEST(DependencyTracker, RetiringWriteForgetsWhatItCoversAndReadItsThreadsReads) 
 // lengths (one byte to far past the index's longest level, so every level and the wide list
 // hold some), offsets near 2 KiB bucket edges and far into HBM, with retirement and the
 // compaction it triggers interleaved.
-TEST(DependencyTracker, FindsWhatAScanOfEveryAccessFinds) {
-  std::mt19937_64 rng(20261205);
-  struct Ref {
-    MemoryAccess a;
-    bool live = true;
-  };
-  std::vector<Ref> all;
-  DependencyTracker t;
-  auto pick = [&](int64_t n) { return static_cast<int64_t>(rng() % static_cast<uint64_t>(n)); };
-  auto random_rect = [&] {
+// Random byte rects in HBM and SBUF: lengths around the index's bucket sizes, starts on and
+// beside bucket edges, some empty, some far beyond the buckets.
+class RandomRects {
+ public:
+  explicit RandomRects(uint64_t seed) : rng_(seed) {}
+  int64_t pick(int64_t n) { return static_cast<int64_t>(rng_() % static_cast<uint64_t>(n)); }
+  ByteRect operator()() {
     const MemoryKind m = pick(4) == 0 ? MemoryKind::hbm : MemoryKind::sbuf;
     int64_t b0 = pick(4) == 0 ? pick(64) * 2048 - pick(3) : pick(192 * 1024);
     if (m == MemoryKind::hbm && pick(8) == 0) b0 += int64_t{1} << 33;  // beyond the buckets
@@ -98,7 +95,21 @@ TEST(DependencyTracker, FindsWhatAScanOfEveryAccessFinds) {
     const auto p0 = static_cast<uint16_t>(pick(4) * 32);
     return rect(m, p0, static_cast<uint16_t>(p0 + 32 * (1 + pick(4 - p0 / 32))), b0,
                 b0 + std::max<int64_t>(0, len));
+  }
+
+ private:
+  std::mt19937_64 rng_;
+};
+
+TEST(DependencyTracker, FindsWhatAScanOfEveryAccessFinds) {
+  RandomRects random_rect(20261205);
+  auto pick = [&](int64_t n) { return random_rect.pick(n); };
+  struct Ref {
+    MemoryAccess a;
+    bool live = true;
   };
+  std::vector<Ref> all;
+  DependencyTracker t;
   for (uint32_t seq = 0; seq < 4000; ++seq) {
     const ByteRect r = random_rect();
     const bool write = pick(3) == 0;
@@ -123,6 +134,44 @@ TEST(DependencyTracker, FindsWhatAScanOfEveryAccessFinds) {
     all.push_back({a, true});
     ASSERT_EQ(t.size(), static_cast<size_t>(std::count_if(all.begin(), all.end(),
                                                           [](const Ref& x) { return x.live; })))
+        << "after " << seq;
+  }
+}
+
+// add_retiring_after_conflicts is the calls it stands for, one after another: for an
+// instruction's accesses (one thread; some sharing bytes with each other, some empty), the
+// conflicts of each in turn, then add_retiring of each. Checked by what each finds, by how
+// many accesses stay recorded, and by a query of both trackers after each instruction.
+TEST(DependencyTracker, AnInstructionsAccessesAtOnceAreTheCallsOneAfterAnother) {
+  RandomRects random_rect(20261206);
+  DependencyTracker one_by_one, at_once;
+  for (uint32_t seq = 0; seq < 3000; ++seq) {
+    const auto thread = static_cast<uint32_t>(random_rect.pick(5));
+    std::vector<MemoryAccess> as;
+    const int64_t n = 1 + random_rect.pick(6);
+    for (int64_t k = 0; k < n; ++k) {
+      // Reads, then writes, as both users record them; now and then one within an earlier one.
+      ByteRect r = random_rect();
+      if (k > 0 && random_rect.pick(3) == 0) {
+        r = as[static_cast<size_t>(random_rect.pick(k))].rect;
+        r.b1 = r.b0 + (r.b1 - r.b0) / 2;
+      }
+      as.push_back({r, k * 2 >= n, thread, seq});
+    }
+    // The conflicting accesses' seqs, in the order found: each access's in turn.
+    std::vector<uint32_t> want, got;
+    for (const MemoryAccess& a : as) {
+      const std::vector<uint32_t> c = conflicts(one_by_one, a.rect, a.write, thread);
+      want.insert(want.end(), c.begin(), c.end());
+    }
+    for (const MemoryAccess& a : as) one_by_one.add_retiring(a);
+    at_once.add_retiring_after_conflicts(as, [&](const MemoryAccess& a) { got.push_back(a.seq); });
+    ASSERT_EQ(got, want) << "instruction " << seq;
+    ASSERT_EQ(at_once.size(), one_by_one.size()) << "after " << seq;
+    const ByteRect probe = random_rect();
+    const bool write = random_rect.pick(2) == 0;
+    const auto other = static_cast<uint32_t>(random_rect.pick(5));
+    ASSERT_EQ(conflicts(at_once, probe, write, other), conflicts(one_by_one, probe, write, other))
         << "after " << seq;
   }
 }
