@@ -72,6 +72,22 @@ fs::path old_copy(const fs::path& dir) {
   return p;
 }
 
+// A cache under `dir` that holds the compile of the cnn model, stored from its bytes.
+struct Stored {
+  CompileCache cache;
+  CacheKey key;
+  CompileResult result;
+};
+Stored store_cnn(const fs::path& dir, bool link_outputs = true) {
+  Stored s{CompileCache(dir / "cache", CompileCache::kDefaultMaxBytes, link_outputs), {}, {}};
+  const CompileRequest req = request(model_path());
+  s.key = s.cache.key(req);
+  s.result = compile_model(req);
+  std::string why;
+  EXPECT_TRUE(s.cache.store(s.key, s.result, &why)) << why;
+  return s;
+}
+
 TEST(CompileCache, AHitGivesTheFreshCompilesArtifactAndReport) {
   const fs::path dir = fresh_dir("hit");
   CompileCache cache(dir / "cache");
@@ -119,12 +135,8 @@ TEST(CompileCache, AHitGivesTheFreshCompilesArtifactAndReport) {
 // is a file of its own that the test may write into.
 TEST(CompileCache, AHitOntoTheSameArtifactLeavesItAndReplacesADifferentOne) {
   const fs::path dir = fresh_dir("same_output");
-  CompileCache cache(dir / "cache", CompileCache::kDefaultMaxBytes, /*link_outputs=*/false);
-  const CompileRequest req = request(model_path());
-  const CacheKey key = cache.key(req);
-  const CompileResult fresh = compile_model(req);
+  const auto [cache, key, fresh] = store_cnn(dir, /*link_outputs=*/false);
   std::string why;
-  ASSERT_TRUE(cache.store(key, fresh, &why)) << why;
   const fs::path out = dir / "out.nca";
   auto first = cache.fetch(key, out, &why);
   ASSERT_TRUE(first) << why;
@@ -185,14 +197,9 @@ TEST(CompileCache, AnArtifactStreamedToItsFileIsCachedFromTheFile) {
   EXPECT_EQ(read_file(dir / "out.nca"), in_memory.artifact);
 }
 
-struct stat stat_of(const fs::path& p) {
-  struct stat st {};
-  EXPECT_EQ(::stat(p.c_str(), &st), 0) << p;
-  return st;
-}
-bool same_file(const fs::path& a, const fs::path& b) {
-  const struct stat x = stat_of(a), y = stat_of(b);
-  return x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+bool same_file(const fs::path& a, const fs::path& b) {  // one inode (a hard link)
+  std::error_code ec;
+  return fs::equivalent(a, b, ec);
 }
 
 // The artifact goes out, and in, as a hard link: the compile's output becomes the entry's
@@ -262,17 +269,14 @@ TEST(CompileCache, ArtifactsGoOutAndInAsHardLinksAndAWriteIntoOneIsFoundOut) {
 // artifact is copied.
 TEST(CompileCache, AnOutputOnAnotherFilesystemIsCopied) {
   const fs::path dir = fresh_dir("other_fs");
-  struct stat a {
-  }, b{};
-  if (::stat(dir.c_str(), &a) != 0 || ::stat("/dev/shm", &b) != 0 || a.st_dev == b.st_dev)
+  struct stat here {};
+  struct stat shm_fs {};
+  if (::stat(dir.c_str(), &here) != 0 || ::stat("/dev/shm", &shm_fs) != 0 ||
+      here.st_dev == shm_fs.st_dev)
     GTEST_SKIP() << "no second filesystem at /dev/shm";
   const fs::path shm = neuronc::testing::scratch_dir("neuronc_cache_test", "/dev/shm");
-  CompileCache cache(dir / "cache");
-  const CompileRequest req = request(model_path());
-  const CacheKey key = cache.key(req);
-  const CompileResult r = compile_model(req);
+  const auto [cache, key, r] = store_cnn(dir);
   std::string why;
-  ASSERT_TRUE(cache.store(key, r, &why)) << why;
   auto hit = cache.fetch(key, shm / "out.nca", &why);
   ASSERT_TRUE(hit) << why;
   EXPECT_EQ(hit->output, CompileCache::HitOutput::kCopied);
@@ -389,12 +393,8 @@ TEST(CompileCache, ASourceChangedDuringTheCompileIsNotStored) {
 
 TEST(CompileCache, ACorruptEntryIsDeletedAndNeverUsed) {
   const fs::path dir = fresh_dir("corrupt");
-  CompileCache cache(dir / "cache");
-  const CompileRequest req = request(model_path());
-  const CacheKey key = cache.key(req);
-  const CompileResult r = compile_model(req);
+  const auto [cache, key, r] = store_cnn(dir);
   std::string why;
-  ASSERT_TRUE(cache.store(key, r, &why)) << why;
   const fs::path entry = dir / "cache" / "entries" / (key.hex + ".nce");
   const fs::path artifact = dir / "cache" / "entries" / (key.hex + ".nca");
   const std::vector<std::byte> good = read_file(entry);
@@ -441,7 +441,7 @@ TEST(CompileCache, ACorruptEntryIsDeletedAndNeverUsed) {
   EXPECT_FALSE(fs::exists(dir / "out.nca"));
 
   // Another key's intact entry under this key's name.
-  CompileRequest other = req;
+  CompileRequest other = request(model_path());
   other.target = "trn2";
   const CacheKey other_key = cache.key(other);
   ASSERT_TRUE(cache.store(other_key, compile_model(other), &why)) << why;

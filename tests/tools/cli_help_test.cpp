@@ -1,7 +1,6 @@
 // Every `neuronc` subcommand's --help shows an example, and bench/profile/compile --report work
 // through the real command line (exit codes, files written, JSON on stdout).
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 
 #include <array>
 #include <cstdio>
@@ -211,11 +210,9 @@ TEST(Cli, CompileUsesTheCacheAndRebuildsACorruptEntry) {
     std::ifstream f(p, std::ios::binary);
     return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   };
-  auto same_file = [](const fs::path& a, const fs::path& b) {
-    struct stat x {
-    }, y{};
-    return ::stat(a.c_str(), &x) == 0 && ::stat(b.c_str(), &y) == 0 && x.st_dev == y.st_dev &&
-           x.st_ino == y.st_ino;
+  auto same_file = [](const fs::path& a, const fs::path& b) {  // one inode (a hard link)
+    std::error_code ec;
+    return fs::equivalent(a, b, ec);
   };
   const nlohmann::json first = compile("a.nca", "");
   EXPECT_EQ(first["cache"]["state"], "stored");
