@@ -42,7 +42,8 @@ using frontend::read_exactly;
 
 constexpr char kEntryMagic[8] = {'N', 'C', 'C', 'A', 'C', 'H', 'E', '\x01'};
 constexpr uint32_t kEntryVersion = 2;  // 1: the artifact inside the entry file
-constexpr size_t kEntryHeader = 80;    // see encode_entry_header
+constexpr size_t kEntryHeader = 80;    // see encode_cache_entry
+constexpr uint64_t kMaxReportBytes = uint64_t{64} << 20;
 constexpr const char* kSourceDigestTag = "neuronc-source-digest 1";
 constexpr int64_t kRacyNs = 2'000'000'000;  // a file modified this close to its hashing is re-read
 
@@ -323,29 +324,6 @@ std::optional<uint32_t> crc_of_range(int fd, uint64_t offset, uint64_t n, int ot
   return crc;
 }
 
-struct EntryHeader {
-  uint32_t report_bytes = 0;
-  uint64_t artifact_bytes = 0;
-  uint32_t report_crc = 0, artifact_crc = 0;
-  std::array<uint8_t, 32> key{};
-};
-
-// Little-endian: magic[8], version u32, report_bytes u32, reserved u64 (zero), artifact_bytes
-// u64, report_crc u32, artifact_crc u32, key[32], reserved u32, header_crc u32 (CRC32C of bytes
-// [0, 76)). The report follows; the artifact is the file beside it (artifact_path).
-std::array<uint8_t, kEntryHeader> encode_entry_header(const EntryHeader& h) {
-  std::array<uint8_t, kEntryHeader> b{};
-  std::memcpy(b.data(), kEntryMagic, 8);
-  put32(&b[8], kEntryVersion);
-  put32(&b[12], h.report_bytes);
-  put64(&b[24], h.artifact_bytes);
-  put32(&b[32], h.report_crc);
-  put32(&b[36], h.artifact_crc);
-  std::memcpy(&b[40], h.key.data(), 32);
-  put32(&b[76], crc_of(b.data(), 76));
-  return b;
-}
-
 std::array<uint8_t, 32> key_bytes(const std::string& hex_key) {
   std::array<uint8_t, 32> out{};
   const std::vector<uint8_t> b = frontend::digest_from_hex(hex_key);
@@ -404,6 +382,57 @@ fs::path compiler_object() {
 }
 
 }  // namespace
+
+// Little-endian: magic[8], version u32, report_bytes u32, reserved u64 (zero), artifact_bytes
+// u64, report_crc u32, artifact_crc u32, key[32], reserved u32, header_crc u32 (CRC32C of bytes
+// [0, 76)). The report follows; the artifact is the file beside it (artifact_path).
+std::string encode_cache_entry(const std::string& key_hex, std::string_view report,
+                               uint64_t artifact_bytes, uint32_t artifact_crc) {
+  std::array<uint8_t, kEntryHeader> b{};
+  std::memcpy(b.data(), kEntryMagic, 8);
+  put32(&b[8], kEntryVersion);
+  put32(&b[12], static_cast<uint32_t>(report.size()));
+  put64(&b[24], artifact_bytes);
+  put32(&b[32], crc_of(report.data(), report.size()));
+  put32(&b[36], artifact_crc);
+  const std::array<uint8_t, 32> key = key_bytes(key_hex);
+  std::memcpy(&b[40], key.data(), 32);
+  put32(&b[76], crc_of(b.data(), 76));
+  std::string out(reinterpret_cast<const char*>(b.data()), b.size());
+  out.append(report);
+  return out;
+}
+
+CacheEntry decode_cache_entry(std::span<const std::byte> bytes, const std::string& key_hex) {
+  auto fail = [](const std::string& what) { throw std::runtime_error(what); };
+  const auto* hb = reinterpret_cast<const uint8_t*>(bytes.data());
+  if (bytes.size() < kEntryHeader)
+    fail("expected a " + std::to_string(kEntryHeader) + "-byte header, found " +
+         std::to_string(bytes.size()) + " bytes");
+  if (std::memcmp(hb, kEntryMagic, 8) != 0) fail("bad magic");
+  if (get32(&hb[76]) != crc_of(hb, 76)) fail("header CRC32C mismatch");
+  if (get32(&hb[8]) != kEntryVersion)
+    fail("entry version " + std::to_string(get32(&hb[8])) + ", expected " +
+         std::to_string(kEntryVersion));
+  if (std::memcmp(&hb[40], key_bytes(key_hex).data(), 32) != 0)
+    fail("it holds another key's compile");
+  const uint64_t report_bytes = get32(&hb[12]);
+  if (bytes.size() != kEntryHeader + report_bytes)
+    fail("expected " + std::to_string(kEntryHeader + report_bytes) + " bytes, found " +
+         std::to_string(bytes.size()));
+  const std::string_view report(reinterpret_cast<const char*>(hb + kEntryHeader),
+                                static_cast<size_t>(report_bytes));
+  if (crc_of(report.data(), report.size()) != get32(&hb[32])) fail("report CRC32C mismatch");
+  CacheEntry e;
+  try {
+    e.report = report_from_json(json::parse(report));
+  } catch (const std::exception& x) {  // nlohmann's, and report_from_json's own
+    fail(std::string("report: ") + x.what());
+  }
+  e.artifact_bytes = get64(&hb[24]);
+  e.artifact_crc = get32(&hb[36]);
+  return e;
+}
 
 fs::path CompileCache::default_dir() {
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x == '/') return fs::path(x) / "neuronc";
@@ -616,36 +645,20 @@ std::optional<CompileCache::Hit> CompileCache::fetch(const CacheKey& key, const 
   struct stat st {};
   if (::fstat(fd, &st) != 0) return corrupt("cannot stat it: " + errno_text());
   const uint64_t size = static_cast<uint64_t>(st.st_size);
-  std::array<uint8_t, kEntryHeader> hb{};
-  if (size < kEntryHeader || !read_exactly(fd, hb.data(), kEntryHeader, 0))
-    return corrupt("expected a " + std::to_string(kEntryHeader) + "-byte header, found " +
-                   std::to_string(size) + " bytes");
-  if (std::memcmp(hb.data(), kEntryMagic, 8) != 0) return corrupt("bad magic");
-  if (get32(&hb[76]) != crc_of(hb.data(), 76)) return corrupt("header CRC32C mismatch");
-  if (get32(&hb[8]) != kEntryVersion)
-    return corrupt("entry version " + std::to_string(get32(&hb[8])) + ", expected " +
-                   std::to_string(kEntryVersion));
-  EntryHeader h;
-  h.report_bytes = get32(&hb[12]);
-  h.artifact_bytes = get64(&hb[24]);
-  h.report_crc = get32(&hb[32]);
-  h.artifact_crc = get32(&hb[36]);
-  if (std::memcmp(&hb[40], key_bytes(key.hex).data(), 32) != 0)
-    return corrupt("it holds another key's compile");
-  if (size != kEntryHeader + uint64_t{h.report_bytes})
-    return corrupt("expected " + std::to_string(kEntryHeader + uint64_t{h.report_bytes}) +
+  if (size > kEntryHeader + kMaxReportBytes)
+    return corrupt("expected at most " + std::to_string(kEntryHeader + kMaxReportBytes) +
                    " bytes, found " + std::to_string(size));
-  std::string report(h.report_bytes, '\0');
-  if (!read_exactly(fd, report.data(), report.size(), kEntryHeader))
-    return corrupt("short read of the report");
-  if (crc_of(report.data(), report.size()) != h.report_crc)
-    return corrupt("report CRC32C mismatch");
-  Hit hit;
+  std::vector<std::byte> bytes(static_cast<size_t>(size));
+  if (!read_exactly(fd, bytes.data(), bytes.size(), 0))
+    return corrupt("cannot read it: " + errno_text());
+  CacheEntry h;
   try {
-    hit.result = report_from_json(json::parse(report));
-  } catch (const std::exception& e) {
-    return corrupt(std::string("report: ") + e.what());
+    h = decode_cache_entry(bytes, key.hex);
+  } catch (const std::runtime_error& e) {
+    return corrupt(e.what());
   }
+  Hit hit;
+  hit.result = std::move(h.report);
   hit.artifact_bytes = h.artifact_bytes;
 
   const int afd = ::open(artifact.c_str(), O_RDONLY | O_CLOEXEC);
@@ -773,18 +786,11 @@ bool CompileCache::store(const CacheKey& key, const CompileResult& result,
       return false;
     }
   }
-  const std::string report = report_json(result).dump();
-  EntryHeader h;
-  h.report_bytes = static_cast<uint32_t>(report.size());
-  h.artifact_bytes = artifact_bytes;
-  h.report_crc = crc_of(report.data(), report.size());
-  h.artifact_crc = artifact_crc;
-  h.key = key_bytes(key.hex);
-  const auto header = encode_entry_header(h);
+  const std::string entry =
+      encode_cache_entry(key.hex, report_json(result).dump(), artifact_bytes, artifact_crc);
   {
     AtomicFile out(path);
-    out.write(header.data(), header.size());
-    out.write(report.data(), report.size());
+    out.write(entry.data(), entry.size());
     if (!out.commit()) {
       *why = out.error();
       return false;

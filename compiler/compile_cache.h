@@ -46,7 +46,9 @@
 #include <filesystem>
 #include <future>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/compiler.h"
@@ -132,5 +134,20 @@ class CompileCache {
   uint64_t max_bytes_;
   bool link_outputs_;
 };
+
+// An entry's `.nce` file, as fetch() reads it and store() writes it; exposed for the
+// malformed-input tests and the fuzzer (tests/fuzz/fuzz_cache_entry.cpp).
+struct CacheEntry {
+  CompileResult report;         // the compile's report (its `artifact` empty)
+  uint64_t artifact_bytes = 0;  // the size and the CRC32C of the artifact file beside it
+  uint32_t artifact_crc = 0;
+};
+// The `.nce` bytes of `key_hex`'s entry whose report is `report` (JSON).
+std::string encode_cache_entry(const std::string& key_hex, std::string_view report,
+                               uint64_t artifact_bytes, uint32_t artifact_crc);
+// Decodes `bytes`, read as `key_hex`'s entry, checking everything in order: size, magic, header
+// CRC32C, version, key, size again, report CRC32C, then the report's fields. Throws
+// std::runtime_error naming the first check that fails ("bad magic", "report: …").
+CacheEntry decode_cache_entry(std::span<const std::byte> bytes, const std::string& key_hex);
 
 }  // namespace neuronc::compiler

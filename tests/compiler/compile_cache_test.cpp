@@ -457,6 +457,50 @@ TEST(CompileCache, ACorruptEntryIsDeletedAndNeverUsed) {
   EXPECT_EQ(read_file(dir / "out.nca"), r.artifact);
 }
 
+// An entry's file decodes to what was encoded. One whose report is not a compile report (not
+// JSON, cut short, a field missing or of the wrong type, three phases' seconds, a bucket padded
+// with neither zeros nor edge values) is corrupt, named "report: …", even with its checksums
+// right. The reports are the fuzzer's seeds (tests/corpus/compiler/cache_entry).
+TEST(CompileCache, AnEntryWhoseReportIsNotACompileReportIsCorrupt) {
+  const std::string key(64, 'b');
+  const fs::path corpus = fs::path(NEURONC_SOURCE_DIR) / "tests/corpus/compiler/cache_entry";
+  auto entry_of = [&](const fs::path& report) {
+    const std::vector<std::byte> r = read_file(report);
+    return encode_cache_entry(
+        key, std::string_view(reinterpret_cast<const char*>(r.data()), r.size()), 12345, 678);
+  };
+  auto decode = [&](const std::string& entry, const std::string& as_key) {
+    return decode_cache_entry(std::as_bytes(std::span(entry.data(), entry.size())), as_key);
+  };
+  int reports = 0, not_reports = 0;
+  for (const fs::directory_entry& e : fs::directory_iterator(corpus)) {
+    const std::string name = e.path().filename().string();
+    if (name.starts_with("report_")) {
+      const CacheEntry d = decode(entry_of(e.path()), key);
+      EXPECT_EQ(d.artifact_bytes, 12345u) << name;
+      EXPECT_EQ(d.artifact_crc, 678u) << name;
+      EXPECT_FALSE(d.report.partitions.empty()) << name;
+      ++reports;
+    } else if (name.starts_with("bad_")) {
+      try {
+        decode(entry_of(e.path()), key);
+        ADD_FAILURE() << name << " decoded";
+      } catch (const std::runtime_error& x) {
+        EXPECT_TRUE(std::string(x.what()).starts_with("report: ")) << name << ": " << x.what();
+      }
+      ++not_reports;
+    }
+  }
+  EXPECT_EQ(reports, 3);
+  EXPECT_EQ(not_reports, 7);
+  try {
+    decode(entry_of(corpus / "report_1_plain.json"), std::string(64, 'c'));
+    ADD_FAILURE() << "another key's entry decoded";
+  } catch (const std::runtime_error& x) {
+    EXPECT_STREQ(x.what(), "it holds another key's compile");
+  }
+}
+
 // begin_key() hands the compile each source's digest as it is made, and gives the key key()
 // gives; the compile that waits on those digests writes the artifact a compile that hashed the
 // source itself writes. The digests are then remembered: the next key has the model's at once.

@@ -5,7 +5,8 @@
 #
 #   tests/fuzz/run_fuzzers.sh TARGET|all SECONDS
 #
-# TARGET is one of: zip graph_json pickle load_program artifact (or the executable's name).
+# TARGET is one of: zip graph_json pickle load_program cache_entry artifact (or the executable's
+# name).
 # Builds the `fuzz` preset (clang, ASan+UBSan, libFuzzer) in build-fuzz/ if needed. Seeds are
 # read from tests/corpus/ and never written: the growing corpus lives in
 # build-fuzz/fuzz-work/corpus/TARGET and crashes, timeouts and OOMs land in
@@ -19,7 +20,7 @@ cd "$(dirname "$0")/../.."
 root=$(pwd)
 
 if [ $# -ne 2 ] || ! [[ "$2" =~ ^[0-9]+$ ]]; then
-  echo "usage: $0 TARGET|all SECONDS   (TARGET: zip graph_json pickle load_program artifact)" >&2
+  echo "usage: $0 TARGET|all SECONDS   (TARGET: zip graph_json pickle load_program cache_entry artifact)" >&2
   exit 2
 fi
 which=$1
@@ -35,6 +36,7 @@ exe_of() {
     graph_json) echo fuzz_graph_json ;;
     pickle) echo fuzz_pickle_reader ;;
     load_program) echo fuzz_load_program ;;
+    cache_entry) echo fuzz_cache_entry ;;
     artifact) echo artifact_fuzz ;;
     *) return 1 ;;
   esac
@@ -45,11 +47,12 @@ seeds_of() {
     graph_json) echo "$corpus/frontend/seeds/json" ;;
     pickle) echo "$corpus/frontend/seeds/pickle" ;;
     load_program) echo "$corpus/frontend/seeds/zip $corpus/frontend/malformed $work/model_seeds" ;;
+    cache_entry) echo "$corpus/compiler/cache_entry" ;;
     artifact) echo "$corpus/artifact" ;;
   esac
 }
 
-all_names="zip graph_json pickle load_program artifact"
+all_names="zip graph_json pickle load_program cache_entry artifact"
 if [ "$which" = all ]; then
   names=$all_names
 else
