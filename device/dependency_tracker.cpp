@@ -51,15 +51,7 @@ void DependencyTracker::add(const MemoryAccess& a) {
 }
 
 void DependencyTracker::add_retiring(const MemoryAccess& a) {
-  List& l = lists_[static_cast<int>(a.rect.memory)];
-  // Only a live access within a's bytes can be covered.
-  const int64_t b0 = a.rect.b0, b1 = a.rect.b1;
-  gather(
-      l, b0, b1, [&](int64_t x, int64_t y) { return b0 <= x && y <= b1 && x <= y; }, scratch_);
-  for (uint32_t i : scratch_)
-    if (retires(a, l.accesses[i])) l.retire(i);
-  l.compact_if_sparse();
-  l.push(a);
+  add_retiring_after_conflicts(std::span<const MemoryAccess>(&a, 1), [](const MemoryAccess&) {});
 }
 
 size_t DependencyTracker::size() const {

@@ -2,15 +2,17 @@
 // are byte rects (device::ByteRect) made by threads (an engine stream, a DMA queue, a
 // collective unit, or, in codegen's scheduler, one instruction each); two accesses conflict
 // when their rects overlap, at least one is a write and they come from different threads (a
-// thread's own accesses are ordered by the thread). Three users, one geometry and one rule:
+// thread's own accesses are ordered by the thread). Four users, one geometry and one rule:
 //  - the race checker (simulator.cpp) asks whether each conflicting access is ordered before
 //    the new one by the vector clocks;
+//  - the functional simulator's graph of a run's log (simulator.cpp, each logged instruction
+//    one thread) orders each instruction after every conflicting one, to run them in parallel;
 //  - codegen's emitter waits on the latest conflicting access of each other thread;
 //  - codegen's scheduler orders an instruction after every conflicting one.
-// What a user does with a conflict, and when it forgets accesses, is its own: the emitter and
-// the scheduler record in program order and retire covered accesses (add_retiring, or
-// add_retiring_after_conflicts for an instruction's accesses at once); the race checker records
-// in completion order and prunes by clock (erase_if).
+// What a user does with a conflict, and when it forgets accesses, is its own: the emitter, the
+// scheduler and the functional simulator's log graph record in program (or log) order and
+// retire covered accesses (add_retiring_after_conflicts, an instruction's accesses at once);
+// the race checker records in completion order and prunes by clock (erase_if).
 // Not thread-safe, not even for concurrent queries (they share a scratch list); deterministic
 // (conflicts come in recording order within a memory kind).
 #pragma once

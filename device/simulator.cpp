@@ -1271,6 +1271,7 @@ LogGraph log_graph(const Program& prog, int core, const Log& log) {
   std::vector<std::pair<uint32_t, uint32_t>> edges;  // (before, after)
   std::vector<uint32_t> deps;
   std::vector<std::pair<Rect, bool>> rects;  // (rect, write)
+  std::vector<MemoryAccess> accesses;
   for (size_t i = 0; i < n; ++i) {
     const Instruction& in = prog.cores[core].streams[static_cast<int>(log[i].engine)][log[i].index];
     const Operands ops = operands(in.op);
@@ -1287,14 +1288,13 @@ LogGraph log_graph(const Program& prog, int core, const Log& log) {
     for (const MemRef& m : ops.writes) add(m, true);
     deps.clear();
     const auto self = static_cast<uint32_t>(i);
-    for (const auto& [r, write] : rects)
-      tracker.for_each_conflict(r, write, self, [&](const MemoryAccess& a) {
-        deps.push_back(static_cast<uint32_t>(a.tag));
-      });
+    accesses.clear();
+    for (const auto& [r, write] : rects) accesses.push_back({r, write, self, self, self});
+    tracker.add_retiring_after_conflicts(
+        accesses, [&](const MemoryAccess& a) { deps.push_back(static_cast<uint32_t>(a.tag)); });
     std::sort(deps.begin(), deps.end());
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
     for (uint32_t d : deps) edges.emplace_back(d, self);
-    for (const auto& [r, write] : rects) tracker.add_retiring({r, write, self, self, self});
   }
   LogGraph g;
   g.indegree.assign(n, 0);
