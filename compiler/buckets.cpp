@@ -38,8 +38,8 @@ BucketPlan plan_buckets(const frontend::LoadedProgram& prog, const BucketRequest
       out.push_back({s.name, id, s.min, s.max, {}, false, passes::PadWith::zeros, ""});
   }
   for (const auto& [name, values] : req.buckets) {
-    auto it =
-        std::find_if(out.begin(), out.end(), [&](const BucketSymbol& b) { return b.name == name; });
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&n = name](const BucketSymbol& b) { return b.name == n; });
     if (it == out.end()) {
       std::string names;
       for (const BucketSymbol& b : out) names += (names.empty() ? "" : ", ") + b.name;
