@@ -86,7 +86,7 @@ class DependencyTracker {
       const List& l = lists_[static_cast<int>(n.rect.memory)];
       const int64_t b0 = n.rect.b0, b1 = n.rect.b1;
       // Those sharing its bytes (its conflicts among them), and those within its bytes (what
-      // it may retire: add_retiring's own lookup).
+      // it may retire).
       gather(
           l, b0, b1,
           [&](int64_t x, int64_t y) {
@@ -101,8 +101,9 @@ class DependencyTracker {
     for (size_t k = 0; k < as.size(); ++k) {
       const MemoryAccess& n = as[k];
       List& l = lists_[static_cast<int>(n.rect.memory)];
-      // What add_retiring(n) would find: the live accesses found above (less those the
-      // instruction's earlier accesses retired), and those earlier accesses themselves.
+      // What a lookup of n's bytes now would find: the accesses found above that are still
+      // live (the instruction's earlier accesses may have retired some), and those earlier
+      // accesses themselves.
       auto retire_covered = [&](uint32_t i) {
         const MemoryAccess& b = l.accesses[i];
         if (l.live(i) && retires(n, b)) l.retire(i);
