@@ -73,10 +73,11 @@ class DependencyTracker {
   void add_retiring(const MemoryAccess& a);
 
   // One instruction's accesses `as` (all by one thread): calls `f(const MemoryAccess&)` for
-  // every recorded access that conflicts with each of them in turn, then records them in order
-  // with add_retiring. The same as for_each_conflict of each and then add_retiring of each, one
-  // call after another, but each access's bytes are looked up once, not twice (in the two
-  // users' whole-program placements, the lookups were a third of the time).
+  // every recorded access that conflicts with each of them in turn, then records them in order,
+  // each retiring what it makes redundant (as add_retiring says). The same as for_each_conflict
+  // of each and then add_retiring of each, one call after another, but each access's bytes are
+  // looked up once, not twice (in codegen's whole-program placements, the lookups were a third
+  // of the time).
   template <typename F>
   void add_retiring_after_conflicts(std::span<const MemoryAccess> as, F&& f) {
     if (found_.size() < as.size()) found_.resize(as.size());

@@ -1270,26 +1270,23 @@ LogGraph log_graph(const Program& prog, int core, const Log& log) {
   DependencyTracker tracker;
   std::vector<std::pair<uint32_t, uint32_t>> edges;  // (before, after)
   std::vector<uint32_t> deps;
-  std::vector<std::pair<Rect, bool>> rects;  // (rect, write)
   std::vector<MemoryAccess> accesses;
   for (size_t i = 0; i < n; ++i) {
     const Instruction& in = prog.cores[core].streams[static_cast<int>(log[i].engine)][log[i].index];
     const Operands ops = operands(in.op);
-    rects.clear();
+    const auto self = static_cast<uint32_t>(i);
+    accesses.clear();
     auto add = [&](const MemRef& m, bool write) {
       Rect r = rect_of(m, core);
       if (r.memory == MemoryKind::psum) {
         r.b0 &= ~int64_t{3};
         r.b1 = (r.b1 + 3) & ~int64_t{3};
       }
-      rects.emplace_back(r, write);
+      accesses.push_back({r, write, self, self, self});
     };
     for (const MemRef& m : ops.reads) add(m, false);
     for (const MemRef& m : ops.writes) add(m, true);
     deps.clear();
-    const auto self = static_cast<uint32_t>(i);
-    accesses.clear();
-    for (const auto& [r, write] : rects) accesses.push_back({r, write, self, self, self});
     tracker.add_retiring_after_conflicts(
         accesses, [&](const MemoryAccess& a) { deps.push_back(static_cast<uint32_t>(a.tag)); });
     std::sort(deps.begin(), deps.end());
