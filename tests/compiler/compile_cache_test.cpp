@@ -197,11 +197,6 @@ TEST(CompileCache, AnArtifactStreamedToItsFileIsCachedFromTheFile) {
   EXPECT_EQ(read_file(dir / "out.nca"), in_memory.artifact);
 }
 
-bool same_file(const fs::path& a, const fs::path& b) {  // one inode (a hard link)
-  std::error_code ec;
-  return fs::equivalent(a, b, ec);
-}
-
 // The artifact goes out, and in, as a hard link: the compile's output becomes the entry's
 // artifact, and a hit's output is another name for it, new as of the hit. With link_outputs
 // false both are copies. An output written into in place (as `cp other.nca out.nca` does) is the
@@ -224,7 +219,7 @@ TEST(CompileCache, ArtifactsGoOutAndInAsHardLinksAndAWriteIntoOneIsFoundOut) {
     const fs::path compiled = dir / (link ? "compiled_linked.nca" : "compiled_copied.nca");
     fs::copy_file(dir / "compiled.nca", compiled);
     ASSERT_TRUE(cache.store(key, streamed, compiled, &why)) << why;
-    EXPECT_EQ(same_file(artifact, compiled), link);
+    EXPECT_EQ(fs::equivalent(artifact, compiled), link);
     EXPECT_EQ(read_file(artifact), bytes);
 
     const fs::path out = dir / (link ? "out_linked.nca" : "out_copied.nca");
@@ -234,7 +229,7 @@ TEST(CompileCache, ArtifactsGoOutAndInAsHardLinksAndAWriteIntoOneIsFoundOut) {
     ASSERT_TRUE(hit) << why;
     EXPECT_EQ(hit->output,
               link ? CompileCache::HitOutput::kLinked : CompileCache::HitOutput::kCopied);
-    EXPECT_EQ(same_file(out, artifact), link);
+    EXPECT_EQ(fs::equivalent(out, artifact), link);
     EXPECT_EQ(read_file(out), bytes);
     EXPECT_GT(fs::last_write_time(out), before);  // new as of the hit, for make and its kin
     for (const auto& e : fs::directory_iterator(dir))
