@@ -22,10 +22,10 @@ namespace neuronc::artifact {
 inline constexpr uint16_t kFormatMajor = 1;
 // 1.1: indirect dma_copy (row_index). 1.2: state (Signature::states, ValueKind::state) and
 // entries. 1.3: indirect scatter (DmaCopy::scatter) and absent constants (timing-only
-// artifacts). A writer stamps the lowest minor whose
-// readers understand the file (format_minor_needed), so an artifact without state stays
-// readable by 1.1 loaders.
-inline constexpr uint16_t kFormatMinor = 3;
+// artifacts). 1.4: replicated programs (DeviceProgram::replicas). A writer stamps the lowest
+// minor whose readers understand the file (format_minor_needed), so an artifact without state
+// stays readable by 1.1 loaders.
+inline constexpr uint16_t kFormatMinor = 4;
 
 // Element types of plan values: the project's one vocabulary (neuronc/dtype.h), whose first
 // kNumTensorDTypes numbers are artifact.fbs TensorDType (isa_codec.cpp checks they agree).
@@ -182,6 +182,17 @@ struct DeviceProgram {
   device::Program program;
   uint32_t sbuf_peak_bytes = 0;  // per partition
   uint32_t psum_peak_bytes = 0;
+  // A tensor-parallel program (format 1.4): 0, or the number of cores that run copies of core 0,
+  // copy r with its HBM operands moved by r * replica_stride (device/replicate.h). The file
+  // holds core 0 only. `program` is then either core 0 alone, with hbm_size <= replica_stride
+  // (as the compiler hands it to the writer), or every copy, with hbm_size = replicas *
+  // replica_stride (as read_artifact returns it, so whatever runs it sees every core).
+  uint32_t replicas = 0;
+  uint64_t replica_stride = 0;
+  // The HBM bytes the program runs in: all copies' when replicated.
+  uint64_t hbm_size() const {
+    return replicas > 0 ? uint64_t{replicas} * replica_stride : program.hbm_size;
+  }
   bool operator==(const DeviceProgram&) const = default;
 };
 

@@ -6,12 +6,14 @@
 // schema and the device enumerations to the generated code.
 #include "artifact_format/isa_codec.h"
 
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
 
 #include "artifact_format/dtype_codec.h"
 #include "device/isa_schema.h"
+#include "device/replicate.h"
 
 namespace neuronc::artifact {
 namespace {
@@ -366,8 +368,14 @@ Result<d::Operation> decode_op(const fb::Instruction& in) {
 }  // namespace
 
 Offset<fb::Program> encode_program(FlatBufferBuilder& fbb, const DeviceProgram& p) {
+  // A replicated program is stored as its core 0 (the verifier has checked any other core the
+  // program holds is a copy of it).
+  const bool replicated = p.replicas > 0;
+  const std::span<const d::CoreProgram> stored =
+      replicated ? std::span<const d::CoreProgram>(p.program.cores).first(1)
+                 : std::span<const d::CoreProgram>(p.program.cores);
   std::vector<Offset<fb::CoreProgram>> cores;
-  for (const d::CoreProgram& core : p.program.cores) {
+  for (const d::CoreProgram& core : stored) {
     std::vector<Offset<fb::Stream>> streams;
     for (int e = 0; e < d::kNumEngines; ++e) {
       const auto& s = core.streams[e];
@@ -390,8 +398,8 @@ Offset<fb::Program> encode_program(FlatBufferBuilder& fbb, const DeviceProgram& 
     cores.push_back(fb::CreateCoreProgram(fbb, fbb.CreateVector(streams)));
   }
   return fb::CreateProgram(fbb, fbb.CreateString(p.name), fbb.CreateVector(cores),
-                           p.program.num_semaphores, p.program.hbm_size, p.sbuf_peak_bytes,
-                           p.psum_peak_bytes);
+                           p.program.num_semaphores, p.hbm_size(), p.sbuf_peak_bytes,
+                           p.psum_peak_bytes, p.replicas, p.replica_stride);
 }
 
 Result<DeviceProgram> decode_program(const fb::Program& p) {
@@ -402,6 +410,24 @@ Result<DeviceProgram> decode_program(const fb::Program& p) {
   out.sbuf_peak_bytes = p.sbuf_peak_bytes();
   out.psum_peak_bytes = p.psum_peak_bytes();
   if (!p.cores()) return bad("program has no core list");
+  out.replicas = p.replicas();
+  out.replica_stride = p.replica_stride();
+  if (out.replicas > 0) {
+    // Held as core 0 alone, with core 0's arena (the copies are made once it is verified).
+    if (out.replicas < 2)
+      return bad("program is replicated over " + to_string(out.replicas) +
+                 " cores: expected 0 (not replicated) or 2 or more");
+    const d::Status st = d::check_replication(out.replicas, out.replica_stride);
+    if (!st.is_ok()) return bad(st.message());
+    if (p.cores()->size() != 1)
+      return bad("program is replicated over " + to_string(out.replicas) + " cores but holds " +
+                 to_string(p.cores()->size()) + " cores: expected core 0 only");
+    if (p.hbm_size() != uint64_t{out.replicas} * out.replica_stride)
+      return bad("program's hbm size " + to_string(p.hbm_size()) + " is not its " +
+                 to_string(out.replicas) + " replicas times the replica stride of " +
+                 to_string(out.replica_stride) + " bytes");
+    out.program.hbm_size = out.replica_stride;
+  }
   out.program.cores.resize(p.cores()->size());
   for (uint32_t c = 0; c < p.cores()->size(); ++c) {
     const fb::CoreProgram* core = p.cores()->Get(c);

@@ -22,7 +22,9 @@ struct ReadOptions {
   // CRC32C of every segment (touches every page of the weights). The header and root CRCs are
   // always checked.
   bool verify_segment_checksums = true;
-  // Run verify_contents() (cross references and device::verify_program) after decoding.
+  // Run verify_contents() (cross references and device::verify_program) after decoding. Only a
+  // verified replicated program (DeviceProgram::replicas) is given as every copy; unverified, it
+  // stays core 0 alone, as the file holds it.
   bool verify = true;
   // Newest format minor this reader accepts; tests raise it to simulate a newer reader
   // loading an older file.

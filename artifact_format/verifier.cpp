@@ -6,10 +6,12 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "device/replicate.h"
 #include "device/target.h"
 #include "device/verifier.h"
 
@@ -56,7 +58,7 @@ Result<uint64_t> static_bytes(const ArtifactContents& c, uint32_t v, const std::
 Status verify_bindings(const ArtifactContents& c, const DeviceCall& call, bool outputs,
                        std::vector<bool>& defined) {
   const auto& list = outputs ? call.outputs : call.inputs;
-  const uint64_t hbm = c.programs[call.program].program.hbm_size;
+  const uint64_t hbm = c.programs[call.program].hbm_size();
   std::vector<std::pair<uint64_t, uint64_t>> written;
   for (size_t i = 0; i < list.size(); ++i) {
     const Binding& b = list[i];
@@ -202,6 +204,47 @@ Status verify_buckets(const ArtifactContents& c) {
 // The data flow of entry `e` (the whole plan without entries); defined after verify_contents.
 Status verify_flow(const ArtifactContents& c, uint32_t e, const std::vector<uint32_t>& in_entry,
                    const std::vector<uint32_t>& out_entry);
+
+}  // namespace
+
+// A replicated program (DeviceProgram::replicas): the file says 1.4 or newer, the copies fit the
+// artifact's cores, core 0 passes as each copy would (device::verify_replicated_program), and
+// the program holds core 0 alone, inside one replica stride, or every copy of it.
+namespace {
+
+Status verify_replication(const device::Target& t, const ArtifactContents& c,
+                          const DeviceProgram& dp, const std::string& what) {
+  if (c.format_minor < 4)
+    return invalid(what + " is replicated over " + to_string(dp.replicas) +
+                   " cores but the file says format 1." + to_string(c.format_minor) +
+                   ": expected 1.4 or newer");
+  if (dp.replicas < 2 || dp.replicas > c.num_cores)
+    return range(what + " is replicated over " + to_string(dp.replicas) +
+                 " cores: expected 2 to the artifact's " + to_string(c.num_cores));
+  const device::Status s =
+      device::verify_replicated_program(t, dp.program, dp.replicas, dp.replica_stride);
+  if (!s.is_ok()) return range(what + ": " + s.message());
+  const device::Program& p = dp.program;
+  if (p.cores.size() == 1) {
+    if (p.hbm_size > dp.replica_stride)
+      return range(what + ": core 0's arena of " + to_string(p.hbm_size) +
+                   " bytes is larger than the replica stride of " + to_string(dp.replica_stride));
+    return Status::ok();
+  }
+  if (p.cores.size() != dp.replicas)
+    return invalid(what + " is replicated over " + to_string(dp.replicas) + " cores but holds " +
+                   to_string(p.cores.size()) + ": expected core 0 alone or every copy");
+  if (p.hbm_size != uint64_t{dp.replicas} * dp.replica_stride)
+    return range(what + " holds every copy but its hbm size " + to_string(p.hbm_size) + " is not " +
+                 to_string(dp.replicas) + " replicas of " + to_string(dp.replica_stride) +
+                 " bytes");
+  for (uint32_t r = 1; r < dp.replicas; ++r)
+    if (!device::is_core_replica(p.cores[0], p.cores[r], r, dp.replica_stride))
+      return invalid(what + ": core " + to_string(r) +
+                     " is not core 0 with its hbm operands moved by " + to_string(r) +
+                     " replica strides of " + to_string(dp.replica_stride) + " bytes");
+  return Status::ok();
+}
 
 }  // namespace
 
@@ -406,17 +449,25 @@ Status verify_contents(const ArtifactContents& c) {
   for (size_t p = 0; p < c.programs.size(); ++p) {
     const DeviceProgram& dp = c.programs[p];
     const std::string what = "program " + to_string(p) + " ('" + dp.name + "')";
-    if (dp.program.cores.size() > c.num_cores)
-      return range(what + " uses " + to_string(dp.program.cores.size()) +
-                   " cores but the artifact declares " + to_string(c.num_cores));
-    if (dp.program.hbm_size > mp.hbm_arena_bytes)
-      return range(what + " needs " + to_string(dp.program.hbm_size) +
-                   " hbm bytes but the arena has " + to_string(mp.hbm_arena_bytes));
+    if (dp.replicas > 0) {
+      NEURONC_ARTIFACT_RETURN_IF_ERROR(verify_replication(t, c, dp, what));
+    } else {
+      if (dp.program.cores.size() > c.num_cores)
+        return range(what + " uses " + to_string(dp.program.cores.size()) +
+                     " cores but the artifact declares " + to_string(c.num_cores));
+      const device::Status s = device::verify_program(t, dp.program);
+      if (!s.is_ok()) return range(what + ": " + s.message());
+    }
+    const uint64_t hbm_size = dp.hbm_size();
+    if (hbm_size > mp.hbm_arena_bytes)
+      return range(what + " needs " + to_string(hbm_size) + " hbm bytes but the arena has " +
+                   to_string(mp.hbm_arena_bytes));
     if (dp.sbuf_peak_bytes > mp.sbuf_peak_bytes || dp.psum_peak_bytes > mp.psum_peak_bytes)
       return range(what + " peaks exceed the memory plan's");
-    const device::Status s = device::verify_program(t, dp.program);
-    if (!s.is_ok()) return range(what + ": " + s.message());
-    for (const auto& core : dp.program.cores)
+    // A replicated program's copies have core 0's debug ids and opcodes.
+    const std::span<const device::CoreProgram> cores(dp.program.cores.data(),
+                                                     dp.replicas > 0 ? 1 : dp.program.cores.size());
+    for (const auto& core : cores)
       for (const auto& stream : core.streams)
         for (size_t i = 0; i < stream.size(); ++i) {
           if (stream[i].debug_id != device::kNoDebugId &&

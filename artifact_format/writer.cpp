@@ -334,7 +334,7 @@ Status ArtifactWriter::Impl::layout(const WriteOptions& o) {
   if (contents.memory_plan.hbm_arena_bytes == 0)
     for (const DeviceProgram& p : contents.programs)
       contents.memory_plan.hbm_arena_bytes =
-          std::max(contents.memory_plan.hbm_arena_bytes, p.program.hbm_size);
+          std::max(contents.memory_plan.hbm_arena_bytes, p.hbm_size());
   for (const DeviceProgram& p : contents.programs) {
     contents.memory_plan.sbuf_peak_bytes =
         std::max(contents.memory_plan.sbuf_peak_bytes, p.sbuf_peak_bytes);

@@ -1,7 +1,7 @@
 // Collectives of a tensor-parallel program (neuronc.all_reduce, neuronc.all_gather): each node
 // is one device::Collective from its input's HBM view to its result's, triggered on GpSimdE
 // (the emitter gives the collective unit a thread and a semaphore of its own, emitter.h).
-// Every core runs the same program (replicate.h), so the n-th collective of each core forms
+// Every core runs the same program (device/replicate.h), so the n-th collective of each core forms
 // one operation. Views are read and written through their access patterns, no staging copy:
 // when the two sides need more than the five dims of one pattern (partition + 4 levels) the
 // node becomes one collective per block of the leading dims, in the same order on every core.

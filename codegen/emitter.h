@@ -54,7 +54,7 @@ class ProgramEmitter {
                          const std::vector<RegionPolicy>& policies = {RegionPolicy::recent,
                                                                       RegionPolicy::ring});
 
-  // The cores the program runs on once replicated (replicate.h): the rank count of its
+  // The cores the program runs on once replicated (device/replicate.h): the rank count of its
   // collectives. Candidates are timed on that many cores (a one-core program with an all_gather
   // over two ranks is not a valid program by itself). Default 1.
   void set_cores(uint32_t cores) { cores_ = cores; }

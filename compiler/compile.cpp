@@ -1,6 +1,4 @@
 // The compiler: a program file in, artifact bytes out (see compiler.h).
-#include <tbb/parallel_for.h>
-#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,7 +16,6 @@
 #include "artifact_format/writer.h"
 #include "codegen/codegen.h"
 #include "codegen/hbm_plan.h"
-#include "codegen/replicate.h"
 #include "compiler/compiler.h"
 #include "compiler/index_bounds.h"
 #include "compiler/pipeline.h"
@@ -901,19 +898,17 @@ std::vector<size_t> compile_into(frontend::LoadedProgram& prog, const CompileReq
 
 // --tp N: every device program runs on N cores, core r's HBM region at r x the arena's size
 // (core 0's region is the arena compile laid out), its constants filled from core r's graph and
-// its states and partition results bound to core r's own plan values.
-void replicate_over_cores(ArtifactUnderConstruction& u, int threads) {
+// its states and partition results bound to core r's own plan values. The artifact holds each
+// program's core 0 and the replication (artifact::DeviceProgram::replicas); its reader makes
+// the copies.
+void replicate_over_cores(ArtifactUnderConstruction& u) {
   TensorParallelBuild& tp = u.tp;
   art::ArtifactContents& c = u.w.contents();
   const uint64_t region = std::max<uint64_t>(4096, (u.arena.end + 4095) / 4096 * 4096);
-  // Each program's copies are made apart, on `threads` workers (the programs share nothing).
-  tbb::task_arena arena(threads > 0 ? threads : tbb::task_arena::automatic);
-  arena.execute([&] {
-    tbb::parallel_for(size_t{0}, c.programs.size(), [&](size_t i) {
-      art::DeviceProgram& p = c.programs[i];
-      p.program = codegen::replicate_cores(p.program, static_cast<uint32_t>(tp.cores), region);
-    });
-  });
+  for (art::DeviceProgram& p : c.programs) {
+    p.replicas = static_cast<uint32_t>(tp.cores);
+    p.replica_stride = region;
+  }
   for (const TensorParallelBuild::Constant& k : tp.constants) {
     const std::vector<std::unique_ptr<ir::Graph>>& graphs = tp.graphs.at(k.graph);
     for (int r = 1; r < tp.cores; ++r) {
@@ -969,12 +964,12 @@ void finish(ArtifactUnderConstruction& u, const CompileRequest& req,
   std::sort(c.options.extra.begin(), c.options.extra.end());
   c.memory_plan.sbuf_peak_bytes = arena.sbuf_peak;
   c.memory_plan.psum_peak_bytes = arena.psum_peak;
-  // The write phase includes laying every core's copy of the programs out (--tp), so the
-  // phases add up to the compile.
+  // The write phase includes the tensor-parallel bindings and constants of every core (--tp),
+  // so the phases add up to the compile.
   const auto t0 = Clock::now();
   if (req.progress)
     req.progress("[4/4] writing the artifact", kReadShare + kOptimiseShare + kCodegenShare);
-  if (u.tp.cores > 1) replicate_over_cores(u, req.threads);
+  if (u.tp.cores > 1) replicate_over_cores(u);
   if (u.source_sha256.valid())
     w.set_source_sha256(
         [sha256 = u.source_sha256] { return frontend::digest_from_hex(sha256.get()); });

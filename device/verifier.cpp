@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "device/replicate.h"
+
 namespace neuronc::device {
 namespace {
 
@@ -238,9 +240,17 @@ Status verify_memref(const Target& t, const MemRef& m, bool compute_operand, uin
 namespace {
 
 // Where an instruction runs, for the per-opcode checks (check_op).
+// What an instruction is checked against besides the target: its program's semaphore count and
+// HBM size, and how many cores run the program (a collective's group).
+struct ProgramShape {
+  uint32_t num_semaphores = 0;
+  uint64_t cores = 0;
+  uint64_t hbm_size = 0;
+};
+
 struct OpCheck {
   const Target& target;
-  const Program& program;
+  const ProgramShape& program;
   Engine engine;
 };
 
@@ -522,8 +532,7 @@ Status check_op(const OpCheck& c, const DmaCopy& x) {
 
 // Element counts of all_reduce, all_gather and reduce_scatter over the program's cores.
 Status check_op(const OpCheck& c, const Collective& x) {
-  const Program& prog = c.program;
-  const uint64_t n = prog.cores.size();
+  const uint64_t n = c.program.cores;
   const uint64_t ns = x.src.free_size() * x.src.partition_count;
   const uint64_t nd = x.dst.free_size() * x.dst.partition_count;
   const uint64_t want = x.kind == CollectiveKind::all_reduce   ? ns
@@ -542,7 +551,7 @@ Status check_op(const OpCheck&, const Op&) {
 }
 
 // Semaphore indices of the waits and signals, and the cores signalled.
-Status check_sync(const Program& prog, const Instruction& inst) {
+Status check_sync(const ProgramShape& prog, const Instruction& inst) {
   for (const auto& w : inst.waits)
     if (w.semaphore >= prog.num_semaphores)
       return out_of_range("wait on semaphore " + to_string(w.semaphore) + " but the program has " +
@@ -551,17 +560,15 @@ Status check_sync(const Program& prog, const Instruction& inst) {
     if (s.semaphore >= prog.num_semaphores)
       return out_of_range("signal of semaphore " + to_string(s.semaphore) +
                           " but the program has " + to_string(prog.num_semaphores));
-    if (s.core != kThisCore && s.core >= prog.cores.size())
+    if (s.core != kThisCore && s.core >= prog.cores)
       return out_of_range("signal to core " + to_string(s.core) + " but the program has " +
-                          to_string(prog.cores.size()) + " cores");
+                          to_string(prog.cores) + " cores");
   }
   return Status::ok();
 }
 
-}  // namespace
-
-Status verify_instruction(const Target& t, const Program& prog, int core, Engine e,
-                          const Instruction& inst) {
+Status check_instruction(const Target& t, const ProgramShape& prog, Engine e,
+                         const Instruction& inst) {
   const Opcode op = inst.opcode();
   if (!engine_runs(e, op))
     return invalid_argument(std::string(engine_name(e)) + " engine cannot execute " +
@@ -580,29 +587,70 @@ Status verify_instruction(const Target& t, const Program& prog, int core, Engine
     NEURONC_DEVICE_RETURN_IF_ERROR(verify_memref(t, m, !dma, prog.hbm_size));
     NEURONC_DEVICE_RETURN_IF_ERROR(check_access(t, e, op, m, true));
   }
-  (void)core;
   const OpCheck where{t, prog, e};
   return std::visit([&](const auto& x) -> Status { return check_op(where, x); }, inst.op);
 }
 
-Status verify_program(const Target& t, const Program& prog) {
-  if (prog.cores.empty()) return invalid_argument("program has no cores");
-  if (prog.num_semaphores > static_cast<uint32_t>(t.semaphores_per_core))
-    return invalid_argument("program uses " + to_string(prog.num_semaphores) +
+// Each instruction of `core` (core `index` of a program of `prog`'s shape); the error names the
+// core, engine, index and opcode.
+Status check_core(const Target& t, const ProgramShape& prog, size_t index,
+                  const CoreProgram& core) {
+  for (int e = 0; e < kNumEngines; ++e) {
+    const auto& stream = core.streams[e];
+    for (size_t i = 0; i < stream.size(); ++i) {
+      Status s = check_instruction(t, prog, static_cast<Engine>(e), stream[i]);
+      if (!s.is_ok())
+        return s.with_context(
+            "core " + to_string(index) + " " + std::string(engine_name(static_cast<Engine>(e))) +
+            "[" + to_string(i) + "] (" + std::string(opcode_name(stream[i].opcode())) + ")");
+    }
+  }
+  return Status::ok();
+}
+
+Status check_semaphore_count(const Target& t, uint32_t num_semaphores) {
+  if (num_semaphores > static_cast<uint32_t>(t.semaphores_per_core))
+    return invalid_argument("program uses " + to_string(num_semaphores) +
                             " semaphores per core but " + std::string(t.name) + " has " +
                             to_string(t.semaphores_per_core));
-  for (size_t c = 0; c < prog.cores.size(); ++c) {
-    for (int e = 0; e < kNumEngines; ++e) {
-      const auto& stream = prog.cores[c].streams[e];
-      for (size_t i = 0; i < stream.size(); ++i) {
-        Status s =
-            verify_instruction(t, prog, static_cast<int>(c), static_cast<Engine>(e), stream[i]);
-        if (!s.is_ok())
-          return s.with_context(
-              "core " + to_string(c) + " " + std::string(engine_name(static_cast<Engine>(e))) +
-              "[" + to_string(i) + "] (" + std::string(opcode_name(stream[i].opcode())) + ")");
-      }
-    }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status verify_instruction(const Target& t, const Program& prog, int core, Engine e,
+                          const Instruction& inst) {
+  (void)core;
+  return check_instruction(t, {prog.num_semaphores, prog.cores.size(), prog.hbm_size}, e, inst);
+}
+
+Status verify_program(const Target& t, const Program& prog) {
+  if (prog.cores.empty()) return invalid_argument("program has no cores");
+  NEURONC_DEVICE_RETURN_IF_ERROR(check_semaphore_count(t, prog.num_semaphores));
+  const ProgramShape shape{prog.num_semaphores, prog.cores.size(), prog.hbm_size};
+  for (size_t c = 0; c < prog.cores.size(); ++c)
+    NEURONC_DEVICE_RETURN_IF_ERROR(check_core(t, shape, c, prog.cores[c]));
+  return Status::ok();
+}
+
+Status verify_replicated_program(const Target& t, const Program& prog, uint32_t cores,
+                                 uint64_t core_stride) {
+  if (prog.cores.empty()) return invalid_argument("program has no cores");
+  NEURONC_DEVICE_RETURN_IF_ERROR(check_replication(cores, core_stride));
+  NEURONC_DEVICE_RETURN_IF_ERROR(check_semaphore_count(t, prog.num_semaphores));
+  // Copy r's HBM operands are core 0's moved by r * core_stride, so each copy stays in its own
+  // [r * core_stride, (r + 1) * core_stride) exactly when core 0 stays in [0, core_stride).
+  const CoreProgram& base = prog.cores[0];
+  NEURONC_DEVICE_RETURN_IF_ERROR(check_core(t, {prog.num_semaphores, cores, core_stride}, 0, base));
+  for (int e = 0; e < kNumEngines; ++e) {
+    const auto& stream = base.streams[e];
+    for (size_t i = 0; i < stream.size(); ++i)
+      for (const SemaphoreSignal& s : stream[i].signals)
+        if (s.core != kThisCore && s.core != 0)
+          return invalid_argument(
+              "core 0 " + std::string(engine_name(static_cast<Engine>(e))) + "[" + to_string(i) +
+              "] (" + std::string(opcode_name(stream[i].opcode())) + ") signals core " +
+              to_string(s.core) + ": a replicated program's core 0 may signal only itself");
   }
   return Status::ok();
 }

@@ -53,4 +53,12 @@ Status verify_instruction(const Target& target, const Program& program, int core
 // Checks a whole program; the error names core, engine, index and opcode.
 Status verify_program(const Target& target, const Program& program);
 
+// Checks core 0 of `program` as core 0 of the `cores`-core program replicate_cores (replicate.h)
+// makes with `core_stride`, which every copy passes exactly when it does: the replication passes
+// check_replication, each instruction passes verify_instruction in a program of `cores` cores
+// and `core_stride` bytes of HBM (so its HBM operands stay in [0, core_stride)), and signals no
+// core but its own. program.hbm_size and any further cores are not looked at.
+Status verify_replicated_program(const Target& target, const Program& program, uint32_t cores,
+                                 uint64_t core_stride);
+
 }  // namespace neuronc::device

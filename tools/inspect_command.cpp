@@ -98,12 +98,15 @@ struct Counts {
   uint64_t total = 0;
 };
 
-Counts count(const d::Program& p) {
+// Instructions over every core the program runs on: a replicated program's file holds core 0,
+// which each of its cores runs a copy of.
+Counts count(const art::DeviceProgram& p) {
   Counts k;
-  for (const auto& core : p.cores)
+  const uint64_t copies = p.replicas > 0 && p.program.cores.size() == 1 ? p.replicas : 1;
+  for (const auto& core : p.program.cores)
     for (int e = 0; e < d::kNumEngines; ++e) {
-      k.per_engine[e] += core.streams[e].size();
-      k.total += core.streams[e].size();
+      k.per_engine[e] += core.streams[e].size() * copies;
+      k.total += core.streams[e].size() * copies;
     }
   return k;
 }
@@ -236,7 +239,7 @@ ordered_json build_json(const std::string& path, uint64_t file_bytes, const art:
       s["program"] = call->program;
       if (call->program < c.programs.size()) {
         s["program_name"] = c.programs[call->program].name;
-        s["instructions"] = count(c.programs[call->program].program).total;
+        s["instructions"] = count(c.programs[call->program]).total;
       }
       ordered_json in = ordered_json::array(), out = ordered_json::array();
       for (const auto& b : call->inputs)
@@ -280,13 +283,14 @@ ordered_json build_json(const std::string& path, uint64_t file_bytes, const art:
   Counts all;
   ordered_json programs = ordered_json::array();
   for (const auto& p : c.programs) {
-    const Counts k = count(p.program);
+    const Counts k = count(p);
     for (int e = 0; e < d::kNumEngines; ++e) all.per_engine[e] += k.per_engine[e];
     all.total += k.total;
     ordered_json pj = {{"name", p.name},
-                       {"cores", p.program.cores.size()},
+                       {"cores", p.replicas > 0 ? uint64_t{p.replicas} : p.program.cores.size()},
+                       {"replica_stride", p.replica_stride},
                        {"semaphores", p.program.num_semaphores},
-                       {"hbm_bytes", p.program.hbm_size},
+                       {"hbm_bytes", p.hbm_size()},
                        {"instructions", k.total},
                        {"per_engine", engines_json(k)}};
     if (disasm) {
@@ -483,8 +487,10 @@ std::string text_report(const ordered_json& j) {
   }
   for (const auto& p : j["programs"]) {
     if (!p.contains("streams")) break;
-    o << "program '" << p["name"].get<std::string>() << "' (" << p["cores"] << " core(s), "
-      << p["semaphores"] << " semaphores, " << p["hbm_bytes"] << " B hbm)\n";
+    o << "program '" << p["name"].get<std::string>() << "' (" << p["cores"] << " core(s), ";
+    if (p["replica_stride"].get<uint64_t>() > 0)
+      o << "each a copy of core 0 with its hbm " << p["replica_stride"] << " B after the last, ";
+    o << p["semaphores"] << " semaphores, " << p["hbm_bytes"] << " B hbm)\n";
     for (const auto& st : p["streams"]) {
       int k = 0;
       for (const auto& in : st["instructions"]) {

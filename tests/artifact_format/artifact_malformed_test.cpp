@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -14,7 +15,9 @@
 #include "artifact_format/crc32c.h"
 #include "artifact_format/file_header.h"
 #include "artifact_format/reader.h"
+#include "artifact_format/verifier.h"
 #include "artifact_format/writer.h"
+#include "device/replicate.h"
 #include "tests/artifact_format/test_artifacts.h"
 
 namespace neuronc::artifact {
@@ -181,6 +184,17 @@ TEST(ArtifactMalformed, RootIdentifierAndFlatBufferBounds) {
   });
   EXPECT_THAT(load(b).message(), HasSubstr("fails FlatBuffers verification"));
   write_corpus("root_offset", b);
+}
+
+// Makes program 0 of the good artifact run on two cores (format 1.4) as `replicas` copies of its
+// core 0, each `stride` bytes of HBM after the previous one.
+void replicate(ArtifactContents& c, uint32_t replicas = 2, uint64_t stride = 4096) {
+  c.format_minor = 4;
+  c.num_cores = 2;
+  c.programs[0].replicas = replicas;
+  c.programs[0].replica_stride = stride;
+  c.memory_plan.hbm_arena_bytes =
+      std::max<uint64_t>(c.memory_plan.hbm_arena_bytes, uint64_t{replicas} * stride);
 }
 
 struct Rule {
@@ -559,10 +573,105 @@ const Rule kRules[] = {
        c.signature.states[0].name.clear();
      },
      "names must be non-empty and unique"},
+    {"replicated_says_1_3",
+     [](auto& c) {
+       replicate(c);
+       c.format_minor = 3;
+     },
+     "is replicated over 2 cores but the file says format 1.3: expected 1.4 or newer"},
+    {"replicated_past_the_cores", [](auto& c) { replicate(c, 4); },
+     "is replicated over 4 cores: expected 2 to the artifact's 2"},
+    {"replicated_once", [](auto& c) { replicate(c, 1); },
+     "program is replicated over 1 cores: expected 0 (not replicated) or 2 or more"},
+    {"replica_stride_unaligned", [](auto& c) { replicate(c, 2, 1000); },
+     "core stride 1000 bytes: expected a non-zero multiple of 64"},
+    {"replica_stride_too_small", [](auto& c) { replicate(c, 2, 512); },
+     "are outside the arena of 512 bytes"},
+    {"replica_signals_another_core",
+     [](auto& c) {
+       replicate(c);
+       c.programs[0].program.cores[0].stream(d::Engine::sync)[0].signals[0].core = 1;
+     },
+     "signals core 1: a replicated program's core 0 may signal only itself"},
 };
 
 INSTANTIATE_TEST_SUITE_P(All, VerifierRule, ::testing::ValuesIn(kRules),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// A tensor-parallel program is stored as its core 0 and read as every copy of it, exactly what
+// device::replicate_cores makes; as read, it writes the same bytes again, and a 1.3 reader
+// refuses it (it would run core 0 alone).
+TEST(ArtifactReplicated, IsStoredAsCoreZeroAndReadAsEveryCopy) {
+  auto a = read_artifact(good());
+  ASSERT_TRUE(a.is_ok());
+  std::vector<std::span<const std::byte>> payloads;
+  for (uint32_t i = 0; i < a->num_segments(); ++i) payloads.push_back(a->segment(i));
+  ArtifactContents c = a->contents;
+  const d::Program one = c.programs[0].program;
+  replicate(c);
+  const std::vector<std::byte> b = encode_artifact(c, payloads);
+  write_corpus("valid_replicated", b);
+
+  auto r = read_artifact(b);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(r->header.format_minor, 4);
+  const DeviceProgram& p = r->contents.programs[0];
+  EXPECT_EQ(p.replicas, 2u);
+  EXPECT_EQ(p.replica_stride, 4096u);
+  const d::Result<d::Program> copies = d::replicate_cores(one, 2, 4096);
+  ASSERT_TRUE(copies.is_ok()) << copies.status().message();
+  EXPECT_EQ(p.program, copies.value());
+  EXPECT_EQ(p.hbm_size(), 8192u);
+  std::vector<std::span<const std::byte>> read_payloads;
+  for (uint32_t i = 0; i < r->num_segments(); ++i) read_payloads.push_back(r->segment(i));
+  EXPECT_EQ(encode_artifact(r->contents, read_payloads), b);
+
+  // The same program stored as both cores (no replication) is larger by core 1's instructions.
+  ArtifactContents whole = r->contents;
+  whole.programs[0].replicas = 0;
+  whole.programs[0].replica_stride = 0;
+  whole.format_minor = 3;
+  EXPECT_GT(encode_artifact(whole, read_payloads).size(), b.size());
+
+  // Unverified, the program is core 0 alone, as the file holds it.
+  auto u = read_artifact(b, {.verify = false});
+  ASSERT_TRUE(u.is_ok()) << u.status().message();
+  EXPECT_EQ(u->contents.programs[0].program.cores.size(), 1u);
+  EXPECT_EQ(u->contents.programs[0].program.hbm_size, 4096u);
+  EXPECT_TRUE(verify_contents(u->contents).is_ok());
+
+  EXPECT_THAT(load(b, 3).message(), HasSubstr("artifact format 1.4 is newer than this reader"));
+}
+
+// A program that holds every copy must hold exactly the copies: the writer stores core 0 alone,
+// so any other core would be lost.
+TEST(ArtifactReplicated, EveryCoreHeldIsCoreZerosCopy) {
+  auto a = read_artifact(good());
+  ASSERT_TRUE(a.is_ok());
+  ArtifactContents c = a->contents;
+  const d::Program one = c.programs[0].program;
+  replicate(c);
+  c.programs[0].program = d::replicate_cores(one, 2, 4096).value();
+  EXPECT_TRUE(verify_contents(c).is_ok()) << verify_contents(c).message();
+
+  ArtifactContents moved = c;
+  moved.programs[0].program.cores[1].stream(d::Engine::sync)[0] =
+      c.programs[0].program.cores[0].stream(d::Engine::sync)[0];  // core 0's hbm, unmoved
+  EXPECT_THAT(verify_contents(moved).message(),
+              HasSubstr("core 1 is not core 0 with its hbm operands moved by 1 replica strides "
+                        "of 4096 bytes"));
+
+  ArtifactContents three = c;
+  three.programs[0].program.cores.push_back(three.programs[0].program.cores[1]);
+  EXPECT_THAT(verify_contents(three).message(),
+              HasSubstr("is replicated over 2 cores but holds 3: expected core 0 alone or every "
+                        "copy"));
+
+  ArtifactContents wide = c;
+  wide.programs[0].program.hbm_size = 4096;
+  EXPECT_THAT(verify_contents(wide).message(),
+              HasSubstr("holds every copy but its hbm size 4096 is not 2 replicas of 4096 bytes"));
+}
 
 TEST(ArtifactMalformed, SegmentOutsideRegion) {
   const auto b = reencode([](auto& c) { c.segments[0].offset = 1 << 20; }, true);

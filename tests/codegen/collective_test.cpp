@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "codegen/kernel_formation.h"
-#include "codegen/replicate.h"
+#include "device/replicate.h"
 #include "device/verifier.h"
 #include "harness.h"
 #include "ir/op_registry.h"
@@ -48,7 +48,11 @@ CoreRun run_on_cores(const ir::Graph& g, uint32_t cores,
   CoreRun run;
   run.part = compile_whole(g, trn1(), opts);
   run.stride = aligned_stride(run.part.program.hbm_size);
-  run.program = replicate_cores(run.part.program, cores, run.stride);
+  device::Result<device::Program> copies =
+      device::replicate_cores(run.part.program, cores, run.stride);
+  EXPECT_TRUE(copies.is_ok()) << copies.status().message();
+  if (!copies.is_ok()) return run;
+  run.program = std::move(copies).value();
   run.hbm.assign(run.program.hbm_size, std::byte{0});
   for (uint32_t r = 0; r < cores; ++r) {
     std::byte* base = run.hbm.data() + r * run.stride;
@@ -397,7 +401,7 @@ TEST(ReplicateCores, MovesEveryHbmOperandByTheCoreStride) {
   ASSERT_TRUE(device::verify_program(trn1(), one).is_ok());
   constexpr uint32_t kCores = 3;
   constexpr uint64_t kStride = 8192;
-  const device::Program p = replicate_cores(one, kCores, kStride);
+  const device::Program p = device::replicate_cores(one, kCores, kStride).value();
   ASSERT_EQ(p.cores.size(), kCores);
   EXPECT_EQ(p.hbm_size, kCores * kStride);
   EXPECT_EQ(p.num_semaphores, one.num_semaphores);
@@ -444,18 +448,15 @@ TEST(ReplicateCores, MovesEveryHbmOperandByTheCoreStride) {
 TEST(ReplicateCores, RefusesWhatItCannotReplicate) {
   const device::Program one = one_core_program();
   auto error = [&](const device::Program& p, uint32_t cores, uint64_t stride) -> std::string {
-    try {
-      replicate_cores(p, cores, stride);
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "";
+    const device::Result<device::Program> r = device::replicate_cores(p, cores, stride);
+    return r.is_ok() ? "" : r.status().message();
   };
-  EXPECT_THAT(error(one, 2, 8100), HasSubstr("core stride 8100 is not a multiple of 64"));
+  EXPECT_THAT(error(one, 2, 8100),
+              HasSubstr("core stride 8100 bytes: expected a non-zero multiple of 64"));
   EXPECT_THAT(error(one, 2, 4096),
               HasSubstr("arena of 6000 bytes is larger than the core stride of 4096"));
-  EXPECT_THAT(error(one, 0, 8192), HasSubstr("expected 1 to 65535 cores, found 0"));
-  const device::Program two = replicate_cores(one, 2, 8192);
+  EXPECT_THAT(error(one, 0, 8192), HasSubstr("replication over 0 cores: expected 1 to 65535"));
+  const device::Program two = device::replicate_cores(one, 2, 8192).value();
   EXPECT_THAT(error(two, 2, 32768), HasSubstr("expected a one-core program, found 2 cores"));
   // An operand past the stride (the program's hbm_size understated).
   device::Program bad = one;
