@@ -12,6 +12,14 @@
 #   compile s         wall time of `neuronc compile MODEL.pt2 --target trn1 --auto-cast matmul`
 #                     (GNU time), the median of three runs, and that run's phases from `--json`
 #                     (frontend, passes, codegen, write)
+#   SHA-256 of the .pt2 alone s   the floor of any compile of that file on this machine: the
+#                     artifact's root holds the SHA-256 of its source, so a compile reads and
+#                     hashes the whole .pt2 at least once. Wall seconds of Python's
+#                     hashlib.sha256 (OpenSSL, which uses the CPU's SHA extensions) over the .pt2,
+#                     read unbuffered in 4 MiB chunks with readinto into one reused buffer, in the
+#                     host's python3 on one core, after the compiles (so the file is in the page
+#                     cache, as it is for them); the median of three runs. The digest is checked
+#                     against the source SHA-256 in the artifact (`neuronc inspect --json`)
 #   peak RSS GB       GNU time's maximum resident set size
 #   weights GB        the artifact's constant bytes (bf16 after --auto-cast matmul) and the .pt2's
 #                     size (fp32 weights)
@@ -19,6 +27,8 @@
 #                     chroot: the first call for that model in the process (cold, as a user's
 #                     script runs it) and two more (warm), each the median over three processes;
 #                     export only, not save
+#   compile / cold export   compile s over torch.export's cold time
+#   SHA-256 / cold export   SHA-256 of the .pt2 alone s over torch.export's cold time
 #   first compile through the cache s   the default path for a new model: `compile` through an
 #                     empty --cache-dir (hashing the source beside the compile, then storing the
 #                     artifact), and the seconds the cache added; cached recompile s: the next one,
@@ -33,6 +43,13 @@
 # program), beside `neuronc compile` of that directory for TARGET over TP cores. Such an export
 # holds no weights, so its artifact is timing-only; the memory bound is then the weights' size
 # the model would have (config.json's parameter count in bf16) + 1 GB. DECODERS="" skips them.
+# LAYERS="L ..." (default "8 16") adds, for each config, rows of the same config with
+# num_hidden_layers set to each L (a copy of the directory with config.json rewritten by
+# python3), exported and compiled the same way, so the rows show how the time grows with the
+# model's size; LAYERS="" skips them. A row is named "CONFIG, L layers", the full config's with
+# its own num_hidden_layers; rows are ordered by config, then layer count. s per added layer is
+# the compile seconds each layer added over the config's previous row (constant when the time
+# grows linearly), and the bf16 weights column counts the parameters of the layers the row has.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
@@ -40,13 +57,35 @@ NEURONC="${NEURONC:-$ROOT/build/tools/neuronc}"
 OUT="${OUT:-$ROOT/bench/results/compile.md}"
 MODELS="${MODELS:-resnet50 resnet101 bert_base bert_large}"
 DECODERS="${DECODERS-models/llm_configs/llama2_7b:trn1:32}"
+LAYERS="${LAYERS-8 16}"
 SID_DIR="${NEURONC_SID_CHROOT:-/var/tmp/neuronc-sid}"
 [[ -x "$NEURONC" ]] || { echo "compile.sh: build neuronc first ($NEURONC)" >&2; exit 2; }
 [[ -x "$SID_DIR/usr/bin/python3" ]] || { echo "compile.sh: no export chroot at $SID_DIR" >&2; exit 2; }
 [[ -x /usr/bin/time ]] || { echo "compile.sh: needs GNU time (apt-get install time)" >&2; exit 2; }
+python3 -c 'import hashlib' || { echo "compile.sh: the host's python3 has no hashlib" >&2; exit 2; }
+for L in $LAYERS; do
+  [[ "$L" =~ ^[1-9][0-9]*$ ]] || { echo "compile.sh: LAYERS holds layer counts ($L)" >&2; exit 2; }
+done
 tmp="$(mktemp -d)"
 stage="$SID_DIR/tmp/neuronc_compile_bench"
 trap 'rm -rf "$tmp" "$stage"' EXIT
+# The floor of any compile of FILE: SHA-256 of the whole file, three times, on one core.
+cat > "$tmp/sha256.py" <<'PY'
+import hashlib, json, platform, ssl, sys, time
+buf = bytearray(4 << 20)
+view = memoryview(buf)
+runs = []
+for _ in range(3):
+    t0 = time.perf_counter()
+    h = hashlib.sha256()
+    with open(sys.argv[1], "rb", buffering=0) as f:
+        while n := f.readinto(buf):
+            h.update(view[:n])
+    digest = h.hexdigest()
+    runs.append(time.perf_counter() - t0)
+print(json.dumps({"runs": runs, "sha256": digest, "python": platform.python_version(),
+                  "openssl": ssl.OPENSSL_VERSION}))
+PY
 for m in $MODELS; do
   pt2="$ROOT/models/full/$m/model.pt2"
   [[ -f "$pt2" ]] || { echo "compile.sh: $pt2 missing (models/export_all.sh --full)" >&2; exit 2; }
@@ -57,6 +96,9 @@ for m in $MODELS; do
       --json > "$tmp/$m.$k.json"
   done
   stat -c %s "$pt2" > "$tmp/$m.pt2size"
+  echo "[$m] SHA-256 of the .pt2, three times" >&2
+  python3 "$tmp/sha256.py" "$pt2" > "$tmp/$m.sha256.json"
+  "$NEURONC" inspect "$tmp/$m.nca" --json > "$tmp/$m.inspect.json"
   echo "[$m] neuronc compile --threads 1" >&2
   "$NEURONC" compile "$pt2" -o "$tmp/$m.t1.nca" --target trn1 --auto-cast matmul --no-cache \
     --threads 1 --json > "$tmp/$m.t1.json"
@@ -83,21 +125,36 @@ cp "$ROOT"/models/scripts/*.py "$stage/"
 for spec in $DECODERS; do
   IFS=: read -r cfg t tp <<< "$spec"
   m="$(basename "$cfg")"
-  rm -rf "$stage/$m" "$stage/$m.out"
-  cp -r "$ROOT/$cfg" "$stage/$m"
-  echo "[$m] export_causal_lm.py --meta" >&2
-  t0=$(date +%s.%N)
-  chroot "$SID_DIR" python3 "/tmp/neuronc_compile_bench/export_causal_lm.py" \
-    "/tmp/neuronc_compile_bench/$m" "/tmp/neuronc_compile_bench/$m.out" --meta --max-seq 4096 \
-    --prefill-buckets 128 --on-device-sampling > /dev/null
-  t1=$(date +%s.%N)
-  echo "[$m] neuronc compile --tp $tp" >&2
-  /usr/bin/time -f '{"wall": %e, "max_rss_kb": %M}' -o "$tmp/$m.dec.time.json" \
-    "$NEURONC" compile "$stage/$m.out" -o "$tmp/$m.dec.nca" --target "$t" --tp "$tp" \
-    --auto-cast matmul --no-cache --json > "$tmp/$m.dec.json"
-  python3 -c 'import json,sys; print(json.dumps({"name": sys.argv[1], "target": sys.argv[2], "tp": int(sys.argv[3]), "export": float(sys.argv[5]) - float(sys.argv[4]), "config": json.load(open(sys.argv[6]))}))' \
-    "$m" "$t" "$tp" "$t0" "$t1" "$ROOT/$cfg/config.json" >> "$tmp/decoders.jsonl"
-  rm -rf "$tmp/$m.dec.nca" "$stage/$m" "$stage/$m.out"
+  full="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["num_hidden_layers"])' \
+    "$ROOT/$cfg/config.json")"
+  # The full config and each of LAYERS, by layer count ascending, once each.
+  layers="$(for L in $LAYERS "$full"; do echo "$L"; done | sort -nu)"
+  for L in $layers; do
+    d="$m.$t.$tp.L$L"
+    rm -rf "$stage/$d" "$stage/$d.out"
+    cp -r "$ROOT/$cfg" "$stage/$d"
+    if [[ "$L" != "$full" ]]; then
+      python3 -c 'import json, sys
+with open(sys.argv[1]) as f:
+    c = json.load(f)
+c["num_hidden_layers"] = int(sys.argv[2])
+with open(sys.argv[1], "w") as f:
+    json.dump(c, f)' "$stage/$d/config.json" "$L"
+    fi
+    echo "[$m, $L layers] export_causal_lm.py --meta" >&2
+    t0=$(date +%s.%N)
+    chroot "$SID_DIR" python3 "/tmp/neuronc_compile_bench/export_causal_lm.py" \
+      "/tmp/neuronc_compile_bench/$d" "/tmp/neuronc_compile_bench/$d.out" --meta --max-seq 4096 \
+      --prefill-buckets 128 --on-device-sampling > /dev/null
+    t1=$(date +%s.%N)
+    echo "[$m, $L layers] neuronc compile --tp $tp" >&2
+    /usr/bin/time -f '{"wall": %e, "max_rss_kb": %M}' -o "$tmp/$d.dec.time.json" \
+      "$NEURONC" compile "$stage/$d.out" -o "$tmp/$d.dec.nca" --target "$t" --tp "$tp" \
+      --auto-cast matmul --no-cache --json > "$tmp/$d.dec.json"
+    python3 -c 'import json,sys; print(json.dumps({"name": sys.argv[1], "key": sys.argv[2], "target": sys.argv[3], "tp": int(sys.argv[4]), "export": float(sys.argv[6]) - float(sys.argv[5]), "config": json.load(open(sys.argv[7])), "full_layers": int(sys.argv[8])}))' \
+      "$m, $L layers" "$d" "$t" "$tp" "$t0" "$t1" "$stage/$d/config.json" "$full" >> "$tmp/decoders.jsonl"
+    rm -rf "$tmp/$d.dec.nca" "$stage/$d" "$stage/$d.out"
+  done
 done
 echo "[pytorch] torch.export, three processes" >&2
 for k in 1 2 3; do
@@ -128,6 +185,7 @@ ex = {"torch": exports[0]["torch"],
       "models": {m: {side: statistics.median(x["models"][m][side] for x in exports)
                      for side in ("cold", "warm")} for m in models}}
 rows = []
+sha_tool = None
 for m in models:
     # The median of the three compiles by wall time, with its own phases and memory.
     runs = [(json.load(open(f"{tmp}/{m}.time{k}.json")), k) for k in (1, 2, 3)]
@@ -152,10 +210,15 @@ for m in models:
     assert miss["cache"]["state"] == "stored", m
     miss_wall = json.load(open(f"{tmp}/{m}.miss.time.json"))["wall"]
     cp_wall = json.load(open(f"{tmp}/{m}.cp.time.json"))["wall"]
-    rows.append(f"| {m} | {t['wall']:.2f} | {s['frontend']:.2f} / {s['passes']:.2f} / "
+    sha = json.load(open(f"{tmp}/{m}.sha256.json"))
+    assert sha["sha256"] == json.load(open(f"{tmp}/{m}.inspect.json"))["source"]["sha256"], m
+    sha_tool = f"Python {sha['python']}'s `hashlib.sha256` on {sha['openssl']}"
+    floor = statistics.median(sha["runs"])
+    rows.append(f"| {m} | {t['wall']:.2f} | {floor:.2f} | {s['frontend']:.2f} / {s['passes']:.2f} / "
                 f"{s['codegen']:.2f} / {s['write']:.2f} | {passes} | {rss:.2f} | {w:.2f} / {pt2:.2f} | "
                 f"{rss - pt2:+.2f} | {e['cold']:.2f} / {e['warm']:.2f} | "
-                f"{t['wall'] / e['cold']:.1f}× | {t1:.2f} → {s['codegen']:.2f} ({t1 / s['codegen']:.2f}×) | "
+                f"{t['wall'] / e['cold']:.1f}× | {floor / e['cold']:.2f}× | "
+                f"{t1:.2f} → {s['codegen']:.2f} ({t1 / s['codegen']:.2f}×) | "
                 f"{miss_wall:.2f} ({miss['cache']['seconds']:.2f}) | {hit_wall:.2f} | "
                 f"{hitcopy_wall:.2f} | {cp_wall:.2f} |")
 with open(out, "w") as o:
@@ -178,19 +241,32 @@ with open(out, "w") as o:
             "`--cache-dir` to a new output, which the hit links to the entry's artifact; then "
             "a third with `--cache-copy`, which copies it, and `cp` of the artifact to a new "
             "file, the floor of any copy (on this VM writing fresh pages costs from 0.2 to 2 s "
-            "per GB from one minute to the next); each artifact checked identical. The other "
-            "columns use "
+            "per GB from one minute to the next); each artifact checked identical. "
+            "SHA-256 of the .pt2 alone: the artifact's root holds the SHA-256 of its source, so "
+            "a compile cannot take less than hashing the whole .pt2 once on one core; it is the "
+            f"floor of any compile of that file on this machine (wall seconds of {sha_tool} "
+            "in the host's python3, which uses the CPU's SHA extensions, over the unbuffered "
+            "file in 4 MiB `readinto` chunks into one reused buffer, after the compiles so the "
+            "file is in the page cache as it is for them, the median of three; the digest is "
+            "checked against the one in the artifact). The other columns use "
             "`--no-cache`. One run of this script, each step after the other; these machines are "
             "noisy, so read the ratios.\n\n")
-    o.write("| model | compile s | frontend / passes / codegen / write s | slowest passes s | "
+    o.write("| model | compile s | SHA-256 of the .pt2 alone s | "
+            "frontend / passes / codegen / write s | slowest passes s | "
             "peak RSS GB | weights GB (artifact bf16 / .pt2 fp32) | RSS − .pt2 GB | "
-            "torch.export s (cold / warm) | compile / cold export | codegen s, 1 → 2 threads | "
+            "torch.export s (cold / warm) | compile / cold export | SHA-256 / cold export | "
+            "codegen s, 1 → 2 threads | "
             "first compile through the cache s (cache s) | cached recompile s (linked) | "
             "with --cache-copy s | cp of the artifact s |\n")
-    o.write("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+    o.write("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
     o.write("\n".join(rows) + "\n")
     decoders = [json.loads(l) for l in open(f"{tmp}/decoders.jsonl") if l.strip()]
     if decoders:
+        counts = [d["config"]["num_hidden_layers"] - d["full_layers"] for d in decoders]
+        other = "fewer" if max(counts) <= 0 else "fewer or more" if min(counts) < 0 else "more"
+        sweep = (f"Rows of the same config with {other} layers (a copy of its config.json with "
+                 "num_hidden_layers set to the row's count, exported and compiled the same way) "
+                 "show how the time grows with the model's size. " if any(counts) else "")
         o.write("\n## 7B-class decoders (weights-free exports, timing-only artifacts)\n\n"
                 "`export_causal_lm.py --meta --max-seq 4096 --prefill-buckets 128 "
                 "--on-device-sampling` of the config (one prefill and six decode programs; timed "
@@ -198,20 +274,30 @@ with open(out, "w") as o:
                 "`neuronc compile DIR --tp TP --auto-cast matmul --no-cache` of that directory. "
                 "The export holds no weights, so the artifact is timing-only and the compile never "
                 "reads weight bytes: the memory bound is the bf16 size the model's weights would "
-                "have (from config.json) + 1 GB, met trivially; time is the real comparison.\n\n")
-        o.write("| model | target, TP | compile s | frontend / passes / codegen / write s | "
-                "peak RSS GB | bf16 weights it would have GB | export s (whole) | compile / export |\n")
-        o.write("|---|---|---|---|---|---|---|---|\n")
+                "have (from config.json) + 1 GB, met trivially; time is the real comparison. "
+                + sweep + "s per added layer: the compile seconds each layer added over the "
+                "config's previous row (constant when time grows linearly); the bf16 weights "
+                "are those of the row's layers.\n\n")
+        o.write("| model | target, TP | compile s | s per added layer | "
+                "frontend / passes / codegen / write s | peak RSS GB | "
+                "bf16 weights it would have GB | export s (whole) | compile / export |\n")
+        o.write("|---|---|---|---|---|---|---|---|---|\n")
+        # In the order the script ran them: by config, then layer count.
+        prev = {}
         for d in decoders:
-            c = json.load(open(f"{tmp}/{d['name']}.dec.json"))
-            t = json.load(open(f"{tmp}/{d['name']}.dec.time.json"))
+            c = json.load(open(f"{tmp}/{d['key']}.dec.json"))
+            t = json.load(open(f"{tmp}/{d['key']}.dec.time.json"))
             s = c["seconds"]
             g = d["config"]
             h, i, L, v = g["hidden_size"], g["intermediate_size"], g["num_hidden_layers"], g["vocab_size"]
             kvh = g.get("num_key_value_heads", g["num_attention_heads"])
             hd = g.get("head_dim", h // g["num_attention_heads"])
             params = L * (2 * h * h + 2 * h * kvh * hd + 3 * h * i + 2 * h) + v * h * (1 if g.get("tie_word_embeddings") else 2) + h
-            o.write(f"| {d['name']} | {d['target']}, TP {d['tp']} | {t['wall']:.2f} | {s['frontend']:.2f} / {s['passes']:.2f} / {s['codegen']:.2f} / {s['write']:.2f} | "
+            # Compile seconds each layer added over the previous row of the config.
+            key = (d["name"].split(",")[0], d["target"], d["tp"])
+            added = f"{(t['wall'] - prev[key][1]) / (L - prev[key][0]):.2f}" if key in prev else ""
+            prev[key] = (L, t["wall"])
+            o.write(f"| {d['name']} | {d['target']}, TP {d['tp']} | {t['wall']:.2f} | {added} | {s['frontend']:.2f} / {s['passes']:.2f} / {s['codegen']:.2f} / {s['write']:.2f} | "
                     f"{t['max_rss_kb'] * 1024 / 1e9:.2f} | {params * 2 / 1e9:.1f} | {d['export']:.2f} | "
                     f"{t['wall'] / d['export']:.1f}× |\n")
 print("wrote", out)
