@@ -33,6 +33,7 @@
 
 #include "device/dependency_tracker.h"
 #include "device/functional.h"
+#include "device/replicate.h"
 #include "device/verifier.h"
 #include "kernels/zeroed_bytes.h"
 
@@ -98,7 +99,13 @@ struct ProgramTiming::Tables {
     uint32_t engines = 0;                  // bit i: engine i has descriptors
     uint16_t queue = 0;
   };
-  std::vector<std::array<std::vector<Step>, kNumEngines>> steps;  // [core][engine][index]
+  // [table][engine][index]: core c's steps are table table_of_core[c]. A core that is a copy of
+  // core 0 (device/replicate.h) shares core 0's table: the costs do not depend on HBM
+  // addresses, its rects are only ever compared with its own, and its signals to an explicit
+  // core go to itself (`replica`).
+  std::vector<std::array<std::vector<Step>, kNumEngines>> steps;
+  std::vector<uint32_t> table_of_core;
+  std::vector<uint8_t> replica;  // per core: its table is core 0's
   std::vector<Rect> rects;
   std::vector<SemaphoreWait> waits;
   std::vector<SemaphoreSignal> signals;
@@ -128,12 +135,24 @@ ProgramTiming::ProgramTiming(const CostModel& cost, const Program& program)
     : program_(program), target_(cost.target().name), log_graphs_(std::make_unique<LogGraphs>()) {
   auto t = std::make_unique<Tables>();
   const Target& target = cost.target();
-  t->steps.resize(program.cores.size());
-  for (size_t c = 0; c < program.cores.size(); ++c)
+  const size_t n = program.cores.size();
+  t->table_of_core.assign(n, 0);
+  t->replica.assign(n, 0);
+  // Cores that are copies of core 0 as replicate_cores makes them (a tensor-parallel program):
+  // the copies are hbm_size / n bytes apart.
+  const uint64_t stride = n > 1 && program.hbm_size % n == 0 ? program.hbm_size / n : 0;
+  for (size_t c = 0; c < n; ++c) {
+    if (c > 0 && stride > 0 &&
+        is_core_replica(program.cores[0], program.cores[c], static_cast<uint32_t>(c), stride)) {
+      t->replica[c] = 1;
+      continue;
+    }
+    t->table_of_core[c] = static_cast<uint32_t>(t->steps.size());
+    t->steps.emplace_back();
     for (int ei = 0; ei < kNumEngines; ++ei) {
       const Engine e = static_cast<Engine>(ei);
       const auto& stream = program.cores[c].streams[ei];
-      auto& steps = t->steps[c][ei];
+      auto& steps = t->steps.back()[ei];
       steps.resize(stream.size());
       for (size_t i = 0; i < stream.size(); ++i) {
         const Operation& op = stream[i].op;
@@ -193,6 +212,7 @@ ProgramTiming::ProgramTiming(const CostModel& cost, const Program& program)
         }
       }
     }
+  }
   tables_ = std::move(t);
 }
 
@@ -671,7 +691,8 @@ Status Run::issue(double now, int core, Engine e, double& next) {
   EngineRun& er = cr.engines[static_cast<int>(e)];
   const auto& stream = prog_.cores[core].streams[static_cast<int>(e)];
   if (er.pc >= stream.size()) return Status::ok();
-  const ProgramTiming::Tables::Step& step = tm_.steps[core][static_cast<int>(e)][er.pc];
+  const ProgramTiming::Tables::Step& step =
+      tm_.steps[tm_.table_of_core[core]][static_cast<int>(e)][er.pc];
   const std::span<const SemaphoreWait> waits(tm_.waits.data() + step.waits, step.wait_count);
   double t = std::max(now, er.next_issue);
   for (const SemaphoreWait& w : waits) {
@@ -1150,7 +1171,8 @@ void Run::prune() {
 
 Status Run::signal(double now, int core, std::span<const SemaphoreSignal> sigs, const Clock& snap) {
   for (const SemaphoreSignal& s : sigs) {
-    const int target = s.core == kThisCore ? core : s.core;
+    // A copy of core 0 signals itself where core 0 signals core 0 (replicate.h).
+    const int target = s.core == kThisCore || tm_.replica[core] ? core : s.core;
     if (defer_ && target != core) NEURONC_DEVICE_RETURN_IF_ERROR(flush_deferred());
     Semaphore& sem = cores_[target].sems[s.semaphore];
     sem.value += s.increment;
@@ -1178,7 +1200,8 @@ Status Run::on_complete(double now, uint32_t pid, bool dma) {
         check_races(p, operands(in.op), p.snapshot, p.snapshot[p.thread]));
   }
   (void)dma;
-  const ProgramTiming::Tables::Step& step = tm_.steps[p.core][static_cast<int>(p.engine)][p.index];
+  const ProgramTiming::Tables::Step& step =
+      tm_.steps[tm_.table_of_core[p.core]][static_cast<int>(p.engine)][p.index];
   NEURONC_DEVICE_RETURN_IF_ERROR(
       signal(now, p.core, {tm_.signals.data() + step.signals, step.signal_count}, p.snapshot));
   end_time_ = std::max(end_time_, now);

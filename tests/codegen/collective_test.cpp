@@ -8,6 +8,7 @@
 
 #include "codegen/kernel_formation.h"
 #include "device/replicate.h"
+#include "device/simulator.h"
 #include "device/verifier.h"
 #include "harness.h"
 #include "ir/op_registry.h"
@@ -443,6 +444,43 @@ TEST(ReplicateCores, MovesEveryHbmOperandByTheCoreStride) {
   EXPECT_GT(other_operands, 0);
   EXPECT_TRUE(device::verify_program(trn1(), p).is_ok())
       << device::verify_program(trn1(), p).message();
+}
+
+// The timing model gives a copy of core 0 core 0's table of costs (ProgramTiming): its times,
+// and where its signals to an explicit core go, are those of timing its own instructions.
+TEST(ReplicateCores, ACopyOfCoreZeroIsTimedAsItsOwnCore) {
+  const device::Program one = one_core_program();  // gpsimd[0] signals core 0 explicitly
+  const device::Program copies = device::replicate_cores(one, 3, 8192).value();
+  // The same cores in 64 more bytes of arena: no longer three strides, so no core is taken for a
+  // copy of core 0 and each is timed from its own instructions.
+  device::Program own = copies;
+  own.hbm_size += 64;
+  device::SimulatorOptions so;
+  so.functional = false;
+  so.trace = true;
+  device::Simulator sim(trn1(), so);
+  const auto a = sim.run(copies, {});
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  const auto b = sim.run(own, {});
+  ASSERT_TRUE(b.is_ok()) << b.status().message();
+  EXPECT_EQ(a->total_time_ns, b->total_time_ns);
+  ASSERT_EQ(a->cores.size(), 3u);
+  ASSERT_EQ(b->cores.size(), 3u);
+  for (size_t c = 0; c < 3; ++c) {
+    EXPECT_EQ(a->cores[c].dma_active_ns, b->cores[c].dma_active_ns) << "core " << c;
+    EXPECT_EQ(a->cores[c].dma_bytes, b->cores[c].dma_bytes) << "core " << c;
+    for (int e = 0; e < device::kNumEngines; ++e) {
+      EXPECT_EQ(a->cores[c].engines[e].busy_ns, b->cores[c].engines[e].busy_ns);
+      EXPECT_EQ(a->cores[c].engines[e].instructions, b->cores[c].engines[e].instructions);
+    }
+  }
+  ASSERT_EQ(a->trace.size(), b->trace.size());
+  for (size_t i = 0; i < a->trace.size(); ++i) {
+    EXPECT_EQ(a->trace[i].core, b->trace[i].core) << "event " << i;
+    EXPECT_EQ(a->trace[i].unit, b->trace[i].unit) << "event " << i;
+    EXPECT_EQ(a->trace[i].start_ns, b->trace[i].start_ns) << "event " << i;
+    EXPECT_EQ(a->trace[i].end_ns, b->trace[i].end_ns) << "event " << i;
+  }
 }
 
 TEST(ReplicateCores, RefusesWhatItCannotReplicate) {
