@@ -207,11 +207,11 @@ Status verify_flow(const ArtifactContents& c, uint32_t e, const std::vector<uint
 
 }  // namespace
 
+namespace {
+
 // A replicated program (DeviceProgram::replicas): the file says 1.4 or newer, the copies fit the
 // artifact's cores, core 0 passes as each copy would (device::verify_replicated_program), and
 // the program holds core 0 alone, inside one replica stride, or every copy of it.
-namespace {
-
 Status verify_replication(const device::Target& t, const ArtifactContents& c,
                           const DeviceProgram& dp, const std::string& what) {
   if (c.format_minor < 4)
