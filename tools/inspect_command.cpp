@@ -489,7 +489,7 @@ std::string text_report(const ordered_json& j) {
     if (!p.contains("streams")) break;
     o << "program '" << p["name"].get<std::string>() << "' (" << p["cores"] << " core(s), ";
     if (p["replica_stride"].get<uint64_t>() > 0)
-      o << "each a copy of core 0 with its hbm " << p["replica_stride"] << " B after the last, ";
+      o << "copies of core 0 " << p["replica_stride"] << " B of hbm apart, ";
     o << p["semaphores"] << " semaphores, " << p["hbm_bytes"] << " B hbm)\n";
     for (const auto& st : p["streams"]) {
       int k = 0;
