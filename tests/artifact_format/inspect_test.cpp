@@ -62,6 +62,28 @@ TEST(Inspect, JsonFields) {
   EXPECT_EQ(j["memory_plan"]["constants_in_hbm"], 1);
 }
 
+// A tensor-parallel program (format 1.4): the file holds core 0, and inspect counts every core.
+TEST(Inspect, AReplicatedProgramCountsEveryCore) {
+  auto w = testing::two_partition_writer();
+  w.contents().num_cores = 2;
+  w.contents().programs[0].replicas = 2;
+  w.contents().programs[0].replica_stride = 4096;
+  const std::string path = ::testing::TempDir() + "/inspect_replicated.nca";
+  ASSERT_TRUE(w.write_file(path).is_ok());
+  const auto j = nlohmann::json::parse(inspect_artifact(path, true, false));
+  EXPECT_EQ(j["format_version"], "1.4");
+  EXPECT_EQ(j["verified"], true);
+  EXPECT_EQ(j["programs"][0]["cores"], 2);
+  EXPECT_EQ(j["programs"][0]["replica_stride"], 4096);
+  EXPECT_EQ(j["programs"][0]["hbm_bytes"], 8192);
+  EXPECT_EQ(j["programs"][0]["instructions"], 6);  // 3 on each core
+  EXPECT_EQ(j["programs"][1]["replica_stride"], 0);
+  EXPECT_EQ(j["instructions"]["total"], 10);
+  EXPECT_THAT(inspect_artifact(path, false, true),
+              HasSubstr("(2 core(s), copies of core 0 4096 B of hbm apart, 2 semaphores, 8192 B "
+                        "hbm)"));
+}
+
 TEST(Inspect, CommandLineAndErrors) {
   CLI::App app;
   register_inspect_command(app);
