@@ -112,15 +112,9 @@ Result<LoadedArtifact> read_artifact(std::span<const std::byte> file, const Read
   // A replicated program runs as every copy of its core 0, made once core 0 is verified
   // (unverified, it stays as the file holds it: core 0 alone).
   if (options.verify)
-    for (DeviceProgram& p : c.programs) {
-      if (p.replicas == 0 || p.program.cores.size() != 1) continue;
-      std::vector<device::CoreProgram> copies;
-      copies.reserve(p.replicas);
-      for (uint32_t r = 0; r < p.replicas; ++r)
-        copies.push_back(device::core_replica(p.program.cores[0], r, p.replica_stride));
-      p.program.cores = std::move(copies);
-      p.program.hbm_size = uint64_t{p.replicas} * p.replica_stride;
-    }
+    for (DeviceProgram& p : c.programs)
+      if (p.replicas > 0 && p.program.cores.size() == 1)
+        p.program = device::replicate_unchecked(p.program, p.replicas, p.replica_stride);
   // Segments: inside the region, aligned, CRC, decompress.
   const std::span<const std::byte> region = file.subspan(h.segments_offset, h.segments_size);
   for (uint32_t i = 0; i < c.segments.size(); ++i) {

@@ -35,16 +35,31 @@ Status check_replicable(int engine, size_t index, const Instruction& in, uint64_
                                 to_string(core_stride) + " bytes");
     }
   for (const SemaphoreSignal& s : in.signals)
-    if (s.core != kThisCore && s.core != 0)
+    if (!signals_its_own_core(s))
       return invalid_argument("replicate_cores: " + describe(engine, index, in) + " signals core " +
                               to_string(s.core) + " of a one-core program");
   return Status::ok();
 }
 
+// Copy r of `in`'s operation and of one of its signals.
 void move_hbm(Operation& op, uint64_t shift) {
   for_each_operand(op, [&](MemRef& m, Access) {
     if (m.memory == MemoryKind::hbm) m.offset += shift;
   });
+}
+SemaphoreSignal moved(SemaphoreSignal s, uint32_t r) {
+  if (s.core != kThisCore) s.core = static_cast<uint16_t>(r);
+  return s;
+}
+
+CoreProgram core_replica(const CoreProgram& base, uint32_t r, uint64_t core_stride) {
+  CoreProgram core = base;
+  for (auto& stream : core.streams)
+    for (Instruction& in : stream) {
+      move_hbm(in.op, core_stride * r);
+      for (SemaphoreSignal& s : in.signals) s = moved(s, r);
+    }
+  return core;
 }
 
 }  // namespace
@@ -62,16 +77,8 @@ Status check_replication(uint32_t cores, uint64_t core_stride) {
   return Status::ok();
 }
 
-CoreProgram core_replica(const CoreProgram& base, uint32_t r, uint64_t core_stride) {
-  const uint64_t shift = core_stride * r;
-  CoreProgram core = base;
-  for (auto& stream : core.streams)
-    for (Instruction& in : stream) {
-      move_hbm(in.op, shift);
-      for (SemaphoreSignal& s : in.signals)
-        if (s.core != kThisCore) s.core = static_cast<uint16_t>(r);
-    }
-  return core;
+bool signals_its_own_core(const SemaphoreSignal& s) {
+  return s.core == kThisCore || s.core == 0;
 }
 
 bool is_core_replica(const CoreProgram& base, const CoreProgram& core, uint32_t r,
@@ -86,11 +93,8 @@ bool is_core_replica(const CoreProgram& base, const CoreProgram& core, uint32_t 
       const Instruction& b = got[i];
       if (a.waits != b.waits || a.debug_id != b.debug_id || a.signals.size() != b.signals.size())
         return false;
-      for (size_t s = 0; s < a.signals.size(); ++s) {
-        SemaphoreSignal moved = a.signals[s];
-        if (moved.core != kThisCore) moved.core = static_cast<uint16_t>(r);
-        if (!(moved == b.signals[s])) return false;
-      }
+      for (size_t s = 0; s < a.signals.size(); ++s)
+        if (!(moved(a.signals[s], r) == b.signals[s])) return false;
       Operation op = a.op;
       move_hbm(op, shift);
       if (!(op == b.op)) return false;
@@ -115,11 +119,16 @@ Result<Program> replicate_cores(const Program& one_core, uint32_t cores, uint64_
     for (size_t i = 0; i < stream.size(); ++i)
       NEURONC_DEVICE_RETURN_IF_ERROR(check_replicable(e, i, stream[i], core_stride));
   }
+  return replicate_unchecked(one_core, cores, core_stride);
+}
+
+Program replicate_unchecked(const Program& one_core, uint32_t cores, uint64_t core_stride) {
   Program out;
   out.num_semaphores = one_core.num_semaphores;
   out.hbm_size = core_stride * cores;
   out.cores.reserve(cores);
-  for (uint32_t r = 0; r < cores; ++r) out.cores.push_back(core_replica(base, r, core_stride));
+  for (uint32_t r = 0; r < cores; ++r)
+    out.cores.push_back(core_replica(one_core.cores[0], r, core_stride));
   return out;
 }
 

@@ -22,22 +22,27 @@ namespace neuronc::device {
 // alignment), and cores * core_stride within 64 bits.
 Status check_replication(uint32_t cores, uint64_t core_stride);
 
-// Copy r of `base`: every HBM operand of every instruction (DMA sides, an indirect DMA's table,
-// collective sides) moved by r * core_stride, and every signal to an explicit core (not
-// kThisCore) sent to core r: core 0 of the one-core program is the copy's own core. No checks:
-// `base` is checked first (replicate_cores, or verify_replicated_program in verifier.h).
-CoreProgram core_replica(const CoreProgram& base, uint32_t r, uint64_t core_stride);
+// Whether `s` goes to the signalling core itself (kThisCore, or core 0 of a one-core program),
+// as every signal of a replicated program's core 0 must.
+bool signals_its_own_core(const SemaphoreSignal& s);
 
-// Whether `core` equals core_replica(base, r, core_stride), without making the copy.
+// Whether `core` is copy r of `base`: every HBM operand of every instruction (DMA sides, an
+// indirect DMA's table, collective sides) moved by r * core_stride, and every signal to an
+// explicit core (not kThisCore) sent to core r, and nothing else changed.
 bool is_core_replica(const CoreProgram& base, const CoreProgram& core, uint32_t r,
                      uint64_t core_stride);
 
-// The `cores`-core program whose core r is core_replica(one_core.cores[0], r, core_stride);
-// hbm_size becomes cores * core_stride; num_semaphores is unchanged (semaphores are per core).
-// invalid_argument when `one_core` does not have exactly one core, check_replication fails,
-// one_core.hbm_size exceeds core_stride, an HBM operand reaches past core_stride, or an
-// instruction signals a core other than 0. The operands must be well formed (verify_program
-// passes): the bytes an operand reaches are computed from its access pattern.
+// The `cores`-core program whose core r is copy r of one_core.cores[0] (as is_core_replica
+// says); hbm_size becomes cores * core_stride; num_semaphores is unchanged (semaphores are per
+// core). No checks: for a program replicate_cores would accept, such as one that passed
+// verify_replicated_program (verifier.h).
+Program replicate_unchecked(const Program& one_core, uint32_t cores, uint64_t core_stride);
+
+// replicate_unchecked(one_core, cores, core_stride), after its checks: invalid_argument when
+// `one_core` does not have exactly one core, check_replication fails, one_core.hbm_size exceeds
+// core_stride, an HBM operand reaches past core_stride, or an instruction signals a core other than
+// 0. The operands must be well formed (verify_program passes): the bytes an operand reaches are
+// computed from its access pattern.
 Result<Program> replicate_cores(const Program& one_core, uint32_t cores, uint64_t core_stride);
 
 }  // namespace neuronc::device

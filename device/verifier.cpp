@@ -646,7 +646,7 @@ Status verify_replicated_program(const Target& t, const Program& prog, uint32_t 
     const auto& stream = base.streams[e];
     for (size_t i = 0; i < stream.size(); ++i)
       for (const SemaphoreSignal& s : stream[i].signals)
-        if (s.core != kThisCore && s.core != 0)
+        if (!signals_its_own_core(s))
           return invalid_argument(
               "core 0 " + std::string(engine_name(static_cast<Engine>(e))) + "[" + to_string(i) +
               "] (" + std::string(opcode_name(stream[i].opcode())) + ") signals core " +
