@@ -4,12 +4,14 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "frontend/container.h"
@@ -19,12 +21,17 @@
 
 namespace neuronc::frontend {
 
-std::string file_sha256(const MappedFile& f) {
+namespace {
+
+// The digest of `f`, or nullopt once `*stop` is set (checked between 4 MiB reads).
+std::optional<std::string> sha256_unless_stopped(const MappedFile& f,
+                                                 const std::atomic<bool>* stop) {
   Sha256 h;
   if (f.mapped()) {
     constexpr size_t kChunk = size_t{4} << 20;
     std::vector<std::byte> buf(std::min(kChunk, f.size()));
     for (uint64_t off = 0; off < f.size(); off += kChunk) {
+      if (stop && stop->load(std::memory_order_relaxed)) return std::nullopt;
       const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, f.size() - off));
       if (!f.read_at(off, buf.data(), n))
         throw Error(f.path() + ": reading " + std::to_string(n) + " bytes at offset " +
@@ -35,6 +42,12 @@ std::string file_sha256(const MappedFile& f) {
     h.update(f.bytes());
   }
   return digest_hex(h.finish());
+}
+
+}  // namespace
+
+std::string file_sha256(const MappedFile& f) {
+  return *sha256_unless_stopped(f, nullptr);
 }
 
 namespace {
@@ -70,9 +83,31 @@ LoadedProgram read_program(std::shared_ptr<MappedFile> file) {
   return p;
 }
 
-std::shared_future<std::string> hash_in_background(std::shared_ptr<MappedFile> file) {
-  return std::async(std::launch::async, [file = std::move(file)] { return file_sha256(*file); })
-      .share();
+// Reads the program in `file` while its SHA-256 is made on a thread of its own. A mapped file is
+// hashed from the start, beside the parse: reading and hashing a large file takes longer than
+// parsing it. A parse that throws stops that hash (within one read) before the error goes on.
+// Bytes already in memory (tests, fuzzers) are hashed after a parse that succeeds.
+LoadedProgram read_program_hashing(std::shared_ptr<MappedFile> file) {
+  auto stop = std::make_shared<std::atomic<bool>>(false);
+  auto hash = [file, stop] {
+    std::optional<std::string> d = sha256_unless_stopped(*file, stop.get());
+    if (!d) throw Error(file->path() + ": hashing stopped");
+    return *std::move(d);
+  };
+  if (!file->mapped()) {
+    LoadedProgram p = read_program(file);
+    p.sha256 = std::async(std::launch::async, std::move(hash)).share();
+    return p;
+  }
+  std::shared_future<std::string> sha256 = std::async(std::launch::async, std::move(hash)).share();
+  try {
+    LoadedProgram p = read_program(std::move(file));
+    p.sha256 = std::move(sha256);
+    return p;
+  } catch (...) {
+    stop->store(true, std::memory_order_relaxed);
+    throw;  // `sha256` waits for the thread, now one read at most
+  }
 }
 
 }  // namespace
@@ -82,15 +117,14 @@ LoadedProgram load_program(const std::string& path, std::span<const KnownDigest>
   std::shared_future<std::string> sha256;
   for (const KnownDigest& k : known)
     if (k.file == file->identity() && k.sha256.valid()) sha256 = k.sha256;
-  LoadedProgram p = read_program(file);
-  p.sha256 = sha256.valid() ? std::move(sha256) : hash_in_background(file);
+  if (!sha256.valid()) return read_program_hashing(std::move(file));
+  LoadedProgram p = read_program(std::move(file));
+  p.sha256 = std::move(sha256);
   return p;
 }
 
 LoadedProgram load_program(std::shared_ptr<MappedFile> file) {
-  LoadedProgram p = read_program(file);
-  p.sha256 = hash_in_background(file);
-  return p;
+  return read_program_hashing(std::move(file));
 }
 
 std::shared_future<std::string> digest_ready(std::string sha256) {

@@ -35,9 +35,9 @@ struct LoadedProgram {
   std::string torch_version;  // as the file says ("2.14.1+debian"; "<=2.4" when absent)
   int schema_major = 0;
   int schema_minor = 0;
-  // Of the whole input file, lower-case hex. Computed on a thread of its own while the compile
-  // goes on (a multi-GB model takes a second to hash); get() waits for it and rethrows a read
-  // error.
+  // Of the whole input file, lower-case hex. Computed on a thread of its own from the moment the
+  // file is opened, while the parse and then the compile go on (a multi-GB model takes a second
+  // to hash); get() waits for it and rethrows a read error.
   std::shared_future<std::string> sha256;
   std::vector<SampleInput> sample_inputs;
   std::shared_ptr<MappedFile> file;  // keeps the weight payloads valid

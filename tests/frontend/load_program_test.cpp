@@ -22,6 +22,7 @@ namespace neuronc::frontend {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace fs = std::filesystem;
 
 const std::string kSource = NEURONC_SOURCE_DIR;
@@ -97,6 +98,32 @@ TEST(LoadProgram, MissingFileAndNotZip) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("notes.pt2: not a PyTorch program: not a zip archive"));
   }
+}
+
+// The file is hashed from the moment it is opened, beside the parse: a parse that fails reports
+// its own error (not the stopped hash's), and a file that parses gets the digest of its bytes.
+TEST(LoadProgram, ParseErrorOfAFileBeingHashedIsTheParseError) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      ("neuronc_hash_parse_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "garbage.pt2").string();
+  {
+    std::ofstream out(path, std::ios::binary);
+    const std::string block(size_t{1} << 20, 'x');  // 24 MiB: several of the hash's reads
+    for (int i = 0; i < 24; ++i) out << block;
+  }
+  try {
+    load_program(path);
+    FAIL() << "a file of 'x' loaded";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("garbage.pt2: not a PyTorch program: not a zip archive"));
+    EXPECT_THAT(e.what(), Not(HasSubstr("hashing")));
+  }
+  std::filesystem::remove_all(dir);
+
+  LoadedProgram p = load_program(fixture_path());
+  EXPECT_EQ(p.sha256.get(), file_sha256(*MappedFile::open(fixture_path())));
 }
 
 // --- the zoo ---------------------------------------------------------------------------------
