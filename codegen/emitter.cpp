@@ -14,7 +14,6 @@
 #include "codegen/hbm_plan.h"
 #include "codegen/scheduler.h"
 #include "device/cost_model.h"
-#include "device/replicate.h"
 #include "device/simulator.h"
 
 namespace neuronc::codegen {
@@ -291,15 +290,11 @@ device::Program ProgramEmitter::finish(uint64_t hbm_size, bool forward, uint64_t
   so.functional = false;
   const auto time_of = [&](const device::Program& p) {
     device::Simulator sim(t_, so);
-    sim.reset(static_cast<int>(cores_));
-    if (cores_ <= 1) {
-      const auto r = sim.run(p, {});
-      return r ? r.value().total_time_ns : std::numeric_limits<double>::infinity();
-    }
-    device::Result<device::Program> copies =
-        device::replicate_cores(p, cores_, (hbm_size + kHbmAlign - 1) / kHbmAlign * kHbmAlign);
-    if (!copies) throw Error("internal: " + copies.status().message());
-    const auto r = sim.run(copies.value(), {});
+    // A tensor-parallel candidate runs on every core, each a copy of it: timed so without
+    // making the copies.
+    const auto r = cores_ <= 1 ? sim.run(p, {})
+                               : sim.run_replicated(
+                                     p, cores_, (hbm_size + kHbmAlign - 1) / kHbmAlign * kHbmAlign);
     return r ? r.value().total_time_ns : std::numeric_limits<double>::infinity();
   };
   struct Candidate {

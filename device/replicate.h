@@ -1,8 +1,8 @@
 // Core replication for tensor parallelism: the program codegen compiles for one rank (one
 // NeuronCore, collectives included) runs on `cores` cores, each its own copy against its own
 // slice of one HBM arena, `core_stride` bytes after the previous core's. An artifact stores core
-// 0 and the replication (artifact::DeviceProgram::replicas); its reader and codegen's candidate
-// timing make the copies.
+// 0 and the replication (artifact::DeviceProgram::replicas); its reader makes the copies, and
+// codegen times its candidates' copies without making them (Simulator::run_replicated).
 //
 //   Result<Program> p = device::replicate_cores(one_core, 2, core_stride);
 //   // core r's input x lives at r * core_stride + x's offset on core 0

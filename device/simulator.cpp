@@ -104,8 +104,11 @@ struct ProgramTiming::Tables {
   // addresses, its rects are only ever compared with its own, and its signals to an explicit
   // core go to itself (`replica`).
   std::vector<std::array<std::vector<Step>, kNumEngines>> steps;
-  std::vector<uint32_t> table_of_core;
-  std::vector<uint8_t> replica;  // per core: its table is core 0's
+  std::vector<uint32_t> table_of_core;  // per core timed
+  std::vector<uint8_t> replica;         // per core: its table is core 0's
+  // The program holds core 0 alone and every core timed is its copy (the replicating
+  // constructor): a core's instructions are core 0's.
+  bool copies_of_core0 = false;
   std::vector<Rect> rects;
   std::vector<SemaphoreWait> waits;
   std::vector<SemaphoreSignal> signals;
@@ -132,18 +135,33 @@ struct ProgramTiming::LogGraphs {
 };
 
 ProgramTiming::ProgramTiming(const CostModel& cost, const Program& program)
-    : program_(program), target_(cost.target().name), log_graphs_(std::make_unique<LogGraphs>()) {
+    : ProgramTiming(cost, program, Copies{0, 0}) {}
+
+ProgramTiming::ProgramTiming(const CostModel& cost, const Program& one_core, uint32_t copies,
+                             uint64_t core_stride)
+    : ProgramTiming(cost, one_core, Copies{copies, core_stride}) {}
+
+ProgramTiming::ProgramTiming(const CostModel& cost, const Program& program, Copies copies)
+    : program_(program),
+      target_(cost.target().name),
+      copies_(copies),
+      log_graphs_(std::make_unique<LogGraphs>()) {
+  if (copies.cores > 0 && program.cores.size() != 1)
+    throw std::invalid_argument("ProgramTiming: copies of core 0 of a program of " +
+                                to_string(program.cores.size()) + " cores, expected 1");
   auto t = std::make_unique<Tables>();
   const Target& target = cost.target();
-  const size_t n = program.cores.size();
+  const size_t n = copies.cores > 0 ? copies.cores : program.cores.size();
+  t->copies_of_core0 = copies.cores > 0;
   t->table_of_core.assign(n, 0);
   t->replica.assign(n, 0);
   // Cores that are copies of core 0 as replicate_cores makes them (a tensor-parallel program):
   // the copies are hbm_size / n bytes apart.
   const uint64_t stride = n > 1 && program.hbm_size % n == 0 ? program.hbm_size / n : 0;
   for (size_t c = 0; c < n; ++c) {
-    if (c > 0 && stride > 0 &&
-        is_core_replica(program.cores[0], program.cores[c], static_cast<uint32_t>(c), stride)) {
+    if (c > 0 &&
+        (t->copies_of_core0 || (stride > 0 && is_core_replica(program.cores[0], program.cores[c],
+                                                              static_cast<uint32_t>(c), stride)))) {
       t->replica[c] = 1;
       continue;
     }
@@ -522,8 +540,13 @@ class Run {
   Result<RunReport> go();
 
  private:
+  // The cores run: the program's, or the copies of its core 0 the timing stands for.
+  size_t ncores() const { return tm_.table_of_core.size(); }
+  const CoreProgram& core_program(int core) const {
+    return prog_.cores[tm_.copies_of_core0 ? 0 : core];
+  }
   const Instruction& inst(int core, Engine e, uint32_t i) const {
-    return prog_.cores[core].streams[static_cast<int>(e)][i];
+    return core_program(core).streams[static_cast<int>(e)][i];
   }
   void push(double t, EventKind k, int core, int engine, uint32_t id) {
     events_.push(
@@ -689,7 +712,7 @@ Status Run::on_ready(double now, int core, Engine e) {
 Status Run::issue(double now, int core, Engine e, double& next) {
   CoreRun& cr = cores_[core];
   EngineRun& er = cr.engines[static_cast<int>(e)];
-  const auto& stream = prog_.cores[core].streams[static_cast<int>(e)];
+  const auto& stream = core_program(core).streams[static_cast<int>(e)];
   if (er.pc >= stream.size()) return Status::ok();
   const ProgramTiming::Tables::Step& step =
       tm_.steps[tm_.table_of_core[core]][static_cast<int>(e)][er.pc];
@@ -772,9 +795,8 @@ Status Run::issue(double now, int core, Engine e, double& next) {
         replay_done(core, h);
         active += (!cr.dma[h].run.idle() || (w.engines >> i & 1u));
       }
-      const double pool =
-          t_.hbm_gbps_per_chip /
-          std::max<double>(1.0, std::min<double>(prog_.cores.size(), t_.cores_per_chip));
+      const double pool = t_.hbm_gbps_per_chip /
+                          std::max<double>(1.0, std::min<double>(ncores(), t_.cores_per_chip));
       rate = std::min(rate, pool / std::max(1, active));
     }
     uint32_t x;
@@ -843,15 +865,14 @@ Status Run::issue(double now, int core, Engine e, double& next) {
     const uint32_t g = cr.collectives_issued++;
     if (groups_.size() <= g) {
       groups_.resize(g + 1);
-      groups_[g].arrived.assign(prog_.cores.size(), -1);
+      groups_[g].arrived.assign(ncores(), -1);
     }
     CollectiveGroup& grp = groups_[g];
     grp.arrived[core] = static_cast<int>(new_pending(core, e, index, cthread, csnap));
     grp.last_arrival = std::max(grp.last_arrival, now + c.ii_ns);
-    if (++grp.count == static_cast<int>(prog_.cores.size())) {
-      const double done =
-          grp.last_arrival +
-          cost_.collective_ns(std::get<Collective>(in.op), static_cast<int>(prog_.cores.size()));
+    if (++grp.count == static_cast<int>(ncores())) {
+      const double done = grp.last_arrival + cost_.collective_ns(std::get<Collective>(in.op),
+                                                                 static_cast<int>(ncores()));
       if (opt_.trace)
         report_.trace.push_back({static_cast<uint16_t>(core), "collective", grp.last_arrival, done,
                                  Opcode::collective, e, index, in.debug_id, 0});
@@ -1156,9 +1177,9 @@ Status Run::check_races(const Pending& p, const Operands& ops, const Clock& snap
 void Run::prune() {
   const size_t n = clocks_.size();
   Clock low(n, UINT32_MAX);
-  for (size_t c = 0; c < prog_.cores.size(); ++c)
+  for (size_t c = 0; c < ncores(); ++c)
     for (int e = 0; e < kNumEngines; ++e) {
-      if (cores_[c].engines[e].pc >= prog_.cores[c].streams[e].size()) continue;
+      if (cores_[c].engines[e].pc >= core_program(int(c)).streams[e].size()) continue;
       const Clock& k = clocks_[thread_of(static_cast<int>(c), e)];
       for (size_t i = 0; i < n; ++i) low[i] = std::min(low[i], k[i]);
     }
@@ -1559,7 +1580,7 @@ Status Run::swap_writes(std::vector<ByteRange> written, const Status& failure, u
 }
 
 Result<RunReport> Run::go() {
-  const size_t ncores = prog_.cores.size();
+  const size_t ncores = this->ncores();
   cores_.resize(ncores);
   // Split over processes, every run defers: the effects are applied, and the writes swapped,
   // at the collectives and at the end.
@@ -1586,7 +1607,7 @@ Result<RunReport> Run::go() {
     clocks_.assign(ncores * kThreadsPerCore, Clock(ncores * kThreadsPerCore, 0));
   for (size_t c = 0; c < ncores; ++c)
     for (int e = 0; e < kNumEngines; ++e)
-      if (!prog_.cores[c].streams[e].empty()) push(0.0, EventKind::ready, int(c), e, 0);
+      if (!core_program(int(c)).streams[e].empty()) push(0.0, EventKind::ready, int(c), e, 0);
 
   ticks_.reset(ncores * kMaxDmaEnginesPerCore);
   for (;;) {
@@ -1623,7 +1644,7 @@ Result<RunReport> Run::go() {
   // Anything left is blocked forever.
   for (size_t c = 0; c < ncores; ++c)
     for (int e = 0; e < kNumEngines; ++e) {
-      const auto& stream = prog_.cores[c].streams[e];
+      const auto& stream = core_program(int(c)).streams[e];
       const size_t pc = cores_[c].engines[e].pc;
       if (pc >= stream.size()) continue;
       std::string why;
@@ -1729,6 +1750,11 @@ std::span<std::byte> Simulator::psum(int core, int partition) {
 
 Result<RunReport> Simulator::run(const Program& program, std::span<std::byte> hbm,
                                  ProgramCheck check, const ProgramTiming* timing) {
+  if (timing && (&timing->program() != &program || timing->target() != target_.name))
+    return invalid_argument("the program's timing tables were made for another " +
+                            std::string(&timing->program() != &program ? "program" : "target") +
+                            " (" + std::string(timing->target()) + ")");
+  if (timing && timing->copies() > 0) return run_replicated(*timing, check);
   if (check == ProgramCheck::verify)
     NEURONC_DEVICE_RETURN_IF_ERROR(verify_program(target_, program));
   if (options_.functional && hbm.size() < program.hbm_size)
@@ -1738,14 +1764,39 @@ Result<RunReport> Simulator::run(const Program& program, std::span<std::byte> hb
                               (!memories_->cores.empty() && memories_->cores[0].sbuf.empty())))
     reset(static_cast<int>(program.cores.size()));
   std::optional<ProgramTiming> own;
-  if (!timing) {
-    timing = &own.emplace(cost_, program);
-  } else if (&timing->program() != &program || timing->target() != target_.name) {
-    return invalid_argument("the program's timing tables were made for another " +
-                            std::string(&timing->program() != &program ? "program" : "target") +
-                            " (" + std::string(timing->target()) + ")");
-  }
+  if (!timing) timing = &own.emplace(cost_, program);
   Run run(target_, options_, cost_, *timing, hbm, memories_->cores);
+  return run.go();
+}
+
+Result<RunReport> Simulator::run_replicated(const Program& one_core, uint32_t copies,
+                                            uint64_t core_stride, ProgramCheck check) {
+  if (one_core.cores.size() != 1)
+    return invalid_argument("a replicated run takes core 0 alone, but the program has " +
+                            to_string(one_core.cores.size()) + " cores");
+  // Checked before the tables are made: they are made from a program the verifier accepts.
+  NEURONC_DEVICE_RETURN_IF_ERROR(replicated_run_allowed());
+  if (check == ProgramCheck::verify)
+    NEURONC_DEVICE_RETURN_IF_ERROR(
+        verify_replicated_program(target_, one_core, copies, core_stride));
+  const ProgramTiming timing(cost_, one_core, copies, core_stride);
+  return run_replicated(timing, ProgramCheck::verified);
+}
+
+Status Simulator::replicated_run_allowed() const {
+  if (options_.functional || options_.check_races)
+    return invalid_argument(
+        "copies of core 0 are timed without being made only in a timing-only run without race "
+        "checks; make them with replicate_cores for a functional or race-checked run");
+  return Status::ok();
+}
+
+Result<RunReport> Simulator::run_replicated(const ProgramTiming& timing, ProgramCheck check) {
+  NEURONC_DEVICE_RETURN_IF_ERROR(replicated_run_allowed());
+  if (check == ProgramCheck::verify)
+    NEURONC_DEVICE_RETURN_IF_ERROR(verify_replicated_program(
+        target_, timing.program(), timing.copies(), timing.copy_stride()));
+  Run run(target_, options_, cost_, timing, {}, memories_->cores);
   return run.go();
 }
 

@@ -119,12 +119,23 @@ struct RunReport {
 class ProgramTiming {
  public:
   ProgramTiming(const CostModel& cost, const Program& program);
+  // The timing of the `copies`-core program replicate_cores(one_core, copies, core_stride)
+  // (replicate.h) makes, without making it: every core runs core 0's instructions and tables
+  // (the costs never depend on an HBM address). Such a timing is for timing-only runs without
+  // race checks (Simulator::run refuses others: they need each copy's own addresses). Throws
+  // std::invalid_argument when `one_core` does not have exactly one core; the replication itself
+  // is checked when a run verifies the program.
+  ProgramTiming(const CostModel& cost, const Program& one_core, uint32_t copies,
+                uint64_t core_stride);
   ~ProgramTiming();
   ProgramTiming(const ProgramTiming&) = delete;
   ProgramTiming& operator=(const ProgramTiming&) = delete;
 
   const Program& program() const { return program_; }
   std::string_view target() const { return target_; }
+  // For the replicating constructor: its copies (0 otherwise) and their stride.
+  uint32_t copies() const { return copies_.cores; }
+  uint64_t copy_stride() const { return copies_.stride; }
 
   struct Tables;  // the simulator's (simulator.cpp)
   const Tables& tables() const { return *tables_; }
@@ -135,8 +146,15 @@ class ProgramTiming {
   LogGraphs& log_graphs() const { return *log_graphs_; }
 
  private:
+  struct Copies {
+    uint32_t cores = 0;
+    uint64_t stride = 0;
+  };
+  ProgramTiming(const CostModel& cost, const Program& program, Copies copies);
+
   const Program& program_;
   std::string_view target_;
+  Copies copies_;
   std::unique_ptr<const Tables> tables_;
   std::unique_ptr<LogGraphs> log_graphs_;
 };
@@ -163,7 +181,8 @@ class Simulator {
   // program and target (artifact::read_artifact verifies every program it reads), and it is
   // not checked again: on a program that would fail, the behaviour is undefined.
   // `timing`, when given, must have been made from `program` (the same object) for this
-  // simulator's target; else the run makes its own. With options().parallel, a functional run
+  // simulator's target; else the run makes its own. A timing made over copies of core 0 runs as
+  // run_replicated does (`hbm` unused). With options().parallel, a functional run
   // applies the effects of instructions that share no byte side by side (the bytes are those a
   // serial run gives). A run that fails reports the first failing instruction in completion
   // order, as a serial run does, and leaves memory unspecified: effects independent of the
@@ -172,6 +191,15 @@ class Simulator {
   Result<RunReport> run(const Program& program, std::span<std::byte> hbm,
                         ProgramCheck check = ProgramCheck::verify,
                         const ProgramTiming* timing = nullptr);
+
+  // The timing-only run of replicate_cores(one_core, copies, core_stride)'s program (replicate.h)
+  // without making the copies: the same report, trace included, as run() of that program gives,
+  // with one copy of the instructions and of their table of costs rather than N (codegen times a
+  // tensor-parallel candidate so). The verification is verify_replicated_program's.
+  // invalid_argument when the simulator is functional or checks races (those need each copy's own
+  // addresses) or `one_core` has more than one core.
+  Result<RunReport> run_replicated(const Program& one_core, uint32_t copies, uint64_t core_stride,
+                                   ProgramCheck check = ProgramCheck::verify);
 
   // Partition `partition` of core `core`'s on-chip memory (its sbuf_partition_bytes or
   // psum_partition_bytes). Valid after reset()/run(); a partition throws std::out_of_range
@@ -185,6 +213,10 @@ class Simulator {
   SimulatorOptions options_;
   CostModel cost_;
   std::unique_ptr<Memories> memories_;
+
+  // invalid_argument when this simulator's runs need each copy's own addresses.
+  Status replicated_run_allowed() const;
+  Result<RunReport> run_replicated(const ProgramTiming& timing, ProgramCheck check);
 };
 
 }  // namespace neuronc::device

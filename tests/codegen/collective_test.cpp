@@ -446,6 +446,32 @@ TEST(ReplicateCores, MovesEveryHbmOperandByTheCoreStride) {
       << device::verify_program(trn1(), p).message();
 }
 
+// Two runs' reports agree in every time and count, core by core, and in their traces, event by
+// event.
+void expect_same_timing(const device::RunReport& a, const device::RunReport& b) {
+  EXPECT_EQ(a.total_time_ns, b.total_time_ns);
+  EXPECT_EQ(a.instructions, b.instructions);
+  EXPECT_EQ(a.hbm_read_bytes, b.hbm_read_bytes);
+  EXPECT_EQ(a.hbm_write_bytes, b.hbm_write_bytes);
+  EXPECT_EQ(a.mbu_percent, b.mbu_percent);
+  ASSERT_EQ(a.cores.size(), b.cores.size());
+  for (size_t c = 0; c < a.cores.size(); ++c) {
+    EXPECT_EQ(a.cores[c].dma_active_ns, b.cores[c].dma_active_ns) << "core " << c;
+    EXPECT_EQ(a.cores[c].dma_bytes, b.cores[c].dma_bytes) << "core " << c;
+    for (int e = 0; e < device::kNumEngines; ++e) {
+      EXPECT_EQ(a.cores[c].engines[e].busy_ns, b.cores[c].engines[e].busy_ns);
+      EXPECT_EQ(a.cores[c].engines[e].instructions, b.cores[c].engines[e].instructions);
+    }
+  }
+  ASSERT_EQ(a.trace.size(), b.trace.size());
+  for (size_t i = 0; i < a.trace.size(); ++i) {
+    EXPECT_EQ(a.trace[i].core, b.trace[i].core) << "event " << i;
+    EXPECT_EQ(a.trace[i].unit, b.trace[i].unit) << "event " << i;
+    EXPECT_EQ(a.trace[i].start_ns, b.trace[i].start_ns) << "event " << i;
+    EXPECT_EQ(a.trace[i].end_ns, b.trace[i].end_ns) << "event " << i;
+  }
+}
+
 // The timing model gives a copy of core 0 core 0's table of costs (ProgramTiming): its times,
 // and where its signals to an explicit core go, are those of timing its own instructions.
 TEST(ReplicateCores, ACopyOfCoreZeroIsTimedAsItsOwnCore) {
@@ -463,23 +489,48 @@ TEST(ReplicateCores, ACopyOfCoreZeroIsTimedAsItsOwnCore) {
   ASSERT_TRUE(a.is_ok()) << a.status().message();
   const auto b = sim.run(own, {});
   ASSERT_TRUE(b.is_ok()) << b.status().message();
-  EXPECT_EQ(a->total_time_ns, b->total_time_ns);
   ASSERT_EQ(a->cores.size(), 3u);
-  ASSERT_EQ(b->cores.size(), 3u);
-  for (size_t c = 0; c < 3; ++c) {
-    EXPECT_EQ(a->cores[c].dma_active_ns, b->cores[c].dma_active_ns) << "core " << c;
-    EXPECT_EQ(a->cores[c].dma_bytes, b->cores[c].dma_bytes) << "core " << c;
-    for (int e = 0; e < device::kNumEngines; ++e) {
-      EXPECT_EQ(a->cores[c].engines[e].busy_ns, b->cores[c].engines[e].busy_ns);
-      EXPECT_EQ(a->cores[c].engines[e].instructions, b->cores[c].engines[e].instructions);
-    }
+  expect_same_timing(*a, *b);
+}
+
+// Simulator::run_replicated times the copies replicate_cores would make without making them:
+// the same report, trace included, as a run of the copies; and it refuses what needs each copy's
+// own addresses, or a replication the verifier refuses.
+TEST(ReplicateCores, CopiesTimedWithoutBeingMadeReportAsTheCopiesDo) {
+  const device::Program one = one_core_program();  // gpsimd[0] signals core 0 explicitly
+  device::SimulatorOptions so;
+  so.functional = false;
+  so.trace = true;
+  device::Simulator sim(trn1(), so);
+  for (uint32_t n : {1u, 2u, 3u, 8u}) {
+    SCOPED_TRACE("cores " + std::to_string(n));
+    const device::Program copies = device::replicate_cores(one, n, 8192).value();
+    const auto a = sim.run(copies, {});
+    ASSERT_TRUE(a.is_ok()) << a.status().message();
+    const auto b = sim.run_replicated(one, n, 8192);
+    ASSERT_TRUE(b.is_ok()) << b.status().message();
+    ASSERT_EQ(b->cores.size(), n);
+    expect_same_timing(*a, *b);
   }
-  ASSERT_EQ(a->trace.size(), b->trace.size());
-  for (size_t i = 0; i < a->trace.size(); ++i) {
-    EXPECT_EQ(a->trace[i].core, b->trace[i].core) << "event " << i;
-    EXPECT_EQ(a->trace[i].unit, b->trace[i].unit) << "event " << i;
-    EXPECT_EQ(a->trace[i].start_ns, b->trace[i].start_ns) << "event " << i;
-    EXPECT_EQ(a->trace[i].end_ns, b->trace[i].end_ns) << "event " << i;
+  auto error = [&](device::Simulator& s, const device::Program& p, uint32_t n, uint64_t stride) {
+    const auto r = s.run_replicated(p, n, stride);
+    return r.is_ok() ? std::string() : r.status().message();
+  };
+  // What the verifier refuses of the replication: an operand past the stride, a bad stride.
+  EXPECT_THAT(error(sim, one, 2, 4096),
+              HasSubstr("gpsimd[2] (collective): hbm f32 [0:4] @4096: hbm bytes [4096, 4224) are "
+                        "outside the arena of 4096 bytes"));
+  EXPECT_THAT(error(sim, one, 2, 8100),
+              HasSubstr("core stride 8100 bytes: expected a non-zero multiple of 64"));
+  EXPECT_THAT(error(sim, device::replicate_cores(one, 2, 8192).value(), 2, 8192),
+              HasSubstr("takes core 0 alone, but the program has 2 cores"));
+  // A functional or race-checked run needs each copy's own HBM addresses.
+  for (bool functional : {true, false}) {
+    device::SimulatorOptions o;
+    o.functional = functional;
+    o.check_races = !functional;
+    device::Simulator s(trn1(), o);
+    EXPECT_THAT(error(s, one, 2, 8192), HasSubstr("make them with replicate_cores"));
   }
 }
 
