@@ -185,10 +185,14 @@ struct DeviceProgram {
   // A tensor-parallel program (format 1.4): 0, or the number of cores that run copies of core 0,
   // copy r with its HBM operands moved by r * replica_stride (device/replicate.h). The file
   // holds core 0 only. `program` is then either core 0 alone, with hbm_size <= replica_stride
-  // (as the compiler hands it to the writer), or every copy, with hbm_size = replicas *
-  // replica_stride (as read_artifact returns it, so whatever runs it sees every core).
+  // (as the compiler hands it to the writer, and read_artifact returns it unverified or with
+  // ReadOptions::expand_replicas false, for what only times it), or every copy, with hbm_size =
+  // replicas * replica_stride (as read_artifact returns it by default, so whatever runs it sees
+  // every core).
   uint32_t replicas = 0;
   uint64_t replica_stride = 0;
+  // Whether `program` is core 0 alone of a replicated program.
+  bool holds_core0_alone() const { return replicas > 0 && program.cores.size() == 1; }
   // The HBM bytes the program runs in: all copies' when replicated.
   uint64_t hbm_size() const {
     return replicas > 0 ? uint64_t{replicas} * replica_stride : program.hbm_size;

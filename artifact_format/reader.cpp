@@ -36,6 +36,12 @@ std::span<const std::byte> LoadedArtifact::constant_bytes(uint32_t i) const {
   return segments_[k.segment].subspan(k.offset, k.size);
 }
 
+void expand_replicas(ArtifactContents& c) {
+  for (DeviceProgram& p : c.programs)
+    if (p.holds_core0_alone())
+      p.program = device::replicate_unchecked(p.program, p.replicas, p.replica_stride);
+}
+
 Result<LoadedArtifact> read_artifact(std::span<const std::byte> file, const ReadOptions& options) {
   LoadedArtifact out;
   NEURONC_ARTIFACT_ASSIGN_OR_RETURN(out.header, decode_header(file, options.reader_format_minor));
@@ -111,10 +117,7 @@ Result<LoadedArtifact> read_artifact(std::span<const std::byte> file, const Read
   }
   // A replicated program runs as every copy of its core 0, made once core 0 is verified
   // (unverified, it stays as the file holds it: core 0 alone).
-  if (options.verify)
-    for (DeviceProgram& p : c.programs)
-      if (p.replicas > 0 && p.program.cores.size() == 1)
-        p.program = device::replicate_unchecked(p.program, p.replicas, p.replica_stride);
+  if (options.verify && options.expand_replicas) expand_replicas(c);
   // Segments: inside the region, aligned, CRC, decompress.
   const std::span<const std::byte> region = file.subspan(h.segments_offset, h.segments_size);
   for (uint32_t i = 0; i < c.segments.size(); ++i) {

@@ -23,9 +23,14 @@ struct ReadOptions {
   // always checked.
   bool verify_segment_checksums = true;
   // Run verify_contents() (cross references and device::verify_program) after decoding. Only a
-  // verified replicated program (DeviceProgram::replicas) is given as every copy; unverified, it
-  // stays core 0 alone, as the file holds it.
+  // verified replicated program (DeviceProgram::replicas) is given as every copy (with
+  // expand_replicas); unverified, it stays core 0 alone, as the file holds it.
   bool verify = true;
+  // Gives a verified replicated program as every copy (expand_replicas below). False keeps core 0
+  // alone, verified as every copy: for readers that only time the programs (the plan walker
+  // without buffers times the copies without making them), which then hold one copy of each
+  // program rather than N.
+  bool expand_replicas = true;
   // Newest format minor this reader accepts; tests raise it to simulate a newer reader
   // loading an older file.
   uint16_t reader_format_minor = kFormatMinor;
@@ -52,5 +57,10 @@ class LoadedArtifact {
 // `file` must be 8-byte aligned (mmap and operator new are) — else the root is copied first.
 Result<LoadedArtifact> read_artifact(std::span<const std::byte> file,
                                      const ReadOptions& options = {});
+
+// Makes every replicated program of `c` that holds core 0 alone into all its copies
+// (device::replicate_unchecked), as a verified read does with ReadOptions::expand_replicas. For
+// contents read verified with expand_replicas false: the copies are those of verified core 0s.
+void expand_replicas(ArtifactContents& c);
 
 }  // namespace neuronc::artifact

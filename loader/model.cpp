@@ -135,9 +135,14 @@ Result<Model> finish_load(std::shared_ptr<Model::Impl> impl, std::span<const std
                           const LoadOptions& options) {
   artifact::ReadOptions ro;
   ro.verify_segment_checksums = options.verify_segment_checksums;
+  ro.expand_replicas = false;
   auto art = artifact::read_artifact(bytes, ro);
   if (!art) return from_artifact(art.status());
   impl->art = std::move(art).value();
+  // A model that can run (it holds its weights) gets every core of a tensor-parallel program; a
+  // timing-only one (no weights: nothing can run it) is only timed, so its programs stay core 0
+  // alone and their copies are timed without being made (the plan walker).
+  if (!impl->art.contents.timing_only()) artifact::expand_replicas(impl->art.contents);
   const artifact::ArtifactContents& c = impl->art.contents;
   impl->target = &device::target(*device::parse_target(c.target));  // verified
   if (options.max_hbm_arena_bytes != 0 &&

@@ -24,6 +24,16 @@ device::Result<device::RunReport> run_device_call(const art::ArtifactContents& c
   constexpr auto kVerified = device::Simulator::ProgramCheck::verified;
   const device::ProgramTiming* timing =
       timings ? &timings->of(call.program, sim.cost_model()) : nullptr;
+  if (p.holds_core0_alone()) {
+    // Its copies are timed without being made; computing data needs each copy's own addresses.
+    if (buffers)
+      return device::failed_precondition(
+          "the program holds core 0 alone of its " + std::to_string(p.replicas) +
+          " copies (read with ReadOptions::expand_replicas false), so it "
+          "can only be timed");
+    return timing ? sim.run(p.program, {}, kVerified, timing)
+                  : sim.run_replicated(p.program, p.replicas, p.replica_stride, kVerified);
+  }
   if (!buffers) return sim.run(p.program, {}, kVerified, timing);
   for (const art::Binding& b : call.inputs) {
     const host::HostTensor& s = buffers->slots[b.value];
@@ -42,8 +52,12 @@ device::Result<device::RunReport> run_device_call(const art::ArtifactContents& c
 
 const device::ProgramTiming& ProgramTimings::of(uint32_t program, const device::CostModel& cost) {
   std::unique_ptr<const device::ProgramTiming>& t = timings_[program];
-  if (!t || t->target() != cost.target().name)
-    t = std::make_unique<device::ProgramTiming>(cost, contents_.programs[program].program);
+  if (!t || t->target() != cost.target().name) {
+    const artifact::DeviceProgram& p = contents_.programs[program];
+    t = p.holds_core0_alone()
+            ? std::make_unique<device::ProgramTiming>(cost, p.program, p.replicas, p.replica_stride)
+            : std::make_unique<device::ProgramTiming>(cost, p.program);
+  }
   return *t;
 }
 

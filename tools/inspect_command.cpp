@@ -102,7 +102,7 @@ struct Counts {
 // which each of its cores runs a copy of.
 Counts count(const art::DeviceProgram& p) {
   Counts k;
-  const uint64_t copies = p.replicas > 0 && p.program.cores.size() == 1 ? p.replicas : 1;
+  const uint64_t copies = p.holds_core0_alone() ? p.replicas : 1;
   for (const auto& core : p.program.cores)
     for (int e = 0; e < d::kNumEngines; ++e) {
       k.per_engine[e] += core.streams[e].size() * copies;

@@ -35,7 +35,7 @@ void run_timing_only(const RunCli& o) {
                       ""};
   auto file = artifact::MappedFile::open(o.artifact);
   if (!file.is_ok()) throw CommandExit{kExitError, file.status().message(), ""};
-  auto art = artifact::read_artifact(file->bytes());
+  auto art = artifact::read_artifact(file->bytes(), read_options_for_timing());
   if (!art.is_ok()) throw CommandExit{kExitError, o.artifact + ": " + art.status().message(), ""};
   const artifact::ArtifactContents& c = art->contents;
   const std::vector<artifact::EntrySpec>& entries = c.signature.entries;

@@ -150,9 +150,11 @@ class TimelineObserver final : public plan::PlanObserver {
       e.instruction_index = te.instruction_index;
       e.bytes = te.bytes;
       e.node = node_of(te.debug_id);
+      // A program that holds core 0 alone runs it on every core.
+      const size_t core = p.holds_core0_alone() ? 0 : te.core;
       if (te.engine == device::Engine::tensor && te.unit == "tensor" &&
-          te.core < p.program.cores.size()) {
-        const auto& stream = p.program.cores[te.core].stream(device::Engine::tensor);
+          core < p.program.cores.size()) {
+        const auto& stream = p.program.cores[core].stream(device::Engine::tensor);
         if (te.instruction_index < stream.size()) {
           e.tensor_flops =
               cost_.cost(device::Engine::tensor, stream[te.instruction_index].op).tensor_flops;
@@ -165,12 +167,14 @@ class TimelineObserver final : public plan::PlanObserver {
   // Model-FLOP estimate for artifacts that do not record them: matmul instructions of
   // matmul-family nodes (no transposes, no one-hot embeddings; padding included).
   void estimate_model_flops(const art::DeviceProgram& p) {
+    // A program that holds core 0 alone runs it on every core.
+    const double copies = p.holds_core0_alone() ? p.replicas : 1;
     for (const device::CoreProgram& core : p.program.cores) {
       for (const device::Instruction& in : core.stream(device::Engine::tensor)) {
         if (in.opcode() != device::Opcode::matmul) continue;
         const int32_t n = node_of(in.debug_id);
         if (n < 0 || !is_model_matmul_op(nodes_[n].op)) continue;
-        estimated_model_flops_ += cost_.cost(device::Engine::tensor, in.op).tensor_flops;
+        estimated_model_flops_ += copies * cost_.cost(device::Engine::tensor, in.op).tensor_flops;
       }
     }
   }
@@ -257,8 +261,14 @@ Timeline simulate_timeline(const art::ArtifactContents& c, const TimelineOptions
   return t;
 }
 
+art::ReadOptions read_options_for_timing() {
+  art::ReadOptions ro;
+  ro.expand_replicas = false;
+  return ro;
+}
+
 Timeline simulate_artifact_bytes(std::span<const std::byte> bytes, const TimelineOptions& options) {
-  auto a = art::read_artifact(bytes);
+  auto a = art::read_artifact(bytes, read_options_for_timing());
   if (!a.is_ok()) throw std::runtime_error(a.status().message());
   return simulate_timeline(a->contents, options);
 }
@@ -266,7 +276,7 @@ Timeline simulate_artifact_bytes(std::span<const std::byte> bytes, const Timelin
 Timeline simulate_artifact_file(const std::string& path, const TimelineOptions& options) {
   auto f = art::MappedFile::open(path);
   if (!f.is_ok()) throw std::runtime_error(f.status().message());
-  auto a = art::read_artifact(f->bytes());
+  auto a = art::read_artifact(f->bytes(), read_options_for_timing());
   if (!a.is_ok()) throw std::runtime_error(path + ": " + a.status().message());
   return simulate_timeline(a->contents, options);
 }
@@ -275,7 +285,7 @@ std::vector<Timeline> simulate_artifact_entries(const std::string& path,
                                                 const std::vector<std::string>& names, bool trace) {
   auto f = art::MappedFile::open(path);
   if (!f.is_ok()) throw std::runtime_error(f.status().message());
-  auto a = art::read_artifact(f->bytes());
+  auto a = art::read_artifact(f->bytes(), read_options_for_timing());
   if (!a.is_ok()) throw std::runtime_error(path + ": " + a.status().message());
   std::vector<Timeline> out;
   for (const std::string& name : names)

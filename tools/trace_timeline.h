@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "artifact_format/artifact.h"
+#include "artifact_format/reader.h"
 #include "device/cost_model.h"
 #include "loader/plan_walker.h"
 
@@ -100,6 +101,11 @@ struct TimelineOptions {
 // std::runtime_error naming the plan step when the device model refuses a program.
 Timeline simulate_timeline(const artifact::ArtifactContents& contents,
                            const TimelineOptions& options = {});
+
+// How an artifact read only to be timed is read (every reader below, `run --timing-only`): a
+// tensor-parallel program stays core 0 alone, and the walk times its copies without making
+// them (artifact::ReadOptions::expand_replicas).
+artifact::ReadOptions read_options_for_timing();
 
 // Reads and verifies the artifact at `path` (or in `bytes`), then simulates it. Throws
 // std::runtime_error with the reader's message on a bad file.

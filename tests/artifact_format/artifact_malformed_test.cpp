@@ -640,6 +640,25 @@ TEST(ArtifactReplicated, IsStoredAsCoreZeroAndReadAsEveryCopy) {
   EXPECT_EQ(u->contents.programs[0].program.hbm_size, 4096u);
   EXPECT_TRUE(verify_contents(u->contents).is_ok());
 
+  // Verified but kept compact (for what only times it), it is core 0 alone; expand_replicas then
+  // makes exactly the copies a default read gives.
+  auto k = read_artifact(b, {.expand_replicas = false});
+  ASSERT_TRUE(k.is_ok()) << k.status().message();
+  EXPECT_TRUE(k->contents.programs[0].holds_core0_alone());
+  EXPECT_EQ(k->contents.programs[0].program.cores, one.cores);
+  EXPECT_FALSE(r->contents.programs[0].holds_core0_alone());
+  ArtifactContents expanded = k->contents;
+  expand_replicas(expanded);
+  EXPECT_EQ(expanded.programs, r->contents.programs);
+  // Verification still runs: core 0 past its stride is refused, compact or not.
+  ArtifactContents past = c;
+  past.programs[0].replica_stride = 512;
+  past.programs[0].program.hbm_size = 512;
+  auto refused = read_artifact(encode_artifact(past, payloads), {.expand_replicas = false});
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("hbm bytes [512, 1024) are outside the arena of 512 bytes"));
+
   EXPECT_THAT(load(b, 3).message(), HasSubstr("artifact format 1.4 is newer than this reader"));
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "artifact_format/reader.h"
+#include "artifact_format/writer.h"
 #include "device/target.h"
 #include "tests/artifact_format/test_artifacts.h"
 
@@ -98,6 +99,79 @@ TEST_F(TimingOnlyWalk, KeptProgramTimingsGiveTheSameTimes) {
   EXPECT_EQ(s.code(), StatusCode::invalid_argument);
   EXPECT_THAT(s.message(), HasSubstr("another artifact"));
   EXPECT_TRUE(other.steps.empty());
+}
+
+// A tensor-parallel artifact (2 cores) read for timing alone (ReadOptions::expand_replicas false)
+// keeps each program as core 0: a timing-only walk times its copies without making them, and
+// reports what the walk of every copy reports, with or without kept timings. Computing data needs
+// each copy's own addresses, so a walk with buffers is refused.
+TEST(PlanWalker, ProgramsHeldAsCoreZeroAreTimedAsEveryCopy) {
+  const auto one_core = testing::two_partition_artifact();
+  auto a = art::read_artifact(one_core);
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  art::ArtifactContents c = a->contents;
+  const uint64_t stride = (c.memory_plan.hbm_arena_bytes + 4095) / 4096 * 4096;
+  c.format_minor = 4;
+  c.num_cores = 2;
+  c.memory_plan.hbm_arena_bytes = 2 * stride;
+  for (art::DeviceProgram& p : c.programs) {
+    p.replicas = 2;
+    p.replica_stride = stride;
+  }
+  std::vector<std::span<const std::byte>> payloads;
+  for (uint32_t i = 0; i < a->num_segments(); ++i) payloads.push_back(a->segment(i));
+  const std::vector<std::byte> bytes = art::encode_artifact(c, payloads);
+  auto every = art::read_artifact(bytes);
+  ASSERT_TRUE(every.is_ok()) << every.status().message();
+  auto compact = art::read_artifact(bytes, {.expand_replicas = false});
+  ASSERT_TRUE(compact.is_ok()) << compact.status().message();
+  ASSERT_TRUE(compact->contents.programs[0].holds_core0_alone());
+  ASSERT_EQ(every->contents.programs[0].program.cores.size(), 2u);
+
+  struct Reports final : PlanObserver {
+    std::vector<device::RunReport> calls;
+    void device_call(uint32_t, const art::DeviceProgram&, const device::RunReport& r) override {
+      calls.push_back(r);
+    }
+    void host_step(uint32_t, const art::HostOp&, bool, double) override {}
+  };
+  device::SimulatorOptions so;
+  so.functional = false;
+  so.trace = true;
+  device::Simulator sim(device::target(device::TargetKind::trn1), so);
+  Reports want;
+  ASSERT_TRUE(walk_plan(every->contents, sim, nullptr, want).is_ok());
+  ASSERT_EQ(want.calls.size(), 2u);
+  ProgramTimings timings(compact->contents);
+  for (ProgramTimings* kept : {static_cast<ProgramTimings*>(nullptr), &timings, &timings}) {
+    Reports got;
+    const Status s = walk_plan(compact->contents, sim, nullptr, got, std::nullopt, kept);
+    ASSERT_TRUE(s.is_ok()) << s.message();
+    ASSERT_EQ(got.calls.size(), want.calls.size());
+    for (size_t i = 0; i < got.calls.size(); ++i) {
+      const device::RunReport &g = got.calls[i], &w = want.calls[i];
+      EXPECT_EQ(g.total_time_ns, w.total_time_ns);
+      EXPECT_EQ(g.instructions, w.instructions);
+      EXPECT_EQ(g.hbm_read_bytes, w.hbm_read_bytes);
+      ASSERT_EQ(g.cores.size(), 2u);
+      ASSERT_EQ(g.trace.size(), w.trace.size());
+      for (size_t k = 0; k < g.trace.size(); ++k) {
+        EXPECT_EQ(g.trace[k].core, w.trace[k].core);
+        EXPECT_EQ(g.trace[k].start_ns, w.trace[k].start_ns);
+      }
+    }
+  }
+
+  const art::ArtifactContents& cc = compact->contents;
+  uint32_t first_device = 0;
+  while (!std::holds_alternative<art::DeviceCall>(cc.plan.steps[first_device])) ++first_device;
+  std::vector<std::byte> hbm(cc.memory_plan.hbm_arena_bytes);
+  const PlanBuffers buffers{{}, hbm, {}};
+  Reports none;
+  const Status s = walk_plan(cc, sim, &buffers, none, art::StepRange{first_device, 1});
+  EXPECT_EQ(s.code(), StatusCode::failed_precondition);
+  EXPECT_THAT(s.message(), HasSubstr("holds core 0 alone of its 2 copies"));
+  EXPECT_TRUE(none.calls.empty());
 }
 
 TEST(PlanWalker, RefusedDeviceCallStopsTheWalkNamingStepAndProgram) {
