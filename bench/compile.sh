@@ -189,12 +189,16 @@ ex = {"torch": exports[0]["torch"],
                      for side in ("cold", "warm")} for m in models}}
 rows = []
 sha_tool = None
-for m in models:
-    # The median of the three compiles by wall time, with its own phases and memory.
-    runs = [(json.load(open(f"{tmp}/{m}.time{k}.json")), k) for k in (1, 2, 3)]
-    runs.sort(key=lambda r: r[0]["wall"])
+def median_compile(time_file, json_file):
+    """The median of the three compiles by wall time: its GNU time and its --json, each file name
+    a format taking k (1, 2, 3)."""
+    runs = sorted(((json.load(open(time_file.format(k=k))), k) for k in (1, 2, 3)),
+                  key=lambda r: r[0]["wall"])
     t, k = runs[1]
-    c = json.load(open(f"{tmp}/{m}.{k}.json"))
+    return t, json.load(open(json_file.format(k=k)))
+
+for m in models:
+    t, c = median_compile(f"{tmp}/{m}.time{{k}}.json", f"{tmp}/{m}.{{k}}.json")
     s = c["seconds"]
     pt2 = int(open(f"{tmp}/{m}.pt2size").read()) / 1e9
     w = c["constant_bytes"] / 1e9
@@ -289,11 +293,8 @@ with open(out, "w") as o:
         # In the order the script ran them: by config, then layer count.
         prev = {}
         for d in decoders:
-            # The median of the three compiles by wall time, with its own phases and memory.
-            runs = sorted(((json.load(open(f"{tmp}/{d['key']}.dec.time{k}.json")), k)
-                           for k in (1, 2, 3)), key=lambda r: r[0]["wall"])
-            t, k = runs[1]
-            c = json.load(open(f"{tmp}/{d['key']}.dec{k}.json"))
+            t, c = median_compile(f"{tmp}/{d['key']}.dec.time{{k}}.json",
+                                  f"{tmp}/{d['key']}.dec{{k}}.json")
             s = c["seconds"]
             g = d["config"]
             h, i, L, v = g["hidden_size"], g["intermediate_size"], g["num_hidden_layers"], g["vocab_size"]
