@@ -12,6 +12,7 @@
 #include "device/verifier.h"
 #include "harness.h"
 #include "ir/op_registry.h"
+#include "tests/device/same_timing.h"
 
 namespace neuronc::codegen::testing {
 namespace {
@@ -446,32 +447,6 @@ TEST(ReplicateCores, MovesEveryHbmOperandByTheCoreStride) {
       << device::verify_program(trn1(), p).message();
 }
 
-// Two runs' reports agree in every time and count, core by core, and in their traces, event by
-// event.
-void expect_same_timing(const device::RunReport& a, const device::RunReport& b) {
-  EXPECT_EQ(a.total_time_ns, b.total_time_ns);
-  EXPECT_EQ(a.instructions, b.instructions);
-  EXPECT_EQ(a.hbm_read_bytes, b.hbm_read_bytes);
-  EXPECT_EQ(a.hbm_write_bytes, b.hbm_write_bytes);
-  EXPECT_EQ(a.mbu_percent, b.mbu_percent);
-  ASSERT_EQ(a.cores.size(), b.cores.size());
-  for (size_t c = 0; c < a.cores.size(); ++c) {
-    EXPECT_EQ(a.cores[c].dma_active_ns, b.cores[c].dma_active_ns) << "core " << c;
-    EXPECT_EQ(a.cores[c].dma_bytes, b.cores[c].dma_bytes) << "core " << c;
-    for (int e = 0; e < device::kNumEngines; ++e) {
-      EXPECT_EQ(a.cores[c].engines[e].busy_ns, b.cores[c].engines[e].busy_ns);
-      EXPECT_EQ(a.cores[c].engines[e].instructions, b.cores[c].engines[e].instructions);
-    }
-  }
-  ASSERT_EQ(a.trace.size(), b.trace.size());
-  for (size_t i = 0; i < a.trace.size(); ++i) {
-    EXPECT_EQ(a.trace[i].core, b.trace[i].core) << "event " << i;
-    EXPECT_EQ(a.trace[i].unit, b.trace[i].unit) << "event " << i;
-    EXPECT_EQ(a.trace[i].start_ns, b.trace[i].start_ns) << "event " << i;
-    EXPECT_EQ(a.trace[i].end_ns, b.trace[i].end_ns) << "event " << i;
-  }
-}
-
 // The timing model gives a copy of core 0 core 0's table of costs (ProgramTiming): its times,
 // and where its signals to an explicit core go, are those of timing its own instructions.
 TEST(ReplicateCores, ACopyOfCoreZeroIsTimedAsItsOwnCore) {
@@ -490,7 +465,7 @@ TEST(ReplicateCores, ACopyOfCoreZeroIsTimedAsItsOwnCore) {
   const auto b = sim.run(own, {});
   ASSERT_TRUE(b.is_ok()) << b.status().message();
   ASSERT_EQ(a->cores.size(), 3u);
-  expect_same_timing(*a, *b);
+  device::device_test::expect_same_timing(*a, *b);
 }
 
 // Simulator::run_replicated times the copies replicate_cores would make without making them:
@@ -510,7 +485,7 @@ TEST(ReplicateCores, CopiesTimedWithoutBeingMadeReportAsTheCopiesDo) {
     const auto b = sim.run_replicated(one, n, 8192);
     ASSERT_TRUE(b.is_ok()) << b.status().message();
     ASSERT_EQ(b->cores.size(), n);
-    expect_same_timing(*a, *b);
+    device::device_test::expect_same_timing(*a, *b);
   }
   auto error = [&](device::Simulator& s, const device::Program& p, uint32_t n, uint64_t stride) {
     const auto r = s.run_replicated(p, n, stride);
