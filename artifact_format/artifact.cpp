@@ -52,6 +52,8 @@ bool ArtifactContents::timing_only() const {
 }
 
 uint16_t format_minor_needed(const ArtifactContents& c) {
+  for (const Value& v : c.plan.values)
+    if (v.kind == ValueKind::symbol) return 5;
   for (const DeviceProgram& p : c.programs)
     if (p.replicas > 0) return 4;
   if (c.timing_only()) return 3;

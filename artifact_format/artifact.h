@@ -22,10 +22,11 @@ namespace neuronc::artifact {
 inline constexpr uint16_t kFormatMajor = 1;
 // 1.1: indirect dma_copy (row_index). 1.2: state (Signature::states, ValueKind::state) and
 // entries. 1.3: indirect scatter (DmaCopy::scatter) and absent constants (timing-only
-// artifacts). 1.4: replicated programs (DeviceProgram::replicas). A writer stamps the lowest
+// artifacts). 1.4: replicated programs (DeviceProgram::replicas). 1.5: symbol values
+// (ValueKind::symbol: a program reads a dynamic dim's size as data). A writer stamps the lowest
 // minor whose readers understand the file (format_minor_needed), so an artifact without state
 // stays readable by 1.1 loaders.
-inline constexpr uint16_t kFormatMinor = 4;
+inline constexpr uint16_t kFormatMinor = 5;
 
 // Element types of plan values: the project's one vocabulary (neuronc/dtype.h), whose first
 // kNumTensorDTypes numbers are artifact.fbs TensorDType (isa_codec.cpp checks they agree).
@@ -51,7 +52,11 @@ struct Symbol {
 };
 
 // state: a value the loader's Session keeps from one run to the next (Signature::states).
-enum class ValueKind : uint8_t { intermediate = 0, input, constant, state };
+// symbol (format 1.5): a one-element value holding the real value of signature symbol `index`
+// in the run (not a bucket's padded value), which the loader writes in the value's dtype: a
+// program that reads a dynamic dim's size as data (`x / x.size(1)`) reads it here.
+enum class ValueKind : uint8_t { intermediate = 0, input, constant, state, symbol };
+inline constexpr uint8_t kNumValueKinds = 5;
 
 // A tensor of the execution plan: always contiguous row-major.
 struct Value {
@@ -59,7 +64,7 @@ struct Value {
   TensorDType dtype = TensorDType::f32;
   std::vector<Dim> dims;
   ValueKind kind = ValueKind::intermediate;
-  uint32_t index = 0;  // signature input, constant or state index
+  uint32_t index = 0;  // signature input, constant, state or symbol index
   bool operator==(const Value&) const = default;
 };
 

@@ -380,7 +380,8 @@ Result<ArtifactContents> decode_root(std::span<const std::byte> root) {
       const std::string where = "plan value " + to_string(i);
       NEURONC_ARTIFACT_RETURN_IF_ERROR(
           check_enum(v->dtype(), kNumTensorDTypes, "dtype").with_context(where));
-      NEURONC_ARTIFACT_RETURN_IF_ERROR(check_enum(v->kind(), 4, "kind").with_context(where));
+      NEURONC_ARTIFACT_RETURN_IF_ERROR(
+          check_enum(v->kind(), kNumValueKinds, "kind").with_context(where));
       Value out;
       out.name = s_of(v->name());
       out.dtype = static_cast<TensorDType>(v->dtype());

@@ -301,6 +301,24 @@ Status verify_contents(const ArtifactContents& c) {
         (val.index >= c.signature.states.size() || c.signature.states[val.index].value != v))
       return invalid(vname(c, v) + " claims to be state " + to_string(val.index) +
                      " but that state does not refer back to it");
+    if (val.kind == ValueKind::symbol) {
+      if (c.format_minor < 5)
+        return invalid(vname(c, v) + " is a symbol value but the artifact says format 1." +
+                       to_string(c.format_minor) + ": expected 1.5 or newer");
+      if (val.index >= syms.size())
+        return range(vname(c, v) + " holds symbol " + to_string(val.index) + " but there are " +
+                     to_string(syms.size()) + " symbols");
+      const auto n = static_numel(val);
+      if (!n || *n != 1)
+        return invalid(vname(c, v) + " holds symbol '" + syms[val.index].name +
+                       "': expected one element, found a shape of " + to_string(val.dims.size()) +
+                       " dims");
+      const TensorDType dt = val.dtype;
+      if (dt != TensorDType::f32 && dt != TensorDType::f64 && dt != TensorDType::bf16 &&
+          dt != TensorDType::f16 && dt != TensorDType::i64 && dt != TensorDType::i32)
+        return invalid(vname(c, v) + " holds symbol '" + syms[val.index].name + "' as " +
+                       std::string(dtype_name(dt)) + ": expected f32, f64, bf16, f16, i64 or i32");
+    }
   }
 
   // Entries (format 1.2): which entry each input and output belongs to (0 without entries).
@@ -533,10 +551,21 @@ Status verify_flow(const ArtifactContents& c, uint32_t e, const std::vector<uint
   const size_t first = entries.empty() ? 0 : entries[e].first_step;
   const size_t last = entries.empty() ? c.plan.steps.size() : first + entries[e].num_steps;
   std::vector<bool> defined(c.plan.values.size(), false);
+  // The symbols the entry binds: those of its inputs' dims and of its shape bucket. A symbol
+  // value of any other symbol would have nothing to hold.
+  std::vector<bool> bound(c.signature.symbols.size(), false);
+  for (uint32_t i = 0; i < c.signature.inputs.size(); ++i)
+    if (in_entry[i] == e)
+      for (const Dim& d : c.plan.values[c.signature.inputs[i].value].dims)
+        if (!d.is_constant()) bound[static_cast<size_t>(d.symbol)] = true;
+  if (!entries.empty() && entries[e].bucket)
+    for (uint32_t s : entries[e].bucket->symbols)
+      if (s < bound.size()) bound[s] = true;
   for (uint32_t v = 0; v < c.plan.values.size(); ++v) {
     const Value& val = c.plan.values[v];
     defined[v] = val.kind == ValueKind::constant || val.kind == ValueKind::state ||
-                 (val.kind == ValueKind::input && in_entry[val.index] == e);
+                 (val.kind == ValueKind::input && in_entry[val.index] == e) ||
+                 (val.kind == ValueKind::symbol && bound[val.index]);
   }
   for (size_t i = first; i < last; ++i) {
     const std::string where = "plan step " + to_string(i);

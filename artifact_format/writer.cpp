@@ -381,6 +381,14 @@ uint32_t ArtifactWriter::add_input(std::string name, TensorDType dtype, std::vec
   return v;
 }
 
+uint32_t ArtifactWriter::add_symbol_value(std::string name, TensorDType dtype, uint32_t symbol) {
+  auto& c = impl_->contents;
+  const uint32_t v = add_value(std::move(name), dtype, {});
+  c.plan.values[v].kind = ValueKind::symbol;
+  c.plan.values[v].index = symbol;
+  return v;
+}
+
 void ArtifactWriter::add_output(std::string name, uint32_t value) {
   auto& sig = impl_->contents.signature;
   if (!sig.entries.empty())

@@ -73,6 +73,9 @@ class ArtifactWriter {
   uint32_t add_value(std::string name, TensorDType dtype, std::vector<Dim> dims);
   // A signature input and its plan value; returns the value index.
   uint32_t add_input(std::string name, TensorDType dtype, std::vector<Dim> dims);
+  // A one-element value the loader fills with the real value of signature symbol `symbol` in
+  // each run (format 1.5); returns the value index.
+  uint32_t add_symbol_value(std::string name, TensorDType dtype, uint32_t symbol);
   // Names plan value `value` as signature output `name`.
   void add_output(std::string name, uint32_t value);
   // A constant (weight) and its plan value; `bytes` is borrowed, row-major, exactly

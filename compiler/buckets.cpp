@@ -20,6 +20,12 @@ std::vector<int64_t> default_values(int64_t lo, int64_t hi) {
   return v;
 }
 
+// An unpadded symbol gets an exact bucket for every value of a range at most this long, so one
+// artifact still runs every size the export allows; beyond it, the sample input's value alone.
+constexpr int64_t kMaxExactValues = 64;
+// Nor more buckets in all than this (the product over the symbols).
+constexpr size_t kMaxBuckets = 256;
+
 int64_t round_up_pow2(int64_t v) {
   int64_t p = 1;
   while (p < v && p <= (int64_t{1} << 40)) p *= 2;
@@ -63,6 +69,7 @@ BucketPlan plan_buckets(const frontend::LoadedProgram& prog, const BucketRequest
   try {
     PipelineOptions popts;
     popts.dims = req.dims;
+    for (const BucketSymbol& b : out) popts.symbol_values.insert(b.name);
     popts.opt_level = req.opt_level;
     popts.auto_cast = req.auto_cast;
     passes::PassManager pm;
@@ -97,6 +104,8 @@ BucketPlan plan_buckets(const frontend::LoadedProgram& prog, const BucketRequest
   const std::map<std::string, int64_t> samples =
       bind_symbolic_dims(g, prog.sample_inputs, req.dims, false);
   bool any_choice = false;
+  std::vector<BucketSymbol*> exact;  // unpadded and not given: decided once the others are
+  size_t combinations = 1;
   for (BucketSymbol& b : out) {
     auto given = req.buckets.find(b.name);
     const auto sample = samples.find(b.name);
@@ -114,17 +123,35 @@ BucketPlan plan_buckets(const frontend::LoadedProgram& prog, const BucketRequest
       }
       // No bucket of 0: an empty dim runs in the smallest bucket, padded.
       b.values = default_values(std::max<int64_t>(b.min, 1), std::max<int64_t>(hi, 1));
-    } else if (sample != samples.end()) {
-      b.values = {sample->second};
     } else {
-      throw ir::Error("symbolic dim " + b.name + " in [" + std::to_string(b.min) + ", " +
-                      (b.max == INT64_MAX ? std::string("inf") : std::to_string(b.max)) +
-                      "] needs a value: pass --dim " + b.name + "=N or --buckets " + b.name +
-                      "=V1,V2,... (" + b.not_padded + ")");
+      exact.push_back(&b);
+      continue;
     }
     std::sort(b.values.begin(), b.values.end());
     b.values.erase(std::unique(b.values.begin(), b.values.end()), b.values.end());
+    combinations *= b.values.size();
     if (b.padded || b.values.size() > 1) any_choice = true;
+  }
+  // A symbol padding would change a value of (or that the optimiser needs bound): an exact
+  // bucket for every size of a short range, so the artifact still runs every size the export
+  // allows; else the sample input's value.
+  for (BucketSymbol* b : exact) {
+    const auto sample = samples.find(b->name);
+    const int64_t lo = std::max<int64_t>(b->min, 1);
+    const int64_t count = b->max == INT64_MAX ? INT64_MAX : b->max - lo + 1;
+    if (pipeline_error.empty() && count <= kMaxExactValues &&
+        combinations * static_cast<size_t>(count) <= kMaxBuckets) {
+      for (int64_t v = lo; v <= b->max; ++v) b->values.push_back(v);
+    } else if (sample != samples.end()) {
+      b->values = {sample->second};
+    } else {
+      throw ir::Error("symbolic dim " + b->name + " in [" + std::to_string(b->min) + ", " +
+                      (b->max == INT64_MAX ? std::string("inf") : std::to_string(b->max)) +
+                      "] needs a value: pass --dim " + b->name + "=N or --buckets " + b->name +
+                      "=V1,V2,... (" + b->not_padded + ")");
+    }
+    combinations *= b->values.size();
+    if (b->values.size() > 1) any_choice = true;
   }
   if (!any_choice) return {};
   if (!pipeline_error.empty())

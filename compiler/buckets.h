@@ -39,8 +39,10 @@ struct BucketRequest {
 // nothing to bucket (no such symbol), or when every such symbol would get one unpadded value, which
 // is one ordinary compile at that value. Default values: a padded symbol gets the powers of two
 // inside its range plus both ends, never 0 (an unbounded range ends at the sample input's value
-// rounded up to a power of two); an unpadded one gets the sample input's value. Throws ir::Error for a
-// --buckets symbol the program does not have, or a value outside its range.
+// rounded up to a power of two); an unpadded one gets an exact bucket for every value of its range
+// when that range holds at most 64 values (and the buckets number at most 256 in all), so the
+// artifact still runs every size the export allows, else the sample input's value. Throws
+// ir::Error for a --buckets symbol the program does not have, or a value outside its range.
 struct BucketPlan {
   std::vector<BucketSymbol> symbols;
   std::unique_ptr<ir::Graph> graph;  // the optimised graph with the symbols open

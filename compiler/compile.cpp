@@ -590,6 +590,9 @@ struct ArtifactUnderConstruction {
   std::shared_future<std::string> source_sha256;
   TensorParallelBuild tp;
   size_t entry = 0, entries = 1;  // the program compile_into compiles, of how many (progress)
+  // A bucketed compile's open symbols, each with its signature index: a program's reads of
+  // their sizes become symbol values the loader fills with the run's real sizes.
+  std::map<std::string, uint32_t> bucket_symbols;
 };
 
 // The artifact's metadata from `prog`, once; its SHA-256 is kept as the future it is, read only
@@ -684,6 +687,7 @@ std::vector<size_t> compile_into(frontend::LoadedProgram& prog, const CompileReq
   }
   popts.opt_level = req.opt_level;
   popts.auto_cast = req.auto_cast;
+  for (const auto& [name, index] : u.bucket_symbols) popts.symbol_values.insert(name);
   // --tp N: core 0's graph here, cores 1..N-1's (the same program over their weights' chunks)
   // beside it.
   TensorParallelBuild& tp = u.tp;
@@ -820,6 +824,15 @@ std::vector<size_t> compile_into(frontend::LoadedProgram& prog, const CompileReq
                                    plan_dims(in.value->shape())));
     if (auto it = bounds.find(in.value); it != bounds.end())
       c.signature.inputs.back().index_bound = it->second;
+  }
+  for (const ir::GraphInput& in : g.inputs()) {
+    if (in.role != ir::InputRole::symbol) continue;
+    auto it = u.bucket_symbols.find(in.target);
+    if (it == u.bucket_symbols.end())
+      throw ir::Error("internal: symbol input '" + in.value->name() + "' reads '" + in.target +
+                      "', which is not a symbol of the artifact's shape buckets");
+    b.define(in.value,
+             w.add_symbol_value(in.value->name(), to_tensor_dtype(in.value->dtype()), it->second));
   }
 
   if (tp.cores > 1) tp.graphs.push_back(std::move(core_graphs));
@@ -1030,6 +1043,7 @@ void compile_buckets(frontend::LoadedProgram& prog, const CompileRequest& req,
   proto.group = group;
   for (const BucketSymbol& b : plan.symbols) {
     proto.symbols.push_back(u.w.add_symbol(b.name, b.min, b.max));
+    u.bucket_symbols[b.name] = proto.symbols.back();
     proto.padding.push_back(!b.padded                              ? art::BucketPadding::exact
                             : b.pad_with == passes::PadWith::zeros ? art::BucketPadding::zeros
                                                                    : art::BucketPadding::edge);

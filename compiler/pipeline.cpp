@@ -8,6 +8,7 @@
 #include "passes/dead_code_elimination.h"
 #include "passes/pipeline.h"
 #include "passes/specialize_shapes.h"
+#include "passes/symbol_values.h"
 
 namespace neuronc::compiler {
 
@@ -61,7 +62,8 @@ std::map<std::string, int64_t> bind_symbolic_dims(const ir::Graph& g,
 }
 
 void build_compile_pipeline(passes::PassManager& pm, const PipelineOptions& o) {
-  if (!o.dims.empty()) pm.add(std::make_unique<passes::SpecializeShapes>(o.dims));
+  if (!o.symbol_values.empty()) pm.add(std::make_unique<passes::SymbolValues>(o.symbol_values));
+  if (!o.dims.empty()) pm.add(std::make_unique<passes::SpecializeShapes>(o.dims, o.symbol_values));
   passes::PipelineOptions popts;
   popts.opt_level = o.opt_level;
   popts.tensor_parallel = o.tensor_parallel;

@@ -18,6 +18,10 @@ namespace neuronc::compiler {
 
 struct PipelineOptions {
   std::map<std::string, int64_t> dims;  // symbol bindings (one static shape bucket)
+  // The open dims of a bucketed compile: the program's reads of their sizes as data come from
+  // symbol inputs the loader fills with the run's real sizes (passes/symbol_values.h), before
+  // `dims` binds the shapes.
+  std::set<std::string> symbol_values;
   int opt_level = 2;
   passes::AutoCastMode auto_cast = passes::AutoCastMode::none;
   passes::TensorParallelOptions tensor_parallel;  // ranks > 1: one core's program of N

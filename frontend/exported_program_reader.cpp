@@ -593,9 +593,14 @@ bool is_dropped_check(std::string_view op) {
 }
 
 // A symbolic int name resolved at import time; `problem` says why it could not be represented.
+// A symbolic int or float the program computed: an int the shapes can hold (`dim`), or, when a
+// shape cannot hold it (s - 1, a float such as 1 / sqrt(s)), a 0-d tensor the graph computes
+// from symbol inputs (`tensor`: i64 for an int, f32 for a float), which an op may read as an
+// operand (never as an extent), or neither (`problem` says why).
 struct SymValue {
   std::optional<ir::Dim> dim;
   std::string problem;
+  ir::Value* tensor = nullptr;
 };
 
 struct Scope {
@@ -809,7 +814,11 @@ class Importer {
     if (t.tag == "as_int") return ir::Dim::constant(t.value.i64());
     const std::string& name = t.value.str();
     SymValue v = resolve_sym(scope, name, t.value);
-    if (!v.dim) t.value.fail("node '" + node + "' uses symbolic int '" + name + "': " + v.problem);
+    if (!v.dim)
+      t.value.fail("node '" + node + "' uses symbolic int '" + name + "': " +
+                   (v.tensor ? "it is not a product of symbols and an integer, so it can be an "
+                               "operand but not a size"
+                             : v.problem));
     return *v.dim;
   }
 
@@ -1202,15 +1211,37 @@ class Importer {
         }
       }
     }
-    // Record every sym-int output; fall back on the file's own expression.
+    // What no dim holds, the graph computes from symbol inputs (an operand, never a size), once.
+    ir::Value* tensor = nullptr;
+    std::string tensor_problem;
+    bool computed = false;
+    auto compute = [&]() -> ir::Value* {
+      if (!computed) {
+        computed = true;
+        std::vector<SymOperand> operands;
+        for (const J& a : args) operands.push_back(symbolic_operand(scope, a.at("arg")));
+        try {
+          tensor = symbolic_op(op, operands, label, tensor_problem);
+        } catch (const ir::Error& e) {
+          tensor_problem = e.what();
+        }
+      }
+      return tensor;
+    };
+    // Record every sym-int and sym-float output; fall back on the file's own expression.
     for (const J& o : outputs.elements()) {
       Tagged t = union_of(o, "Argument", kArgumentTags);
-      if (t.tag != "as_sym_int") continue;  // sym bools/floats feed only checks we drop
-      Tagged s = union_of(t.value, "SymIntArgument", kSymIntArgTags);
+      // Sym bools feed only checks we drop.
+      if (t.tag != "as_sym_int" && t.tag != "as_sym_float") continue;
+      Tagged s = t.tag == "as_sym_int" ? union_of(t.value, "SymIntArgument", kSymIntArgTags)
+                                       : union_of(t.value, "SymFloatArgument", kSymFloatArgTags);
       if (s.tag != "as_name") continue;
       const std::string& name = s.value.str();
       SymValue v;
-      if (result) {
+      if (t.tag == "as_sym_float") {
+        v.tensor = compute();
+        if (!v.tensor) v.problem = "node '" + label + "' (" + op + "): " + tensor_problem;
+      } else if (result) {
         v.dim = result;
       } else if (scope.sym_int_values && scope.sym_int_values->raw().contains(name)) {
         J e(scope.sym_int_values->raw()[name], scope.sym_int_values->child_path(name), where_);
@@ -1219,8 +1250,204 @@ class Importer {
       } else {
         v.problem = problem;
       }
+      if (t.tag == "as_sym_int" && !v.dim) v.tensor = compute();
       scope.sym_ints[name] = v;
     }
+  }
+
+  // An operand of symbolic arithmetic: an int the shapes hold, a float constant, or a 0-d tensor
+  // computed from symbol inputs.
+  struct SymOperand {
+    std::optional<ir::Dim> dim;
+    std::optional<double> number;
+    ir::Value* tensor = nullptr;
+    std::string problem;
+  };
+
+  SymOperand symbolic_operand(Scope& scope, const J& arg) {
+    SymOperand o;
+    Tagged t = union_of(arg, "Argument", kArgumentTags);
+    if (t.tag == "as_int") {
+      o.dim = ir::Dim::constant(t.value.i64());
+    } else if (t.tag == "as_float") {
+      o.number = t.value.f64();
+    } else if (t.tag == "as_sym_int" || t.tag == "as_sym_float") {
+      Tagged s = t.tag == "as_sym_int" ? union_of(t.value, "SymIntArgument", kSymIntArgTags)
+                                       : union_of(t.value, "SymFloatArgument", kSymFloatArgTags);
+      if (s.tag == "as_int") {
+        o.dim = ir::Dim::constant(s.value.i64());
+      } else if (s.tag == "as_float") {
+        o.number = s.value.f64();
+      } else {
+        const std::string& name = s.value.str();
+        auto it = scope.sym_ints.find(name);
+        if (it == scope.sym_ints.end() && t.tag == "as_sym_int") {
+          SymValue v = resolve_sym(scope, name, s.value);
+          o.dim = v.dim, o.tensor = v.tensor, o.problem = v.problem;
+        } else if (it != scope.sym_ints.end()) {
+          o.dim = it->second.dim, o.tensor = it->second.tensor, o.problem = it->second.problem;
+        } else {
+          o.problem = "symbolic float '" + name + "' is never defined";
+        }
+      }
+    } else {
+      o.problem = "a " + t.tag + " argument";
+    }
+    return o;
+  }
+
+  // The 0-d tensor a symbolic int or float argument `v` names, when a dim cannot hold it.
+  ir::Value* symbolic_tensor(Scope& scope, const J& v, const char* kind,
+                             const std::vector<std::string>& tags) {
+    Tagged s = union_of(v, kind, tags);
+    if (s.tag != "as_name") return nullptr;
+    auto it = scope.sym_ints.find(s.value.str());
+    return it != scope.sym_ints.end() && !it->second.dim ? it->second.tensor : nullptr;
+  }
+
+  // The symbol input holding free symbol `s`'s value in the run (i64, 0-d), made once.
+  ir::Value* symbol_input(ir::SymbolId s) {
+    auto [it, fresh] = symbol_inputs_.try_emplace(s, nullptr);
+    if (fresh) {
+      const std::string& name = g_->symbol(s).name;
+      it->second = g_->add_input("size_" + name + "_i64", ir::TensorType{ir::DType::i64, {}},
+                                 ir::InputRole::symbol, name);
+    }
+    return it->second;
+  }
+
+  ir::Value* emit(std::string op, std::vector<ir::Value*> in, std::vector<ir::NamedAttr> attrs,
+                  const std::string& label) {
+    try {
+      // Named after the symbolic node (never taking a name a later node of the file has).
+      const std::string name = g_->unique_name("sym_" + label);
+      return g_->append(std::move(op), std::move(in), std::move(attrs), std::nullopt, {name}, name)
+          ->output();
+    } catch (const ir::Error& e) {
+      throw ir::Error("symbolic arithmetic of node '" + label + "': " + e.what());
+    }
+  }
+
+  // `o` as a 0-d tensor (i64 for an int, f32 for a float); null for a constant.
+  ir::Value* tensor_of(const SymOperand& o, const std::string& label) {
+    if (o.tensor) return o.tensor;
+    if (!o.dim || o.dim->is_constant()) return nullptr;
+    const ir::Monomial m = g_->expand(ir::Monomial::of(*o.dim));
+    ir::Value* v = nullptr;
+    for (ir::SymbolId s : m.symbols) {
+      ir::Value* x = symbol_input(s);
+      v = v ? emit("aten.mul.Tensor", {v, x}, {}, label) : x;
+    }
+    if (m.coeff != 1) v = emit("aten.mul.Scalar", {v}, {{"other", m.coeff}}, label);
+    return v;
+  }
+
+  // The constant `o` holds (an int or a float), 0 when it holds none.
+  static ir::Attribute constant_of(const SymOperand& o) {
+    if (o.number) return *o.number;
+    if (o.dim && o.dim->is_constant()) return o.dim->value();
+    return int64_t{0};
+  }
+
+  // Symbolic arithmetic a dim cannot hold, as ops on 0-d tensors: s - 1, float(s) ** 0.5,
+  // 1.0 / s. Null, with `problem`, for an op or operands it does not compute.
+  ir::Value* symbolic_op(const std::string& op, const std::vector<SymOperand>& in,
+                         const std::string& label, std::string& problem) {
+    for (const SymOperand& o : in)
+      if (!o.dim && !o.number && !o.tensor) {
+        problem = o.problem;
+        return nullptr;
+      }
+    std::vector<ir::Value*> t;
+    std::vector<ir::Attribute> k;
+    bool any = false;
+    for (const SymOperand& o : in) {
+      t.push_back(tensor_of(o, label));
+      k.push_back(constant_of(o));
+      any |= t.back() != nullptr;
+    }
+    if (!any) {
+      problem = "its operands are constants it does not fold";
+      return nullptr;
+    }
+    // The constant operand i (an int or a float); only asked for where operand i is one.
+    auto kc = [&](size_t i) -> const ir::Attribute& { return k[i]; };
+    // Attribute lists built one by one (GCC 12 warns falsely on a braced list of variants).
+    auto one = [](const char* name, ir::Attribute a) {
+      std::vector<ir::NamedAttr> v;
+      v.push_back({name, std::move(a)});
+      return v;
+    };
+    auto two = [&](const char* n0, ir::Attribute a0, const char* n1, ir::Attribute a1) {
+      std::vector<ir::NamedAttr> v = one(n0, std::move(a0));
+      v.push_back({n1, std::move(a1)});
+      return v;
+    };
+    auto to_float = [&](ir::Value* v) {
+      return ir::is_floating(v->dtype())
+                 ? v
+                 : emit("aten._to_copy.default", {v}, one("dtype", ir::DType::f32), label);
+    };
+    const bool binary = in.size() == 2;
+    // a op b with a tensor a, or a constant a and a tensor b where the op commutes or has a
+    // reversed form.
+    auto binary_op = [&](const char* tensor_op, const char* scalar_op,
+                         const char* reversed) -> ir::Value* {
+      if (t[0] && t[1]) return emit(tensor_op, {t[0], t[1]}, {}, label);
+      if (t[0]) return emit(scalar_op, {t[0]}, one("other", kc(1)), label);
+      if (reversed) return emit(reversed, {t[1]}, one("other", kc(0)), label);
+      return nullptr;
+    };
+    ir::Value* r = nullptr;
+    if (op == "_operator.add" && binary) {
+      r = binary_op("aten.add.Tensor", "aten.add.Scalar", "aten.add.Scalar");
+    } else if (op == "_operator.mul" && binary) {
+      r = binary_op("aten.mul.Tensor", "aten.mul.Scalar", "aten.mul.Scalar");
+    } else if (op == "_operator.sub" && binary) {
+      r = binary_op("aten.sub.Tensor", "aten.sub.Scalar", "aten.rsub.Scalar");
+    } else if (op == "_operator.truediv" && binary) {
+      if (t[0]) t[0] = to_float(t[0]);
+      if (t[0] || t[1]) {
+        if (t[1] && !t[0]) {
+          // c / b = c * (1 / b)
+          r = emit("aten.reciprocal.default", {to_float(t[1])}, {}, label);
+          r = emit("aten.mul.Scalar", {r}, one("other", kc(0)), label);
+        } else {
+          r = binary_op("aten.div.Tensor", "aten.div.Scalar", nullptr);
+        }
+      }
+    } else if ((op == "_operator.floordiv" || op == "_operator.mod") && binary && t[0]) {
+      if (op == "_operator.floordiv")
+        r = t[1] ? emit("aten.div.Tensor_mode", {t[0], t[1]},
+                        one("rounding_mode", std::string("floor")), label)
+                 : emit("aten.div.Scalar_mode", {t[0]},
+                        two("other", kc(1), "rounding_mode", std::string("floor")), label);
+      else
+        r = binary_op("aten.remainder.Tensor", "aten.remainder.Scalar", nullptr);
+    } else if (op == "_operator.pow" && binary && t[0]) {
+      r = t[1] ? emit("aten.pow.Tensor_Tensor", {t[0], t[1]}, {}, label)
+               : emit("aten.pow.Tensor_Scalar", {t[0]}, one("exponent", kc(1)), label);
+    } else if (op == "_operator.neg" && in.size() == 1) {
+      r = emit("aten.neg.default", {t[0]}, {}, label);
+    } else if (op == "torch.sym_float" && in.size() == 1) {
+      r = to_float(t[0]);
+    } else if ((op == "torch._sym_sqrt" || op == "math.sqrt") && in.size() == 1) {
+      r = emit("aten.sqrt.default", {to_float(t[0])}, {}, label);
+    } else if ((op == "torch.sym_max" || op == "torch.sym_min") && binary) {
+      const bool hi = op == "torch.sym_max";
+      if (t[0] && t[1])
+        r = emit(hi ? "aten.maximum.default" : "aten.minimum.default", {t[0], t[1]}, {}, label);
+      else {
+        const ir::Attribute bound = t[0] ? kc(1) : kc(0);
+        r = emit(hi ? "aten.clamp_min.default" : "aten.clamp_max.default", {t[0] ? t[0] : t[1]},
+                 one(hi ? "min" : "max", bound), label);
+      }
+    }
+    if (!r)
+      problem = op +
+                " of these operands is not computed (expected +, -, *, /, //, %, **, "
+                "sqrt, min, max or float() of sizes)";
+    return r;
   }
 
   // sym_constrain_range_for_size(size, min, max): narrow the symbol's range when it is plain.
@@ -1362,6 +1589,9 @@ class Importer {
       std::vector<bool> xs;
       for (const J& e : v.elements()) xs.push_back(e.boolean());
       c.attr = std::move(xs);
+    } else if (tag == "as_sym_int" && symbolic_tensor(scope, v, "SymIntArgument", kSymIntArgTags)) {
+      c.is_tensor = true;
+      c.tensors.push_back(symbolic_tensor(scope, v, "SymIntArgument", kSymIntArgTags));
     } else if (tag == "as_sym_int") {
       ir::Dim d = sym_int_arg(scope, v, label);
       if (d.is_constant()) {
@@ -1385,9 +1615,19 @@ class Importer {
       }
     } else if (tag == "as_sym_float") {
       Tagged s = union_of(v, "SymFloatArgument", kSymFloatArgTags);
-      if (s.tag != "as_float")
-        v.fail("symbolic float '" + s.value.raw().dump() + "' is not supported");
-      c.attr = s.value.f64();
+      if (s.tag == "as_float") {
+        c.attr = s.value.f64();
+      } else if (ir::Value* x = symbolic_tensor(scope, v, "SymFloatArgument", kSymFloatArgTags)) {
+        c.is_tensor = true;
+        c.tensors.push_back(x);
+      } else {
+        auto it = scope.sym_ints.find(s.value.str());
+        v.fail("symbolic float '" + s.value.str() + "' is not supported" +
+               (it != scope.sym_ints.end() && !it->second.problem.empty()
+                    ? ": " + it->second.problem
+                    : std::string(" (expected one computed from sizes by +, -, *, /, //, %, **, "
+                                  "sqrt, min, max or float())")));
+      }
     } else if (tag == "as_sym_bool") {
       Tagged s = union_of(v, "SymBoolArgument", kSymBoolArgTags);
       if (s.tag != "as_bool")
@@ -1928,6 +2168,7 @@ class Importer {
   int hint_major_;
   int major_ = 0;
   ir::Graph* g_ = nullptr;
+  std::map<ir::SymbolId, ir::Value*> symbol_inputs_;  // symbol_input()
   size_t dropped_ = 0;
   int vmap_depth_ = 0;
   std::unordered_map<const ir::Value*, int> batch_depth_;

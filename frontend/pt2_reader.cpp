@@ -166,7 +166,8 @@ class PayloadConfigSource : public WeightSource {
 void bind_weights(ir::Graph& g, const std::string& file_name, WeightSource* weights,
                   WeightSource* constants, const std::shared_ptr<MappedFile>& file) {
   for (const ir::GraphInput& in : g.inputs()) {
-    if (in.role == ir::InputRole::user_input) continue;
+    // A symbol input (a size read as data) is bound at run time, not by a weight.
+    if (in.role == ir::InputRole::user_input || in.role == ir::InputRole::symbol) continue;
     bool from_weights =
         in.role == ir::InputRole::parameter || (in.role == ir::InputRole::buffer && in.persistent);
     WeightSource* first = from_weights ? weights : constants;
@@ -357,7 +358,8 @@ LoadedProgram read_pt2_archive(std::shared_ptr<MappedFile> file, const ZipArchiv
   }
   bool needs_weights = false;
   for (const ir::GraphInput& in : imported.graph->inputs()) {
-    needs_weights = needs_weights || in.role != ir::InputRole::user_input;
+    needs_weights =
+        needs_weights || (in.role != ir::InputRole::user_input && in.role != ir::InputRole::symbol);
   }
   if (needs_weights && !weights && !constants) {
     throw Error(fname + ": neither " + root + "/data/weights/" + model + ".pt nor " + root +

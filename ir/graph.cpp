@@ -204,6 +204,8 @@ const char* input_role_name(InputRole r) {
       return "const";
     case InputRole::state:
       return "state";
+    case InputRole::symbol:
+      return "symbol";
   }
   return "?";
 }

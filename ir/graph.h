@@ -198,7 +198,10 @@ class Node {
 // What a graph input is, from torch.export's graph signature. `state` is a buffer the program
 // mutates (a KV cache, BatchNorm's running statistics): it is not a constant, its value persists
 // from one run to the next (the loader's Session keeps it), and it starts as `initial`.
-enum class InputRole : uint8_t { user_input, parameter, buffer, constant, state };
+// A symbol input holds the value of the dynamic dim its target names (a free symbol) in the
+// run, for a program that reads the dim's size as data: the loader binds the real size, never a
+// padded bucket's (passes/symbol_values.h).
+enum class InputRole : uint8_t { user_input, parameter, buffer, constant, state, symbol };
 // What a graph output is.
 enum class OutputRole : uint8_t { user_output, buffer_mutation, user_input_mutation };
 const char* input_role_name(InputRole r);
@@ -207,7 +210,8 @@ const char* output_role_name(OutputRole r);
 struct GraphInput {
   Value* value = nullptr;
   InputRole role = InputRole::user_input;
-  std::string target;      // parameter/buffer/constant FQN ("encoder.fc1.weight"); "" for users
+  std::string target;      // parameter/buffer/constant FQN ("encoder.fc1.weight"), a symbol
+                           // input's symbol name ("s0"); "" for users
   bool persistent = true;  // buffers only
   // state only: the bytes the buffer held when exported (its value before the first run); no
   // payload on `value`, so no pass can fold, fuse or bake what a later run will have changed.
@@ -271,7 +275,8 @@ class Graph {
 
   // Removes a node whose outputs have no uses; throws otherwise.
   void erase(Node* n);
-  // Removes graph inputs of role parameter/buffer/constant that have no uses and are not outputs.
+  // Removes graph inputs of role parameter/buffer/constant/symbol that have no uses and are not
+  // outputs.
   size_t erase_unused_constant_inputs();
 
   // --- access ----------------------------------------------------------------------------

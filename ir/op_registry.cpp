@@ -315,6 +315,25 @@ class SchemaParser {
   size_t p_ = 0;
 };
 
+// ArgSpec::extent: whether a symbolic value of `a` only sets extents of the op's result.
+bool sets_extent_only(const std::string& op, const ArgSpec& a) {
+  const size_t b = op.find('.'), e = op.rfind('.');
+  const std::string base = b != std::string::npos && e > b ? op.substr(b + 1, e - b - 1) : op;
+  // A result's sizes (view, expand, a factory, sum_to_size): its dims.
+  if (a.type == ArgType::ints && (a.name == "size" || a.name == "shape" || a.name == "sizes"))
+    return true;
+  // The strides of memory nothing has written yet, or of a contiguous view.
+  if (a.type == ArgType::ints && a.name == "stride")
+    return base == "empty_strided" || base == "new_empty_strided" || base == "_reshape_alias";
+  // The end of a window that starts at a constant: its length.
+  if (a.type == ArgType::int_ && a.name == "end") return base == "slice" || base == "slice_copy";
+  if (a.type == ArgType::int_ && a.name == "length")
+    return base == "narrow" || base == "narrow_copy";
+  // arange's end: the count of a ramp whose elements are their indices.
+  if (a.type == ArgType::scalar && a.name == "end") return base == "arange";
+  return false;
+}
+
 }  // namespace
 
 OpInfo parse_schema(std::string_view schema) {
@@ -381,6 +400,7 @@ void OpRegistry::add(std::string_view schema, OpCategory category, Placement pla
   info.category = category;
   info.placement = placement;
   info.shape_fn = std::move(fn);
+  for (ArgSpec& a : info.args) a.extent = sets_extent_only(info.name, a);
   if (ops_.count(info.name)) throw Error("operator '" + info.name + "' is registered twice");
   std::string key = info.name;
   ops_.emplace(std::move(key), std::move(info));

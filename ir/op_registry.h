@@ -44,6 +44,12 @@ struct ArgSpec {
   bool optional = false;  // "T?" — None allowed
   std::optional<Attribute> default_value;
   bool kwarg_only = false;
+  // A SymInt (or arange's Scalar) argument whose value only sets extents of the result: view's
+  // size, slice's end, arange's end, a factory's size. A dynamic dim's size there shapes the
+  // result, and shape rules carry it into the result's dims, where the padding analysis follows
+  // it. A symbolic value in any other argument is read as data (an offset, an index, a fill value,
+  // an operand): passes/symbol_values.h feeds it from the run's real size.
+  bool extent = false;
   bool is_tensor() const {
     return type == ArgType::tensor || type == ArgType::opt_tensor || type == ArgType::tensor_list ||
            type == ArgType::opt_tensor_list;

@@ -71,6 +71,16 @@ Dim slice_len(const ShapeContext& c, const Dim& size, std::optional<Dim> start,
     if (from_zero && step == 1 && end && end->is_symbolic() &&
         (*end == size || (size.is_constant() && max_of(c, *end) <= size.value())))
       return *end;
+    // x.reshape(-1)[s:] of b*s elements: bounds a*s <= e*s <= b*s of the dim's own symbol.
+    if (step == 1 && size.is_symbolic() && start && start->is_symbolic() &&
+        start->symbol == size.symbol && start->coeff <= size.coeff) {
+      const int64_t e = to_end ? size.coeff
+                        : end->is_symbolic() && end->symbol == size.symbol
+                            ? std::min(end->coeff, size.coeff)
+                            : -1;
+      if (e >= 0)
+        return e > start->coeff ? Dim::sym(size.symbol, e - start->coeff) : Dim::constant(0);
+    }
     c.fail(describe() +
            " is not supported (expected constant bounds, or [:e] with e at most "
            "the dim over e's range)");

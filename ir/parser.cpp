@@ -267,7 +267,7 @@ class Parser {
       return;
     }
     for (InputRole role : {InputRole::user_input, InputRole::parameter, InputRole::buffer,
-                           InputRole::constant, InputRole::state}) {
+                           InputRole::constant, InputRole::state, InputRole::symbol}) {
       if (is_ident(input_role_name(role))) {
         bump();
         input(role);

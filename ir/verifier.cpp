@@ -42,6 +42,15 @@ std::vector<std::string> verify(const Graph& g, const VerifyOptions& opts) {
       problems.push_back("input '" + in.value->name() + "' (" + input_role_name(in.role) +
                          ") has no target name");
     }
+    if (in.role == InputRole::symbol) {
+      const std::optional<SymbolId> s = g.find_symbol(in.target);
+      if (!s || g.symbol(*s).is_product())
+        problems.push_back("symbol input '" + in.value->name() + "' names '" + in.target +
+                           "': expected a free symbol of the graph");
+      if (!in.value->shape().empty() || in.value->payload())
+        problems.push_back("symbol input '" + in.value->name() +
+                           "': expected a 0-d value with no payload");
+    }
     if (in.role == InputRole::state && in.value->payload()) {
       problems.push_back("state input '" + in.value->name() +
                          "' has a payload: its value changes from run to run");

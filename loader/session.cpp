@@ -13,6 +13,7 @@
 #include <set>
 
 #include "device/simulator.h"
+#include "kernels/numerics.h"
 #include "kernels/zeroed_bytes.h"
 #include "loader/model_impl.h"
 #include "loader/plan_walker.h"
@@ -124,7 +125,7 @@ struct Session::Impl {
   std::unique_ptr<plan::ProgramTimings> timings;  // of m->art.contents, kept between runs
   std::shared_ptr<std::byte> hbm;
   uint64_t hbm_size = 0;
-  std::vector<std::vector<std::byte>> scratch;  // per plan value (intermediates)
+  std::vector<std::vector<std::byte>> scratch;  // per plan value (intermediates, symbol values)
   std::vector<host::HostTensor> slots;          // per plan value, valid during a run
   std::vector<Tensor> state;                    // per Signature::states entry
   RunStats stats;
@@ -139,12 +140,17 @@ struct Session::Impl {
   Status init();
   void reset_state();
   Status prepare(size_t entry, const std::vector<int64_t>& sym);
+  // `real`: per signature symbol, its value in the caller's inputs when they were padded up
+  // to this entry's bucket (-1: the bound value), which the program's symbol values hold.
   Result<Outputs> run(size_t entry, const std::vector<NamedInput>& inputs,
-                      const std::vector<NamedOutput>& outputs);
+                      const std::vector<NamedOutput>& outputs,
+                      const std::vector<int64_t>* real = nullptr);
   Result<size_t> find_entry(std::string_view name) const;
-  // Runs the shape bucket of `group` that fits the inputs (EntryInfo::bucket_group).
+  // Runs the shape bucket of `group` that fits the inputs (EntryInfo::bucket_group), or, with
+  // `forced`, that entry of the group (the inputs padded up to it when they fit it).
   Result<Outputs> run_bucket(const std::string& group, const std::vector<NamedInput>& inputs,
-                             const std::vector<NamedOutput>& outputs);
+                             const std::vector<NamedOutput>& outputs,
+                             std::optional<size_t> forced = std::nullopt);
   // The entry Session::run(inputs) and run(name) mean: a bucket group, or one entry.
   bool is_group(std::string_view name) const {
     for (const EntryInfo& e : m->entry_infos)
@@ -205,7 +211,8 @@ void copy_box(const std::byte* src, const Shape& src_shape, std::byte* dst, cons
 
 Result<Outputs> Session::Impl::run_bucket(const std::string& group,
                                           const std::vector<NamedInput>& inputs,
-                                          const std::vector<NamedOutput>& out_buffers) {
+                                          const std::vector<NamedOutput>& out_buffers,
+                                          std::optional<size_t> forced) {
   const art::ArtifactContents& c = m->art.contents;
   std::vector<size_t> members;
   for (size_t e = 0; e < c.signature.entries.size(); ++e)
@@ -266,6 +273,7 @@ Result<Outputs> Session::Impl::run_bucket(const std::string& group,
   bool found = false;
   double best_volume = 0;
   for (size_t e : members) {
+    if (forced && e != *forced) continue;
     const art::ShapeBucket& b = *c.signature.entries[e].bucket;
     bool fits = true;
     double volume = 1;
@@ -294,6 +302,9 @@ Result<Outputs> Session::Impl::run_bucket(const std::string& group,
                                                          : " (exactly one of ") +
              list + ")";
     }
+    if (forced)
+      return Status(StatusCode::out_of_range, "the inputs do not fit shape bucket '" +
+                                                  c.signature.entries[*forced].name + "': " + why);
     return Status(StatusCode::out_of_range,
                   "no shape bucket fits the inputs: " + why +
                       ": expected values the artifact was compiled for (compile --buckets)");
@@ -301,7 +312,12 @@ Result<Outputs> Session::Impl::run_bucket(const std::string& group,
   const art::ShapeBucket& b = *c.signature.entries[best].bucket;
   bool exact = true;
   for (size_t k = 0; k < b.symbols.size(); ++k) exact &= value[k] < 0 || b.values[k] == value[k];
-  if (exact) return run(best, inputs, out_buffers);
+  // The real value of each symbol, which the program's symbol values hold (its bucket's value
+  // when no input gives it: then nothing is padded along it).
+  std::vector<int64_t> real(c.signature.symbols.size(), -1);
+  for (size_t k = 0; k < b.symbols.size(); ++k)
+    real[b.symbols[k]] = value[k] >= 0 ? value[k] : b.values[k];
+  if (exact) return run(best, inputs, out_buffers, &real);
 
   // 3. Pad: each input whose shape differs from the bucket's is copied into zeros.
   const EntryPlan& plan = m->entries[best];
@@ -337,7 +353,7 @@ Result<Outputs> Session::Impl::run_bucket(const std::string& group,
                edge);
     padded_inputs.push_back({in.name, t.view()});
   }
-  auto big = run(best, padded_inputs, {});
+  auto big = run(best, padded_inputs, {}, &real);
   if (!big.is_ok()) return big.status();
 
   // 4. Cut each output back to the real values of its declared dims.
@@ -472,7 +488,8 @@ Status Session::Impl::prepare(size_t entry, const std::vector<int64_t>& sym) {
                           "'s hbm (" + to_string(m->target->cores_per_chip) + " cores)");
       bytes *= static_cast<uint64_t>(n);
     }
-    if (val.kind == art::ValueKind::intermediate) scratch[v].resize(bytes);
+    if (val.kind == art::ValueKind::intermediate || val.kind == art::ValueKind::symbol)
+      scratch[v].resize(bytes);
   }
   prepared_symbols[entry] = sym;
   prepared[entry] = true;
@@ -489,7 +506,8 @@ Result<size_t> Session::Impl::find_entry(std::string_view name) const {
 }
 
 Result<Outputs> Session::Impl::run(size_t entry, const std::vector<NamedInput>& inputs,
-                                   const std::vector<NamedOutput>& out_buffers) {
+                                   const std::vector<NamedOutput>& out_buffers,
+                                   const std::vector<int64_t>* real) {
   if (!status.is_ok())
     return Status(StatusCode::failed_precondition, "session creation failed: " + status.message());
   const auto t0 = std::chrono::steady_clock::now();
@@ -555,6 +573,23 @@ Result<Outputs> Session::Impl::run(size_t entry, const std::vector<NamedInput>& 
       case art::ValueKind::state:
         slot.data = static_cast<std::byte*>(state[val.index].mutable_data());
         break;
+      case art::ValueKind::symbol: {
+        // The symbol's real value: the caller's when the inputs were padded, else the one the
+        // inputs bind, else (a symbol only a bucket fixes) the entry's bucket value.
+        int64_t x = real && (*real)[val.index] >= 0 ? (*real)[val.index] : sym[val.index];
+        if (x < 0 && c.signature.entries.size() > entry && c.signature.entries[entry].bucket) {
+          const art::ShapeBucket& eb = *c.signature.entries[entry].bucket;
+          for (size_t k = 0; k < eb.symbols.size(); ++k)
+            if (eb.symbols[k] == val.index) x = eb.values[k];
+        }
+        if (x < 0)
+          return Status(StatusCode::internal, "symbol value '" + val.name + "': symbol '" +
+                                                  c.signature.symbols[val.index].name +
+                                                  "' is bound by nothing in this run");
+        slot.data = scratch[v].data();
+        kernels::store_double(slot.data, val.dtype, static_cast<double>(x));
+        break;
+      }
     }
   }
 
@@ -738,6 +773,9 @@ Result<Outputs> Session::run(std::string_view entry, const std::vector<NamedInpu
     if (impl_->is_group(entry)) return impl_->run_bucket(std::string(entry), inputs, outputs);
     auto e = impl_->find_entry(entry);
     if (!e.is_ok()) return e.status();
+    // A shape bucket named on its own runs its inputs padded up to it when they fit it.
+    const std::string& group = impl_->m->entry_infos[*e].bucket_group;
+    if (!group.empty()) return impl_->run_bucket(group, inputs, outputs, *e);
     return impl_->run(*e, inputs, outputs);
   } catch (const std::bad_alloc&) {
     return Status(StatusCode::resource_exhausted, "out of memory during run");

@@ -208,8 +208,10 @@ class Expander : NodeExpander {
       dims.resize(static_cast<size_t>(rank));
       std::iota(dims.begin(), dims.end(), 0);
     }
-    int64_t count = 1;
-    for (int64_t d : dims) count *= static_dim(n, x, d < 0 ? d + rank : d, "reduced dim");
+    // N: a constant, or (a dynamic dim's) the run's size.
+    ir::Monomial count;
+    for (int64_t d : dims) count *= x->shape().at(static_cast<size_t>(d < 0 ? d + rank : d));
+    if (count.coeff == INT64_MAX) return false;
     double correction = 1.0;
     if (n->op() == "aten.var.dim")
       correction = n->attr("unbiased") && !n->attr_bool("unbiased") ? 0.0 : 1.0;
@@ -220,8 +222,13 @@ class Expander : NodeExpander {
     Value* centred = add(n, "aten.sub.Tensor", {x, mean}, {});
     Value* sq = add(n, "aten.mul.Tensor", {centred, centred}, {});
     Value* sum = add(n, "aten.sum.dim_IntList", {sq}, {{"dim", dims}, {"keepdim", keep}});
-    const double denom = static_cast<double>(count) - correction;
-    return finish(n, add(n, "aten.div.Scalar", {sum}, {{"other", denom}}));
+    if (count.is_constant()) {
+      const double denom = static_cast<double>(count.coeff) - correction;
+      return finish(n, add(n, "aten.div.Scalar", {sum}, {{"other", denom}}));
+    }
+    Value* denom = symbol_value(g_, g_.dim_of(count), ir::DType::f32, n);
+    if (correction != 0) denom = add(n, "aten.sub.Scalar", {denom}, {{"other", correction}});
+    return finish(n, add(n, "aten.div.Tensor", {sum, denom}, {}));
   }
 
   // Even windows (each output cell averages a k_d x k_h x k_w block): [..., D, H, W] viewed as

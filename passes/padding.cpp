@@ -331,6 +331,10 @@ class Analysis {
                      symbols_of(in.axes[j]) + " pads, at another extent than it writes"};
     }
   }
+  // Refuses when `n` reads the size of a padded symbol as data: a symbolic argument that is not
+  // an extent of its result (ArgSpec::extent; symbol_values.h turns the reads it can into symbol
+  // inputs, which hold the real size).
+  void require_no_padded_size_read(const ir::Node& n) const;
   // Refuses if any axis of `v` in `dims` is padded.
   void require_unpadded(const ir::Value* v, const std::vector<int64_t>& dims,
                         const std::string& why);
@@ -347,6 +351,25 @@ std::vector<int64_t> Analysis::dims_attr(const ir::Node& n, const char* name, si
     for (size_t i = 0; i < rank; ++i) dims.push_back(static_cast<int64_t>(i));
   for (int64_t& d : dims) d = wrap(d, rank);
   return dims;
+}
+
+void Analysis::require_no_padded_size_read(const ir::Node& n) const {
+  for (const ir::NamedAttr& a : n.attrs()) {
+    std::vector<ir::Dim> dims;
+    if (const auto* d = std::get_if<ir::Dim>(&a.value)) dims.push_back(*d);
+    if (const auto* l = std::get_if<ir::SymIntList>(&a.value)) dims = l->dims;
+    std::string syms;
+    for (const ir::Dim& d : dims)
+      for (const Factor& f : factors_of(d))
+        if (is_padded(f) && syms.find(g_.symbol(f.sym).name) == std::string::npos)
+          syms += (syms.empty() ? "" : " and ") + g_.symbol(f.sym).name;
+    if (syms.empty()) continue;
+    const ir::OpInfo* info = n.info();
+    const int k = info ? info->arg_index(a.name) : -1;
+    if (k >= 0 && info->args[static_cast<size_t>(k)].extent) continue;
+    throw Refuse{"it reads the size " + syms + " as a value (argument '" + a.name +
+                 "'), which padding would change: the run's real size cannot reach it"};
+  }
 }
 
 void Analysis::require_unpadded(const ir::Value* v, const std::vector<int64_t>& dims,
@@ -1002,6 +1025,11 @@ PaddingVerdict Analysis::run() {
     for (const ir::Value* v : n.outputs())
       if (shape_uses_padded(v->shape())) involved = true;
     std::vector<Info> outs;
+    try {
+      require_no_padded_size_read(n);
+    } catch (const Refuse& r) {
+      return {false, n.name(), n.op(), n.location().to_string(), r.reason};
+    }
     try {
       outs = apply(n);
     } catch (const Refuse& r) {

@@ -14,6 +14,10 @@
 // refuses, naming the node and why. Padded elements must stay finite: an operation that would
 // make them NaN or infinite (a softmax row every element of which is masked, a division by a
 // zero pad) refuses too, since a NaN next to real rows does not stay put on every engine.
+// A padded symbol's size must never be read as data: an argument holding it that is not an
+// extent of the result (ArgSpec::extent: view's size, slice's end) refuses, naming the node.
+// symbol_values.h turns the reads it can (an operand, a fill value, a mean's count) into symbol
+// inputs first; those hold the run's real size, unpadded values of unknown content here.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,11 @@
 // Shape specialisation (see the header).
 #include "passes/specialize_shapes.h"
 
+#include <memory>
+#include <vector>
+
 #include "ir/op_registry.h"
+#include "passes/host_eval.h"
 
 namespace neuronc::passes {
 namespace {
@@ -70,6 +74,17 @@ bool SpecializeShapes::run(ir::Graph& g) {
         throw ir::Error("symbol '" + s.name + "' overflows int64 at these values");
     }
     if (bound) v[i] = p;
+  }
+  // A symbol input of a bound symbol the run does not rebind: a constant of its value.
+  for (ir::GraphInput& in : g.mutable_inputs()) {
+    if (in.role != ir::InputRole::symbol || keep_.count(in.target)) continue;
+    auto it = values_.find(in.target);
+    if (it == values_.end()) continue;
+    auto bytes = std::make_shared<std::vector<std::byte>>(
+        encode(HostTensor{in.value->dtype(), {}, {static_cast<double>(it->second)}}));
+    in.value->set_payload(ir::ConstantPayload{bytes->data(), bytes->size(), 0, {}, bytes});
+    in.role = ir::InputRole::constant;
+    in.target = "size." + in.target;
   }
   for (const ir::GraphInput& in : g.inputs()) {
     ir::TensorType t = in.value->type();

@@ -63,7 +63,7 @@ class Rewriter {
       if (!s.is_product()) ng_->add_symbol(s.name, s.min, s.max);
     for (const ir::GraphInput& in : old_.inputs()) {
       roles_[in.value] = &in;
-      if (in.role == ir::InputRole::user_input) {
+      if (in.role == ir::InputRole::user_input || in.role == ir::InputRole::symbol) {
         map_[in.value] =
             ng_->add_input(in.value->name(), in.value->type(), in.role, in.target, in.persistent);
         axis_[map_[in.value]] = kWhole;

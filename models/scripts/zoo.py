@@ -571,6 +571,121 @@ def build_bart() -> Fixture:
                    config=config.to_dict(), model_seed=1013, input_seed=2013)
 
 
+# Size-reading programs: one dynamic dim n in [2, 40] whose size is used as a VALUE (not only as a
+# shape), so a bucketed compile that zero-pads n up to the next bucket must still read the real n.
+# Example n = 6, more references (shape_1..4/) at n = 3, 5, 13, 27: none a bucket (a power of two or
+# an end of the range).
+SIZE_READS_N = (6, 3, 5, 13, 27)
+
+
+class SizeReadsSymSize(nn.Module):
+    def forward(self, x):  # [n, 8]
+        return x * x.size(0)
+
+
+class SizeReadsSymNumel(nn.Module):
+    def forward(self, x):  # [n, 4]
+        return x * x.numel()
+
+
+class SizeReadsSymStride(nn.Module):
+    def forward(self, x):  # [4, n, 4]: stride(0) == 4n (a [4, n] x's stride(0) == n is exported as sym_size)
+        return x * x.stride(0)
+
+
+class SizeReadsSymStorageOffset(nn.Module):
+    def forward(self, x):  # [4, n]: a [3n] view at storage offset n
+        y = x.reshape(-1)[x.size(1):]
+        return y * y.storage_offset()
+
+
+class SizeReadsMaskedMean(nn.Module):
+    def forward(self, x, mask):  # [n, 8] f32, [n, 8] int64 0/1
+        return (x * mask).sum(0) / mask.sum(0), x.sum(0) / x.size(0)
+
+
+class SizeReadsViewSize(nn.Module):
+    def forward(self, x):  # [n, 4, 2]: a shape use only (the control)
+        return x.view(x.size(0), -1) * 2 + 1
+
+
+class SizeReadsArangePositions(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tok = nn.Embedding(16, 8)
+        self.pos = nn.Embedding(40, 8)
+
+    def forward(self, ids):  # [1, n] int64
+        return (self.tok(ids) + self.pos(torch.arange(ids.size(1))),
+                torch.arange(ids.size(1)).float() / ids.size(1))
+
+
+class SizeReadsSoftmaxScaled(nn.Module):
+    # math.sqrt(x.size(0)) specialises n in non-strict export (refused: "Constraints violated");
+    # `** 0.5` and torch.sym_sqrt (what strict export makes of math.sqrt) keep it symbolic.
+    def forward(self, x):  # [n, 8]
+        return (torch.softmax(x / x.size(0), dim=-1),
+                torch.softmax(x * (1.0 / x.size(0) ** 0.5), dim=-1),
+                torch.softmax(x * (1.0 / torch.sym_sqrt(x.size(0))), dim=-1))
+
+
+class SizeReadsReductionDivisor(nn.Module):
+    def forward(self, x):  # [n, 8]
+        return (x.sum(0) / x.shape[0], x.mean(0), x.var(0, unbiased=False),
+                (x - x.mean(0)).pow(2).sum(0) / (x.size(0) - 1))
+
+
+def _mask(seed: int, n: int) -> torch.Tensor:
+    m = _randint(seed, 2, n, 8)
+    m[torch.arange(8) % n, torch.arange(8)] = 1  # at least one 1 per column
+    return m
+
+
+def _size_reads(seed: int, cls, inputs: Callable[[int, int], Tuple[torch.Tensor, ...]],
+                dims: Dict[str, int], description: str, exercises: List[str]) -> Callable[[], Fixture]:
+    def build() -> Fixture:
+        torch.manual_seed(seed)
+        m = cls().eval()
+        n = torch.export.Dim("n", min=2, max=40)
+        example, *more = [inputs(seed + 1000 * (k + 1), size) for k, size in enumerate(SIZE_READS_N)]
+        return Fixture(m, example, description + "; n in [2, 40], example n 6, more references at"
+                       " n 3, 5, 13, 27 (shape_1..4/)", exercises,
+                       dynamic_shapes={a: {d: n} for a, d in dims.items()},
+                       dynamic_dims={a: {str(d): "n [2, 40]"} for a, d in dims.items()},
+                       model_seed=seed, input_seed=seed + 1000, more_args=more)
+    return build
+
+
+SIZE_READS: List[Entry] = [Entry("size_reads_" + name, _size_reads(seed, *rest)) for name, seed, *rest in [
+    ("sym_size", 1020, SizeReadsSymSize, lambda s, n: (_randn(s, n, 8),), {"x": 0},
+     "x * x.size(0), x [n, 8]", ["sym_size as a multiplier"]),
+    ("sym_numel", 1021, SizeReadsSymNumel, lambda s, n: (_randn(s, n, 4),), {"x": 0},
+     "x * x.numel(), x [n, 4]", ["numel (4n) as a multiplier"]),
+    ("sym_stride", 1022, SizeReadsSymStride, lambda s, n: (_randn(s, 4, n, 4),), {"x": 1},
+     "x * x.stride(0), x [4, n, 4] (stride(0) == 4n)", ["stride as a multiplier"]),
+    ("sym_storage_offset", 1023, SizeReadsSymStorageOffset, lambda s, n: (_randn(s, 4, n),), {"x": 1},
+     "y = x.reshape(-1)[x.size(1):]; y * y.storage_offset(), x [4, n] (offset n)",
+     ["storage offset of a view as a multiplier", "slice with a symbolic start"]),
+    ("masked_mean", 1024, SizeReadsMaskedMean, lambda s, n: (_randn(s, n, 8), _mask(s + 500, n)),
+     {"x": 0, "mask": 0},
+     "(x * mask).sum(0) / mask.sum(0) and x.sum(0) / x.size(0); x [n, 8], mask [n, 8] int64 0/1",
+     ["masked mean (pad-invariant)", "sum / sym_size (not pad-invariant)"]),
+    ("view_size", 1025, SizeReadsViewSize, lambda s, n: (_randn(s, n, 4, 2),), {"x": 0},
+     "x.view(x.size(0), -1) * 2 + 1, x [n, 4, 2]: a shape use only, the control",
+     ["view with a symbolic size"]),
+    ("arange_positions", 1026, SizeReadsArangePositions, lambda s, n: (_randint(s, 16, 1, n),), {"ids": 1},
+     "tok(ids) + pos(arange(n)) (Embedding 16x8 and 40x8) and arange(n).float() / n; ids [1, n] int64",
+     ["arange with a symbolic end", "embedding", "arange / sym_size"]),
+    ("softmax_scaled", 1027, SizeReadsSoftmaxScaled, lambda s, n: (_randn(s, n, 8),), {"x": 0},
+     "softmax(x / n), softmax(x * (1 / n ** 0.5)) and softmax(x * (1 / torch.sym_sqrt(n))), x [n, 8]",
+     ["tensor / sym_size", "SymFloat: sym_float, pow, truediv, _sym_sqrt", "softmax"]),
+    ("reduction_divisor", 1028, SizeReadsReductionDivisor, lambda s, n: (_randn(s, n, 8),), {"x": 0},
+     "x.sum(0) / x.shape[0], x.mean(0), x.var(0, unbiased=False),"
+     " (x - x.mean(0)).pow(2).sum(0) / (n - 1); x [n, 8]",
+     ["mean / var over the dynamic dim", "sum / (sym_size - 1)"]),
+]]
+
+
 SMALL: List[Entry] = [
     Entry("mlp", build_mlp, key=True),
     Entry("cnn", build_cnn, key=True),
@@ -589,6 +704,7 @@ SMALL: List[Entry] = [
     Entry("mlp_bf16", build_mlp_bf16),
     Entry("ops_coverage", build_ops_coverage),
     Entry("custom_op", build_custom_op),
+    *SIZE_READS,
 ]
 
 
