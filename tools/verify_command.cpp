@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "compiler/compiler.h"
 #include "frontend/mapped_file.h"
@@ -24,7 +25,7 @@ namespace {
 
 struct VerifyCli {
   std::string model, reference, target = "trn1", auto_cast = "none", dataset;
-  std::vector<std::string> inputs, dims;
+  std::vector<std::string> inputs, dims, buckets;
   double atol = -1, rtol = -1, min_cosine = -2;
   bool json = false, intermediates = true;
 };
@@ -38,6 +39,36 @@ struct Divergence {
 };
 
 const std::vector<std::string> kAutoCastModes = {"none", "matmul", "matmult", "all"};
+
+// The bucket after `ran` (an entry of a shape-bucket group): the smallest of its group that the
+// same inputs fit padded, larger in some padded symbol and equal in every exact one; "" when
+// `ran` is not a bucket or is the largest.
+std::string next_bucket(const neuronc::Model& model, const std::string& ran) {
+  const auto& entries = model.entries();
+  const neuronc::EntryInfo* from = nullptr;
+  for (const neuronc::EntryInfo& e : entries)
+    if (e.name == ran && !e.bucket_group.empty()) from = &e;
+  if (!from) return "";
+  std::string best;
+  double best_volume = 0;
+  for (const neuronc::EntryInfo& e : entries) {
+    if (e.bucket_group != from->bucket_group || e.bucket.size() != from->bucket.size()) continue;
+    bool fits = true, larger = false;
+    double volume = 1;
+    for (size_t k = 0; k < e.bucket.size(); ++k) {
+      const auto& b = e.bucket[k];
+      const int64_t have = from->bucket[k].value;
+      if (b.padding == neuronc::EntryInfo::Padding::none)
+        fits &= b.value == have;
+      else
+        fits &= b.value >= have, larger |= b.value > have;
+      volume *= static_cast<double>(b.value);
+    }
+    if (fits && larger && (best.empty() || volume < best_volume))
+      best = e.name, best_volume = volume;
+  }
+  return best;
+}
 
 // `verify --dataset DIR`: per auto-cast mode, one compile and a run of every set; the error
 // distribution per output over the sets, and top-1/top-5 agreement of classifier outputs.
@@ -54,8 +85,9 @@ void run_verify_dataset(const VerifyCli& o) {
   req.model = o.model;
   req.target = o.target;
   req.dims = parse_dim_bindings(o.dims);
-  // Symbolic dims follow the first set's inputs; every set must then have those shapes.
-  req.input_shapes = input_shapes(sets.front());
+  // As `compile` compiles it: a dynamic export into its shape buckets, which run sets of
+  // different sizes.
+  req.buckets = parse_bucket_lists(o.buckets);
   req.progress = [](const std::string& step, double) { progress(step); };
   std::vector<std::pair<std::string, DatasetQuality>> results;
   bool all_pass = true;
@@ -120,21 +152,15 @@ void run_verify(const VerifyCli& o) {
                       ""};
   const std::string ref_dir =
       o.reference.empty() ? std::filesystem::path(o.model).parent_path().string() : o.reference;
+  // Compiled exactly as `compile` compiles it (a dynamic export into its shape buckets, with the
+  // same --dim and --buckets), so that a pass means the artifact a user deploys is right.
   compiler::CompileRequest req;
   req.model = o.model;
   req.target = o.target;
   req.auto_cast = *passes::parse_auto_cast(o.auto_cast);
   req.dims = parse_dim_bindings(o.dims);
+  req.buckets = parse_bucket_lists(o.buckets);
   req.progress = [](const std::string& step, double) { progress(step); };
-  // Symbolic dims follow the reference inputs (a dynamic model verified at another shape).
-  if (o.inputs.empty()) {
-    for (int i = 0;; ++i) {
-      const std::filesystem::path f =
-          std::filesystem::path(ref_dir) / ("input_" + std::to_string(i) + ".npy");
-      if (!std::filesystem::exists(f)) break;
-      req.input_shapes.push_back(read_npy(f.string()).shape);
-    }
-  }
   compiler::CompileResult compiled = compiler::compile_model(req);
   progress("verifying");
   auto m = neuronc::Model::load_from_memory(compiled.artifact);
@@ -161,6 +187,13 @@ void run_verify(const VerifyCli& o) {
   neuronc::Session session(model);
   if (!session.status().is_ok()) throw CommandExit{kExitError, session.status().message(), ""};
   RunResult r = run_once(session, inputs);
+  // A dynamic export whose reference sizes are bucket values runs them exact; the same inputs
+  // are also run padded up to the next bucket, so the padding every other size gets is checked
+  // against this reference too.
+  std::optional<RunResult> padded_run;
+  if (!r.stats.padded)
+    if (const std::string next = next_bucket(model, r.stats.entry); !next.empty())
+      padded_run = run_once(session, next, inputs);
   progress_done();
 
   const bool narrow = req.auto_cast != passes::AutoCastMode::none;
@@ -170,27 +203,37 @@ void run_verify(const VerifyCli& o) {
     return output_tolerance(narrow || sixteen_bit, {o.atol, o.rtol, o.min_cosine});
   };
   const Tolerance tol = tolerance(false);
-  std::vector<Comparison> results;
   bool all_pass = true;
-  for (size_t i = 0; i < r.outputs.size(); ++i) {
-    const std::string f =
-        (std::filesystem::path(ref_dir) / ("output_" + std::to_string(i) + ".npy")).string();
-    if (!std::filesystem::exists(f)) {
-      if (i == 0)
-        throw CommandExit{kExitUsage, "no reference output " + f + ": pass --reference DIR", ""};
-      break;  // extra outputs (buffer mutations) have no reference
+  auto compare_run = [&](const RunResult& run) {
+    std::vector<Comparison> out;
+    for (size_t i = 0; i < run.outputs.size(); ++i) {
+      const std::string f =
+          (std::filesystem::path(ref_dir) / ("output_" + std::to_string(i) + ".npy")).string();
+      if (!std::filesystem::exists(f)) {
+        if (i == 0)
+          throw CommandExit{kExitUsage, "no reference output " + f + ": pass --reference DIR", ""};
+        break;  // extra outputs (buffer mutations) have no reference
+      }
+      NpyArray want = read_npy(f);
+      const bool sixteen =
+          run.outputs[i].type == NpyType::bf16 || run.outputs[i].type == NpyType::f16;
+      out.push_back(compare_output(run.names[i], run.outputs[i], want, tolerance(sixteen)));
+      all_pass &= out.back().pass;
     }
-    NpyArray want = read_npy(f);
-    const bool sixteen = r.outputs[i].type == NpyType::bf16 || r.outputs[i].type == NpyType::f16;
-    results.push_back(compare_output(r.names[i], r.outputs[i], want, tolerance(sixteen)));
-    all_pass &= results.back().pass;
-  }
+    return out;
+  };
+  const std::vector<Comparison> results = compare_run(r);
+  std::vector<Comparison> padded_results;
+  if (padded_run) padded_results = compare_run(*padded_run);
   // Per node: every result the compiled program computed, against intermediates.npz.
   Divergence div;
   const std::string npz = (std::filesystem::path(ref_dir) / "intermediates.npz").string();
   if (o.intermediates && !all_pass && std::filesystem::exists(npz)) {
     progress("locating the first diverging node");
+    // One program at the inputs' shapes, every node's result an output.
     compiler::CompileRequest dreq = req;
+    dreq.buckets.clear();
+    for (const auto& [name, in] : inputs) dreq.input_shapes.push_back(in.shape);
     dreq.debug_all_values = true;
     dreq.progress = nullptr;
     compiler::CompileResult dbg = compiler::compile_model(dreq);
@@ -230,19 +273,27 @@ void run_verify(const VerifyCli& o) {
     if (tol.min_cosine > -1) j["min_cosine"] = tol.min_cosine;
     j["pass"] = all_pass;
     j["simulated_latency_us"] = r.stats.latency_ns / 1e3;
-    j["outputs"] = nlohmann::ordered_json::array();
-    for (const Comparison& c : results) {
-      j["outputs"].push_back({{"name", c.name},
-                              {"pass", c.pass},
-                              {"shape_ok", c.shape_ok},
-                              {"max_abs_error", c.max_abs},
-                              {"max_rel_error", c.max_rel},
-                              {"cosine", c.cosine},
-                              {"mismatches", c.mismatches},
-                              {"numel", c.numel},
-                              {"atol", c.tol.atol},
-                              {"rtol", c.tol.rtol}});
-    }
+    auto outputs_json = [](const std::vector<Comparison>& cs) {
+      nlohmann::ordered_json a = nlohmann::ordered_json::array();
+      for (const Comparison& c : cs)
+        a.push_back({{"name", c.name},
+                     {"pass", c.pass},
+                     {"shape_ok", c.shape_ok},
+                     {"max_abs_error", c.max_abs},
+                     {"max_rel_error", c.max_rel},
+                     {"cosine", c.cosine},
+                     {"mismatches", c.mismatches},
+                     {"numel", c.numel},
+                     {"atol", c.tol.atol},
+                     {"rtol", c.tol.rtol}});
+      return a;
+    };
+    j["entry"] = r.stats.entry;
+    j["padded"] = r.stats.padded;
+    j["outputs"] = outputs_json(results);
+    if (padded_run)
+      j["padded_run"] = {{"entry", padded_run->stats.entry},
+                         {"outputs", outputs_json(padded_results)}};
     if (div.found) {
       j["first_divergence"] = {
           {"node", div.where.node},           {"op", div.where.op},
@@ -251,15 +302,26 @@ void run_verify(const VerifyCli& o) {
     }
     std::cout << j.dump(2) << "\n";
   } else {
-    for (const Comparison& c : results) {
-      if (!c.shape_ok) {
-        std::printf("FAIL %s: shape differs from the reference\n", c.name.c_str());
-        continue;
+    auto print_results = [](const std::vector<Comparison>& cs) {
+      for (const Comparison& c : cs) {
+        if (!c.shape_ok) {
+          std::printf("FAIL %s: shape differs from the reference\n", c.name.c_str());
+          continue;
+        }
+        std::printf(
+            "%s %s: max abs error %.3g, max rel error %.3g, cosine %.8f, %zu/%zu outside %s\n",
+            c.pass ? "ok  " : "FAIL", c.name.c_str(), c.max_abs, c.max_rel, c.cosine, c.mismatches,
+            c.numel, c.tol.describe().c_str());
       }
-      std::printf(
-          "%s %s: max abs error %.3g, max rel error %.3g, cosine %.8f, %zu/%zu outside %s\n",
-          c.pass ? "ok  " : "FAIL", c.name.c_str(), c.max_abs, c.max_rel, c.cosine, c.mismatches,
-          c.numel, c.tol.describe().c_str());
+    };
+    if (model.entries().size() > 1 && !model.entries()[0].bucket_group.empty())
+      std::printf("shape bucket %s%s:\n", r.stats.entry.c_str(),
+                  r.stats.padded ? " (the inputs padded up to it)" : "");
+    print_results(results);
+    if (padded_run) {
+      std::printf("shape bucket %s (the same inputs padded up to it):\n",
+                  padded_run->stats.entry.c_str());
+      print_results(padded_results);
     }
     std::printf(
         "%s on %s (auto-cast %s): simulated latency %.2f us (device %.2f us, host ops %.2f us), "
@@ -316,7 +378,12 @@ void register_verify_command(CLI::App& app) {
                   "Evaluation set: DIR/<k>/input_<i>.npy with PyTorch's output_<i>.npy, one "
                   "subdirectory per set; reports the error distribution per output and top-1/top-5 "
                   "agreement of classifier outputs");
-  cmd->add_option("--dim", o->dims, "Bind a symbolic dim: SYMBOL=VALUE");
+  cmd->add_option("--dim", o->dims, "Bind a symbolic dim: SYMBOL=VALUE (as compile's --dim)");
+  cmd->add_option("--buckets", o->buckets,
+                  "Shape buckets of a symbolic dim: SYMBOL=V1,V2,... (as compile's --buckets; a "
+                  "dynamic export is verified in the bucketed artifact compile writes, at the "
+                  "reference's sizes and, when those are bucket values, padded up to the next "
+                  "bucket too)");
   cmd->add_option("--atol", o->atol,
                   "Absolute tolerance (default 1e-4; with auto-cast 5e-2 x the output's max|ref|)");
   cmd->add_option("--rtol", o->rtol, "Relative tolerance (default 1e-3; 5e-2 with auto-cast)");
