@@ -319,8 +319,10 @@ class SchemaParser {
 bool sets_extent_only(const std::string& op, const ArgSpec& a) {
   const size_t b = op.find('.'), e = op.rfind('.');
   const std::string base = b != std::string::npos && e > b ? op.substr(b + 1, e - b - 1) : op;
-  // A result's sizes (view, expand, a factory, sum_to_size): its dims.
-  if (a.type == ArgType::ints && (a.name == "size" || a.name == "shape" || a.name == "sizes"))
+  // A result's sizes (view, expand, a factory, sum_to_size): its dims; or a norm's trailing
+  // dims, which the padding analysis follows through the norm's own rule.
+  if (a.type == ArgType::ints &&
+      (a.name == "size" || a.name == "shape" || a.name == "sizes" || a.name == "normalized_shape"))
     return true;
   // The strides of memory nothing has written yet, or of a contiguous view.
   if (a.type == ArgType::ints && a.name == "stride")

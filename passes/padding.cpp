@@ -886,15 +886,23 @@ std::vector<Info> Analysis::apply(const ir::Node& n) {
   if (cat == ir::OpCategory::norm) {
     const size_t r = in0->shape().size();
     std::vector<int64_t> over;
+    // How many trailing dims a norm's normalized_shape names (symbolic ones included).
+    auto trailing = [&](const char* name) -> size_t {
+      if (const auto* l = std::get_if<ir::SymIntList>(n.attr(name))) return l->dims.size();
+      return n.attr_ints(name).size();
+    };
     if (base.find("layer_norm") != std::string::npos) {
-      const size_t k = n.attr_ints("normalized_shape").size();
+      const size_t k = trailing("normalized_shape");
       for (size_t i = r - k; i < r; ++i) over.push_back(static_cast<int64_t>(i));
     } else if (base.find("rms_norm") != std::string::npos) {
-      const size_t k =
-          n.attr_is_none("normalized_shape") ? 1 : n.attr_ints("normalized_shape").size();
+      const size_t k = n.attr_is_none("normalized_shape") ? 1 : trailing("normalized_shape");
       for (size_t i = r - k; i < r; ++i) over.push_back(static_cast<int64_t>(i));
     } else if (base.find("group_norm") != std::string::npos) {
       for (size_t i = 1; i < r; ++i) over.push_back(static_cast<int64_t>(i));
+    } else if (n.attr("training") && n.attr_bool("training")) {
+      // batch norm on batch statistics: each channel's mean and variance over every other dim
+      for (size_t i = 0; i < r; ++i)
+        if (i != 1) over.push_back(static_cast<int64_t>(i));
     } else {
       over.push_back(1);  // batch norm in inference: per channel
     }

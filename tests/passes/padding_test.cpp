@@ -217,5 +217,217 @@ TEST(Padding, UnknownOperatorsRefuseOnlyOnPaddedOperands) {
   EXPECT_NE(v.reason.find("no padding rule"), std::string::npos) << v.reason;
 }
 
+// --- The audit of every transfer rule (issue 53): each rule that could let a padded element
+// reach a real one, pinned by the case it must refuse beside the case it keeps exact.
+
+// `text` with PLACEHOLDER replaced by `what`.
+std::string with(std::string text, const std::string& what) {
+  text.replace(text.find("PLACEHOLDER"), 11, what);
+  return text;
+}
+
+// A flatten that puts the padding inside rows cannot then be reduced; one that keeps it at the
+// end can.
+TEST(PaddingAudit, AReshapeKeepsTrackOfWhereThePaddingLies) {
+  EXPECT_TRUE(zeros(R"(graph {
+  sym s0 [1, 64]
+  input %x : f32[s0, 4]
+  %f : f32[4*s0] = aten.view.default(%x) {size = [4*s0]}
+  %y : f32[] = aten.sum.default(%f)
+  output %y
+})")
+                  .ok);
+  const auto v = zeros(R"(graph {
+  sym s0 [1, 64]
+  input %x : f32[4, s0]
+  %f : f32[4*s0] = aten.view.default(%x) {size = [4*s0]}
+  %y : f32[] = aten.sum.default(%f)
+  output %y
+})");
+  ASSERT_FALSE(v.ok);
+  EXPECT_EQ(v.node, "y");
+  EXPECT_NE(v.reason.find("pad interleaved"), std::string::npos) << v.reason;
+}
+
+// A transpose moves the padding with its axis: a sum over it stays exact, a max does not.
+TEST(PaddingAudit, ATransposeMovesThePaddingWithItsAxis) {
+  const char* text = R"(graph {
+  sym s0 [1, 64]
+  input %x : f32[s0, 8]
+  %t : f32[8, s0] = aten.transpose.int(%x) {dim0 = 0, dim1 = 1}
+  %y : f32[8] = PLACEHOLDER(%t) {dim = [1]}
+  output %y
+})";
+  EXPECT_TRUE(zeros(with(text, "aten.sum.dim_IntList")).ok);
+  EXPECT_FALSE(zeros(with(text, "aten.amax.default")).ok);
+}
+
+// A weight broadcast along a padded dim fills the padding with copies of itself, not zeros.
+TEST(PaddingAudit, ABroadcastCopyIsNotZeroPadding) {
+  const auto v = zeros(R"(graph {
+  sym s0 [1, 64]
+  input %x : f32[s0, 8]
+  param %b : f32[1, 8] "b"
+  %e : f32[s0, 8] = aten.expand.default(%b) {size = [s0, 8]}
+  %y : f32[8] = aten.sum.dim_IntList(%e) {dim = [0]}
+  output %y
+})");
+  ASSERT_FALSE(v.ok);
+  EXPECT_EQ(v.node, "y");
+}
+
+// A contraction over a padded dim is exact while one operand is zero there, not once both are
+// moved off zero.
+TEST(PaddingAudit, AMatmulContractsOverThePaddingOnlyWhileItIsZero) {
+  const char* text = R"(graph {
+  sym s0 [1, 64]
+  input %a : f32[2, s0]
+  input %b : f32[s0, 4]
+  %a1 : f32[2, s0] = PLACEHOLDER
+  %b1 : f32[s0, 4] = aten.add.Scalar(%b) {other = 1.0}
+  %y : f32[2, 4] = aten.mm.default(%a1, %b1)
+  output %y
+})";
+  EXPECT_TRUE(zeros(with(text, "aten.mul.Scalar(%a) {other = 3.0}")).ok);
+  const auto v = zeros(with(text, "aten.add.Scalar(%a) {other = 1.0}"));
+  ASSERT_FALSE(v.ok);
+  EXPECT_NE(v.reason.find("contracts over s0"), std::string::npos) << v.reason;
+}
+
+// A norm over a padded dim counts the padding; one per row of it does not.
+TEST(PaddingAudit, ANormOverThePaddedDimIsRefused) {
+  const auto v = zeros(R"(graph {
+  sym s0 [1, 64]
+  input %x : f32[8, s0]
+  %y : f32[8, s0] = aten.layer_norm.default(%x) {normalized_shape = [s0]}
+  output %y
+})");
+  ASSERT_FALSE(v.ok);
+  EXPECT_NE(v.reason.find("normalises along dim 1"), std::string::npos) << v.message();
+}
+
+// Batch norm on batch statistics (training) averages over the batch, padding included; on
+// running statistics (inference) each element is its own.
+TEST(PaddingAudit, BatchNormOnBatchStatisticsCountsThePaddedBatch) {
+  const char* text = R"(graph {
+  sym s0 [1, 64]
+  input %x : f32[s0, 3, 4, 4]
+  param %w : f32[3] "w"
+  param %b : f32[3] "b"
+  buffer %m : f32[3] "m"
+  buffer %v : f32[3] "v"
+  %y : f32[s0, 3, 4, 4] = aten.batch_norm.default(%x, %w, %b, %m, %v) {training = PLACEHOLDER, momentum = 0.1, eps = 1e-05, cudnn_enabled = false}
+  output %y
+})";
+  EXPECT_TRUE(zeros(with(text, "false")).ok) << zeros(with(text, "false")).message();
+  const auto v = zeros(with(text, "true"));
+  ASSERT_FALSE(v.ok);
+  EXPECT_NE(v.reason.find("normalises along dim 0"), std::string::npos) << v.reason;
+}
+
+// Indices nobody bounds may point into the padding; an embedding of padded ids only fills
+// padded rows.
+TEST(PaddingAudit, GathersAtUnboundedIndicesAreRefused) {
+  const auto v = zeros(R"(graph {
+  sym s0 [1, 64]
+  input %x : f32[s0, 8]
+  input %i : i64[3]
+  %y : f32[3, 8] = aten.index_select.default(%x, %i) {dim = 0}
+  output %y
+})");
+  ASSERT_FALSE(v.ok);
+  EXPECT_NE(v.reason.find("gathers at indices it cannot bound"), std::string::npos) << v.reason;
+  EXPECT_TRUE(zeros(R"(graph {
+  sym s0 [1, 64]
+  input %ids : i64[s0]
+  param %w : f32[16, 8] "w"
+  %y : f32[s0, 8] = aten.embedding.default(%w, %ids)
+  output %y
+})")
+                  .ok);
+}
+
+// Moving rows along a padded dim (a flip, a roll) brings padding to the front.
+TEST(PaddingAudit, MovingRowsAlongThePaddedDimIsRefused) {
+  const char* text = R"(graph {
+  sym s0 [1, 64]
+  input %x : f32[s0, 8]
+  %y : f32[s0, 8] = aten.flip.default(%x) {dims = [PLACEHOLDER]}
+  output %y
+})";
+  EXPECT_TRUE(zeros(with(text, "1")).ok);
+  const auto v = zeros(with(text, "0"));
+  ASSERT_FALSE(v.ok);
+  EXPECT_NE(v.reason.find("moves rows"), std::string::npos) << v.reason;
+}
+
+// A window sliding over a padded spatial dim reads the padding; a padded batch does not.
+TEST(PaddingAudit, AConvolutionSlidesOverOnlyUnpaddedDims) {
+  const char* text = R"(graph {
+  sym s0 [1, 64]
+  input %x : f32[PLACEHOLDER]
+  param %w : f32[4, 3, 3, 3] "w"
+  %y : f32[OUT] = aten.conv2d.default(%x, %w)
+  output %y
+})";
+  std::string batch = with(text, "s0, 3, 8, 8");
+  batch.replace(batch.find("OUT"), 3, "s0, 4, 6, 6");
+  EXPECT_TRUE(zeros(batch).ok) << zeros(batch).message();
+  const auto w = zeros(R"(graph {
+  sym s0 [1, 64]
+  input %x : f32[1, 3, 8, s0]
+  param %w : f32[4, 3, 1, 1] "w"
+  %y : f32[1, 4, 8, s0] = aten.conv2d.default(%x, %w)
+  output %y
+})");
+  ASSERT_FALSE(w.ok);
+  EXPECT_NE(w.reason.find("slides a window or mixes channels"), std::string::npos) << w.reason;
+}
+
+// A running sum reads only earlier rows: exact over the padding; a minimum over zero padding
+// may be a padded zero.
+TEST(PaddingAudit, PrefixesAreExactAndAMinimumOverZerosIsNot) {
+  EXPECT_TRUE(zeros(R"(graph {
+  sym s0 [1, 64]
+  input %x : f32[s0, 8]
+  %y : f32[s0, 8] = aten.cumsum.default(%x) {dim = 0}
+  output %y
+})")
+                  .ok);
+  const auto v = zeros(R"(graph {
+  sym s0 [1, 64]
+  input %x : f32[s0, 8]
+  %y : f32[8] = aten.amin.default(%x) {dim = [0]}
+  output %y
+})");
+  ASSERT_FALSE(v.ok);
+  EXPECT_NE(v.reason.find("would change the amin"), std::string::npos) << v.message();
+}
+
+// A window written along a padded dim lands at a bucket's offset, not the run's.
+TEST(PaddingAudit, AWindowWrittenAlongThePaddedDimIsRefused) {
+  const auto v = zeros(R"(graph {
+  sym s0 [2, 64]
+  input %x : f32[s0, 8]
+  input %u : f32[1, 8]
+  %y : f32[s0, 8] = aten.slice_scatter.default(%x, %u) {dim = 0, start = 1, end = 2}
+  output %y
+})");
+  ASSERT_FALSE(v.ok);
+  EXPECT_NE(v.reason.find("writes a window"), std::string::npos) << v.reason;
+}
+
+// A state the program writes keeps every row it writes, padded ones too.
+TEST(PaddingAudit, APaddedStateWriteIsRefused) {
+  const auto v = zeros(R"(graph {
+  sym s0 [1, 64]
+  input %x : f32[s0, 8]
+  %y : f32[s0, 8] = aten.relu.default(%x)
+  output %y buffer_mutation "cache"
+})");
+  ASSERT_FALSE(v.ok);
+  EXPECT_NE(v.reason.find("the padded rows would be kept"), std::string::npos) << v.reason;
+}
+
 }  // namespace
 }  // namespace neuronc::passes
