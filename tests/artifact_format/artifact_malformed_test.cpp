@@ -259,6 +259,27 @@ void one_bucket(ArtifactContents& c) {
   c.signature.entries = {{"main[s0=4]", 0, 5, {0}, {0, 1}, {}, b}};
 }
 
+// Gives the good artifact, made one bucket, a symbol value (format 1.5) of symbol `symbol`;
+// returns its plan value.
+uint32_t add_symbol_value(ArtifactContents& c, uint32_t symbol = 0,
+                          TensorDType dtype = TensorDType::f32, std::vector<Dim> dims = {}) {
+  one_bucket(c);
+  c.format_minor = 5;
+  c.plan.values.push_back({"size_s0", dtype, std::move(dims), ValueKind::symbol, symbol});
+  return static_cast<uint32_t>(c.plan.values.size() - 1);
+}
+
+TEST(ArtifactMalformed, ASymbolValueLoads) {
+  EXPECT_TRUE(load(reencode([](auto& c) { add_symbol_value(c); })).is_ok());
+  EXPECT_TRUE(load(reencode([](auto& c) {
+                add_symbol_value(c, 0, TensorDType::i64, {Dim::constant(1)});
+              })).is_ok());
+  // A 1.4 reader refuses it: it would leave the value unwritten.
+  const Status old = load(reencode([](auto& c) { add_symbol_value(c); }), 4);
+  ASSERT_FALSE(old.is_ok());
+  EXPECT_THAT(old.message(), HasSubstr("1.5 is newer than this reader (1.4)"));
+}
+
 TEST(ArtifactMalformed, ABucketLoads) {
   const auto b = reencode([](auto& c) { one_bucket(c); });
   EXPECT_TRUE(load(b).is_ok()) << load(b).message();
@@ -298,6 +319,29 @@ d::Instruction& first(ArtifactContents& c, d::Engine e, int program = 0) {
 }
 
 const Rule kRules[] = {
+    {"symbol_value_before_1_5",
+     [](auto& c) {
+       add_symbol_value(c);
+       c.format_minor = 4;
+     },
+     "is a symbol value but the artifact says format 1.4: expected 1.5 or newer"},
+    {"symbol_value_unknown_symbol", [](auto& c) { add_symbol_value(c, 3); },
+     "holds symbol 3 but there are 1 symbols"},
+    {"symbol_value_not_one_element",
+     [](auto& c) { add_symbol_value(c, 0, TensorDType::f32, {Dim::constant(2)}); },
+     "holds symbol 's0': expected one element"},
+    {"symbol_value_dtype", [](auto& c) { add_symbol_value(c, 0, TensorDType::u8); },
+     "as u8: expected f32, f64, bf16, f16, i64 or i32"},
+    {"symbol_value_unbound",
+     [](auto& c) {
+       // A symbol nothing in the run binds (no input dim, no bucket), read by the cumsum.
+       c.format_minor = 5;
+       c.signature.symbols = {{"s0", 1, 8}};
+       c.plan.values.push_back({"size_s0", TensorDType::f32, {}, ValueKind::symbol, 0});
+       std::get<HostOp>(c.plan.steps[1]).args[0].tensors = {
+           static_cast<int32_t>(c.plan.values.size() - 1)};
+     },
+     "'size_s0'"},
     {"index_bound_float_input",
      [](auto& c) {
        c.signature.inputs[0].index_bound = IndexBound{0, 8, "rows"};
