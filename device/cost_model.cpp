@@ -367,6 +367,23 @@ double CostModel::collective_ns(const Collective& c, int cores) const {
   return 0;
 }
 
+const char* issue_mode_name(IssueMode m) {
+  return m == IssueMode::synchronous ? "synchronous" : "asynchronous";
+}
+
+ExecutionOverhead CostModel::execution_overhead(const ExecutionTraffic& traffic,
+                                                IssueMode mode) const {
+  ExecutionOverhead o;
+  const double per_call =
+      mode == IssueMode::synchronous ? t_.execution_call_ns : t_.execution_call_async_ns;
+  o.call_ns = per_call * traffic.calls;
+  o.transfer_ns =
+      static_cast<double>(traffic.bytes_in + traffic.bytes_out) / t_.host_link_bytes_per_ns;
+  o.switch_ns = t_.program_switch_ns * traffic.program_switches;
+  o.multi_core_ns = t_.multi_core_start_ns * traffic.multi_core_calls;
+  return o;
+}
+
 std::vector<Assumption> CostModel::assumptions() const {
   return {
       {"semaphore_latency_cycles", static_cast<double>(t_.semaphore_latency_cycles), "cycles",
@@ -415,6 +432,23 @@ std::vector<Assumption> CostModel::assumptions() const {
       {"collective_mesh_max_bytes", static_cast<double>(t_.collective_mesh_max_bytes), "bytes",
        "mesh (2 steps) below 1 MB, RDH (log2 N steps) to 56 MB, ring above: the runtime's trn2 "
        "thresholds (CC), taken for every target; data term the ring's (no over-subscription)"},
+      {"execution_call_ns", t_.execution_call_ns, "ns",
+       "per device call issued synchronously: program start, runtime call and framework; fitted "
+       "to the six trn1 encoders' P50 (BENCH latency_data_encoder.csv) minus device and PCIe time "
+       "(docs/DEVICE_MODEL.md, End to end); trn2 / trn3 take trn1's (assumption)"},
+      {"execution_call_async_ns", t_.execution_call_async_ns, "ns",
+       "per device call issued asynchronously (the host prepares it while the device runs the one "
+       "before): assumption, no single-core figure is published"},
+      {"host_link_bytes_per_ns", t_.host_link_bytes_per_ns, "B/ns",
+       "PCIe copies of a call's input and output bytes: assumption, half a PCIe Gen4 x16 link's "
+       "32 GB/s; no host-link rate is published for trn1 or trn2"},
+      {"program_switch_ns", t_.program_switch_ns, "ns",
+       "extra when a call runs another program than the one before (prefill <-> decode): "
+       "assumption 0; the runtime release notes give only a reduction (2.21: up to 500 us)"},
+      {"multi_core_start_ns", t_.multi_core_start_ns, "ns",
+       "start of a program run over several cores (barrier between ranks, skew): fitted to NxD "
+       "Inference's Llama 4-layer TP 32 test, asynchronous prefill and decode P50 minus device "
+       "time (docs/DEVICE_MODEL.md, End to end)"},
       {"psum_accumulation_order", 0, "", "fp32 accumulation in increasing K (§7)"},
       {"f8e4m3_format", 240, "max", "NKI float8_e4m3 follows ml_dtypes float8_e4m3 (§7)"},
   };

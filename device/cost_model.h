@@ -37,6 +37,30 @@ struct DmaWork {
   int engines_used() const;
 };
 
+// What one inference moved and ran outside the device (docs/DEVICE_MODEL.md "End to end").
+struct ExecutionTraffic {
+  uint32_t calls = 0;             // device calls: runtime executions of a loaded program
+  uint64_t bytes_in = 0;          // copied host -> device before the calls
+  uint64_t bytes_out = 0;         // copied device -> host after them
+  uint32_t program_switches = 0;  // calls that ran another program than the call before
+  uint32_t multi_core_calls = 0;  // calls of a program run over several cores
+};
+
+// How the host issues calls: synchronous (each call waits for the previous one, as a plain
+// `model(x)` in a loop) or asynchronous (the host prepares the next call while the device runs,
+// vLLM-Neuron's async mode).
+enum class IssueMode : uint8_t { synchronous, asynchronous };
+const char* issue_mode_name(IssueMode m);
+
+// The per-execution time of one inference, by term.
+struct ExecutionOverhead {
+  double call_ns = 0;        // program start + runtime call + framework, per call
+  double transfer_ns = 0;    // PCIe copies of the inputs and outputs
+  double switch_ns = 0;      // program switches
+  double multi_core_ns = 0;  // the ranks' start (barrier, skew) of multi-core calls
+  double total_ns() const { return call_ns + transfer_ns + switch_ns + multi_core_ns; }
+};
+
 // A model choice that no public source fixes, reported with every run (TRAINIUM.md §1).
 struct Assumption {
   std::string name;
@@ -78,6 +102,10 @@ class CostModel {
 
   // Collective latency for `cores` ranks on a ring (§8.4), from trigger to completion.
   double collective_ns(const Collective& c, int cores) const;
+
+  // The time one inference pays outside the device for `traffic`, issued as `mode`: what turns
+  // device time into end-to-end time (device + host ops + this).
+  ExecutionOverhead execution_overhead(const ExecutionTraffic& traffic, IssueMode mode) const;
 
   // Every assumption parameter in effect, with its value and why it was chosen.
   std::vector<Assumption> assumptions() const;

@@ -116,6 +116,22 @@ struct Target {
   uint64_t collective_mesh_max_bytes;  // CC: < 1 MB
   uint64_t collective_rdh_max_bytes;   // CC: 1-56 MB
 
+  // --- One execution, outside the device time (docs/DEVICE_MODEL.md "End to end") ------------
+  // What a runtime call of a loaded program pays beside the device's own time, which (as AWS's
+  // own device time) starts with the first instruction and ends with the last. Values, sources
+  // and fits: docs/DEVICE_MODEL.md "End to end".
+  double execution_call_ns;        // program start + runtime call + framework, synchronous issue:
+                                   // fitted to the six trn1 encoders (BENCH)
+  double execution_call_async_ns;  // the same under asynchronous issue, where the host prepares
+                                   // a call while the device runs the one before: assumption
+  double host_link_bytes_per_ns;   // PCIe host <-> device copies of a call's inputs and outputs:
+                                   // assumption (no published host-link rate)
+  double program_switch_ns;        // extra when a call runs another program than the previous
+                                   // one: assumption (no published absolute figure)
+  double multi_core_start_ns;      // the start of a program run over several cores (the
+                                   // barrier between ranks and their skew): fitted to NxD
+                                   // Inference's 4-layer TP 32 test, asynchronous
+
   // --- Derived helpers ---------------------------------------------------------------------
   // Dense BF16 TensorE peak in FLOP/ns: rows x cols x 2 x clock (§2.3 rule).
   double tensor_peak_flops_per_ns() const { return 2.0 * pe_rows * pe_cols * tensor_clock_ghz; }

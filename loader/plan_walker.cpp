@@ -61,6 +61,48 @@ const device::ProgramTiming& ProgramTimings::of(uint32_t program, const device::
   return *t;
 }
 
+device::ExecutionTraffic execution_traffic(const art::ArtifactContents& c, size_t entry,
+                                           const std::function<uint64_t(uint32_t)>& bytes_of,
+                                           int64_t& last_program) {
+  device::ExecutionTraffic t;
+  const art::StepRange steps = art::entry_steps(c, entry);
+  std::vector<bool> stays(c.plan.values.size(), false);  // state updates: kept in HBM
+  for (size_t i = 0; i < c.signature.states.size(); ++i)
+    stays[c.signature.entries.empty() ? c.signature.states[i].update
+                                      : c.signature.entries[entry].state_updates[i]] = true;
+  auto host_held = [&](uint32_t v) {
+    const art::ValueKind k = c.plan.values[v].kind;
+    return k != art::ValueKind::constant && k != art::ValueKind::state && !stays[v];
+  };
+  for (uint32_t i = steps.first; i < steps.first + steps.count; ++i) {
+    const auto* call = std::get_if<art::DeviceCall>(&c.plan.steps[i]);
+    if (!call) continue;
+    ++t.calls;
+    for (const art::Binding& b : call->inputs)
+      if (host_held(b.value)) t.bytes_in += bytes_of(b.value);
+    for (const art::Binding& b : call->outputs)
+      if (host_held(b.value)) t.bytes_out += bytes_of(b.value);
+    if (last_program >= 0 && last_program != call->program) ++t.program_switches;
+    last_program = call->program;
+    const art::DeviceProgram& p = c.programs[call->program];
+    if (std::max<size_t>(p.program.cores.size(), p.replicas) > 1) ++t.multi_core_calls;
+  }
+  return t;
+}
+
+void set_end_to_end(neuronc::RunStats& st, const device::Target& target,
+                    const device::ExecutionTraffic& traffic) {
+  const device::CostModel cost(target);
+  const device::ExecutionOverhead sync =
+      cost.execution_overhead(traffic, device::IssueMode::synchronous);
+  st.end_to_end_ns = st.latency_ns + sync.total_ns();
+  st.end_to_end_async_ns =
+      st.latency_ns + cost.execution_overhead(traffic, device::IssueMode::asynchronous).total_ns();
+  st.execution_call_ns = sync.call_ns;
+  st.host_transfer_ns = sync.transfer_ns;
+  st.host_transfer_bytes = traffic.bytes_in + traffic.bytes_out;
+}
+
 Status walk_plan(const art::ArtifactContents& c, device::Simulator& sim, const PlanBuffers* buffers,
                  PlanObserver& observer, std::optional<art::StepRange> steps,
                  ProgramTimings* timings) {

@@ -14,14 +14,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <vector>
 
 #include "artifact_format/artifact.h"
+#include "device/cost_model.h"
 #include "device/simulator.h"
 #include "kernels/host_kernel.h"
+#include "neuronc/session.h"
 #include "neuronc/status.h"
 
 namespace neuronc::plan {
@@ -62,6 +65,21 @@ class ProgramTimings {
   const artifact::ArtifactContents& contents_;
   std::vector<std::unique_ptr<const device::ProgramTiming>> timings_;
 };
+
+// What the device calls of entry `entry` move between host and device and which programs they
+// run (docs/DEVICE_MODEL.md "End to end"): a call copies in each input binding of a value the
+// host holds (an input, an intermediate, a symbol value) and copies out each output binding but
+// a state's update; constants and states stay in HBM (a KV cache is updated in place).
+// `bytes_of(value)`: a plan value's bytes in this run. `last_program`: the program the call
+// before ran (-1: none), updated to the last one here.
+device::ExecutionTraffic execution_traffic(const artifact::ArtifactContents& contents, size_t entry,
+                                           const std::function<uint64_t(uint32_t)>& bytes_of,
+                                           int64_t& last_program);
+
+// Sets the end-to-end fields of `st` (RunStats::end_to_end_ns and its terms) from its
+// latency_ns and what the run moved, with `target`'s per-execution costs.
+void set_end_to_end(neuronc::RunStats& st, const device::Target& target,
+                    const device::ExecutionTraffic& traffic);
 
 // Walks the plan of `contents` (verified by the reader) on `sim`. With `buffers`, a functional
 // walk; without, a timing-only walk (`sim` must then be timing only). Stops at the first step

@@ -135,6 +135,7 @@ struct Session::Impl {
   // Per entry (the values of different entries are disjoint, so each keeps its own).
   std::vector<std::vector<int64_t>> prepared_symbols;
   std::vector<bool> prepared;
+  int64_t last_program = -1;  // the program the session's last device call ran (switches)
 
   explicit Impl(const Model& model) : model(model) {}
   Status init();
@@ -654,6 +655,10 @@ Result<Outputs> Session::Impl::run(size_t entry, const std::vector<NamedInput>& 
     if (u.nbytes()) std::memcpy(state[i].mutable_data(), u.data, u.nbytes());
   }
   st.latency_ns = st.device_ns + st.host_ops_ns;
+  // End to end: the per-execution time outside the device, for the bytes this run copied.
+  const device::ExecutionTraffic traffic = plan::execution_traffic(
+      c, entry, [&](uint32_t v) { return static_cast<uint64_t>(slots[v].nbytes()); }, last_program);
+  plan::set_end_to_end(st, *m->target, traffic);
   st.host_wall_ns = ns_since(t0);
   st.entry = plan.info.name;
   stats = st;

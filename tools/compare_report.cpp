@@ -279,7 +279,9 @@ std::string render_compare_report(const json& r) {
                                      : "not measured: " + esc(ref["why"].get<std::string>()))
     << "</p>\n";
   h << "<h2>Rows</h2>" << table_html(r)
-    << "<p class=\"note\">Trainium rows: simulated latency on the device model (bench), throughput "
+    << "<p class=\"note\">Trainium rows: simulated end-to-end latency on the device model (bench: "
+       "device time, host ops and each execution's program start, runtime call and PCIe "
+       "copies), throughput "
        "per instance and cost per million inferences from the price table. Baselines: the "
        "measured latency given on the command line. Cost per million: "
     << esc(r["cost_per_million_definition"].get<std::string>()) << ".</p>\n";

@@ -91,6 +91,11 @@ void run_generate(const GenerateCli& o) {
     j["ttft_us"] = g.ttft_ns / 1e3;
     j["ttft_from"] = g.ttft_from;
     j["tpot_us"] = g.tpot_ns / 1e3;
+    j["end_to_end"] = {{"issue", "synchronous"},
+                       {"ttft_us", g.ttft_end_to_end_ns / 1e3},
+                       {"tpot_us", g.tpot_end_to_end_ns / 1e3},
+                       {"asynchronous_ttft_us", g.ttft_end_to_end_async_ns / 1e3},
+                       {"asynchronous_tpot_us", g.tpot_end_to_end_async_ns / 1e3}};
     j["tokens_per_s"] = tokens_per_s;
     j["processes"] = processes ? processes->size() : 1;
     nlohmann::ordered_json util;
@@ -130,11 +135,14 @@ void run_generate(const GenerateCli& o) {
   std::printf(
       "%zu new tokens after a %lld-token prompt, %s%s, on %s\n"
       "TTFT %.3f ms (%s)\n"
-      "TPOT %.3f ms, %.1f tokens/s (batch %lld)\n",
+      "TPOT %.3f ms, %.1f tokens/s (batch %lld)\n"
+      "end to end: TTFT %.3f ms, TPOT %.3f ms issued synchronously; %.3f / %.3f ms "
+      "asynchronously\n",
       n_new, static_cast<long long>(p), decoding.c_str(),
       gen.samples_on_device() ? " (on the device)" : "", model.info().target.c_str(),
       g.ttft_ns / 1e6, g.ttft_from.c_str(), g.tpot_ns / 1e6, tokens_per_s,
-      static_cast<long long>(batch));
+      static_cast<long long>(batch), g.ttft_end_to_end_ns / 1e6, g.tpot_end_to_end_ns / 1e6,
+      g.ttft_end_to_end_async_ns / 1e6, g.tpot_end_to_end_async_ns / 1e6);
   if (processes)
     std::printf("%u NeuronCores simulated by %d MPI processes\n", model.info().num_cores,
                 processes->size());

@@ -322,6 +322,7 @@ std::map<std::string, RunStats> Generator::Impl::simulated_calls(
     RunStats& st = out[entries[i]];
     st.device_ns = tl.device_ns;
     st.latency_ns = tl.device_ns;
+    plan::set_end_to_end(st, device::target(*device::parse_target(tl.target)), tl.traffic);
     st.instructions = tl.instructions;
     st.dma_bytes = tl.hbm_bytes();
     for (size_t k = 0; k < st.engine_busy_ns.size(); ++k)
@@ -600,19 +601,26 @@ Generation Generator::Impl::summarise(Generation g, const Program* prefill) cons
   g.ttft_from = prefill ? "the prefill program, bucket " + std::to_string(prefill->io.tokens) +
                               " (" + prefill->where + ")"
                         : "the prompt through the decode program, one token per step";
-  double decode_ns = 0;
+  double decode_ns = 0, decode_e2e_ns = 0, decode_e2e_async_ns = 0;
   for (const GenerationStep& s : g.steps) {
     if (s.before_first_token()) {
       g.ttft_ns += s.stats.latency_ns;
+      g.ttft_end_to_end_ns += s.stats.end_to_end_ns;
+      g.ttft_end_to_end_async_ns += s.stats.end_to_end_async_ns;
       continue;
     }
     decode_ns += s.stats.latency_ns;
+    decode_e2e_ns += s.stats.end_to_end_ns;
+    decode_e2e_async_ns += s.stats.end_to_end_async_ns;
     g.decode_device_ns += s.stats.device_ns;
     ++g.decode_steps;
     for (size_t e = 0; e < g.decode_busy_ns.size(); ++e)
       g.decode_busy_ns[e] += s.stats.engine_busy_ns[e];
   }
-  g.tpot_ns = g.decode_steps ? decode_ns / static_cast<double>(g.decode_steps) : 0;
+  const double steps = static_cast<double>(std::max<size_t>(g.decode_steps, 1));
+  g.tpot_ns = g.decode_steps ? decode_ns / steps : 0;
+  g.tpot_end_to_end_ns = g.decode_steps ? decode_e2e_ns / steps : 0;
+  g.tpot_end_to_end_async_ns = g.decode_steps ? decode_e2e_async_ns / steps : 0;
   return g;
 }
 

@@ -42,7 +42,11 @@ struct Generation {
   // TTFT: the prefill call, or without one every prompt step (the prompt through the decode
   // program, one token per step). TPOT: the mean decode step after the first token.
   std::string ttft_from;
-  double ttft_ns = 0, tpot_ns = 0;
+  double ttft_ns = 0, tpot_ns = 0;  // simulated latency (device + host ops)
+  // End to end (RunStats::end_to_end_ns): each call's per-execution time added, issued
+  // synchronously (each step waits for the one before) and asynchronously.
+  double ttft_end_to_end_ns = 0, tpot_end_to_end_ns = 0;
+  double ttft_end_to_end_async_ns = 0, tpot_end_to_end_async_ns = 0;
   size_t decode_steps = 0;
   double decode_device_ns = 0;
   std::array<double, 5> decode_busy_ns{};  // per engine, kEngineNames order

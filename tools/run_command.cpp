@@ -194,6 +194,9 @@ void run_run(const RunCli& o) {
     j["simulated_latency_us"] = s.latency_ns / 1e3;
     j["device_us"] = s.device_ns / 1e3;
     j["host_ops_us"] = s.host_ops_ns / 1e3;
+    j["end_to_end_latency_us"] = s.end_to_end_ns / 1e3;
+    j["end_to_end_async_latency_us"] = s.end_to_end_async_ns / 1e3;
+    j["host_transfer_bytes"] = s.host_transfer_bytes;
     j["host_wall_ms"] = s.host_wall_ns / 1e6;
     nlohmann::ordered_json util;
     for (size_t e = 0; e < kEngineNames.size(); ++e) {
@@ -218,9 +221,10 @@ void run_run(const RunCli& o) {
   for (size_t i = 0; i < states.size(); ++i)
     std::printf("state %s -> %s\n", model.states()[i].name.c_str(), state_files[i].c_str());
   std::printf(
-      "simulated latency %.2f us on %s (device %.2f us, host ops %.2f us); %llu instructions; "
-      "host wall time %.2f ms\n",
+      "simulated latency %.2f us on %s (device %.2f us, host ops %.2f us); end to end %.2f us "
+      "(synchronous; %.2f us asynchronous); %llu instructions; host wall time %.2f ms\n",
       s.latency_ns / 1e3, model.info().target.c_str(), s.device_ns / 1e3, s.host_ops_ns / 1e3,
+      s.end_to_end_ns / 1e3, s.end_to_end_async_ns / 1e3,
       static_cast<unsigned long long>(s.instructions), s.host_wall_ns / 1e6);
   if (!model.entries()[0].bucket_group.empty())
     std::printf("ran shape bucket %s%s\n", s.entry.c_str(),

@@ -59,6 +59,9 @@ struct Timeline {
   std::string core_version;  // "NeuronCore-v2", ...
   uint32_t num_cores = 1;    // cores the artifact runs on
   double device_ns = 0;      // simulated time of all device calls
+  // What the walked entry's device calls copy between host and device, at its declared shapes
+  // (plan::execution_traffic), for the end-to-end time (plan::set_end_to_end).
+  device::ExecutionTraffic traffic;
   std::vector<TimelineStep> steps;
   std::vector<TimelineEvent> events;  // empty unless traced; sorted by (start, core, unit)
   std::vector<artifact::DebugNode> nodes;

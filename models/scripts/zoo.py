@@ -862,6 +862,68 @@ def build_bert_base_b16() -> Fixture:
                  ["full-size encoder, batch 16"])
 
 
+class EncoderWrap(nn.Module):
+    """BertWrap for an encoder without a pooler (DistilBertModel, ElectraModel): the last hidden
+    state only."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.encoder = model
+
+    def forward(self, input_ids, attention_mask):
+        return self.encoder(input_ids=input_ids, attention_mask=attention_mask, return_dict=True).last_hidden_state
+
+
+def _encoder(seed: int, config, model_cls, wrap, description: str, tags: List[str],
+             min_id: int = 0) -> Fixture:
+    """A transformers encoder at batch 1, seq 128, as _bert: HF's own random init from `seed`,
+    token ids in [min_id, vocab) and an all-ones attention mask."""
+    config = _set_attn(config, "sdpa")
+    torch.manual_seed(seed)
+    m = wrap(model_cls(config)).eval()
+    ids = min_id + _randint(seed + 1000, config.vocab_size - min_id, 1, 128)
+    return Fixture(m, (ids, torch.ones(1, 128, dtype=torch.int64)), description, tags,
+                   config=config.to_dict(), model_seed=seed, input_seed=seed + 1000)
+
+
+def build_distilbert_base() -> Fixture:
+    from transformers import DistilBertConfig, DistilBertModel
+    config = DistilBertConfig(vocab_size=30522, max_position_embeddings=512, n_layers=6, n_heads=12,
+                              dim=768, hidden_dim=3072, activation="gelu")
+    return _encoder(3106, config, DistilBertModel, EncoderWrap,
+                    "distilbert-base-uncased architecture (6 layers, dim 768), random weights, seq 128",
+                    ["full-size encoder"])
+
+
+def _roberta(seed: int, description: str, **widths) -> Fixture:
+    from transformers import RobertaConfig, RobertaModel
+    config = RobertaConfig(vocab_size=50265, max_position_embeddings=514, type_vocab_size=1,
+                           pad_token_id=1, bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5,
+                           use_cache=False, **widths)
+    # RoBERTa numbers positions from padding_idx + 1 over the ids that are not padding_idx (1):
+    # ids >= 3 keep clear of <s>/<pad>/</s>, so every position is a real one (2..129).
+    return _encoder(seed, config, RobertaModel, BertWrap, description, ["full-size encoder"], min_id=3)
+
+
+def build_roberta_base() -> Fixture:
+    return _roberta(3107, "roberta-base architecture (12 layers, hidden 768), random weights, seq 128")
+
+
+def build_roberta_large() -> Fixture:
+    return _roberta(3109, "roberta-large architecture (24 layers, hidden 1024), random weights, seq 128",
+                    hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)
+
+
+def build_electra_base() -> Fixture:
+    from transformers import ElectraConfig, ElectraModel
+    config = ElectraConfig(vocab_size=30522, embedding_size=768, hidden_size=768, num_hidden_layers=12,
+                           num_attention_heads=12, intermediate_size=3072, max_position_embeddings=512,
+                           type_vocab_size=2, use_cache=False)
+    return _encoder(3108, config, ElectraModel, EncoderWrap,
+                    "electra-base-discriminator architecture (12 layers, hidden 768), random weights, seq 128",
+                    ["full-size encoder"])
+
+
 def build_gpt2_124m() -> Fixture:
     from transformers import GPT2Config, GPT2LMHeadModel
     config = _set_attn(GPT2Config(use_cache=False), "sdpa")
@@ -900,6 +962,10 @@ FULL: List[Entry] = [
     Entry("bert_base", build_bert_base, requires=("transformers",), full=True),
     Entry("bert_large", build_bert_large, requires=("transformers",), full=True),
     Entry("bert_base_b16", build_bert_base_b16, requires=("transformers",), full=True),
+    Entry("distilbert_base", build_distilbert_base, requires=("transformers",), full=True),
+    Entry("roberta_base", build_roberta_base, requires=("transformers",), full=True),
+    Entry("roberta_large", build_roberta_large, requires=("transformers",), full=True),
+    Entry("electra_base", build_electra_base, requires=("transformers",), full=True),
     Entry("gpt2_124m", build_gpt2_124m, requires=("transformers",), full=True),
     Entry("llama_1b_2layers", build_llama_1b_2l, requires=("transformers",), full=True),
 ]

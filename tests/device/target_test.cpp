@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
+#include "device/cost_model.h"
 #include "device/isa.h"
 
 namespace neuronc::device {
@@ -53,6 +57,50 @@ TEST(Isa, OpcodeIsTheVariantIndexAndEveryOpcodeHasAName) {
   for (size_t k = 0; k < std::variant_size_v<Operation>; ++k)
     EXPECT_NE(opcode_name(static_cast<Opcode>(k)), "?") << k;
   EXPECT_EQ(opcode_name(static_cast<Opcode>(std::variant_size_v<Operation>)), "?");
+}
+
+}  // namespace
+}  // namespace neuronc::device
+
+namespace neuronc::device {
+namespace {
+
+// Every parameter the device model reports (RunReport::assumptions, bench --json) has its row in
+// docs/DEVICE_MODEL.md, named in backticks, on every target.
+TEST(DeviceModelDoc, EveryReportedParameterHasARow) {
+  std::ifstream f(std::string(NEURONC_SOURCE_DIR) + "/docs/DEVICE_MODEL.md");
+  ASSERT_TRUE(f.good());
+  std::stringstream doc;
+  doc << f.rdbuf();
+  for (TargetKind k : {TargetKind::trn1, TargetKind::trn2, TargetKind::trn3})
+    for (const Assumption& a : CostModel(target(k)).assumptions())
+      EXPECT_NE(doc.str().find("`" + a.name + "`"), std::string::npos)
+          << a.name << " (" << target(k).name << ") has no row in docs/DEVICE_MODEL.md";
+}
+
+// The end-to-end time of an inference, term by term (docs/DEVICE_MODEL.md, End to end).
+TEST(ExecutionOverhead, AddsEachTermOfTheCalls) {
+  const Target& t = target(TargetKind::trn1);
+  const CostModel cost(t);
+  ExecutionTraffic traffic;
+  traffic.calls = 3;
+  traffic.bytes_in = 1000;
+  traffic.bytes_out = 600;
+  traffic.program_switches = 2;
+  traffic.multi_core_calls = 1;
+  const ExecutionOverhead sync = cost.execution_overhead(traffic, IssueMode::synchronous);
+  EXPECT_DOUBLE_EQ(sync.call_ns, 3 * t.execution_call_ns);
+  EXPECT_DOUBLE_EQ(sync.transfer_ns, 1600 / t.host_link_bytes_per_ns);
+  EXPECT_DOUBLE_EQ(sync.switch_ns, 2 * t.program_switch_ns);
+  EXPECT_DOUBLE_EQ(sync.multi_core_ns, t.multi_core_start_ns);
+  EXPECT_DOUBLE_EQ(sync.total_ns(),
+                   sync.call_ns + sync.transfer_ns + sync.switch_ns + sync.multi_core_ns);
+  const ExecutionOverhead async = cost.execution_overhead(traffic, IssueMode::asynchronous);
+  EXPECT_DOUBLE_EQ(async.call_ns, 3 * t.execution_call_async_ns);
+  EXPECT_DOUBLE_EQ(async.transfer_ns, sync.transfer_ns);
+  EXPECT_LT(async.total_ns(), sync.total_ns());
+  // Nothing run, nothing paid.
+  EXPECT_DOUBLE_EQ(cost.execution_overhead({}, IssueMode::synchronous).total_ns(), 0);
 }
 
 }  // namespace

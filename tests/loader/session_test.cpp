@@ -9,6 +9,7 @@
 #include <fstream>
 #include <thread>
 
+#include "device/target.h"
 #include "neuronc/neuronc.h"
 #include "tests/artifact_format/test_artifacts.h"
 
@@ -81,6 +82,19 @@ TEST(Session, RunsHandBuiltDeviceProgramsAndHostOps) {
   EXPECT_EQ(st.instructions, 7u);
   EXPECT_GE(st.latency_ns, st.device_ns);
   EXPECT_GT(st.host_wall_ns, 0);
+
+  // End to end (docs/DEVICE_MODEL.md): two runtime calls, each copying its 4 x 32 f32 operand
+  // in and its result out over PCIe (the weight stays in HBM), issued synchronously.
+  const device::Target& t = device::target(device::TargetKind::trn1);
+  EXPECT_EQ(st.host_transfer_bytes, 4u * 512);
+  EXPECT_DOUBLE_EQ(st.execution_call_ns, 2 * t.execution_call_ns);
+  EXPECT_NEAR(st.host_transfer_ns, 2048 / t.host_link_bytes_per_ns, 1e-9);
+  EXPECT_NEAR(st.end_to_end_ns, st.latency_ns + st.execution_call_ns + st.host_transfer_ns,
+              1e-6 * st.end_to_end_ns);
+  EXPECT_NEAR(st.end_to_end_async_ns,
+              st.latency_ns + 2 * t.execution_call_async_ns + st.host_transfer_ns,
+              1e-6 * st.end_to_end_ns);
+  EXPECT_LT(st.end_to_end_async_ns, st.end_to_end_ns);
 }
 
 TEST(Session, CallerProvidedOutputBufferIsWrittenInPlace) {

@@ -94,9 +94,9 @@ TEST_P(BenchFixture, ReportHasTheDocumentedFieldsAndConsistentNumbers) {
   o.iterations = 6;
   o.threads = 2;
   const json r = run_bench(o);
-  for (const char* f :
-       {"simulated_latency_us", "throughput_per_s", "mfu", "mbu", "engine_utilization", "hbm_bytes",
-        "host_seconds_per_inference", "cost_per_million_usd", "assumptions"}) {
+  for (const char* f : {"simulated_latency_us", "end_to_end_latency_us", "throughput_per_s", "mfu",
+                        "mbu", "engine_utilization", "hbm_bytes", "host_seconds_per_inference",
+                        "cost_per_million_usd", "assumptions"}) {
     EXPECT_TRUE(r.contains(f)) << f;
   }
   const json& lat = r["simulated_latency_us"];
@@ -111,9 +111,32 @@ TEST_P(BenchFixture, ReportHasTheDocumentedFieldsAndConsistentNumbers) {
   EXPECT_EQ(r["hbm_bytes"]["total"].get<uint64_t>(), t.hbm_bytes());
   EXPECT_GT(r["hbm_bytes"]["read"].get<uint64_t>(), 0u);
 
+  // End to end: device + host ops + each execution's time outside the device, term by term:
+  // program start and runtime call per device call, PCIe copies of what the calls move (the
+  // same bytes the timing-only timeline counts).
+  const json& e2e = r["end_to_end_latency_us"];
+  EXPECT_EQ(e2e["issue"], "synchronous");
+  size_t device_steps = 0;
+  for (const TimelineStep& s : t.steps) device_steps += s.device;
+  EXPECT_EQ(e2e["execution_calls"].get<size_t>(), device_steps);
+  EXPECT_EQ(e2e["host_transfer_bytes"].get<uint64_t>(), t.traffic.bytes_in + t.traffic.bytes_out);
+  EXPECT_GT(e2e["host_transfer_bytes"].get<uint64_t>(), 0u);
+  const device::Target& trn1 = device::target(device::TargetKind::trn1);
+  EXPECT_NEAR(e2e["program_start_and_call"].get<double>(),
+              device_steps * trn1.execution_call_ns / 1e3, 1e-9);
+  EXPECT_NEAR(e2e["host_transfer"].get<double>(),
+              e2e["host_transfer_bytes"].get<uint64_t>() / trn1.host_link_bytes_per_ns / 1e3, 1e-9);
+  EXPECT_NEAR(e2e["mean"].get<double>(),
+              lat["mean"].get<double>() + e2e["program_start_and_call"].get<double>() +
+                  e2e["host_transfer"].get<double>(),
+              1e-6 * e2e["mean"].get<double>());
+  EXPECT_GT(e2e["p50"].get<double>(), lat["p50"].get<double>());
+  EXPECT_LT(e2e["asynchronous_p50"].get<double>(), e2e["p50"].get<double>());
+
+  // One inference in flight per copy, waiting for each end to end.
   const json& tp = r["throughput_per_s"];
   EXPECT_EQ(tp["instance"], "trn1.2xlarge");
-  EXPECT_NEAR(tp["per_neuron_core"].get<double>(), 1e6 / lat["mean"].get<double>(),
+  EXPECT_NEAR(tp["per_neuron_core"].get<double>(), 1e6 / e2e["mean"].get<double>(),
               1e-6 * tp["per_neuron_core"].get<double>());
   EXPECT_NEAR(tp["per_instance"].get<double>(), 2 * tp["per_neuron_core"].get<double>(),
               1e-6 * tp["per_instance"].get<double>());

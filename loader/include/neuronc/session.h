@@ -67,10 +67,22 @@ inline constexpr std::array<std::string_view, 5> kEngineNames = {"tensor", "vect
                                                                  "gpsimd", "sync"};
 
 struct RunStats {
-  double latency_ns = 0;                   // simulated device time + measured host-op time
-  double device_ns = 0;                    // simulated time of all device partitions
-  double host_ops_ns = 0;                  // wall time of the host-fallback ops
-  double host_wall_ns = 0;                 // wall time of the whole run() call on this machine
+  double latency_ns = 0;   // simulated device time + measured host-op time
+  double device_ns = 0;    // simulated time of all device partitions
+  double host_ops_ns = 0;  // wall time of the host-fallback ops
+  // End to end (docs/DEVICE_MODEL.md "End to end"): what a caller of the runtime waits for one
+  // inference, latency_ns plus the time each execution pays outside the device: the program
+  // start and runtime call of every device call, the PCIe copies of its input and output bytes,
+  // program switches and the rank skew of multi-core calls. Issued synchronously (each call
+  // waits for the one before), and asynchronously (the host prepares a call while the device
+  // runs the one before, as vLLM-Neuron's async mode). The figure to set beside a published
+  // end-to-end latency, and the one a cost per inference is computed from.
+  double end_to_end_ns = 0;
+  double end_to_end_async_ns = 0;
+  double execution_call_ns = 0;      // of end_to_end_ns: program start + runtime call, all calls
+  double host_transfer_ns = 0;       // of end_to_end_ns: PCIe copies
+  uint64_t host_transfer_bytes = 0;  // bytes copied host -> device and back
+  double host_wall_ns = 0;           // wall time of the whole run() call on this machine
   std::array<double, 5> engine_busy_ns{};  // simulated busy time per engine, summed over cores
   uint64_t instructions = 0;               // device instructions executed
   uint64_t dma_bytes = 0;
