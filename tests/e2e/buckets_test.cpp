@@ -23,15 +23,6 @@ namespace fs = std::filesystem;
 
 const fs::path kBert = fs::path(NEURONC_SOURCE_DIR) / "models" / "bert_dynamic";
 
-std::vector<std::pair<std::string, NpyArray>> inputs_of(const neuronc::Model& m,
-                                                        const fs::path& dir) {
-  std::vector<std::pair<std::string, NpyArray>> in;
-  for (size_t i = 0; i < m.inputs().size(); ++i)
-    in.emplace_back(m.inputs()[i].name,
-                    read_npy((dir / ("input_" + std::to_string(i) + ".npy")).string()));
-  return in;
-}
-
 compiler::CompileResult compile(const std::string& file, passes::AutoCastMode cast,
                                 std::map<std::string, std::vector<int64_t>> buckets = {}) {
   compiler::CompileRequest req;
@@ -78,7 +69,7 @@ TEST_P(Buckets, OneArtifactRunsEveryReferenceShape) {
   for (const auto& s : shapes) {
     SCOPED_TRACE(std::string("shape ") + s.dir);
     const fs::path dir = kBert / s.dir;
-    RunResult out = run_once(session, inputs_of(*model, dir));
+    RunResult out = run_once(session, testing::reference_inputs(*model, dir));
     EXPECT_EQ(out.stats.entry, s.entry);
     EXPECT_EQ(out.stats.padded, s.padded);
     for (size_t i = 0; i < out.outputs.size(); ++i) {
@@ -170,7 +161,8 @@ TEST(BucketErrors, ShapesNoBucketFitsAreRefusedWithTheBuckets) {
   ASSERT_TRUE(model.is_ok()) << model.status().message();
   EXPECT_EQ(model->entries().size(), 4u);
   neuronc::Session session(*model);
-  auto in = inputs_of(*model, kBert / "shape_2");  // 3 x 40: 40 is past the largest, 32
+  auto in =
+      testing::reference_inputs(*model, kBert / "shape_2");  // 3 x 40: 40 is past the largest, 32
   try {
     run_once(session, in);
     FAIL() << "a shape past every bucket ran";
@@ -180,7 +172,7 @@ TEST(BucketErrors, ShapesNoBucketFitsAreRefusedWithTheBuckets) {
               std::string::npos)
         << e.message;
   }
-  auto one = inputs_of(*model, kBert / "shape_1");  // 1 x 8 fits main[s43=2,s53=16]
+  auto one = testing::reference_inputs(*model, kBert / "shape_1");  // 1 x 8 fits main[s43=2,s53=16]
   RunResult ok = run_once(session, one);
   EXPECT_EQ(ok.stats.entry, "main[s43=2,s53=16]");
   EXPECT_EQ(ok.outputs[0].shape, (std::vector<int64_t>{1, 8, 64}));

@@ -30,6 +30,16 @@ inline std::vector<double> floats(const tools::NpyArray& a) {
   return v;
 }
 
+// The reference inputs PyTorch wrote in `dir` (input_<i>.npy), named as `m`'s inputs.
+inline std::vector<std::pair<std::string, tools::NpyArray>> reference_inputs(
+    const neuronc::Model& m, const std::filesystem::path& dir) {
+  std::vector<std::pair<std::string, tools::NpyArray>> in;
+  for (size_t i = 0; i < m.inputs().size(); ++i)
+    in.emplace_back(m.inputs()[i].name,
+                    tools::read_npy((dir / ("input_" + std::to_string(i) + ".npy")).string()));
+  return in;
+}
+
 inline std::vector<int64_t> int64s(const tools::NpyArray& a) {
   EXPECT_EQ(a.type, tools::NpyType::i64);
   std::vector<int64_t> v(a.numel());

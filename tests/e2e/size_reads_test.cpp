@@ -25,15 +25,6 @@ namespace fs = std::filesystem;
 
 const fs::path kModels = fs::path(NEURONC_SOURCE_DIR) / "models";
 
-std::vector<std::pair<std::string, NpyArray>> inputs_of(const neuronc::Model& m,
-                                                        const fs::path& dir) {
-  std::vector<std::pair<std::string, NpyArray>> in;
-  for (size_t i = 0; i < m.inputs().size(); ++i)
-    in.emplace_back(m.inputs()[i].name,
-                    read_npy((dir / ("input_" + std::to_string(i) + ".npy")).string()));
-  return in;
-}
-
 // The reference directories of a fixture: its own (the example) and shape_<k>/.
 std::vector<fs::path> reference_dirs(const fs::path& dir) {
   std::vector<fs::path> out{dir};
@@ -84,7 +75,7 @@ TEST_P(SizeReads, OneArtifactRunsEveryReferenceSize) {
   ASSERT_TRUE(session.status().is_ok()) << session.status().message();
   for (const fs::path& ref : reference_dirs(dir)) {
     SCOPED_TRACE(ref.string());
-    const RunResult out = run_once(session, inputs_of(*model, ref));
+    const RunResult out = run_once(session, testing::reference_inputs(*model, ref));
     // No reference size is a bucket: a padded dim runs padded.
     EXPECT_EQ(out.stats.padded, c.padded) << out.stats.entry;
     expect_matches(out, ref);
