@@ -2,7 +2,6 @@
 #include "passes/symbol_values.h"
 
 #include <map>
-#include <optional>
 #include <vector>
 
 #include "ir/op_registry.h"
