@@ -78,6 +78,40 @@ TEST(DeviceModelDoc, EveryReportedParameterHasARow) {
           << a.name << " (" << target(k).name << ") has no row in docs/DEVICE_MODEL.md";
 }
 
+// Every data member of device::Target (device/target.h, up to its derived helpers) has its row in
+// docs/DEVICE_MODEL.md, with its value per target, source, quote and kind.
+TEST(DeviceModelDoc, EveryTargetParameterHasARow) {
+  auto read = [](const std::string& rel) {
+    std::ifstream f(std::string(NEURONC_SOURCE_DIR) + "/" + rel);
+    EXPECT_TRUE(f.good()) << rel;
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  const std::string doc = read("docs/DEVICE_MODEL.md");
+  const std::string header = read("device/target.h");
+  const size_t begin = header.find("struct Target {");
+  const size_t end = header.find("// --- Derived helpers", begin);
+  ASSERT_NE(begin, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  std::istringstream body(header.substr(begin, end - begin));
+  size_t members = 0;
+  for (std::string line; std::getline(body, line);) {
+    // "  double tensor_clock_ghz;  // ARCH2-4 ..." -> tensor_clock_ghz
+    const size_t semi = line.find(';');
+    const size_t comment = line.find("//");
+    if (semi == std::string::npos || (comment != std::string::npos && comment < semi)) continue;
+    size_t from = line.find_last_of(" \t", semi);
+    if (from == std::string::npos) continue;
+    const std::string name = line.substr(from + 1, semi - from - 1);
+    if (name.empty() || name.find('(') != std::string::npos) continue;
+    ++members;
+    EXPECT_NE(doc.find("`" + name + "`"), std::string::npos)
+        << "Target::" << name << " has no row in docs/DEVICE_MODEL.md";
+  }
+  EXPECT_GT(members, 50u);  // the parse found the struct's members
+}
+
 // The end-to-end time of an inference, term by term (docs/DEVICE_MODEL.md, End to end).
 TEST(ExecutionOverhead, AddsEachTermOfTheCalls) {
   const Target& t = target(TargetKind::trn1);
