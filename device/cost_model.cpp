@@ -427,8 +427,9 @@ std::vector<Assumption> CostModel::assumptions() const {
       {"collective_link_gbps", t_.collective_link_gbps, "GB/s",
        "on-chip collectives move data at the core's 16-engine large-packet DMA rate"},
       {"collective_interchip_gbps", t_.collective_interchip_gbps, "GB/s",
-       "ranks on several chips move data at nccom-test's 16-rank 512 MB bus bandwidth (trn1; "
-       "trn2 / trn3 scaled by their NeuronLink rate)"},
+       "ranks on several chips move data at nccom-test's 16-rank 512 MB bus bandwidth, a trn2 "
+       "measurement (§8.5), taken for trn1 and scaled for trn2 / trn3 by their NeuronLink rate "
+       "over trn1's: an assumption on every target"},
       {"collective_mesh_max_bytes", static_cast<double>(t_.collective_mesh_max_bytes), "bytes",
        "mesh (2 steps) below 1 MB, RDH (log2 N steps) to 56 MB, ring above: the runtime's trn2 "
        "thresholds (CC), taken for every target; data term the ring's (no over-subscription)"},

@@ -94,7 +94,7 @@ Target make_trn1() {
   t.dma_small_transfer_bytes_per_ns = 7.5;
   t.dma_engine_peak_bytes_per_ns = 27.2;  // DMA
   t.collective_link_gbps = 16 * 17.0;     // assumption: 16 DMA engines x large-packet rate
-  t.collective_interchip_gbps = 103.9;    // nccom-test 16 ranks, 512 MB bus bandwidth (§8.5)
+  t.collective_interchip_gbps = 103.9;    // assumption: nccom-test's trn2 16-rank 512 MB (§8.5)
   return t;
 }
 

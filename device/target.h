@@ -110,8 +110,10 @@ struct Target {
   // [assumption]): mesh (2 steps) below `collective_mesh_max_bytes`, recursive doubling-halving
   // (log2 N steps) below `collective_rdh_max_bytes`, ring (N - 1 steps) above.
   // Bus bandwidth of a collective whose ranks span chips (over NeuronLink, not one chip's DMA):
-  // trn1 from nccom-test's 16-rank 512 MB all-reduce, 103.9 GB/s (§8.5); trn2 and trn3 scaled by
-  // their per-link rate over trn1's (§8.2: 320 and 640 vs 96 GB/s) [assumption].
+  // 103.9 GB/s, nccom-test's 16-rank 512 MB all-reduce (§8.5), a trn2 measurement taken for trn1
+  // [assumption: another generation's figure], and trn2 and trn3 scaled from it by their per-link
+  // rate over trn1's (§8.2: 320 and 640 vs 96 GB/s) [assumption; trn2's own measurement is the
+  // 103.9]. Issue 54 refits collectives per generation; until then every value is an assumption.
   double collective_interchip_gbps;
   uint64_t collective_mesh_max_bytes;  // CC: < 1 MB
   uint64_t collective_rdh_max_bytes;   // CC: 1-56 MB
