@@ -110,6 +110,7 @@ std::vector<EntryPlan> entry_plans(const artifact::ArtifactContents& c) {
       }
     }
     p.values.assign(used.begin(), used.end());
+    p.traffic = plan::entry_traffic(c, e);
     out.push_back(std::move(p));
   }
   return out;

@@ -11,6 +11,7 @@
 #include "artifact_format/reader.h"
 #include "device/target.h"
 #include "kernels/host_kernel.h"
+#include "loader/plan_walker.h"
 #include "neuronc/model.h"
 
 namespace neuronc {
@@ -24,6 +25,7 @@ struct EntryPlan {
   artifact::StepRange steps;
   std::vector<uint32_t> state_updates;  // per state
   std::vector<uint32_t> values;         // sorted: inputs, outputs, states, updates, steps' values
+  plan::EntryTraffic traffic;           // what its device calls copy (end-to-end time)
 };
 
 struct Model::Impl {

@@ -61,11 +61,8 @@ const device::ProgramTiming& ProgramTimings::of(uint32_t program, const device::
   return *t;
 }
 
-device::ExecutionTraffic execution_traffic(const art::ArtifactContents& c, size_t entry,
-                                           const std::function<uint64_t(uint32_t)>& bytes_of,
-                                           int64_t& last_program) {
-  device::ExecutionTraffic t;
-  const art::StepRange steps = art::entry_steps(c, entry);
+EntryTraffic entry_traffic(const art::ArtifactContents& c, size_t entry) {
+  EntryTraffic t;
   std::vector<bool> stays(c.plan.values.size(), false);  // state updates: kept in HBM
   for (size_t i = 0; i < c.signature.states.size(); ++i)
     stays[c.signature.entries.empty() ? c.signature.states[i].update
@@ -74,18 +71,32 @@ device::ExecutionTraffic execution_traffic(const art::ArtifactContents& c, size_
     const art::ValueKind k = c.plan.values[v].kind;
     return k != art::ValueKind::constant && k != art::ValueKind::state && !stays[v];
   };
+  const art::StepRange steps = art::entry_steps(c, entry);
   for (uint32_t i = steps.first; i < steps.first + steps.count; ++i) {
     const auto* call = std::get_if<art::DeviceCall>(&c.plan.steps[i]);
     if (!call) continue;
-    ++t.calls;
     for (const art::Binding& b : call->inputs)
-      if (host_held(b.value)) t.bytes_in += bytes_of(b.value);
+      if (host_held(b.value)) t.copied_in.push_back(b.value);
     for (const art::Binding& b : call->outputs)
-      if (host_held(b.value)) t.bytes_out += bytes_of(b.value);
-    if (last_program >= 0 && last_program != call->program) ++t.program_switches;
-    last_program = call->program;
+      if (host_held(b.value)) t.copied_out.push_back(b.value);
+    t.programs.push_back(call->program);
     const art::DeviceProgram& p = c.programs[call->program];
     if (std::max<size_t>(p.program.cores.size(), p.replicas) > 1) ++t.multi_core_calls;
+  }
+  return t;
+}
+
+device::ExecutionTraffic execution_traffic(const EntryTraffic& traffic,
+                                           const std::function<uint64_t(uint32_t)>& bytes_of,
+                                           int64_t& last_program) {
+  device::ExecutionTraffic t;
+  t.calls = static_cast<uint32_t>(traffic.programs.size());
+  t.multi_core_calls = traffic.multi_core_calls;
+  for (uint32_t v : traffic.copied_in) t.bytes_in += bytes_of(v);
+  for (uint32_t v : traffic.copied_out) t.bytes_out += bytes_of(v);
+  for (uint32_t p : traffic.programs) {
+    if (last_program >= 0 && last_program != p) ++t.program_switches;
+    last_program = p;
   }
   return t;
 }

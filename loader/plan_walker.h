@@ -66,13 +66,21 @@ class ProgramTimings {
   std::vector<std::unique_ptr<const device::ProgramTiming>> timings_;
 };
 
-// What the device calls of entry `entry` move between host and device and which programs they
-// run (docs/DEVICE_MODEL.md "End to end"): a call copies in each input binding of a value the
-// host holds (an input, an intermediate, a symbol value) and copies out each output binding but
-// a state's update; constants and states stay in HBM (a KV cache is updated in place).
-// `bytes_of(value)`: a plan value's bytes in this run. `last_program`: the program the call
-// before ran (-1: none), updated to the last one here.
-device::ExecutionTraffic execution_traffic(const artifact::ArtifactContents& contents, size_t entry,
+// What the device calls of an entry move between host and device and which programs they run
+// (docs/DEVICE_MODEL.md "End to end"), worked out once per entry: a call copies in each input
+// binding of a value the host holds (an input, an intermediate, a symbol value) and copies out
+// each output binding but a state's update; constants and states stay in HBM (a KV cache is
+// updated in place).
+struct EntryTraffic {
+  std::vector<uint32_t> copied_in, copied_out;  // plan values, once per binding
+  std::vector<uint32_t> programs;               // the program of each device call, in order
+  uint32_t multi_core_calls = 0;                // calls of a program run over several cores
+};
+EntryTraffic entry_traffic(const artifact::ArtifactContents& contents, size_t entry);
+
+// What one run of an entry moved: `bytes_of(value)` gives a plan value's bytes in this run;
+// `last_program`: the program the call before ran (-1: none), updated to the last one here.
+device::ExecutionTraffic execution_traffic(const EntryTraffic& traffic,
                                            const std::function<uint64_t(uint32_t)>& bytes_of,
                                            int64_t& last_program);
 

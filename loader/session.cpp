@@ -657,7 +657,8 @@ Result<Outputs> Session::Impl::run(size_t entry, const std::vector<NamedInput>& 
   st.latency_ns = st.device_ns + st.host_ops_ns;
   // End to end: the per-execution time outside the device, for the bytes this run copied.
   const device::ExecutionTraffic traffic = plan::execution_traffic(
-      c, entry, [&](uint32_t v) { return static_cast<uint64_t>(slots[v].nbytes()); }, last_program);
+      plan.traffic, [&](uint32_t v) { return static_cast<uint64_t>(slots[v].nbytes()); },
+      last_program);
   plan::set_end_to_end(st, *m->target, traffic);
   st.host_wall_ns = ns_since(t0);
   st.entry = plan.info.name;

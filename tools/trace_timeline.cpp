@@ -244,7 +244,7 @@ Timeline simulate_timeline(const art::ArtifactContents& c, const TimelineOptions
     throw std::runtime_error(s.message());
   int64_t last_program = -1;
   t.traffic = plan::execution_traffic(
-      c, entry,
+      plan::entry_traffic(c, entry),
       [&](uint32_t v) {
         const std::optional<uint64_t> n = art::static_numel(c.plan.values[v]);
         return n ? *n * neuronc::dtype_size(c.plan.values[v].dtype) : uint64_t{0};
