@@ -15,6 +15,7 @@
 #include "frontend/error.h"
 #include "ir/op_registry.h"
 #include "ir/source_location.h"
+#include "ir/symbol_value.h"
 #include "ir/verifier.h"
 
 namespace neuronc::frontend {
@@ -1305,17 +1306,6 @@ class Importer {
     return it != scope.sym_ints.end() && !it->second.dim ? it->second.tensor : nullptr;
   }
 
-  // The symbol input holding free symbol `s`'s value in the run (i64, 0-d), made once.
-  ir::Value* symbol_input(ir::SymbolId s) {
-    auto [it, fresh] = symbol_inputs_.try_emplace(s, nullptr);
-    if (fresh) {
-      const std::string& name = g_->symbol(s).name;
-      it->second = g_->add_input("size_" + name + "_i64", ir::TensorType{ir::DType::i64, {}},
-                                 ir::InputRole::symbol, name);
-    }
-    return it->second;
-  }
-
   ir::Value* emit(std::string op, std::vector<ir::Value*> in, std::vector<ir::NamedAttr> attrs,
                   const std::string& label) {
     try {
@@ -1332,14 +1322,8 @@ class Importer {
   ir::Value* tensor_of(const SymOperand& o, const std::string& label) {
     if (o.tensor) return o.tensor;
     if (!o.dim || o.dim->is_constant()) return nullptr;
-    const ir::Monomial m = g_->expand(ir::Monomial::of(*o.dim));
-    ir::Value* v = nullptr;
-    for (ir::SymbolId s : m.symbols) {
-      ir::Value* x = symbol_input(s);
-      v = v ? emit("aten.mul.Tensor", {v, x}, {}, label) : x;
-    }
-    if (m.coeff != 1) v = emit("aten.mul.Scalar", {v}, {{"other", m.coeff}}, label);
-    return v;
+    // Named after the symbolic node, as emit() names what it makes.
+    return ir::symbol_value(*g_, *o.dim, ir::DType::i64, nullptr, "sym_" + label);
   }
 
   // The constant `o` holds (an int or a float), 0 when it holds none.
@@ -2168,7 +2152,6 @@ class Importer {
   int hint_major_;
   int major_ = 0;
   ir::Graph* g_ = nullptr;
-  std::map<ir::SymbolId, ir::Value*> symbol_inputs_;  // symbol_input()
   size_t dropped_ = 0;
   int vmap_depth_ = 0;
   std::unordered_map<const ir::Value*, int> batch_depth_;

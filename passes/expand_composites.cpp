@@ -9,6 +9,7 @@
 
 #include "ir/einsum.h"
 #include "ir/op_registry.h"
+#include "ir/symbol_value.h"
 #include "passes/rewrite.h"
 
 namespace neuronc::passes {
@@ -226,7 +227,7 @@ class Expander : NodeExpander {
       const double denom = static_cast<double>(count.coeff) - correction;
       return finish(n, add(n, "aten.div.Scalar", {sum}, {{"other", denom}}));
     }
-    Value* denom = symbol_value(g_, g_.dim_of(count), ir::DType::f32, n);
+    Value* denom = ir::symbol_value(g_, g_.dim_of(count), ir::DType::f32, n);
     if (correction != 0) denom = add(n, "aten.sub.Scalar", {denom}, {{"other", correction}});
     return finish(n, add(n, "aten.div.Tensor", {sum, denom}, {}));
   }

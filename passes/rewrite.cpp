@@ -118,29 +118,4 @@ ir::Value* add_constant_input(ir::Graph& g, const std::string& base, const std::
   return c;
 }
 
-ir::Value* symbol_value(ir::Graph& g, const ir::Dim& d, ir::DType dt, const ir::Node* at) {
-  auto input_of = [&](ir::SymbolId s) {
-    const std::string& name = g.symbol(s).name;
-    for (const ir::GraphInput& in : g.inputs())
-      if (in.role == ir::InputRole::symbol && in.target == name && in.value->dtype() == dt)
-        return in.value;
-    return g.add_input("size_" + name + "_" + std::string(ir::dtype_name(dt)),
-                       ir::TensorType{dt, {}}, ir::InputRole::symbol, name);
-  };
-  auto add = [&](std::string op, std::vector<ir::Value*> in, std::vector<ir::NamedAttr> attrs) {
-    ir::Node* m = g.insert_before(at, std::move(op), std::move(in), std::move(attrs));
-    m->set_location(at->location());
-    return m->output();
-  };
-  const ir::Monomial m = g.expand(ir::Monomial::of(d));
-  ir::Value* v = nullptr;
-  for (ir::SymbolId s : m.symbols) {
-    ir::Value* x = input_of(s);
-    v = v ? add("aten.mul.Tensor", {v, x}, {}) : x;
-  }
-  if (!v) throw ir::Error("internal: symbol_value of the constant " + g.dim_to_string(d));
-  if (m.coeff != 1) v = add("aten.mul.Scalar", {v}, {{"other", m.coeff}});
-  return v;
-}
-
 }  // namespace neuronc::passes

@@ -64,11 +64,6 @@ ir::Value* add_constant_input(ir::Graph& g, const std::string& base, const std::
 // start or length leaves the end unknown.
 std::vector<ir::NamedAttr> narrow_as_slice(const ir::Node& n);
 
-// The value of dim `d` in the run as a 0-d tensor of `dt`, computed before `at` from the
-// symbol inputs (ir::InputRole::symbol) of its free symbols, each made once per dtype: a size
-// read as data (a mean's count, x * x.size(0)), which the loader binds to the real size.
-ir::Value* symbol_value(ir::Graph& g, const ir::Dim& d, ir::DType dt, const ir::Node* at);
-
 // Views of a shape as the `size` attribute of aten.view: an int list when static, else a
 // symbolic list.
 ir::Attribute shape_attr(const ir::Shape& s);

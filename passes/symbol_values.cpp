@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ir/op_registry.h"
+#include "ir/symbol_value.h"
 #include "passes/rewrite.h"
 
 namespace neuronc::passes {
@@ -57,11 +58,6 @@ class Rewriter {
     return m->output();
   }
 
-  // The value of `d` (open) as a 0-d tensor of `dt`, computed before `at`.
-  ir::Value* value_of(const ir::Dim& d, ir::DType dt, ir::Node* at) {
-    return symbol_value(g_, d, dt, at);
-  }
-
   // `v` as `dt`.
   ir::Value* cast(ir::Value* v, ir::DType dt, ir::Node* at) {
     return v->dtype() == dt ? v : add(at, "aten._to_copy.default", {v}, {{"dtype", dt}});
@@ -91,7 +87,8 @@ class Rewriter {
     const ir::TensorType& out = n->output()->type();
     if (ir::is_complex(out.dtype)) return false;
     const ir::Dim d = std::get<ir::Dim>(*n->attr(fill));
-    ir::Value* v = cast(value_of(d, value_dtype(ir::is_floating(out.dtype)), n), out.dtype, n);
+    ir::Value* v =
+        cast(ir::symbol_value(g_, d, value_dtype(ir::is_floating(out.dtype)), n), out.dtype, n);
     if (!out.shape.empty())
       v = add(n, "aten.expand.default", {v}, {{"size", shape_attr(out.shape)}});
     v = add(n, "aten.clone.default", {v});
@@ -145,7 +142,8 @@ class Rewriter {
     for (const ir::ArgSpec& a : alt->args) {
       if (!a.is_tensor()) continue;
       if (reads.count(a.name))
-        in.push_back(value_of(std::get<ir::Dim>(*n->attr(a.name)), value_dtype(floating), n));
+        in.push_back(
+            ir::symbol_value(g_, std::get<ir::Dim>(*n->attr(a.name)), value_dtype(floating), n));
       else
         in.push_back(operand.count(a.name) ? operand[a.name] : nullptr);
     }
@@ -189,7 +187,7 @@ class Rewriter {
     attrs.push_back({"keepdim", n->attr("keepdim") ? n->attr_bool("keepdim") : false});
     if (const ir::Attribute* dt = n->attr("dtype")) attrs.push_back({"dtype", *dt});
     ir::Value* sum = add(n, "aten.sum.dim_IntList", {n->input(0)}, std::move(attrs));
-    ir::Value* c = value_of(g_.dim_of(count), ir::DType::f32, n);
+    ir::Value* c = ir::symbol_value(g_, g_.dim_of(count), ir::DType::f32, n);
     ir::Value* v = add(n, "aten.div.Tensor", {sum, c});
     if (!(v->type() == n->output()->type())) {
       // Leave the mean (refused by the padding analysis) and drop what was made for it.
