@@ -1342,6 +1342,8 @@ class Importer {
         problem = o.problem;
         return nullptr;
       }
+    // Per operand: its tensor (null for a constant), and its constant (read only where there is
+    // no tensor).
     std::vector<ir::Value*> t;
     std::vector<ir::Attribute> k;
     bool any = false;
@@ -1354,8 +1356,6 @@ class Importer {
       problem = "its operands are constants it does not fold";
       return nullptr;
     }
-    // The constant operand i (an int or a float); only asked for where operand i is one.
-    auto kc = [&](size_t i) -> const ir::Attribute& { return k[i]; };
     // Attribute lists built one by one (GCC 12 warns falsely on a braced list of variants).
     auto one = [](const char* name, ir::Attribute a) {
       std::vector<ir::NamedAttr> v;
@@ -1378,8 +1378,8 @@ class Importer {
     auto binary_op = [&](const char* tensor_op, const char* scalar_op,
                          const char* reversed) -> ir::Value* {
       if (t[0] && t[1]) return emit(tensor_op, {t[0], t[1]}, {}, label);
-      if (t[0]) return emit(scalar_op, {t[0]}, one("other", kc(1)), label);
-      if (reversed) return emit(reversed, {t[1]}, one("other", kc(0)), label);
+      if (t[0]) return emit(scalar_op, {t[0]}, one("other", k[1]), label);
+      if (reversed) return emit(reversed, {t[1]}, one("other", k[0]), label);
       return nullptr;
     };
     ir::Value* r = nullptr;
@@ -1395,7 +1395,7 @@ class Importer {
         if (t[1] && !t[0]) {
           // c / b = c * (1 / b)
           r = emit("aten.reciprocal.default", {to_float(t[1])}, {}, label);
-          r = emit("aten.mul.Scalar", {r}, one("other", kc(0)), label);
+          r = emit("aten.mul.Scalar", {r}, one("other", k[0]), label);
         } else {
           r = binary_op("aten.div.Tensor", "aten.div.Scalar", nullptr);
         }
@@ -1405,12 +1405,12 @@ class Importer {
         r = t[1] ? emit("aten.div.Tensor_mode", {t[0], t[1]},
                         one("rounding_mode", std::string("floor")), label)
                  : emit("aten.div.Scalar_mode", {t[0]},
-                        two("other", kc(1), "rounding_mode", std::string("floor")), label);
+                        two("other", k[1], "rounding_mode", std::string("floor")), label);
       else
         r = binary_op("aten.remainder.Tensor", "aten.remainder.Scalar", nullptr);
     } else if (op == "_operator.pow" && binary && t[0]) {
       r = t[1] ? emit("aten.pow.Tensor_Tensor", {t[0], t[1]}, {}, label)
-               : emit("aten.pow.Tensor_Scalar", {t[0]}, one("exponent", kc(1)), label);
+               : emit("aten.pow.Tensor_Scalar", {t[0]}, one("exponent", k[1]), label);
     } else if (op == "_operator.neg" && in.size() == 1) {
       r = emit("aten.neg.default", {t[0]}, {}, label);
     } else if (op == "torch.sym_float" && in.size() == 1) {
@@ -1422,7 +1422,7 @@ class Importer {
       if (t[0] && t[1])
         r = emit(hi ? "aten.maximum.default" : "aten.minimum.default", {t[0], t[1]}, {}, label);
       else {
-        const ir::Attribute bound = t[0] ? kc(1) : kc(0);
+        const ir::Attribute bound = t[0] ? k[1] : k[0];
         r = emit(hi ? "aten.clamp_min.default" : "aten.clamp_max.default", {t[0] ? t[0] : t[1]},
                  one(hi ? "min" : "max", bound), label);
       }
