@@ -440,11 +440,13 @@ struct Anchor {
   // A floor passes when the simulated lower bound does not exceed the published figure; any
   // other anchor must be reproduced within the tolerance.
   bool floor = false;
-  // A published figure the model is not held to, and why (shown beside it, never checked).
-  std::string out_of_reach = {};
+  // A published figure the model disagrees with, as a known and open defect: why, and where it
+  // is being mended (printed beside it as DISAGREES; the exit status does not count it until
+  // that issue refits the parameters, so the other anchors keep guarding their own).
+  std::string known_defect = {};
   double error_pct() const { return 100.0 * (simulated - published) / published; }
   bool ok(double tolerance_pct) const {
-    if (!out_of_reach.empty()) return true;
+    if (!known_defect.empty()) return true;
     return floor ? simulated <= published : std::fabs(error_pct()) <= tolerance_pct;
   }
 };
@@ -556,10 +558,10 @@ int main(int argc, char** argv) {
                        weight_stream_ns(sim, large, 4096) / 1e6, "ms",
                        "BENCH trn1.2xlarge BS 1 P50 (TRAINIUM.md §6.2)", true});
     assumptions = sim.cost_model().assumptions();
-    // nccom-test's collective latencies (TRAINIUM.md §8.5): shown beside the model's cost of the
-    // same collective, not held to it. They time a standalone collective the runtime launches,
-    // which a collective triggered inside a compiled program does not pay (§8.5); the page does
-    // not name the instance either.
+    // nccom-test's collective latencies (TRAINIUM.md §8.5): averages per operation inside a
+    // compiled program, each table on the instance §8.5 names. The model prices all but the
+    // 512 MB row well below them: a known defect, which issue 54 (collectives fitted to these
+    // tables) mends.
     auto collective = [&](CollectiveKind kind, int ranks, uint64_t bytes) {
       Collective c;
       c.kind = kind;
@@ -568,12 +570,9 @@ int main(int argc, char** argv) {
       c.dst = c.src;
       return sim.cost_model().collective_ns(c, ranks) / 1e3;
     };
-    // The published TTFT bounds an in-program collective too: Llama-2-7b's 13.3 ms at TP 32
-    // (§6.2) runs 64 all-reduces of 1 MB (128 tokens x 4096 x bf16), so even with no compute one
-    // takes at most 208 us inside a program, a third of nccom-test's 686 us for 2 MB over 16.
-    const std::string launch =
-        "nccom-test times a standalone launch a collective inside a program does not pay "
-        "(Llama-2-7b's published TTFT allows a 1 MB in-program all-reduce at most 208 us)";
+    const std::string defect =
+        "issue 54: in-program collectives are priced below nccom-test's in-program averages "
+        "(per-step latency and bandwidth not yet fitted to these tables)";
     struct Measured {
       const char* name;
       CollectiveKind kind;
@@ -597,7 +596,7 @@ int main(int argc, char** argv) {
       // inter-chip bus bandwidth is taken from it).
       const bool bandwidth = m.bytes >= (256ull << 20);
       anchors.push_back({m.name, m.us, collective(m.kind, m.ranks, std::max<uint64_t>(src, 4)),
-                         "us", "nccom-test (TRAINIUM.md §8.5)", false, bandwidth ? "" : launch});
+                         "us", "nccom-test (TRAINIUM.md §8.5)", false, bandwidth ? "" : defect});
     }
   }
   {
@@ -616,8 +615,8 @@ int main(int argc, char** argv) {
           "\"%s\", \"error_pct\": %.3f, \"kind\": \"%s\", \"ok\": %s, \"source\": \"%s\"}",
           i ? "," : "", a.name.c_str(), a.published, a.simulated, a.unit.c_str(), a.error_pct(),
           a.floor                  ? "floor"
-          : a.out_of_reach.empty() ? "anchor"
-                                   : "out_of_reach",
+          : a.known_defect.empty() ? "anchor"
+                                   : "known_defect",
           a.ok(kTolerancePct) ? "true" : "false", a.source.c_str());
     }
     std::printf("\n], \"assumptions\": [");
@@ -630,7 +629,7 @@ int main(int argc, char** argv) {
     for (const Anchor& a : anchors)
       std::printf("%-40s %12.4g %12.4g %6s %8.1f%%%s\n", a.name.c_str(), a.published, a.simulated,
                   a.unit.c_str(), a.error_pct(),
-                  !a.out_of_reach.empty() ? ("  out of reach: " + a.out_of_reach).c_str()
+                  !a.known_defect.empty() ? ("  DISAGREES: " + a.known_defect).c_str()
                   : a.floor ? (a.ok(kTolerancePct) ? "  floor: possible" : "  floor: IMPOSSIBLE")
                             : (a.ok(kTolerancePct) ? "" : "  OUTSIDE 10 %"));
   }
