@@ -335,36 +335,66 @@ double CostModel::dma_transfer_efficiency(uint64_t contiguous_hbm_bytes) const {
 }
 
 double CostModel::collective_ns(const Collective& c, int cores) const {
-  if (cores <= 1) return t_.collective_hop_latency_ns;
-  const double n = cores;
-  const double hop = t_.collective_hop_latency_ns + t_.collective_step_overhead_ns;
-  // GB/s == B/ns: one chip's DMA rate, or the NeuronLink bus bandwidth once ranks span chips.
-  const double beta = cores > t_.cores_per_chip
-                          ? std::min(t_.collective_link_gbps, t_.collective_interchip_gbps)
-                          : t_.collective_link_gbps;
+  const int per_chip = std::max(1, t_.cores_per_chip);
+  return collective_ns(c, cores, (std::max(cores, 1) + per_chip - 1) / per_chip);
+}
+
+CollectiveAlgorithm CostModel::collective_algorithm(uint64_t bytes, int ranks, int chips) const {
+  if (bytes < t_.collective_mesh_max_bytes) return CollectiveAlgorithm::mesh;
+  if (bytes < t_.collective_rdh_max_bytes) return CollectiveAlgorithm::rdh;
+  // KangaRing: NeuronCore-v3 and later, every rank of a chip in the group (CC).
+  if (t_.core_generation >= 3 && chips > 1 && ranks >= 2 * chips)
+    return CollectiveAlgorithm::kangaring;
+  return CollectiveAlgorithm::ring;
+}
+
+double CostModel::collective_ns(const Collective& c, int ranks, int chips) const {
+  // docs/DEVICE_MODEL.md "Collectives": one operation inside a program costs a fixed latency, the
+  // per-hop latency of each step of the runtime's algorithm for its size, and nccom-test's bus
+  // bytes over the fitted bus bandwidth (on one chip, or across chips).
+  if (ranks <= 1) return t_.collective_op_latency_ns;
+  const double n = ranks;
   const double src_bytes =
       static_cast<double>(c.src.free_size()) * c.src.partition_count * dtype_size(c.src.dtype);
-  // The steps of the algorithm the runtime picks for a message of `bytes` (§8.3): mesh 2 (one
-  // for each of an all-reduce's reduce-scatter and all-gather halves), recursive
-  // doubling-halving ceil(log2 N) per half, ring N - 1 per half. The data term is the ring's for
-  // every algorithm (each rank still sends (N - 1) / N of the buffer per half): only the latency
-  // steps follow the algorithm [assumption: no over-subscription, s = 1 in §8.4].
-  auto steps = [&](double bytes) {
-    if (bytes < static_cast<double>(t_.collective_mesh_max_bytes)) return 1.0;
-    if (bytes < static_cast<double>(t_.collective_rdh_max_bytes)) return std::ceil(std::log2(n));
-    return n - 1;
-  };
-  switch (c.kind) {
-    case CollectiveKind::all_reduce: {
-      const double chunk = src_bytes / n;
-      return 2 * steps(src_bytes) * hop + 2 * (n - 1) * chunk / beta;  // §8.4
-    }
-    case CollectiveKind::all_gather:  // C = per-rank bytes; the message is the gathered buffer
-      return std::max(steps(n * src_bytes), 2.0) * hop + (n - 1) * src_bytes / beta;
-    case CollectiveKind::reduce_scatter:
-      return std::max(steps(src_bytes), 2.0) * hop + (n - 1) * (src_bytes / n) / beta;
+  // nccom-test's size(B): the all-reduce and reduce-scatter input, the gathered all-gather
+  // output; and its bus-bandwidth factor.
+  const bool gather = c.kind == CollectiveKind::all_gather;
+  const double size = gather ? n * src_bytes : src_bytes;
+  const int halves = c.kind == CollectiveKind::all_reduce ? 2 : 1;
+  const double bus_bytes = halves * (n - 1) / n * size;
+  double steps_per_half = 1;
+  switch (collective_algorithm(static_cast<uint64_t>(size), ranks, chips)) {
+    case CollectiveAlgorithm::mesh:
+      steps_per_half = 1;
+      break;
+    case CollectiveAlgorithm::rdh:
+      steps_per_half = std::ceil(std::log2(n));
+      break;
+    case CollectiveAlgorithm::kangaring:
+      steps_per_half = std::ceil(n / 2);
+      break;
+    case CollectiveAlgorithm::ring:
+      steps_per_half = n - 1;
+      break;
   }
-  return 0;
+  // GB/s == B/ns.
+  const double bus = chips > 1 ? t_.collective_interchip_bus_gbps : t_.collective_onchip_bus_gbps;
+  return t_.collective_op_latency_ns + halves * steps_per_half * t_.collective_hop_latency_ns +
+         bus_bytes / bus;
+}
+
+const char* collective_algorithm_name(CollectiveAlgorithm a) {
+  switch (a) {
+    case CollectiveAlgorithm::mesh:
+      return "mesh";
+    case CollectiveAlgorithm::rdh:
+      return "rdh";
+    case CollectiveAlgorithm::kangaring:
+      return "kangaring";
+    case CollectiveAlgorithm::ring:
+      return "ring";
+  }
+  return "ring";
 }
 
 const char* issue_mode_name(IssueMode m) {
@@ -422,17 +452,32 @@ std::vector<Assumption> CostModel::assumptions() const {
        "a tile is split 8 partitions per DMA engine (DMA, 128 / 16)"},
       {"hbm_gbps_per_core", t_.hbm_gbps_per_core, "GB/s",
        "one HBM pool per chip shared by its cores (§1); lower published figure (§2.3)"},
+      {"collective_op_latency_ns", t_.collective_op_latency_ns, "ns",
+       t_.core_generation == 2
+           ? "fixed cost of one collective inside a program: fitted to nccom-test's trn1.32xlarge "
+             "32-rank all-gather (SDK 2.24), 1 KiB row (docs/DEVICE_MODEL.md, Collectives)"
+           : "fixed cost of one collective inside a program: fitted to nccom-test's SDK 2.28 "
+             "8-rank all-gather, 1 KiB row, taken as trn2's (trn3: trn2's; docs/DEVICE_MODEL.md, "
+             "Collectives)"},
       {"collective_hop_latency_ns", t_.collective_hop_latency_ns, "ns",
-       "ring per-hop latency 1-2 us (CC); midpoint"},
-      {"collective_link_gbps", t_.collective_link_gbps, "GB/s",
-       "on-chip collectives move data at the core's 16-engine large-packet DMA rate"},
-      {"collective_interchip_gbps", t_.collective_interchip_gbps, "GB/s",
-       "ranks on several chips move data at nccom-test's 16-rank 512 MB bus bandwidth, a trn2 "
-       "measurement (§8.5), taken for trn1 and scaled for trn2 / trn3 by their NeuronLink rate "
-       "over trn1's: an assumption on every target"},
+       "per step of the runtime's algorithm: ring / KangaRing per-hop latency 1-2 us (CC, trn2); "
+       "midpoint"},
+      {"collective_onchip_bus_gbps", t_.collective_onchip_bus_gbps, "GB/s",
+       t_.core_generation == 2
+           ? "bus bandwidth with every rank on one chip: fitted to nccom-test's 2-rank all-reduce "
+             "on one chip at 1 GiB (SDK 2.10 page)"
+           : "bus bandwidth with every rank on one chip: no figure published, the inter-chip fit"},
+      {"collective_interchip_bus_gbps", t_.collective_interchip_bus_gbps, "GB/s",
+       t_.core_generation == 2
+           ? "bus bandwidth across chips: fitted to nccom-test's trn1.32xlarge 32-rank all-gather "
+             "at 512 KiB; larger messages extrapolated"
+           : "bus bandwidth across chips: fitted to nccom-test's 16-rank KangaRing all-reduce at "
+             "512 MiB (SDK 2.28, trn2; trn3: trn2's)"},
       {"collective_mesh_max_bytes", static_cast<double>(t_.collective_mesh_max_bytes), "bytes",
-       "mesh (2 steps) below 1 MB, RDH (log2 N steps) to 56 MB, ring above: the runtime's trn2 "
-       "thresholds (CC), taken for every target; data term the ring's (no over-subscription)"},
+       "mesh (1 step per half) below 1 MB, RDH (log2 N per half) to 56 MB, ring (N - 1) or "
+       "KangaRing (N / 2, v3+) above: the runtime's trn2 thresholds (CC), taken for every target"},
+      {"collective_rdh_max_bytes", static_cast<double>(t_.collective_rdh_max_bytes), "bytes",
+       "upper end of recursive doubling-halving (CC, trn2: 56 MB), taken for every target"},
       {"execution_call_ns", t_.execution_call_ns, "ns",
        "per device call issued synchronously: program start, runtime call and framework; fitted "
        "to the six trn1 encoders' P50 (BENCH latency_data_encoder.csv) minus device and PCIe time "

@@ -61,6 +61,10 @@ struct ExecutionOverhead {
   double total_ns() const { return call_ns + transfer_ns + switch_ns + multi_core_ns; }
 };
 
+// The runtime's collective algorithms (TRAINIUM.md §8.3, CC).
+enum class CollectiveAlgorithm : uint8_t { mesh, rdh, kangaring, ring };
+const char* collective_algorithm_name(CollectiveAlgorithm a);
+
 // A model choice that no public source fixes, reported with every run (TRAINIUM.md §1).
 struct Assumption {
   std::string name;
@@ -100,8 +104,13 @@ class CostModel {
   // the full rate (§5.3 curve).
   double dma_transfer_efficiency(uint64_t contiguous_hbm_bytes) const;
 
-  // Collective latency for `cores` ranks on a ring (§8.4), from trigger to completion.
+  // One collective over `ranks` ranks on `chips` chips, from trigger to completion, inside a
+  // program (docs/DEVICE_MODEL.md "Collectives"); the first form puts the ranks on the fewest
+  // chips.
   double collective_ns(const Collective& c, int cores) const;
+  double collective_ns(const Collective& c, int ranks, int chips) const;
+  // The algorithm the runtime picks for a collective of nccom-test size `bytes` (CC).
+  CollectiveAlgorithm collective_algorithm(uint64_t bytes, int ranks, int chips) const;
 
   // The time one inference pays outside the device for `traffic`, issued as `mode`: what turns
   // device time into end-to-end time (device + host ops + this).

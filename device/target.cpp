@@ -52,8 +52,7 @@ Target common() {
   t.semaphore_latency_cycles = 64;           // assumption (TRAINIUM.md §1)
   t.tensor_completion_latency_cycles = 256;  // assumption: 2 x 128 fill + drain (§5.2)
   t.engine_completion_latency_cycles = 64;   // assumption: MIN_II (§5.2)
-  t.collective_hop_latency_ns = 1500.0;      // CC: 1-2 us per hop
-  t.collective_step_overhead_ns = 0.0;       // assumption (§8.4 o = 0)
+  t.collective_hop_latency_ns = 1500.0;      // CC: 1-2 us per hop (trn2; assumption elsewhere)
   t.collective_mesh_max_bytes = 1u << 20;    // CC (trn2; assumption for trn1 and trn3)
   t.collective_rdh_max_bytes = 56u << 20;    // CC (trn2; assumption for trn1 and trn3)
   // One execution outside the device (docs/DEVICE_MODEL.md "End to end"). Fitted on trn1; the
@@ -93,8 +92,12 @@ Target make_trn1() {
   // docs/DEVICE_MODEL.md.
   t.dma_small_transfer_bytes_per_ns = 7.5;
   t.dma_engine_peak_bytes_per_ns = 27.2;  // DMA
-  t.collective_link_gbps = 16 * 17.0;     // assumption: 16 DMA engines x large-packet rate
-  t.collective_interchip_gbps = 103.9;    // assumption: nccom-test's trn2 16-rank 512 MB (§8.5)
+  // Collectives fitted to nccom-test's trn1 tables (docs/DEVICE_MODEL.md "Collectives"): the
+  // trn1.32xlarge 32-rank all-gather (SDK 2.24) at 1 KiB and 512 KiB, and the 2-rank
+  // all-reduce on one chip at 1 GiB.
+  t.collective_op_latency_ns = 4627.0;      // fitted
+  t.collective_interchip_bus_gbps = 29.82;  // fitted (mesh-sized messages, <= 512 KiB)
+  t.collective_onchip_bus_gbps = 56.74;     // fitted
   return t;
 }
 
@@ -119,8 +122,12 @@ Target make_trn2() {
   t.dma_engine_bytes_per_ns = 23.0;          // DMABW
   t.dma_small_transfer_bytes_per_ns = 23.0;  // assumption: no small-row anchor, flat curve
   t.dma_engine_peak_bytes_per_ns = 27.2;     // DMA
-  t.collective_link_gbps = 16 * 23.0;        // assumption
-  t.collective_interchip_gbps = 103.9 * 320.0 / 96.0;  // assumption: trn1's, by link rate (§8.2)
+  // Fitted to nccom-test's SDK 2.28 tables taken as trn2's (docs/DEVICE_MODEL.md
+  // "Collectives"): the 8-rank all-gather at 1 KiB and the 16-rank KangaRing all-reduce at
+  // 512 MiB. No on-chip figure is published: the inter-chip one [assumption].
+  t.collective_op_latency_ns = 8491.0;       // fitted
+  t.collective_interchip_bus_gbps = 104.24;  // fitted
+  t.collective_onchip_bus_gbps = 104.24;     // assumption: the inter-chip fit
   return t;
 }
 
@@ -150,8 +157,11 @@ Target make_trn3() {
   t.dma_small_transfer_bytes_per_ns = 33.0;  // assumption: no small-row anchor, flat curve
   t.dma_engine_peak_bytes_per_ns = 38.4;     // DMA
   t.semaphores_per_core = 256;               // assumption: not public for v4
-  t.collective_link_gbps = 16 * 33.0;        // assumption
-  t.collective_interchip_gbps = 103.9 * 640.0 / 96.0;  // assumption: 2.56 TB/s per chip / 4 (§8.2)
+  // No trn3 collective figure is published: trn2's fitted values, not scaled up by trn3's
+  // faster links [assumption].
+  t.collective_op_latency_ns = 8491.0;       // assumption: trn2's
+  t.collective_interchip_bus_gbps = 104.24;  // assumption: trn2's
+  t.collective_onchip_bus_gbps = 104.24;     // assumption: trn2's
   return t;
 }
 

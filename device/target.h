@@ -102,21 +102,20 @@ struct Target {
   int tensor_completion_latency_cycles;  // assumption: 2 x 128 (array fill + drain)
   int engine_completion_latency_cycles;  // assumption: MIN_II for Vector/Scalar/GpSimd
 
-  // --- Collectives (§8.4) ---------------------------------------------------------------
-  double collective_hop_latency_ns;    // CC: 1-2 us per hop; default 1.5 us
-  double collective_step_overhead_ns;  // assumption: o = 0
-  double collective_link_gbps;         // assumption: on-chip collectives run at the core's DMA rate
-  // The runtime's algorithm by message size (§8.3, CC, given for trn2; trn1 and trn3 taken alike
-  // [assumption]): mesh (2 steps) below `collective_mesh_max_bytes`, recursive doubling-halving
-  // (log2 N steps) below `collective_rdh_max_bytes`, ring (N - 1 steps) above.
-  // Bus bandwidth of a collective whose ranks span chips (over NeuronLink, not one chip's DMA):
-  // 103.9 GB/s, nccom-test's 16-rank 512 MB all-reduce (§8.5), a trn2 measurement taken for trn1
-  // [assumption: another generation's figure], and trn2 and trn3 scaled from it by their per-link
-  // rate over trn1's (§8.2: 320 and 640 vs 96 GB/s) [assumption; trn2's own measurement is the
-  // 103.9]. Issue 54 refits collectives per generation; until then every value is an assumption.
-  double collective_interchip_gbps;
-  uint64_t collective_mesh_max_bytes;  // CC: < 1 MB
-  uint64_t collective_rdh_max_bytes;   // CC: 1-56 MB
+  // --- Collectives (§8.3-8.5; docs/DEVICE_MODEL.md "Collectives") --------------------------
+  // One collective operation inside a program costs
+  //   collective_op_latency_ns + steps x collective_hop_latency_ns + factor x S / bus bandwidth,
+  // with S nccom-test's size (the all-reduce buffer, the gathered all-gather output, the
+  // reduce-scatter input), factor nccom-test's bus-bandwidth factor (2(N-1)/N all-reduce,
+  // (N-1)/N all-gather and reduce-scatter) and steps those of the algorithm the runtime picks for
+  // S (mesh 1 per half below `collective_mesh_max_bytes`, recursive doubling-halving
+  // ceil(log2 N) per half below `collective_rdh_max_bytes`, ring N - 1 per half above).
+  double collective_op_latency_ns;       // fitted: trn1 32-rank all-gather, trn2 8-rank
+  double collective_hop_latency_ns;      // CC: 1-2 us per hop; 1.5 us
+  double collective_onchip_bus_gbps;     // bus bandwidth, every rank on one chip
+  double collective_interchip_bus_gbps;  // bus bandwidth, ranks on several chips
+  uint64_t collective_mesh_max_bytes;    // CC: < 1 MB
+  uint64_t collective_rdh_max_bytes;     // CC: 1-56 MB
 
   // --- One execution, outside the device time (docs/DEVICE_MODEL.md "End to end") ------------
   // What a runtime call of a loaded program pays beside the device's own time, which (as AWS's
