@@ -520,5 +520,55 @@ TEST(Ports, V2SerialisesVectorAndGpsimdOnSbufButV3DoesNot) {
               1e-6);
 }
 
+// A collective inside a program (docs/DEVICE_MODEL.md "Collectives"): the fit rows of nccom-test's
+// tables come back, the algorithm follows the message size and the rank layout, and the bus
+// bandwidth is the on-chip one only when every rank is on one chip.
+Collective collective_of(CollectiveKind kind, uint64_t src_bytes) {
+  Collective c;
+  c.kind = kind;
+  const uint32_t elems = static_cast<uint32_t>(std::max<uint64_t>(1, src_bytes / 4));
+  c.src = hbm(0, DType::f32, 1, elems, elems);
+  c.dst = c.src;
+  return c;
+}
+
+TEST(Timing, CollectivesReproduceTheirFitRows) {
+  const CostModel trn1(target(TargetKind::trn1));
+  const CostModel trn2(target(TargetKind::trn2));
+  const auto ag = CollectiveKind::all_gather;
+  const auto ar = CollectiveKind::all_reduce;
+  // trn1.32xlarge 32-rank all-gather (16 chips): 6.16 us at 1 KiB, 23.16 us at 512 KiB gathered.
+  EXPECT_NEAR(trn1.collective_ns(collective_of(ag, 1024 / 32), 32, 16), 6160, 10);
+  EXPECT_NEAR(trn1.collective_ns(collective_of(ag, 524288 / 32), 32, 16), 23160, 10);
+  // 2 ranks on one trn1 chip: 18930 us at 1 GiB, and 2 ranks are one chip on trn1.
+  EXPECT_NEAR(trn1.collective_ns(collective_of(ar, 1ull << 30), 2, 1), 18.93e6, 2e3);
+  EXPECT_EQ(trn1.collective_ns(collective_of(ar, 1ull << 30), 2),
+            trn1.collective_ns(collective_of(ar, 1ull << 30), 2, 1));
+  // trn2: 8 ranks on 2 chips, 10.0 us at 1 KiB; 16 ranks on 4 chips, 9689.51 us at 512 MiB.
+  EXPECT_NEAR(trn2.collective_ns(collective_of(ag, 1024 / 8), 8, 2), 10000, 10);
+  EXPECT_NEAR(trn2.collective_ns(collective_of(ar, 512ull << 20), 16, 4), 9.68951e6, 2e3);
+
+  // The algorithm by size (CC): mesh, RDH, then KangaRing on v3+ with every rank of a chip in
+  // the group, ring otherwise.
+  EXPECT_EQ(trn1.collective_algorithm(1 << 10, 32, 16), CollectiveAlgorithm::mesh);
+  EXPECT_EQ(trn1.collective_algorithm(2 << 20, 32, 16), CollectiveAlgorithm::rdh);
+  EXPECT_EQ(trn1.collective_algorithm(512ull << 20, 32, 16), CollectiveAlgorithm::ring);
+  EXPECT_EQ(trn2.collective_algorithm(512ull << 20, 16, 4), CollectiveAlgorithm::kangaring);
+  EXPECT_EQ(trn2.collective_algorithm(512ull << 20, 4, 4), CollectiveAlgorithm::ring);
+  // Each step of the algorithm pays the hop latency: a ring all-reduce of N ranks has 2(N - 1).
+  const Target& t1 = target(TargetKind::trn1);
+  const Collective big = collective_of(ar, 512ull << 20);
+  const double bus = 2.0 * 31 / 32 * (512ull << 20) / t1.collective_interchip_bus_gbps;
+  EXPECT_NEAR(trn1.collective_ns(big, 32, 16),
+              t1.collective_op_latency_ns + 2 * 31 * t1.collective_hop_latency_ns + bus, 1);
+  // Spanning chips moves the bytes at the inter-chip rate, which on trn1 is the slower one.
+  const Collective mid = collective_of(ar, 64 << 20);
+  EXPECT_GT(trn1.collective_ns(mid, 2, 2), trn1.collective_ns(mid, 2, 1));
+  // More data never costs less; a single rank pays only the operation's fixed latency.
+  EXPECT_LT(trn1.collective_ns(collective_of(ar, 1 << 10), 32, 16),
+            trn1.collective_ns(collective_of(ar, 1 << 16), 32, 16));
+  EXPECT_EQ(trn1.collective_ns(collective_of(ar, 1 << 16), 1), t1.collective_op_latency_ns);
+}
+
 }  // namespace
 }  // namespace neuronc::device
