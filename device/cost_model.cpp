@@ -313,6 +313,14 @@ double CostModel::dma_start_delay_ns(const DmaCopy& dma) const {
   return t_.dma_trigger_latency_ns + (dma.row_index ? t_.dma_indirect_setup_ns : 0.0);
 }
 
+double CostModel::swdge_ns(const DmaCopy& dma, const DmaWork& w) const {
+  if (!dma.row_index) return 0;
+  uint64_t descriptors = 0;
+  for (uint32_t d : w.descriptors) descriptors += d;
+  return cycles_to_ns(Engine::gpsimd,
+                      static_cast<double>(descriptors) * t_.swdge_descriptor_cycles);
+}
+
 double CostModel::dma_engine_ns(double rate_weighted_bytes, uint32_t descriptors,
                                 double bytes_per_ns) const {
   if (descriptors == 0) return 0;
@@ -441,11 +449,12 @@ std::vector<Assumption> CostModel::assumptions() const {
        "contiguous HBM bytes per engine transfer from which the DMABW rate holds (PERF: > 32 "
        "KiB); rate log-linear in size below it, down to the small rate at 4 KiB"},
       {"dma_indirect_setup_ns", t_.dma_indirect_setup_ns, "ns",
-       t_.core_generation >= 3
-           ? "descriptor generation of an indirect (gather or scatter) DMA: ARCH3 ~600 ns per "
-             "DGE DMA"
-           : "descriptor generation of an indirect (gather or scatter) DMA by software DGE on "
-             "GpSimd: not public, taken as ARCH3's ~600 ns hardware-DGE figure"},
+       "from an indirect DMA's descriptors written by software DGE to its transfer's start: not "
+       "published; the hardware DGE's ~600 ns per DMA (DGE) kept as its order, though hardware "
+       "DGE itself cannot do indirect DMAs"},
+      {"swdge_descriptor_cycles", static_cast<double>(t_.swdge_descriptor_cycles), "cycles",
+       "GpSimd cycles per descriptor of an indirect DMA (software DGE, DGE: it consumes GpSimd "
+       "cycles and competes with GpSimd work): not published, one MIN_II per descriptor"},
       {"dma_issue_cycles", static_cast<double>(t_.dma_issue_cycles), "cycles",
        "cost of a DMA trigger on the issuing engine, taken as MIN_II"},
       {"dma_partitions_per_engine", static_cast<double>(t_.dma_partitions_per_engine), "partitions",

@@ -99,6 +99,8 @@ class CostModel {
   // transfer casts), and the delay from the end of the trigger to the first byte.
   double dma_engine_rate(const DmaWork& w) const;
   double dma_start_delay_ns(const DmaCopy& dma) const;
+  // GpSimd's time generating an indirect DMA's descriptors (software DGE), 0 for a direct DMA.
+  double swdge_ns(const DmaCopy& dma, const DmaWork& w) const;
 
   // Rate of an engine that moves `contiguous_hbm_bytes` back to back in HBM, as a fraction of
   // the full rate (§5.3 curve).

@@ -92,7 +92,8 @@ struct ProgramTiming::Tables {
   };
   struct DmaStep {
     double start_delay_ns = 0;
-    double rate = 0;  // an engine's rate before HBM sharing (CostModel::dma_engine_rate)
+    double swdge_ns = 0;  // GpSimd's descriptor generation of an indirect DMA (software DGE)
+    double rate = 0;      // an engine's rate before HBM sharing (CostModel::dma_engine_rate)
     uint64_t total_bytes = 0, hbm_read_bytes = 0, hbm_write_bytes = 0;
     uint64_t sbuf_read_bytes = 0, sbuf_write_bytes = 0;
     uint32_t shares = 0, share_count = 0;  // in `shares`, by engine
@@ -211,6 +212,7 @@ ProgramTiming::ProgramTiming(const CostModel& cost, const Program& program, Copi
           const DmaWork w = cost.dma_work(*dma);
           Tables::DmaStep d;
           d.start_delay_ns = cost.dma_start_delay_ns(*dma);
+          d.swdge_ns = cost.swdge_ns(*dma, w);
           d.queue = dma->queue;
           d.rate = cost.dma_engine_rate(w);
           d.total_bytes = w.total_bytes;
@@ -783,7 +785,16 @@ Status Run::issue(double now, int core, Engine e, double& next) {
       ++q[qthread];
       qsnap = q;
     }
-    const double t0 = now + c.ii_ns + w.start_delay_ns;
+    double t0 = now + c.ii_ns + w.start_delay_ns;
+    if (w.swdge_ns > 0) {
+      // Software DGE (DGE): GpSimd writes the descriptors once it is free, and holds its own
+      // next instruction until they are written; the transfer starts after them.
+      EngineRun& g = cr.engines[static_cast<int>(Engine::gpsimd)];
+      const double g0 = std::max(now + c.ii_ns, g.next_issue);
+      g.next_issue = g0 + w.swdge_ns;
+      cr.stats.engines[static_cast<int>(Engine::gpsimd)].busy_ns += w.swdge_ns;
+      t0 = g.next_issue + w.start_delay_ns;
+    }
     double rate = w.rate;
     const bool uses_hbm = w.hbm_read_bytes + w.hbm_write_bytes > 0;
     if (uses_hbm) {

@@ -42,7 +42,8 @@ Target common() {
   t.dma_descriptor_ns = 20.0;                // assumption: §5.3 default, see DEVICE_MODEL.md
   t.dma_small_transfer_bytes = 4096;         // MM: strided rows of 256 B - 4 KiB, one rate
   t.dma_full_rate_transfer_bytes = 32768;    // PERF: > 32 KiB per engine transfer is ideal
-  t.dma_indirect_setup_ns = 600.0;           // ARCH3, DGE (v3+); assumption for v2's software DGE
+  t.dma_indirect_setup_ns = 600.0;           // assumption: DGE's hardware-DGE figure, see target.h
+  t.swdge_descriptor_cycles = 64;            // assumption: one MIN_II per descriptor (software DGE)
   t.dma_trigger_latency_ns = 1300.0;         // assumption: DMABW ~1.3 us, see DEVICE_MODEL.md
   t.dma_semaphore_write_ns = 0.0;            // assumption: folded into the descriptor cost
   t.dma_cast_factor = 1.0;                   // assumption: casts at full rate

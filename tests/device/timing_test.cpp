@@ -570,5 +570,42 @@ TEST(Timing, CollectivesReproduceTheirFitRows) {
   EXPECT_EQ(trn1.collective_ns(collective_of(ar, 1 << 16), 1), t1.collective_op_latency_ns);
 }
 
+// An indirect DMA's descriptors are written by software DGE on GpSimd (docs/DEVICE_MODEL.md,
+// Semantics): GpSimd is busy `swdge_descriptor_cycles` per descriptor, the transfer starts after
+// them, and a second indirect DMA waits for GpSimd to finish the first's.
+DmaCopy timed_gather(uint16_t rows) {
+  DmaCopy d{sbuf(0, rows, 64, DType::f32, 6), hbm(0, DType::f32, 1, 6, 0)};
+  d.src.partition_stride = 8;
+  d.row_index = sbuf(0, rows, 0, DType::i32, 1);
+  d.table_rows = 1000;
+  return d;
+}
+
+TEST(Timing, IndirectDmaDescriptorsBusyGpSimd) {
+  for (TargetKind k : {TargetKind::trn1, TargetKind::trn2, TargetKind::trn3}) {
+    const Target& t = target(k);
+    const double per = t.swdge_descriptor_cycles / t.gpsimd_clock_ghz;
+    const int gpsimd = static_cast<int>(Engine::gpsimd);
+    const RunReport r4 = timed(k, single(Engine::sync, timed_gather(4)));
+    const RunReport r128 = timed(k, single(Engine::sync, timed_gather(128)));
+    EXPECT_NEAR(r4.cores[0].engines[gpsimd].busy_ns, 4 * per, 1e-6) << t.name;
+    EXPECT_NEAR(r128.cores[0].engines[gpsimd].busy_ns, 128 * per, 1e-6) << t.name;
+    EXPECT_GE(r128.total_time_ns - r4.total_time_ns, 124 * per) << t.name;
+    EXPECT_GE(r128.total_time_ns, 128 * per + t.dma_indirect_setup_ns) << t.name;
+    // A direct DMA of the same rows keeps GpSimd idle.
+    DmaCopy direct = timed_gather(128);
+    direct.row_index.reset();
+    direct.src = hbm(0, DType::f32, 128, 6, 8);
+    EXPECT_EQ(timed(k, single(Engine::sync, direct)).cores[0].engines[gpsimd].busy_ns, 0) << t.name;
+    // Two gathers on two queues: the second's descriptors follow the first's on GpSimd.
+    Program two = single(Engine::sync, timed_gather(128));
+    DmaCopy second = timed_gather(128);
+    second.queue = 1;
+    second.dst.offset = 1024;
+    two.cores[0].stream(Engine::sync).push_back(inst(second));
+    EXPECT_GE(timed(k, two).total_time_ns, 2 * 128 * per + t.dma_indirect_setup_ns) << t.name;
+  }
+}
+
 }  // namespace
 }  // namespace neuronc::device
