@@ -108,14 +108,15 @@ def load(a):
     if cfg.model_type not in FAMILIES:
         fail(f"{a.hf_dir}: model_type '{cfg.model_type}' is not supported; expected one of "
              f"{', '.join(sorted(FAMILIES))}")
+    dtype = getattr(torch, a.dtype)
     if a.meta:
         with torch.device("meta"):
             m = transformers.AutoModelForCausalLM.from_config(cfg)
     elif a.random_weights:
-        return random_model(cfg, a.seed), cfg.model_type
+        return random_model(cfg, a.seed).to(dtype), cfg.model_type
     else:
         m = transformers.AutoModelForCausalLM.from_pretrained(a.hf_dir, torch_dtype=torch.float32)
-    return m.eval(), cfg.model_type
+    return m.to(dtype).eval(), cfg.model_type
 
 
 def sample(logits, params, max_top_k):
@@ -324,6 +325,10 @@ def main():
                     help="HF_DIR's config (config.json alone will do) with seeded random "
                          "variance-preserving fp32 weights instead of its own: a full-size "
                          "architecture whose outputs are computed, for simulator benchmarks")
+    ap.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32",
+                    help="the dtype the model computes in (its weights, activations and KV "
+                         "cache): bfloat16 as NxD Inference and vLLM-Neuron run a bf16 "
+                         "checkpoint, float32 (default) for references and --auto-cast")
     ap.add_argument("--prompt-len", type=int, default=12, help="the reference prompt's length")
     ap.add_argument("--new-tokens", type=int, default=64, help="the reference's new tokens")
     ap.add_argument("--seed", type=int, default=0)
@@ -399,7 +404,7 @@ def main():
         np.save(os.path.join(d, "prompt.npy"), prompt.numpy())
         np.save(os.path.join(d, "tokens.npy"), out[:, a.prompt_len:].numpy())
         manifest["reference"] = {"prompt": "reference/prompt.npy", "tokens": "reference/tokens.npy",
-                                 "decoding": "greedy", "dtype": "float32"}
+                                 "decoding": "greedy", "dtype": a.dtype}
         if a.on_device_sampling:
             top_k, temperature, seed = min(5, a.max_top_k), 0.8, 7
             sampled = sampled_reference(m, a, prompt, buckets, contexts, top_k, temperature, seed)

@@ -954,6 +954,9 @@ FULL: List[Entry] = [
     Entry("resnet18", _tv("resnet18", 3001), requires=("torchvision",), full=True),
     Entry("resnet50", _tv("resnet50", 3002), requires=("torchvision",), full=True),
     Entry("resnet101", _tv("resnet101", 3008), requires=("torchvision",), full=True),
+    # The two other ResNets of AWS's inf2 vision table (issue 54's end-to-end anchors).
+    Entry("resnet34", _tv("resnet34", 3101), requires=("torchvision",), full=True),
+    Entry("resnet152", _tv("resnet152", 3102), requires=("torchvision",), full=True),
     Entry("mobilenet_v2", _tv("mobilenet_v2", 3003), requires=("torchvision",), full=True),
     Entry("mobilenet_v3_small", _tv("mobilenet_v3_small", 3004), requires=("torchvision",), full=True),
     Entry("efficientnet_b0", _tv("efficientnet_b0", 3005), requires=("torchvision",), full=True),
