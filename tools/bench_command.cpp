@@ -23,6 +23,8 @@
 #include "artifact_format/mapped_file.h"
 #include "artifact_format/reader.h"
 #include "device/numerics.h"
+#include "device/parameters.h"
+#include "device/target.h"
 #include "tools/cli_output.h"
 #include "tools/commands.h"
 #include "tools/generation.h"
@@ -484,6 +486,26 @@ std::pair<json, std::optional<double>> bench_price(const BenchOptions& o,
   return {price, usd_per_hour};
 }
 
+// Every parameter of the target's device model with the kind of its source (published,
+// derived, fitted or assumption: docs/DEVICE_MODEL.md, "Every parameter of device::Target").
+json target_parameters_json(const std::string& target_name) {
+  json ps = json::array();
+  const auto kind = device::parse_target(target_name);
+  if (!kind.is_ok()) return ps;
+  for (const device::Parameter& p : device::target_parameters(device::target(*kind))) {
+    json j = {{"name", p.name},
+              {"unit", p.unit},
+              {"kind", device::source_kind_name(p.kind)},
+              {"row", "docs/DEVICE_MODEL.md, Every parameter of device::Target"}};
+    if (std::isnan(p.number))
+      j["value"] = p.value;
+    else
+      j["value"] = p.number;
+    ps.push_back(std::move(j));
+  }
+  return ps;
+}
+
 // The device model's assumptions in effect, then the bench's own.
 json bench_assumptions(const BenchOptions& o, const Timeline& tl) {
   json as = json::array();
@@ -736,6 +758,7 @@ json bench_loaded(const BenchOptions& o, const neuronc::Model& model, TimedArtif
   json as = bench_assumptions(o, tl);
   if (timing_only) mark_host_ops_not_run(as, model.info().host_ops, model.info().timing_only);
   r["assumptions"] = as;
+  r["parameters"] = target_parameters_json(tl.target);
   return r;
 }
 
@@ -875,6 +898,7 @@ json run_bench_generate(const BenchOptions& o) {
   if (o.timing_only || gen.timing_only())
     mark_host_ops_not_run(as, gen.model().info().host_ops, gen.timing_only());
   r["assumptions"] = as;
+  r["parameters"] = target_parameters_json(tl.target);
   return r;
 }
 

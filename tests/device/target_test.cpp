@@ -3,11 +3,14 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "device/cost_model.h"
 #include "device/isa.h"
+#include "device/parameters.h"
 
 namespace neuronc::device {
 namespace {
@@ -135,6 +138,60 @@ TEST(ExecutionOverhead, AddsEachTermOfTheCalls) {
   EXPECT_LT(async.total_ns(), sync.total_ns());
   // Nothing run, nothing paid.
   EXPECT_DOUBLE_EQ(cost.execution_overhead({}, IssueMode::synchronous).total_ns(), 0);
+}
+
+// device/parameters.cpp lists every Target member, and its kind per generation is the one the
+// document's table gives: "trn1, trn2 **fitted**; trn3 **assumption**", or one kind for all.
+TEST(DeviceModelDoc, ReportedParameterKindsAreTheTables) {
+  std::ifstream f(std::string(NEURONC_SOURCE_DIR) + "/docs/DEVICE_MODEL.md");
+  ASSERT_TRUE(f.good());
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string doc = ss.str();
+  const size_t begin = doc.find("## Every parameter of `device::Target`");
+  const size_t end = doc.find("\n## ", begin + 1);
+  ASSERT_NE(begin, std::string::npos);
+  std::istringstream table(doc.substr(begin, end - begin));
+  const char* kinds[] = {"published", "derived", "fitted", "assumption"};
+  std::map<std::string, std::array<std::string, 3>> want;  // name -> kind per trn1..trn3
+  for (std::string line; std::getline(table, line);) {
+    if (line.rfind("| `", 0) != 0) continue;
+    const std::string name = line.substr(3, line.find('`', 3) - 3);
+    const std::string cell = line.substr(line.rfind('|', line.size() - 2) + 1);
+    std::array<std::string, 3>& k = want[name];
+    std::istringstream parts(cell);
+    for (std::string part; std::getline(parts, part, ';');) {
+      size_t at = std::string::npos;
+      std::string kind;
+      for (const char* c : kinds) {
+        const size_t i = part.find(std::string("**") + c + "**");
+        if (i < at) at = i, kind = c;
+      }
+      if (kind.empty()) continue;
+      const std::string named = part.substr(0, at);
+      bool any = false;
+      for (int g = 0; g < 3; ++g)
+        if (named.find("trn" + std::to_string(g + 1)) != std::string::npos) {
+          any = true;
+          if (k[g].empty()) k[g] = kind;
+        }
+      if (!any)
+        for (std::string& s : k)
+          if (s.empty()) s = kind;
+    }
+  }
+  for (TargetKind t : {TargetKind::trn1, TargetKind::trn2, TargetKind::trn3}) {
+    const std::vector<Parameter> ps = target_parameters(target(t));
+    EXPECT_EQ(ps.size(), want.size())
+        << "device/parameters.cpp and the table list different members";
+    for (const Parameter& p : ps) {
+      const auto it = want.find(std::string(p.name));
+      ASSERT_NE(it, want.end()) << p.name << " has no row";
+      const int g = target(t).core_generation - 2;
+      EXPECT_EQ(source_kind_name(p.kind), it->second[g])
+          << p.name << " on " << target(t).name << ": device/parameters.cpp and the table differ";
+    }
+  }
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 
+#include "device/parameters.h"
 #include "tests/tools/fixture_artifacts.h"
 #include "tools/bench_command.h"
 #include "tools/cli_output.h"
@@ -132,6 +134,18 @@ TEST_P(BenchFixture, ReportHasTheDocumentedFieldsAndConsistentNumbers) {
               1e-6 * e2e["mean"].get<double>());
   EXPECT_GT(e2e["p50"].get<double>(), lat["p50"].get<double>());
   EXPECT_LT(e2e["asynchronous_p50"].get<double>(), e2e["p50"].get<double>());
+
+  // Every parameter of the target with the kind of its source (docs/DEVICE_MODEL.md).
+  ASSERT_TRUE(r.contains("parameters"));
+  std::map<std::string, json> params;
+  for (const json& p : r["parameters"]) params[p["name"].get<std::string>()] = p;
+  EXPECT_EQ(params.size(), device::target_parameters(trn1).size());
+  EXPECT_EQ(params.at("execution_call_ns")["kind"], "fitted");
+  EXPECT_EQ(params.at("execution_call_ns")["value"].get<double>(), trn1.execution_call_ns);
+  EXPECT_EQ(params.at("tensor_clock_ghz")["kind"], "published");
+  EXPECT_EQ(params.at("host_link_bytes_per_ns")["kind"], "assumption");
+  EXPECT_EQ(params.at("host_link_bytes_per_ns")["unit"], "B/ns");
+  EXPECT_EQ(params.at("name")["value"], "trn1");
 
   // One inference in flight per copy, waiting for each end to end.
   const json& tp = r["throughput_per_s"];
