@@ -32,20 +32,21 @@ bool innermost_contiguous(const MemRef& m) {
   return true;
 }
 
-// ARCH2: innermost stride > 16 bytes halves the interface bandwidth.
-bool strided(const MemRef& m) {
+// ARCH2: an innermost stride above `limit` bytes (16) halves the interface bandwidth.
+bool strided(const MemRef& m, int limit) {
   for (int l = m.num_levels - 1; l >= 0; --l) {
     if (m.levels[l].count == 1) continue;
-    return static_cast<uint64_t>(std::abs(m.levels[l].stride)) * dtype_size(m.dtype) > 16;
+    return static_cast<uint64_t>(std::abs(m.levels[l].stride)) * dtype_size(m.dtype) >
+           static_cast<uint64_t>(limit);
   }
   return false;
 }
 
-bool any_strided(const Operands& o) {
+bool any_strided(const Operands& o, int limit) {
   for (const auto& m : o.reads)
-    if (m.memory != MemoryKind::hbm && m.free_size() > 1 && strided(m)) return true;
+    if (m.memory != MemoryKind::hbm && m.free_size() > 1 && strided(m, limit)) return true;
   for (const auto& m : o.writes)
-    if (m.memory != MemoryKind::hbm && m.free_size() > 1 && strided(m)) return true;
+    if (m.memory != MemoryKind::hbm && m.free_size() > 1 && strided(m, limit)) return true;
   return false;
 }
 
@@ -99,7 +100,8 @@ InstructionCost CostModel::cost(Engine e, const Operation& op) const {
   const double min_ii = t_.min_ii_cycles;
   const double n = static_cast<double>(instruction_free_size(op));
   const Operands o = operands(op);
-  const double stride_factor = any_strided(o) ? 2.0 : 1.0;  // ARCH2 (§5.2), on the N-term
+  const double stride_factor =
+      any_strided(o, t_.strided_access_bytes) ? 2.0 : 1.0;  // ARCH2 (§5.2), on the N-term
   const double ns = n * stride_factor;
   InstructionCost c;
   double latency_cycles = t_.engine_completion_latency_cycles;  // assumption (§5.2)
@@ -120,9 +122,9 @@ InstructionCost CostModel::cost(Engine e, const Operation& op) const {
         } else if constexpr (std::is_same_v<T, Transpose>) {
           const double p = x.src.partition_count;
           if (e == Engine::tensor) {
-            // ISA226: max(P, min(64, F)); fp32 at the matmul fp32 rate, halved by v3+ transpose
-            // mode (ARCH3).
-            double cyc = std::max(p, std::min(64.0, n));
+            // ISA226: max(P, min(64, F)) (64: matmul_min_stationary_cycles); fp32 at the matmul
+            // fp32 rate, halved by v3+ transpose mode (ARCH3).
+            double cyc = std::max(p, std::min<double>(t_.matmul_min_stationary_cycles, n));
             if (x.src.dtype == DType::f32)
               cyc *= t_.core_generation >= 3 ? t_.matmul_fp32_factor / 2 : t_.matmul_fp32_factor;
             c.ii_cycles = cyc;

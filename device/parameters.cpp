@@ -38,6 +38,7 @@ namespace {
   X(scalar_dependency_cycles, "cycles", "FFA") \
   X(vector_dependency_extra_cycles, "cycles", "PAA") \
   X(dynamic_copy_min_cycles, "cycles", "PPA") \
+  X(strided_access_bytes, "bytes", "PAA") \
   X(vector_transpose_block, "", "PAA") \
   X(partitions, "", "PPP") \
   X(sbuf_partition_bytes, "bytes", "PPD") \

@@ -23,6 +23,7 @@ Target common() {
   t.scalar_dependency_cycles = 265;        // PERF: 264 (v2) / 266 (v3) cycles, §5.2
   t.vector_dependency_extra_cycles = 100;  // ARCH2, PERF
   t.dynamic_copy_min_cycles = 600;         // ISA226
+  t.strided_access_bytes = 16;             // ARCH2 (NC-v2 rule, taken for v3 / v4)
   t.vector_transpose_block = 32;           // NKI arch guide, cross-partition movement
   t.partitions = 128;                      // ARCH2
   t.sbuf_partition_pitch = 256 * 1024;     // assumption (DRV maps a power-of-two window)
@@ -59,10 +60,10 @@ Target common() {
   // One execution outside the device (docs/DEVICE_MODEL.md "End to end"). Fitted on trn1; the
   // host's runtime and framework are not a NeuronCore generation's, so trn2 and trn3 take
   // trn1's values [assumption].
-  t.execution_call_ns = 94950.0;     // fitted: six trn1 encoders (BENCH), fit half
-  t.execution_call_async_ns = 0.0;   // assumption: the host's share hidden by the overlap
-  t.host_link_bytes_per_ns = 16.0;   // assumption: half a PCIe Gen4 x16 link's 32 GB/s
-  t.program_switch_ns = 0.0;         // assumption: only a reduction is published (2.21)
+  t.execution_call_ns = 94950.0;    // fitted: six trn1 encoders (BENCH), fit half
+  t.execution_call_async_ns = 0.0;  // assumption: the host's share hidden by the overlap
+  t.host_link_bytes_per_ns = 16.0;  // assumption: half a PCIe Gen4 x16 link's 32 GB/s
+  t.program_switch_ns = 0.0;        // assumption: only a reduction is published (2.21)
   t.multi_core_start_ns = 81300.0;  // fitted: NxD 4-layer TP 32 (bf16), asynchronous decode P50
   return t;
 }

@@ -50,6 +50,8 @@ struct Target {
   int scalar_dependency_cycles;        // PERF: dependent 1-element chain II 264 (v2) / 266 (v3)
   int vector_dependency_extra_cycles;  // ARCH2, PERF: +~100 cycles static overhead
   int dynamic_copy_min_cycles;         // ISA226: tensor_copy_dynamic_* max(600, N)
+  int strided_access_bytes;            // ARCH2: an innermost stride above this many bytes
+                                       // halves an engine's SBUF / PSUM interface rate
   int vector_transpose_block;          // NKI arch guide: VectorE transposes 32 x 32 inside
                                        // each group of 32 partitions (one reshape bank)
 

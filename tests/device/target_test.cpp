@@ -3,9 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 
 #include "device/cost_model.h"
@@ -149,8 +151,8 @@ TEST(DeviceModelDoc, ReportedParameterKindsAreTheTables) {
   ss << f.rdbuf();
   const std::string doc = ss.str();
   const size_t begin = doc.find("## Every parameter of `device::Target`");
-  const size_t end = doc.find("\n## ", begin + 1);
   ASSERT_NE(begin, std::string::npos);
+  const size_t end = std::min(doc.find("\n## ", begin + 1), doc.find("\n### ", begin + 1));
   std::istringstream table(doc.substr(begin, end - begin));
   const char* kinds[] = {"published", "derived", "fitted", "assumption"};
   std::map<std::string, std::array<std::string, 3>> want;  // name -> kind per trn1..trn3
@@ -192,6 +194,39 @@ TEST(DeviceModelDoc, ReportedParameterKindsAreTheTables) {
           << p.name << " on " << target(t).name << ": device/parameters.cpp and the table differ";
     }
   }
+}
+
+// A cost model constant has its row: device/cost_model.cpp holds no literal but 0 and 1 that
+// docs/DEVICE_MODEL.md's "Constants inside cost_model.cpp's formulas" table does not name (a cost
+// parameter belongs in Target, with its row in the parameter table).
+TEST(DeviceModelDoc, EveryCostModelConstantHasARow) {
+  auto read = [](const std::string& rel) {
+    std::ifstream f(std::string(NEURONC_SOURCE_DIR) + "/" + rel);
+    EXPECT_TRUE(f.good()) << rel;
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  const std::string doc = read("docs/DEVICE_MODEL.md");
+  const size_t begin = doc.find("### Constants inside `cost_model.cpp`'s formulas");
+  ASSERT_NE(begin, std::string::npos);
+  const std::string table = doc.substr(begin, doc.find("\n## ", begin) - begin);
+  // The code without comments and string literals.
+  std::string code = read("device/cost_model.cpp");
+  code = std::regex_replace(code, std::regex("//[^\\n]*"), "");
+  code = std::regex_replace(code, std::regex("\"(\\\\.|[^\"\\\\])*\""), "\"\"");
+  const std::regex literal("(^|[^A-Za-z_0-9.])([0-9]+(\\.[0-9]*)?)(?![A-Za-z_0-9.])");
+  size_t seen = 0;
+  for (auto it = std::sregex_iterator(code.begin(), code.end(), literal);
+       it != std::sregex_iterator(); ++it) {
+    const std::string lit = (*it)[2];
+    if (lit == "0" || lit == "1" || lit == "0.0" || lit == "1.0") continue;
+    ++seen;
+    EXPECT_NE(table.find("`" + lit + "`"), std::string::npos)
+        << "device/cost_model.cpp uses the literal " << lit
+        << ", which the constants table in docs/DEVICE_MODEL.md does not name";
+  }
+  EXPECT_GT(seen, 0u);  // the scan found the formula constants
 }
 
 }  // namespace
